@@ -1,0 +1,160 @@
+//! The library's error type. Every variant names the offending path, file or
+//! value so the CLI can print one clear line without further context.
+
+use std::path::PathBuf;
+
+/// Errors from reading stores and resolving roots.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A string that should be a store path is not one.
+    #[error("'{path}' is not a valid store path: {reason}")]
+    InvalidStorePath {
+        /// The offending string.
+        path: String,
+        /// Which rule it breaks.
+        reason: &'static str,
+    },
+    /// A well-formed store path that the store does not hold.
+    #[error("path '{path}' is not valid in {store}")]
+    MissingPath {
+        /// The path asked for.
+        path: String,
+        /// Description of the store that was asked.
+        store: String,
+    },
+    /// No `--store` given and no local store present.
+    #[error(
+        "no Nix store found at {0} (no /nix/var/nix/db/db.sqlite); point nix-heft at one with \
+         --store: a chroot store root (--store /mnt), a binary cache (--store file:///path/to/cache), \
+         or a `nix path-info --json` file (--store closure.json)"
+    )]
+    NoLocalStore(PathBuf),
+    /// A `--store` argument that names nothing nix-heft can read.
+    #[error("cannot use store '{spec}': {reason}")]
+    UnsupportedStore {
+        /// The argument as given.
+        spec: String,
+        /// Why it was refused.
+        reason: String,
+    },
+    /// The SQLite database could not be opened or queried.
+    #[error("cannot read Nix database {path}: {source}")]
+    Database {
+        /// The database file.
+        path: PathBuf,
+        /// SQLite's own error.
+        #[source]
+        source: rusqlite::Error,
+    },
+    /// A narinfo file that is missing for a path the closure needs.
+    #[error("binary cache {cache} has no narinfo for {path} (expected {file})")]
+    MissingNarinfo {
+        /// The path whose narinfo is missing.
+        path: String,
+        /// The cache directory.
+        cache: PathBuf,
+        /// The file that was looked for.
+        file: PathBuf,
+    },
+    /// A narinfo file that does not parse.
+    #[error("corrupt narinfo {file}: {reason}")]
+    BadNarinfo {
+        /// The narinfo file.
+        file: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A path-info JSON file that does not have the expected shape.
+    #[error("cannot read path-info JSON {file}: {reason}")]
+    BadPathInfoJson {
+        /// The JSON file.
+        file: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A reference to a path that the source does not describe.
+    #[error("{referrer} references {reference}, which {store} does not hold")]
+    DanglingReference {
+        /// The path whose references were read.
+        referrer: String,
+        /// The reference that could not be found.
+        reference: String,
+        /// The store that was read.
+        store: String,
+    },
+    /// An I/O error on a named file.
+    #[error("{}: {source}", path.display())]
+    Io {
+        /// The file or directory.
+        path: PathBuf,
+        /// The underlying error.
+        #[source]
+        source: std::io::Error,
+    },
+    /// A chain of symlinks that does not end.
+    #[error("too many levels of symbolic links resolving '{}'", .0.display())]
+    SymlinkLoop(PathBuf),
+    /// A root argument that is a file outside the store.
+    #[error("'{arg}' is not in the store {store_dir} (it resolves to '{}')", resolved.display())]
+    NotInStore {
+        /// The argument as given.
+        arg: String,
+        /// Where it led.
+        resolved: PathBuf,
+        /// The store directory expected.
+        store_dir: String,
+    },
+    /// A name or glob that matches no valid path.
+    #[error(
+        "no valid path in {store} matches '{pattern}'{}",
+        list_candidates("similar names", candidates)
+    )]
+    NoMatch {
+        /// The pattern as given.
+        pattern: String,
+        /// The store searched.
+        store: String,
+        /// Names that contain the pattern, to help the user.
+        candidates: Vec<String>,
+    },
+    /// A plain name that matches several valid paths.
+    #[error("'{pattern}' is ambiguous: it matches {} paths; give one of them (or a glob to take all){}", candidates.len(), list_candidates("candidates", candidates))]
+    Ambiguous {
+        /// The name as given.
+        pattern: String,
+        /// Every matching path.
+        candidates: Vec<String>,
+    },
+    /// A glob pattern that does not compile.
+    #[error("bad pattern '{pattern}': {reason}")]
+    BadPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// The glob compiler's complaint.
+        reason: String,
+    },
+}
+
+fn list_candidates(label: &str, c: &[String]) -> String {
+    if c.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("; {label}:");
+    for x in c.iter().take(20) {
+        s.push_str("\n  ");
+        s.push_str(x);
+    }
+    if c.len() > 20 {
+        s.push_str(&format!("\n  ... and {} more", c.len() - 20));
+    }
+    s
+}
+
+/// Shorthand used across the library.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Attaches a path to an I/O error.
+pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
+    let path = path.into();
+    move |source| Error::Io { path, source }
+}

@@ -1,0 +1,236 @@
+//! The reference graph of a closure: dense `u32` ids, compressed adjacency
+//! in both directions, and the per-path sizes computed over it.
+//!
+//! Self references are kept as a flag, not an edge: Nix registers them (a
+//! path that mentions its own hash), but they change no closure and would
+//! only make every traversal check for them.
+
+mod closure_size;
+mod dominators;
+
+use std::collections::HashMap;
+
+pub use closure_size::closure_sizes;
+pub use dominators::{Dominators, added_sizes};
+
+use crate::error::Result;
+use crate::source::{RawClosure, StoreSource};
+use crate::store_path::StorePath;
+
+/// Dense id of a path in a [`Graph`].
+pub type NodeId = u32;
+
+/// A closed set of store paths and the references between them.
+#[derive(Debug, Clone)]
+pub struct Graph {
+    paths: Vec<StorePath>,
+    nar_sizes: Vec<u64>,
+    ref_offsets: Vec<u32>,
+    refs: Vec<NodeId>,
+    rev_offsets: Vec<u32>,
+    rev: Vec<NodeId>,
+    self_ref: Vec<bool>,
+    roots: Vec<NodeId>,
+}
+
+impl Graph {
+    /// Reads the closure of `roots` from `src`.
+    pub fn load(src: &dyn StoreSource, roots: &[StorePath]) -> Result<Graph> {
+        let raw = src.closure(roots)?;
+        Ok(Graph::from_raw(raw, roots.len()))
+    }
+
+    /// Builds the graph from a closure whose first `root_count` paths are the
+    /// roots. Precondition: every reference index is in range.
+    pub fn from_raw(raw: RawClosure, root_count: usize) -> Graph {
+        let n = raw.paths.len();
+        let mut ref_offsets = Vec::with_capacity(n + 1);
+        let mut refs = Vec::new();
+        let mut self_ref = vec![false; n];
+        let mut indeg = vec![0u32; n];
+        ref_offsets.push(0);
+        for (i, rs) in raw.references.iter().enumerate() {
+            let start = refs.len();
+            for &r in rs {
+                if r as usize == i {
+                    self_ref[i] = true;
+                } else {
+                    refs.push(r);
+                }
+            }
+            // Sources may list a reference twice (a JSON file edited by
+            // hand); an edge is an edge once.
+            refs[start..].sort_unstable();
+            let mut w = start;
+            for k in start..refs.len() {
+                if k == start || refs[k] != refs[w - 1] {
+                    refs[w] = refs[k];
+                    w += 1;
+                }
+            }
+            refs.truncate(w);
+            for &r in &refs[start..] {
+                indeg[r as usize] += 1;
+            }
+            ref_offsets.push(refs.len() as u32);
+        }
+        let mut rev_offsets = Vec::with_capacity(n + 1);
+        rev_offsets.push(0u32);
+        for d in &indeg {
+            rev_offsets.push(rev_offsets.last().unwrap() + d);
+        }
+        let mut fill = rev_offsets[..n].to_vec();
+        let mut rev = vec![0; refs.len()];
+        for v in 0..n {
+            for &w in &refs[ref_offsets[v] as usize..ref_offsets[v + 1] as usize] {
+                rev[fill[w as usize] as usize] = v as NodeId;
+                fill[w as usize] += 1;
+            }
+        }
+        Graph {
+            paths: raw.paths,
+            nar_sizes: raw.nar_sizes,
+            ref_offsets,
+            refs,
+            rev_offsets,
+            rev,
+            self_ref,
+            roots: (0..root_count as NodeId).collect(),
+        }
+    }
+
+    /// Number of paths.
+    pub fn len(&self) -> usize {
+        self.paths.len()
+    }
+    /// True when the graph holds no path.
+    pub fn is_empty(&self) -> bool {
+        self.paths.is_empty()
+    }
+    /// Number of edges (self references not counted).
+    pub fn edge_count(&self) -> usize {
+        self.refs.len()
+    }
+    /// The roots the graph was loaded for.
+    pub fn roots(&self) -> &[NodeId] {
+        &self.roots
+    }
+    /// The store path of `v`.
+    pub fn path(&self, v: NodeId) -> &StorePath {
+        &self.paths[v as usize]
+    }
+    /// All paths, indexed by id.
+    pub fn paths(&self) -> &[StorePath] {
+        &self.paths
+    }
+    /// NAR size of `v`.
+    pub fn nar_size(&self, v: NodeId) -> u64 {
+        self.nar_sizes[v as usize]
+    }
+    /// Paths `v` references (without itself), sorted by id.
+    pub fn references(&self, v: NodeId) -> &[NodeId] {
+        &self.refs[self.ref_offsets[v as usize] as usize..self.ref_offsets[v as usize + 1] as usize]
+    }
+    /// Paths that reference `v` (without itself).
+    pub fn referrers(&self, v: NodeId) -> &[NodeId] {
+        &self.rev[self.rev_offsets[v as usize] as usize..self.rev_offsets[v as usize + 1] as usize]
+    }
+    /// Whether `v` references itself.
+    pub fn references_self(&self, v: NodeId) -> bool {
+        self.self_ref[v as usize]
+    }
+    /// A map from store path to id (built on demand; only look-ups by path
+    /// need it).
+    pub fn index(&self) -> HashMap<&StorePath, NodeId> {
+        self.paths
+            .iter()
+            .enumerate()
+            .map(|(i, p)| (p, i as NodeId))
+            .collect()
+    }
+
+    /// Marks the closure of `starts`.
+    pub fn closure_of(&self, starts: &[NodeId]) -> Vec<bool> {
+        let mut seen = vec![false; self.len()];
+        let mut stack: Vec<NodeId> = Vec::new();
+        for &s in starts {
+            if !std::mem::replace(&mut seen[s as usize], true) {
+                stack.push(s);
+            }
+        }
+        while let Some(v) = stack.pop() {
+            for &w in self.references(v) {
+                if !std::mem::replace(&mut seen[w as usize], true) {
+                    stack.push(w);
+                }
+            }
+        }
+        seen
+    }
+
+    /// Sum of NAR sizes over a marked set.
+    pub fn size_of(&self, set: &[bool]) -> u64 {
+        set.iter()
+            .zip(&self.nar_sizes)
+            .filter(|(m, _)| **m)
+            .map(|(_, s)| s)
+            .sum()
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testgraph {
+    //! Seeded random DAGs for property tests (no external RNG crate needed
+    //! for a generator this small: SplitMix64 is enough and reproducible).
+    use super::*;
+
+    pub struct SplitMix(pub u64);
+    impl SplitMix {
+        pub fn next(&mut self) -> u64 {
+            self.0 = self.0.wrapping_add(0x9E37_79B9_7F4A_7C15);
+            let mut z = self.0;
+            z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            z ^ (z >> 31)
+        }
+        pub fn below(&mut self, n: u64) -> u64 {
+            self.next() % n
+        }
+    }
+
+    /// A random DAG on `n` nodes where node i references only nodes > i;
+    /// the first `roots` nodes are roots, and every node is reachable.
+    pub fn random_dag(seed: u64, n: usize, roots: usize) -> Graph {
+        let mut rng = SplitMix(seed);
+        let h = "0123456789abcdfghijklmnpqrsvwxyz";
+        let mut raw = RawClosure::default();
+        for i in 0..n {
+            let mut hash = String::new();
+            let mut x = i as u64 + 1;
+            for _ in 0..32 {
+                hash.push(h.as_bytes()[(x % 32) as usize] as char);
+                x /= 32;
+            }
+            let p = StorePath::parse("/nix/store", &format!("/nix/store/{hash}-p{i}")).unwrap();
+            raw.push(p, 1 + rng.below(1000));
+        }
+        for i in 0..n {
+            let deg = rng.below(4);
+            for _ in 0..deg {
+                if i + 1 < n {
+                    let t = i + 1 + rng.below((n - i - 1) as u64) as usize;
+                    raw.references[i].push(t as u32);
+                }
+            }
+            if rng.below(5) == 0 {
+                raw.references[i].push(i as u32); // self reference
+            }
+        }
+        // Make every non-root reachable: link it from some earlier node.
+        for i in roots..n {
+            let from = rng.below(i as u64) as usize;
+            raw.references[from].push(i as u32);
+        }
+        Graph::from_raw(raw, roots)
+    }
+}

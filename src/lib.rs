@@ -1,0 +1,30 @@
+//! nix-heft: why a Nix closure is heavy, and how to cut it.
+//!
+//! The library follows the data's path: [`source`] reads store metadata
+//! (local or chroot store, binary cache, path-info JSON), [`roots`] turns
+//! arguments into store paths, [`graph`] holds the closure and computes
+//! closure and added sizes, and [`report`] renders results as tables or the
+//! serde structs behind `--json`. The `nix-heft` binary is a thin CLI over
+//! these.
+//!
+//! ```no_run
+//! let src = nix_heft::source::open(None)?;
+//! let roots = nix_heft::roots::resolve_roots(src.as_ref(), &["./result".into()])?;
+//! let g = nix_heft::graph::Graph::load(src.as_ref(), &roots)?;
+//! let report = nix_heft::report::size::SizeReport::compute(&g, Default::default(), Some(10));
+//! print!("{}", report.render(false));
+//! # Ok::<(), nix_heft::Error>(())
+//! ```
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod graph;
+pub mod report;
+pub mod roots;
+pub mod source;
+pub mod store_path;
+pub mod units;
+
+pub use error::{Error, Result};
+pub use store_path::StorePath;

@@ -1,0 +1,130 @@
+//! The `size` report: closure, self and added size of every path in the
+//! closure of the roots.
+
+use serde::{Deserialize, Serialize};
+
+use super::table::{Align, Table};
+use crate::graph::{Graph, NodeId, added_sizes, closure_sizes};
+use crate::units::iec;
+
+/// Sizes of one path.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PathSizes {
+    /// The store path.
+    pub path: String,
+    /// Its own NAR size (what `nix path-info -s` prints).
+    pub nar_size: u64,
+    /// Its closure size (what `nix path-info -S` prints).
+    pub closure_size: u64,
+    /// Bytes that leave the roots' closure if this path is no longer kept.
+    pub added_size: u64,
+}
+
+/// The whole report; also the `--json` document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SizeReport {
+    /// The roots, as store paths.
+    pub roots: Vec<String>,
+    /// Size of the roots' combined closure.
+    pub closure_size: u64,
+    /// Number of paths in it.
+    pub path_count: usize,
+    /// One entry per path (all of them, or the first `--top`).
+    pub paths: Vec<PathSizes>,
+}
+
+/// Sort orders of the table; all but `Name` put the largest first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+pub enum SortKey {
+    /// Added size.
+    #[default]
+    Added,
+    /// Own NAR size.
+    #[value(name = "self")]
+    SelfSize,
+    /// Closure size.
+    Closure,
+    /// Package name, then path.
+    Name,
+}
+
+impl SizeReport {
+    /// Computes every size over `g`, sorted by `sort`, keeping the first
+    /// `top` entries when given.
+    pub fn compute(g: &Graph, sort: SortKey, top: Option<usize>) -> SizeReport {
+        let closure = closure_sizes(g);
+        let added = added_sizes(g);
+        let mut ids: Vec<NodeId> = (0..g.len() as NodeId).collect();
+        let key = |v: &NodeId| -> u64 {
+            let v = *v as usize;
+            match sort {
+                SortKey::Added => added[v],
+                SortKey::SelfSize => g.nar_size(v as NodeId),
+                SortKey::Closure | SortKey::Name => closure[v],
+            }
+        };
+        if sort == SortKey::Name {
+            ids.sort_by(|a, b| {
+                let (pa, pb) = (g.path(*a), g.path(*b));
+                pa.name().cmp(pb.name()).then_with(|| pa.cmp(pb))
+            });
+        } else {
+            // Ties broken by path so the output is stable across runs.
+            ids.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| g.path(*a).cmp(g.path(*b))));
+        }
+        if let Some(t) = top {
+            ids.truncate(t);
+        }
+        SizeReport {
+            roots: g.roots().iter().map(|&r| g.path(r).to_string()).collect(),
+            closure_size: g.size_of(&g.closure_of(g.roots())),
+            path_count: g.len(),
+            paths: ids
+                .into_iter()
+                .map(|v| PathSizes {
+                    path: g.path(v).to_string(),
+                    nar_size: g.nar_size(v),
+                    closure_size: closure[v as usize],
+                    added_size: added[v as usize],
+                })
+                .collect(),
+        }
+    }
+
+    /// The terminal rendering: a summary line, then the table.
+    pub fn render(&self, exact_bytes: bool) -> String {
+        let fmt = |b: u64| if exact_bytes { b.to_string() } else { iec(b) };
+        let mut out = format!(
+            "closure of {}: {} in {} paths\n\n",
+            match self.roots.len() {
+                1 => self.roots[0].clone(),
+                n => format!("{n} roots"),
+            },
+            fmt(self.closure_size),
+            self.path_count
+        );
+        let mut t = Table::new(&[
+            ("SELF", Align::Right),
+            ("CLOSURE", Align::Right),
+            ("ADDED", Align::Right),
+            ("PATH", Align::Left),
+        ]);
+        for p in &self.paths {
+            t.row(vec![
+                fmt(p.nar_size),
+                fmt(p.closure_size),
+                fmt(p.added_size),
+                p.path.clone(),
+            ]);
+        }
+        out.push_str(&t.render());
+        if self.paths.len() < self.path_count {
+            out.push_str(&format!(
+                "({} of {} paths shown)\n",
+                self.paths.len(),
+                self.path_count
+            ));
+        }
+        out
+    }
+}

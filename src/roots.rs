@@ -1,0 +1,165 @@
+//! Turning command-line ROOT arguments into store paths.
+//!
+//! Accepted, as Nix users type them: a store path; a path inside one; a
+//! symlink chain ending in either (`./result`, `/run/current-system`); a
+//! package name (`llama-cpp-rocm`), which must match exactly one valid path;
+//! or a glob (`rocm-llvm*`), which takes every valid path it matches.
+//!
+//! Symlinks are followed by hand rather than with `canonicalize`, because a
+//! `result` link into a chroot store points at `/nix/store/...`, which need
+//! not exist on this machine: the chain stops as soon as it reaches the store
+//! directory.
+
+use std::path::{Path, PathBuf};
+
+use globset::{GlobBuilder, GlobMatcher};
+
+use crate::error::{Error, Result, io_err};
+use crate::source::StoreSource;
+use crate::store_path::{StorePath, package_name};
+
+/// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
+const MAX_SYMLINKS: usize = 40;
+
+/// Resolves every argument; duplicates are kept once, in first-seen order.
+pub fn resolve_roots(src: &dyn StoreSource, args: &[String]) -> Result<Vec<StorePath>> {
+    let mut all_paths: Option<Vec<StorePath>> = None;
+    let mut out: Vec<StorePath> = Vec::new();
+    for arg in args {
+        let found = if looks_like_path(src.store_dir(), arg) {
+            let p = resolve_path_arg(src.store_dir(), arg)?;
+            if src.path_info(&p)?.is_none() {
+                return Err(Error::MissingPath {
+                    path: p.to_string(),
+                    store: src.describe(),
+                });
+            }
+            vec![p]
+        } else {
+            if all_paths.is_none() {
+                all_paths = Some(src.all_paths()?);
+            }
+            match_name(src, all_paths.as_deref().unwrap_or_default(), arg)?
+        };
+        for p in found {
+            if !out.contains(&p) {
+                out.push(p);
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// Anything with a slash, or an existing file in the working directory
+/// (`result`), is a path; the rest are names.
+fn looks_like_path(store_dir: &str, arg: &str) -> bool {
+    arg.starts_with(store_dir) || arg.contains('/') || Path::new(arg).symlink_metadata().is_ok()
+}
+
+/// Follows `arg` until it names something in `store_dir`.
+pub fn resolve_path_arg(store_dir: &str, arg: &str) -> Result<StorePath> {
+    let mut cur = PathBuf::from(arg);
+    for _ in 0..=MAX_SYMLINKS {
+        let s = cur.to_string_lossy();
+        if s.starts_with(&format!("{store_dir}/")) {
+            return StorePath::from_path_inside(store_dir, &normalize(&cur).to_string_lossy());
+        }
+        let meta = cur.symlink_metadata().map_err(io_err(&cur))?;
+        if meta.file_type().is_symlink() {
+            let target = std::fs::read_link(&cur).map_err(io_err(&cur))?;
+            cur = if target.is_absolute() {
+                target
+            } else {
+                cur.parent().unwrap_or(Path::new("/")).join(target)
+            };
+            continue;
+        }
+        // A real file or directory: its canonical location may be in the
+        // store (a bind mount or a directory symlinked higher up).
+        let canon = cur.canonicalize().map_err(io_err(&cur))?;
+        let cs = canon.to_string_lossy();
+        if cs.starts_with(&format!("{store_dir}/")) {
+            return StorePath::from_path_inside(store_dir, &cs);
+        }
+        return Err(Error::NotInStore {
+            arg: arg.to_string(),
+            resolved: canon,
+            store_dir: store_dir.to_string(),
+        });
+    }
+    Err(Error::SymlinkLoop(PathBuf::from(arg)))
+}
+
+/// Removes `.` and `..` components lexically (after the store directory no
+/// symlinks are followed, as the store may not exist on this machine).
+fn normalize(p: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in p.components() {
+        match c {
+            std::path::Component::CurDir => {}
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn is_glob(s: &str) -> bool {
+    s.contains(['*', '?', '[', '{'])
+}
+
+/// Matches a name or glob against the names of `paths`. A pattern matches a
+/// path if it matches the whole name (`rocblas-5.7.1`) or the package name
+/// without version (`rocblas`). Derivations (`.drv`) only match patterns
+/// that end in `.drv`.
+pub fn match_name(
+    src: &dyn StoreSource,
+    paths: &[StorePath],
+    pattern: &str,
+) -> Result<Vec<StorePath>> {
+    let matcher = glob(pattern)?;
+    let want_drv = pattern.ends_with(".drv");
+    let mut hits: Vec<StorePath> = paths
+        .iter()
+        .filter(|p| p.name().ends_with(".drv") == want_drv)
+        .filter(|p| matcher.is_match(p.name()) || matcher.is_match(package_name(p.name())))
+        .cloned()
+        .collect();
+    hits.sort();
+    match hits.len() {
+        0 => {
+            let needle = pattern.trim_matches(['*', '?']).to_lowercase();
+            let mut candidates: Vec<String> = paths
+                .iter()
+                .filter(|p| !needle.is_empty() && p.name().to_lowercase().contains(&needle))
+                .map(|p| p.to_string())
+                .collect();
+            candidates.sort();
+            Err(Error::NoMatch {
+                pattern: pattern.to_string(),
+                store: src.describe(),
+                candidates,
+            })
+        }
+        1 => Ok(hits),
+        _ if is_glob(pattern) => Ok(hits),
+        _ => Err(Error::Ambiguous {
+            pattern: pattern.to_string(),
+            candidates: hits.iter().map(|p| p.to_string()).collect(),
+        }),
+    }
+}
+
+/// Compiles a name glob (no path separators involved, so `*` matches all).
+pub fn glob(pattern: &str) -> Result<GlobMatcher> {
+    Ok(GlobBuilder::new(pattern)
+        .literal_separator(false)
+        .build()
+        .map_err(|e| Error::BadPattern {
+            pattern: pattern.to_string(),
+            reason: e.to_string(),
+        })?
+        .compile_matcher())
+}

@@ -1,0 +1,158 @@
+//! A binary cache directory (`file:///path`): `nix-cache-info`, one
+//! `<hash>.narinfo` per path, NARs under `nar/`.
+//!
+//! Only the narinfos of the requested closure are read: a cache may hold
+//! millions, and the file name (the hash part) finds each one directly.
+
+use std::path::{Path, PathBuf};
+
+use rayon::prelude::*;
+
+use super::narinfo::NarInfo;
+use std::collections::HashSet;
+
+use super::{DEFAULT_STORE_DIR, PathInfo, RawClosure, StoreSource};
+use crate::error::{Error, Result, io_err};
+use crate::store_path::{HASH_LEN, StorePath};
+
+/// A `file://` binary cache.
+pub struct BinaryCache {
+    dir: PathBuf,
+    store_dir: String,
+}
+
+impl BinaryCache {
+    /// Opens the cache at `dir`, which must hold `nix-cache-info`.
+    pub fn open(dir: &Path) -> Result<Self> {
+        let info_file = dir.join("nix-cache-info");
+        let info = std::fs::read_to_string(&info_file).map_err(|e| Error::UnsupportedStore {
+            spec: format!("file://{}", dir.display()),
+            reason: format!("cannot read {}: {e}", info_file.display()),
+        })?;
+        let store_dir = info
+            .lines()
+            .find_map(|l| l.strip_prefix("StoreDir:"))
+            .map(|s| s.trim().to_string())
+            .unwrap_or_else(|| DEFAULT_STORE_DIR.to_string());
+        Ok(BinaryCache {
+            dir: dir.to_path_buf(),
+            store_dir,
+        })
+    }
+
+    /// The full narinfo of `path`, or `None` if the cache has none.
+    pub fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
+        let file = self.dir.join(format!("{}.narinfo", path.hash_part()));
+        let text = match std::fs::read(&file) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+            Err(e) => return Err(io_err(&file)(e)),
+        };
+        let text = String::from_utf8(text).map_err(|_| Error::BadNarinfo {
+            file: file.clone(),
+            reason: "not UTF-8 text".into(),
+        })?;
+        let info = NarInfo::parse(&text, &self.store_dir, &file)?;
+        if info.store_path.hash_part() != path.hash_part() {
+            return Err(Error::BadNarinfo {
+                file,
+                reason: format!("describes {}, not {}", info.store_path, path),
+            });
+        }
+        Ok(Some(info))
+    }
+
+    /// The cache's root directory.
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+}
+
+impl StoreSource for BinaryCache {
+    fn store_dir(&self) -> &str {
+        &self.store_dir
+    }
+
+    fn describe(&self) -> String {
+        format!("binary cache file://{}", self.dir.display())
+    }
+
+    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
+        Ok(self.narinfo(path)?.map(|n| PathInfo {
+            path: n.store_path,
+            nar_size: n.nar_size,
+            references: n.references,
+        }))
+    }
+
+    /// Reads every narinfo's `StorePath` line; only needed to match names.
+    fn all_paths(&self) -> Result<Vec<StorePath>> {
+        let entries: Vec<PathBuf> = std::fs::read_dir(&self.dir)
+            .map_err(io_err(&self.dir))?
+            .filter_map(|e| e.ok())
+            .map(|e| e.path())
+            .filter(|p| {
+                p.extension().is_some_and(|x| x == "narinfo")
+                    && p.file_stem().is_some_and(|s| s.len() == HASH_LEN)
+            })
+            .collect();
+        entries
+            .par_iter()
+            .map(|file| {
+                let text = std::fs::read_to_string(file).map_err(io_err(file))?;
+                let line = text
+                    .lines()
+                    .find_map(|l| l.strip_prefix("StorePath: "))
+                    .ok_or_else(|| Error::BadNarinfo {
+                        file: file.clone(),
+                        reason: "no StorePath field".into(),
+                    })?;
+                StorePath::parse(&self.store_dir, line).map_err(|e| Error::BadNarinfo {
+                    file: file.clone(),
+                    reason: e.to_string(),
+                })
+            })
+            .collect()
+    }
+
+    /// Breadth-first, one level at a time, reading each level's narinfos in
+    /// parallel: the cost is file opens, which overlap well.
+    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
+        let mut queued: HashSet<StorePath> = HashSet::new();
+        let mut level: Vec<(Option<usize>, StorePath)> = Vec::new();
+        for r in roots {
+            if queued.insert(r.clone()) {
+                level.push((None, r.clone()));
+            }
+        }
+        let mut infos: Vec<PathInfo> = Vec::new();
+        while !level.is_empty() {
+            let read: Vec<(Option<usize>, StorePath, Option<PathInfo>)> = level
+                .into_par_iter()
+                .map(|(from, p)| Ok((from, p.clone(), self.path_info(&p)?)))
+                .collect::<Result<_>>()?;
+            let mut next = Vec::new();
+            for (from, p, info) in read {
+                let info = info.ok_or_else(|| match from {
+                    None => Error::MissingPath {
+                        path: p.to_string(),
+                        store: self.describe(),
+                    },
+                    Some(f) => Error::MissingNarinfo {
+                        path: format!("{p} (referenced by {})", infos[f].path),
+                        cache: self.dir.clone(),
+                        file: self.dir.join(format!("{}.narinfo", p.hash_part())),
+                    },
+                })?;
+                for r in &info.references {
+                    if queued.insert(r.clone()) {
+                        next.push((Some(infos.len()), r.clone()));
+                    }
+                }
+                infos.push(info);
+            }
+            level = next;
+        }
+        RawClosure::from_infos(infos, &self.describe())
+    }
+}

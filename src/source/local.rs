@@ -1,0 +1,279 @@
+//! A local or chroot Nix store, read straight from its SQLite database
+//! (`ValidPaths`, `Refs`; schema in Nix's libstore/schema.sql).
+//!
+//! The database is opened read-only and nix-heft never makes SQLite create a
+//! file next to it: Nix keeps its database in WAL mode, and a plain read-only
+//! open of a WAL database whose `-wal`/`-shm` files are absent creates them.
+//! So when they are absent (no live writer), the file is opened `immutable`;
+//! when they exist, it is opened `mode=ro` with normal locking, and only if
+//! that fails because another process holds a lock does nix-heft fall back to
+//! `immutable` and say so.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension};
+
+use super::{DEFAULT_STORE_DIR, PathInfo, RawClosure, StoreSource};
+use crate::error::{Error, Result, io_err};
+use crate::store_path::StorePath;
+
+/// A local store (root `/`) or chroot store (any other root).
+pub struct LocalStore {
+    root: PathBuf,
+    db_path: PathBuf,
+    // rusqlite connections are Send but not Sync; queries are short, so one
+    // mutex around one connection is simpler than a pool.
+    conn: Mutex<Connection>,
+    warnings: Vec<String>,
+}
+
+impl LocalStore {
+    /// Opens the store whose root directory is `root` (`/` for the system
+    /// store), i.e. the database `root/nix/var/nix/db/db.sqlite`.
+    pub fn open(root: &Path) -> Result<Self> {
+        let db_path = root.join("nix/var/nix/db/db.sqlite");
+        let db_err = |source| Error::Database {
+            path: db_path.clone(),
+            source,
+        };
+        let header = read_header(&db_path)?;
+        let wal = header[18] == 2 || header[19] == 2;
+        let side = |ext: &str| {
+            let mut s = db_path.clone().into_os_string();
+            s.push(ext);
+            PathBuf::from(s).exists()
+        };
+        let live_wal = side("-wal") && side("-shm");
+        let mut warnings = Vec::new();
+        let conn = if wal && !live_wal {
+            open_db(&db_path, true).map_err(db_err)?
+        } else {
+            let c = open_db(&db_path, false).map_err(db_err)?;
+            match probe(&c) {
+                Ok(()) => c,
+                Err(e) if is_lock_error(&e) => {
+                    warnings.push(format!(
+                        "database {} is locked ({e}); reading it in immutable mode, so changes \
+                         being made right now may not be seen",
+                        db_path.display()
+                    ));
+                    open_db(&db_path, true).map_err(db_err)?
+                }
+                Err(e) => return Err(db_err(e)),
+            }
+        };
+        probe(&conn).map_err(db_err)?;
+        Ok(LocalStore {
+            root: root.to_path_buf(),
+            db_path,
+            conn: Mutex::new(conn),
+            warnings,
+        })
+    }
+
+    fn db_err(&self, source: rusqlite::Error) -> Error {
+        Error::Database {
+            path: self.db_path.clone(),
+            source,
+        }
+    }
+
+    fn parse_db_path(&self, s: &str) -> Result<StorePath> {
+        StorePath::parse(DEFAULT_STORE_DIR, s)
+    }
+}
+
+/// Reads and checks SQLite's 100-byte header, so a file that is no database
+/// gets a clear error before SQLite is involved.
+fn read_header(db: &Path) -> Result<[u8; 100]> {
+    use std::io::Read;
+    let mut f = std::fs::File::open(db).map_err(io_err(db))?;
+    let mut h = [0u8; 100];
+    f.read_exact(&mut h).map_err(|_| Error::Database {
+        path: db.to_path_buf(),
+        source: rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
+            Some("file is shorter than a SQLite header".into()),
+        ),
+    })?;
+    if &h[..16] != b"SQLite format 3\0" {
+        return Err(Error::Database {
+            path: db.to_path_buf(),
+            source: rusqlite::Error::SqliteFailure(
+                rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
+                Some("file is not a SQLite database".into()),
+            ),
+        });
+    }
+    Ok(h)
+}
+
+fn open_db(db: &Path, immutable: bool) -> rusqlite::Result<Connection> {
+    // URI filenames need '%', '?' and '#' escaped.
+    let mut uri = String::from("file:");
+    for ch in db.to_string_lossy().chars() {
+        match ch {
+            '%' => uri.push_str("%25"),
+            '?' => uri.push_str("%3f"),
+            '#' => uri.push_str("%23"),
+            c => uri.push(c),
+        }
+    }
+    uri.push_str(if immutable {
+        "?immutable=1"
+    } else {
+        "?mode=ro"
+    });
+    let c = Connection::open_with_flags(
+        uri,
+        OpenFlags::SQLITE_OPEN_READ_ONLY
+            | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX,
+    )?;
+    c.busy_timeout(std::time::Duration::from_millis(500))?;
+    Ok(c)
+}
+
+fn probe(c: &Connection) -> rusqlite::Result<()> {
+    c.query_row("SELECT count(*) FROM ValidPaths", [], |_| Ok(()))?;
+    c.query_row("SELECT count(*) FROM Refs WHERE referrer = -1", [], |_| {
+        Ok(())
+    })
+}
+
+fn is_lock_error(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked)
+    )
+}
+
+impl StoreSource for LocalStore {
+    fn store_dir(&self) -> &str {
+        DEFAULT_STORE_DIR
+    }
+
+    fn describe(&self) -> String {
+        if self.root == Path::new("/") {
+            "the local store".to_string()
+        } else {
+            format!("chroot store {}", self.root.display())
+        }
+    }
+
+    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let row: Option<(i64, Option<i64>)> = conn
+            .prepare_cached("SELECT id, narSize FROM ValidPaths WHERE path = ?1")
+            .and_then(|mut s| {
+                s.query_row([path.as_str()], |r| Ok((r.get(0)?, r.get(1)?)))
+                    .optional()
+            })
+            .map_err(|e| self.db_err(e))?;
+        let Some((id, nar)) = row else {
+            return Ok(None);
+        };
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT v.path FROM Refs r JOIN ValidPaths v ON v.id = r.reference \
+                 WHERE r.referrer = ?1",
+            )
+            .map_err(|e| self.db_err(e))?;
+        let refs = stmt
+            .query_map([id], |r| r.get::<_, String>(0))
+            .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.db_err(e))?;
+        let references = refs
+            .iter()
+            .map(|s| self.parse_db_path(s))
+            .collect::<Result<_>>()?;
+        Ok(Some(PathInfo {
+            path: path.clone(),
+            nar_size: nar.unwrap_or(0) as u64,
+            references,
+        }))
+    }
+
+    fn all_paths(&self) -> Result<Vec<StorePath>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = conn
+            .prepare("SELECT path FROM ValidPaths")
+            .map_err(|e| self.db_err(e))?;
+        let rows = stmt
+            .query_map([], |r| r.get::<_, String>(0))
+            .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.db_err(e))?;
+        rows.iter().map(|s| self.parse_db_path(s)).collect()
+    }
+
+    /// Walks `Refs` by integer id, so each path's string is read and parsed
+    /// once, not once per edge that points at it.
+    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut by_id: HashMap<i64, u32> = HashMap::new();
+        let mut ids: Vec<i64> = Vec::new();
+        let mut out = RawClosure::default();
+        let mut get_path = conn
+            .prepare_cached("SELECT id, narSize FROM ValidPaths WHERE path = ?1")
+            .map_err(|e| self.db_err(e))?;
+        for r in roots {
+            let row: Option<(i64, Option<i64>)> = get_path
+                .query_row([r.as_str()], |row| Ok((row.get(0)?, row.get(1)?)))
+                .optional()
+                .map_err(|e| self.db_err(e))?;
+            let Some((id, nar)) = row else {
+                return Err(Error::MissingPath {
+                    path: r.to_string(),
+                    store: self.describe(),
+                });
+            };
+            if let std::collections::hash_map::Entry::Vacant(v) = by_id.entry(id) {
+                v.insert(out.push(r.clone(), nar.unwrap_or(0) as u64));
+                ids.push(id);
+            }
+        }
+        let mut refs_stmt = conn
+            .prepare_cached("SELECT reference FROM Refs WHERE referrer = ?1")
+            .map_err(|e| self.db_err(e))?;
+        let mut by_id_stmt = conn
+            .prepare_cached("SELECT path, narSize FROM ValidPaths WHERE id = ?1")
+            .map_err(|e| self.db_err(e))?;
+        let mut next = 0;
+        while next < ids.len() {
+            let mut rows = refs_stmt.query([ids[next]]).map_err(|e| self.db_err(e))?;
+            let mut refs = Vec::new();
+            while let Some(row) = rows.next().map_err(|e| self.db_err(e))? {
+                let rid: i64 = row.get(0).map_err(|e| self.db_err(e))?;
+                refs.push(rid);
+            }
+            drop(rows);
+            for rid in refs {
+                let idx = match by_id.get(&rid) {
+                    Some(&i) => i,
+                    None => {
+                        let (p, nar): (String, Option<i64>) = by_id_stmt
+                            .query_row([rid], |r| Ok((r.get(0)?, r.get(1)?)))
+                            .map_err(|e| self.db_err(e))?;
+                        let i = out.push(self.parse_db_path(&p)?, nar.unwrap_or(0) as u64);
+                        by_id.insert(rid, i);
+                        ids.push(rid);
+                        i
+                    }
+                };
+                out.references[next].push(idx);
+            }
+            next += 1;
+        }
+        Ok(out)
+    }
+
+    fn real_path(&self, path: &StorePath) -> Option<PathBuf> {
+        Some(self.root.join(path.as_str().trim_start_matches('/')))
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings.clone()
+    }
+}

@@ -1,0 +1,212 @@
+//! Store sources: where path metadata (NAR size, references) comes from.
+//!
+//! nix-heft never links to libnixstore (nix-du's history shows that costs a
+//! release per Nix version); it reads what Nix writes: the SQLite database of
+//! a local or chroot store, the `.narinfo` files of a binary cache, or the
+//! JSON that `nix path-info --json` prints.
+
+mod binary_cache;
+mod local;
+pub mod narinfo;
+mod path_info_json;
+
+use std::collections::{HashMap, HashSet};
+use std::path::{Path, PathBuf};
+
+pub use binary_cache::BinaryCache;
+pub use local::LocalStore;
+pub use path_info_json::PathInfoJson;
+
+use crate::error::{Error, Result};
+use crate::store_path::StorePath;
+
+/// The default store directory.
+pub const DEFAULT_STORE_DIR: &str = "/nix/store";
+
+/// What a source knows about one valid path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathInfo {
+    /// The path itself.
+    pub path: StorePath,
+    /// Size of its NAR serialisation, as Nix registers it.
+    pub nar_size: u64,
+    /// Registered references, possibly including the path itself.
+    pub references: Vec<StorePath>,
+}
+
+/// A place nix-heft can read store metadata from.
+pub trait StoreSource: Send + Sync {
+    /// The logical store directory, e.g. `/nix/store` (also for chroot stores).
+    fn store_dir(&self) -> &str;
+    /// A short human description, used in messages ("chroot store /mnt").
+    fn describe(&self) -> String;
+    /// Metadata of one path, or `None` if the source does not hold it.
+    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>>;
+    /// Every valid path the source holds; used to match names and globs.
+    fn all_paths(&self) -> Result<Vec<StorePath>>;
+    /// The closure of `roots`: every path reachable through references, each
+    /// once, the roots first. Sources override this when they can do better
+    /// than one `path_info` call per path.
+    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
+        closure_by_path_info(self, roots)
+    }
+    /// Where the files of `path` can be read on this machine, if the source
+    /// has file contents on disk (local and chroot stores).
+    fn real_path(&self, _path: &StorePath) -> Option<PathBuf> {
+        None
+    }
+    /// Non-fatal problems met while opening or reading (printed by the CLI).
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
+}
+
+/// A closure as read from a source: paths with dense indices, their NAR
+/// sizes, and each path's references as indices into `paths` (self
+/// references included, as Nix registers them).
+#[derive(Debug, Default, Clone)]
+pub struct RawClosure {
+    /// The paths; the roots come first, in the order given.
+    pub paths: Vec<StorePath>,
+    /// NAR size of each path.
+    pub nar_sizes: Vec<u64>,
+    /// References of each path, as indices into `paths`.
+    pub references: Vec<Vec<u32>>,
+}
+
+impl RawClosure {
+    /// Indexes a closed set of path infos (every reference among them).
+    pub(crate) fn from_infos(infos: Vec<PathInfo>, store: &str) -> Result<Self> {
+        let index: HashMap<&StorePath, u32> = infos
+            .iter()
+            .enumerate()
+            .map(|(i, info)| (&info.path, i as u32))
+            .collect();
+        let mut references = Vec::with_capacity(infos.len());
+        for info in &infos {
+            let refs = info
+                .references
+                .iter()
+                .map(|r| {
+                    index
+                        .get(r)
+                        .copied()
+                        .ok_or_else(|| Error::DanglingReference {
+                            referrer: info.path.to_string(),
+                            reference: r.to_string(),
+                            store: store.to_string(),
+                        })
+                })
+                .collect::<Result<Vec<u32>>>()?;
+            references.push(refs);
+        }
+        drop(index);
+        Ok(RawClosure {
+            nar_sizes: infos.iter().map(|i| i.nar_size).collect(),
+            paths: infos.into_iter().map(|i| i.path).collect(),
+            references,
+        })
+    }
+
+    /// Adds a path not yet present and returns its index.
+    pub(crate) fn push(&mut self, path: StorePath, nar_size: u64) -> u32 {
+        self.paths.push(path);
+        self.nar_sizes.push(nar_size);
+        self.references.push(Vec::new());
+        (self.paths.len() - 1) as u32
+    }
+}
+
+/// Breadth-first closure through [`StoreSource::path_info`].
+pub(crate) fn closure_by_path_info<S: StoreSource + ?Sized>(
+    src: &S,
+    roots: &[StorePath],
+) -> Result<RawClosure> {
+    let mut queued: HashSet<StorePath> = HashSet::new();
+    let mut infos: Vec<PathInfo> = Vec::new();
+    for r in roots {
+        if queued.insert(r.clone()) {
+            infos.push(src.path_info(r)?.ok_or_else(|| Error::MissingPath {
+                path: r.to_string(),
+                store: src.describe(),
+            })?);
+        }
+    }
+    let mut next = 0;
+    while next < infos.len() {
+        for i in 0..infos[next].references.len() {
+            let r = &infos[next].references[i];
+            if queued.insert(r.clone()) {
+                let info = src.path_info(r)?.ok_or_else(|| Error::DanglingReference {
+                    referrer: infos[next].path.to_string(),
+                    reference: r.to_string(),
+                    store: src.describe(),
+                })?;
+                infos.push(info);
+            }
+        }
+        next += 1;
+    }
+    RawClosure::from_infos(infos, &src.describe())
+}
+
+/// Opens the source named by a `--store` argument, or the local store at
+/// `/` when `spec` is `None`.
+///
+/// Accepted forms, as Nix users write them: `local`, `auto`, `daemon` (the
+/// local store), `local?root=/mnt` or a directory holding
+/// `nix/var/nix/db/db.sqlite` (a chroot store), `file:///path` or a directory
+/// holding `nix-cache-info` (a binary cache), and a file holding
+/// `nix path-info --json` output.
+pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
+    let Some(spec) = spec else {
+        return open_local_root(Path::new("/"), true);
+    };
+    let unsupported = |reason: &str| Error::UnsupportedStore {
+        spec: spec.to_string(),
+        reason: reason.to_string(),
+    };
+    let (scheme_part, query) = match spec.split_once('?') {
+        Some((a, b)) => (a, Some(b)),
+        None => (spec, None),
+    };
+    if let Some(rest) = scheme_part.strip_prefix("file://") {
+        return Ok(Box::new(BinaryCache::open(Path::new(rest))?));
+    }
+    if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
+        let root = query
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
+            .unwrap_or("/");
+        return open_local_root(Path::new(root), root == "/");
+    }
+    if scheme_part.contains("://") {
+        return Err(unsupported(
+            "only local and chroot stores, file:// binary caches and path-info JSON files can be read",
+        ));
+    }
+    let p = Path::new(spec);
+    let meta = std::fs::metadata(p).map_err(|e| Error::UnsupportedStore {
+        spec: spec.to_string(),
+        reason: e.to_string(),
+    })?;
+    if meta.is_dir() {
+        if p.join("nix-cache-info").is_file() {
+            return Ok(Box::new(BinaryCache::open(p)?));
+        }
+        if p.join("nix/var/nix/db/db.sqlite").exists() {
+            return open_local_root(p, false);
+        }
+        return Err(unsupported(
+            "the directory holds neither nix-cache-info (binary cache) nor nix/var/nix/db/db.sqlite (chroot store)",
+        ));
+    }
+    Ok(Box::new(PathInfoJson::open(p)?))
+}
+
+fn open_local_root(root: &Path, is_default: bool) -> Result<Box<dyn StoreSource>> {
+    let db = root.join("nix/var/nix/db/db.sqlite");
+    if is_default && !db.exists() {
+        return Err(Error::NoLocalStore(db));
+    }
+    Ok(Box::new(LocalStore::open(root)?))
+}
