@@ -24,9 +24,9 @@ pub enum Error {
     },
     /// No `--store` given and no local store present.
     #[error(
-        "no Nix store found at {0} (no /nix/var/nix/db/db.sqlite); point nix-heft at one with \
+        "no Nix store found: {} does not exist; point nix-heft at one with \
          --store: a chroot store root (--store /mnt), a binary cache (--store file:///path/to/cache), \
-         or a `nix path-info --json` file (--store closure.json)"
+         or a `nix path-info --json` file (--store closure.json)", .0.display()
     )]
     NoLocalStore(PathBuf),
     /// A `--store` argument that names nothing nix-heft can read.

@@ -11,7 +11,7 @@
 //! let src = nix_heft::source::open(None)?;
 //! let roots = nix_heft::roots::resolve_roots(src.as_ref(), &["./result".into()])?;
 //! let g = nix_heft::graph::Graph::load(src.as_ref(), &roots)?;
-//! let report = nix_heft::report::size::SizeReport::compute(&g, Default::default(), Some(10));
+//! let report = nix_heft::report::size::SizeReport::compute(&g, Default::default());
 //! print!("{}", report.render(false));
 //! # Ok::<(), nix_heft::Error>(())
 //! ```

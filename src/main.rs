@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use nix_heft::graph::Graph;
-use nix_heft::report::size::{SizeReport, SortKey};
+use nix_heft::report::size::{SizeOptions, SizeReport, SortKey};
 use nix_heft::source::{self, StoreSource};
 
 /// Why is a Nix closure heavy, and how to cut it.
@@ -57,6 +57,10 @@ struct SizeArgs {
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
+    /// Include each path's registered references (JSON: a `references`
+    /// array; table: a REFS count).
+    #[arg(long)]
+    references: bool,
 }
 
 fn main() -> ExitCode {
@@ -71,9 +75,16 @@ fn main() -> ExitCode {
             }) {
                 return ExitCode::SUCCESS;
             }
-            eprintln!("nix-heft: error: {e}");
+            // Print the chain once: library errors already carry their
+            // cause's text, so repeat a cause only when it adds something.
+            let mut printed = e.to_string();
+            eprintln!("nix-heft: error: {printed}");
             for cause in e.chain().skip(1) {
-                eprintln!("  caused by: {cause}");
+                let c = cause.to_string();
+                if !printed.contains(&c) {
+                    eprintln!("  caused by: {c}");
+                    printed.push_str(&c);
+                }
             }
             ExitCode::from(1)
         }
@@ -116,7 +127,14 @@ fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<Exi
     let pb = spinner(cli, &format!("reading closure from {}", src.describe()));
     let g = Graph::load(src, &roots).context("loading the closure")?;
     pb.set_message(format!("sizing {} paths", g.len()));
-    let report = SizeReport::compute(&g, args.sort, args.top);
+    let report = SizeReport::compute(
+        &g,
+        SizeOptions {
+            sort: args.sort,
+            top: args.top,
+            references: args.references,
+        },
+    );
     pb.finish_and_clear();
     print_warnings(src);
     let mut out = std::io::stdout().lock();

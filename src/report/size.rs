@@ -18,6 +18,21 @@ pub struct PathSizes {
     pub closure_size: u64,
     /// Bytes that leave the roots' closure if this path is no longer kept.
     pub added_size: u64,
+    /// Registered references (itself included when it refers to itself, as
+    /// Nix lists them); present with `--references`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub references: Option<Vec<String>>,
+}
+
+/// What to compute and keep in a [`SizeReport`].
+#[derive(Debug, Clone, Copy, Default)]
+pub struct SizeOptions {
+    /// Table order.
+    pub sort: SortKey,
+    /// Keep only the first N paths.
+    pub top: Option<usize>,
+    /// Include each path's references.
+    pub references: bool,
 }
 
 /// The whole report; also the `--json` document.
@@ -49,9 +64,9 @@ pub enum SortKey {
 }
 
 impl SizeReport {
-    /// Computes every size over `g`, sorted by `sort`, keeping the first
-    /// `top` entries when given.
-    pub fn compute(g: &Graph, sort: SortKey, top: Option<usize>) -> SizeReport {
+    /// Computes every size over `g`, sorted and cut as `opts` says.
+    pub fn compute(g: &Graph, opts: SizeOptions) -> SizeReport {
+        let sort = opts.sort;
         let closure = closure_sizes(g);
         let added = added_sizes(g);
         let mut ids: Vec<NodeId> = (0..g.len() as NodeId).collect();
@@ -72,7 +87,7 @@ impl SizeReport {
             // Ties broken by path so the output is stable across runs.
             ids.sort_by(|a, b| key(b).cmp(&key(a)).then_with(|| g.path(*a).cmp(g.path(*b))));
         }
-        if let Some(t) = top {
+        if let Some(t) = opts.top {
             ids.truncate(t);
         }
         SizeReport {
@@ -86,6 +101,18 @@ impl SizeReport {
                     nar_size: g.nar_size(v),
                     closure_size: closure[v as usize],
                     added_size: added[v as usize],
+                    references: opts.references.then(|| {
+                        let mut r: Vec<String> = g
+                            .references(v)
+                            .iter()
+                            .map(|&w| g.path(w).to_string())
+                            .collect();
+                        if g.references_self(v) {
+                            r.push(g.path(v).to_string());
+                        }
+                        r.sort();
+                        r
+                    }),
                 })
                 .collect(),
         }
@@ -103,19 +130,24 @@ impl SizeReport {
             fmt(self.closure_size),
             self.path_count
         );
-        let mut t = Table::new(&[
+        let with_refs = self.paths.iter().any(|p| p.references.is_some());
+        let mut cols = vec![
             ("SELF", Align::Right),
             ("CLOSURE", Align::Right),
             ("ADDED", Align::Right),
-            ("PATH", Align::Left),
-        ]);
+        ];
+        if with_refs {
+            cols.push(("REFS", Align::Right));
+        }
+        cols.push(("PATH", Align::Left));
+        let mut t = Table::new(&cols);
         for p in &self.paths {
-            t.row(vec![
-                fmt(p.nar_size),
-                fmt(p.closure_size),
-                fmt(p.added_size),
-                p.path.clone(),
-            ]);
+            let mut row = vec![fmt(p.nar_size), fmt(p.closure_size), fmt(p.added_size)];
+            if let Some(r) = &p.references {
+                row.push(r.len().to_string());
+            }
+            row.push(p.path.clone());
+            t.row(row);
         }
         out.push_str(&t.render());
         if self.paths.len() < self.path_count {

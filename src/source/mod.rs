@@ -160,7 +160,7 @@ pub(crate) fn closure_by_path_info<S: StoreSource + ?Sized>(
 /// `nix path-info --json` output.
 pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
     let Some(spec) = spec else {
-        return open_local_root(Path::new("/"), true);
+        return open_local_root(Path::new("/"));
     };
     let unsupported = |reason: &str| Error::UnsupportedStore {
         spec: spec.to_string(),
@@ -177,7 +177,7 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
         let root = query
             .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
             .unwrap_or("/");
-        return open_local_root(Path::new(root), root == "/");
+        return open_local_root(Path::new(root));
     }
     if scheme_part.contains("://") {
         return Err(unsupported(
@@ -194,7 +194,7 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
             return Ok(Box::new(BinaryCache::open(p)?));
         }
         if p.join("nix/var/nix/db/db.sqlite").exists() {
-            return open_local_root(p, false);
+            return open_local_root(p);
         }
         return Err(unsupported(
             "the directory holds neither nix-cache-info (binary cache) nor nix/var/nix/db/db.sqlite (chroot store)",
@@ -203,9 +203,9 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
     Ok(Box::new(PathInfoJson::open(p)?))
 }
 
-fn open_local_root(root: &Path, is_default: bool) -> Result<Box<dyn StoreSource>> {
+fn open_local_root(root: &Path) -> Result<Box<dyn StoreSource>> {
     let db = root.join("nix/var/nix/db/db.sqlite");
-    if is_default && !db.exists() {
+    if std::fs::symlink_metadata(&db).is_err() {
         return Err(Error::NoLocalStore(db));
     }
     Ok(Box::new(LocalStore::open(root)?))

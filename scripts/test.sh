@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Runs nix-heft's whole test suite. The integration tests build real Nix
+# stores with real Nix, so this first installs what they need when missing
+# (Debian's nix-bin, patchelf, gcc), which takes root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need=()
+command -v nix-build >/dev/null 2>&1 || need+=(nix-bin)
+command -v patchelf >/dev/null 2>&1 || need+=(patchelf)
+command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v python3 >/dev/null 2>&1 || need+=(python3)
+if [ ${#need[@]} -gt 0 ]; then
+  if [ "$(id -u)" != 0 ]; then
+    echo "scripts/test.sh: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
+    exit 1
+  fi
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+if [ "$(id -u)" != 0 ]; then
+  echo "scripts/test.sh: the integration tests build into /nix/store and must run as root" >&2
+  exit 1
+fi
+
+cargo test --locked "$@"

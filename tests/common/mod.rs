@@ -1,0 +1,257 @@
+//! Shared set-up for the integration tests: real Nix stores built with real
+//! Nix, once per test binary.
+//!
+//! Builds `tests/fixtures/small.nix` and the bundled example
+//! `examples/rocm-mini` into `/nix/store` (sandbox off: the derivations run
+//! the host's /bin/sh and gcc), then copies them with `nix copy` into a
+//! chroot store and a `file://` binary cache, and saves
+//! `nix path-info -rsS --json` in both of Nix's JSON shapes.
+
+#![allow(dead_code)]
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+pub const SMALL_ATTRS: &[&str] = &["base", "left", "right", "top", "second", "dup1", "dup2"];
+
+pub struct Fixture {
+    /// small.nix attribute → store path.
+    pub small: BTreeMap<String, String>,
+    /// The bundled example's top-level path (llama-cpp-rocm).
+    pub rocm: String,
+    /// Every root copied into the other stores.
+    pub all_roots: Vec<String>,
+    /// Scratch directory that lives as long as the test process.
+    pub tmp: PathBuf,
+    pub chroot: PathBuf,
+    pub cache: PathBuf,
+    pub json_array: PathBuf,
+    pub json_object: PathBuf,
+}
+
+impl Fixture {
+    pub fn small(&self, attr: &str) -> &str {
+        &self.small[attr]
+    }
+    /// Every `--store` form for the same paths, with a label.
+    pub fn stores(&self) -> Vec<(&'static str, Option<String>)> {
+        vec![
+            ("local (default)", None),
+            ("local", Some("local".into())),
+            ("chroot dir", Some(self.chroot.display().to_string())),
+            (
+                "local?root=",
+                Some(format!("local?root={}", self.chroot.display())),
+            ),
+            (
+                "file:// cache",
+                Some(format!("file://{}", self.cache.display())),
+            ),
+            ("cache dir", Some(self.cache.display().to_string())),
+            ("json array", Some(self.json_array.display().to_string())),
+            ("json object", Some(self.json_object.display().to_string())),
+        ]
+    }
+    /// The store URL Nix itself understands for the same source, to ask Nix
+    /// for the reference answers (JSON files are answered by the local store
+    /// they were exported from).
+    pub fn nix_store_for(&self, label: &str) -> Option<String> {
+        match label {
+            "chroot dir" | "local?root=" => Some(self.chroot.display().to_string()),
+            "file:// cache" | "cache dir" => Some(format!("file://{}", self.cache.display())),
+            _ => None,
+        }
+    }
+}
+
+pub fn repo() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// Runs a command, panicking with its stderr when it fails.
+pub fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+pub fn nix() -> Command {
+    let mut c = Command::new("nix");
+    c.args(["--extra-experimental-features", "nix-command"]);
+    c
+}
+
+pub fn nix_build(file: &Path, attrs: &[&str]) -> Vec<String> {
+    let mut c = Command::new("nix-build");
+    c.arg(file)
+        .args([
+            "--option",
+            "sandbox",
+            "false",
+            "--option",
+            "substituters",
+            "",
+        ])
+        .arg("--no-out-link");
+    for a in attrs {
+        c.args(["-A", a]);
+    }
+    run(&mut c).lines().map(str::to_string).collect()
+}
+
+/// `nix path-info -rsS --json` of `paths` in `store`, keyed by path.
+pub fn nix_path_info(store: Option<&str>, paths: &[&str]) -> BTreeMap<String, Value> {
+    let mut c = nix();
+    c.args(["path-info", "-rsS", "--json"]);
+    if let Some(s) = store {
+        c.args(["--store", s]);
+    }
+    c.args(paths);
+    let v: Value = serde_json::from_str(&run(&mut c)).unwrap();
+    match v {
+        Value::Array(items) => items
+            .into_iter()
+            .map(|it| (it["path"].as_str().unwrap().to_string(), it))
+            .collect(),
+        Value::Object(m) => m.into_iter().collect(),
+        _ => panic!("unexpected path-info JSON"),
+    }
+}
+
+/// `nix-store -q --references` of one path in the local store.
+pub fn nix_store_references(path: &str) -> BTreeSet<String> {
+    run(Command::new("nix-store").args(["-q", "--references", path]))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+pub fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let small_paths = nix_build(&repo().join("tests/fixtures/small.nix"), SMALL_ATTRS);
+        let small: BTreeMap<String, String> = SMALL_ATTRS
+            .iter()
+            .map(|s| s.to_string())
+            .zip(small_paths)
+            .collect();
+        let rocm = nix_build(&repo().join("examples/rocm-mini/default.nix"), &[])
+            .pop()
+            .unwrap();
+        let tmp = tempfile::Builder::new()
+            .prefix("nix-heft-test-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let chroot = tmp.join("chroot");
+        let cache = tmp.join("cache");
+        let all_roots: Vec<String> = small.values().cloned().chain([rocm.clone()]).collect();
+        run(nix()
+            .args(["copy", "--no-check-sigs", "--to"])
+            .arg(&chroot)
+            .args(&all_roots));
+        run(nix()
+            .args(["copy", "--to"])
+            .arg(format!("file://{}", cache.display()))
+            .args(&all_roots));
+        let json = run(nix().args(["path-info", "-rsS", "--json"]).args(&all_roots));
+        let json_array = tmp.join("path-info-array.json");
+        std::fs::write(&json_array, &json).unwrap();
+        // Newer Nix (2.19+) prints an object keyed by path; build that shape
+        // from the same data so both parsers are tested on Nix's own values.
+        let v: Value = serde_json::from_str(&json).unwrap();
+        let mut obj = serde_json::Map::new();
+        for mut it in v.as_array().unwrap().clone() {
+            let p = it["path"].as_str().unwrap().to_string();
+            it.as_object_mut().unwrap().remove("path");
+            obj.insert(p, it);
+        }
+        let json_object = tmp.join("path-info-object.json");
+        std::fs::write(
+            &json_object,
+            serde_json::to_string(&Value::Object(obj)).unwrap(),
+        )
+        .unwrap();
+        Fixture {
+            small,
+            rocm,
+            all_roots,
+            tmp,
+            chroot,
+            cache,
+            json_array,
+            json_object,
+        }
+    })
+}
+
+/// A fresh scratch directory under the fixture's.
+pub fn scratch(name: &str) -> PathBuf {
+    let d = fixture().tmp.join(name);
+    let _ = std::fs::remove_dir_all(&d);
+    std::fs::create_dir_all(&d).unwrap();
+    d
+}
+
+/// Copies a directory tree (for corrupting copies of stores and caches).
+pub fn copy_tree(from: &Path, to: &Path) {
+    run(Command::new("cp").arg("-a").arg(from).arg(to));
+}
+
+/// The nix-heft binary under test.
+pub fn heft() -> assert_cmd::Command {
+    assert_cmd::Command::cargo_bin("nix-heft").unwrap()
+}
+
+pub struct Outcome {
+    pub code: i32,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+/// Runs nix-heft with `--store` (if any) and args.
+pub fn heft_run(store: Option<&str>, args: &[&str]) -> Outcome {
+    let mut c = heft();
+    if let Some(s) = store {
+        c.args(["--store", s]);
+    }
+    c.args(args);
+    let out = c.output().unwrap();
+    let o = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        !o.stderr.contains("panicked"),
+        "nix-heft panicked: {}",
+        o.stderr
+    );
+    o
+}
+
+/// Asserts a clean failure: exit code 1, one error naming `needle`.
+pub fn assert_error(o: &Outcome, needle: &str) {
+    assert_eq!(
+        o.code, 1,
+        "expected failure, got {}: {}{}",
+        o.code, o.stdout, o.stderr
+    );
+    assert!(o.stderr.starts_with("nix-heft: error: "), "{}", o.stderr);
+    assert!(
+        o.stderr.contains(needle),
+        "stderr lacks {needle:?}: {}",
+        o.stderr
+    );
+    assert!(o.stdout.is_empty(), "stdout on error: {}", o.stdout);
+}
