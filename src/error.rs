@@ -64,6 +64,14 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A NAR file that cannot be read or decoded.
+    #[error("corrupt NAR {}: {reason}", file.display())]
+    BadNar {
+        /// The NAR file.
+        file: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A path-info JSON file that does not have the expected shape.
     #[error("cannot read path-info JSON {file}: {reason}")]
     BadPathInfoJson {

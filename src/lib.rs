@@ -18,10 +18,12 @@
 
 #![warn(missing_docs)]
 
+pub mod classify;
 pub mod error;
 pub mod graph;
 pub mod report;
 pub mod roots;
+pub mod scan;
 pub mod source;
 pub mod store_path;
 pub mod units;

@@ -8,7 +8,10 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use nix_heft::graph::Graph;
+use nix_heft::report::refs::RefsReport;
 use nix_heft::report::size::{SizeOptions, SizeReport, SortKey};
+use nix_heft::report::why::WhyReport;
+use nix_heft::scan::ScanRequest;
 use nix_heft::source::{self, StoreSource};
 
 /// Why is a Nix closure heavy, and how to cut it.
@@ -40,6 +43,37 @@ enum Command {
     /// nearest path that all routes to it pass through, not under each
     /// consumer.
     Size(SizeArgs),
+    /// The chains from ROOT to DEP, and for every edge on them the files
+    /// that hold the reference: where, and what kind of hold (symlink, ELF
+    /// RUNPATH / NEEDED / interpreter / string, shebang, text ...).
+    Why(WhyArgs),
+    /// For every reference edge in the closure of the roots, the kinds of
+    /// hold and the files holding it, from one scan of the whole closure.
+    Refs(RefsArgs),
+}
+
+#[derive(Args, Debug)]
+struct WhyArgs {
+    /// The root (store path, ./result, name).
+    #[arg(value_name = "ROOT")]
+    root: String,
+    /// The dependency: a store path, or a name or glob matched against the
+    /// root's closure (several matches are all explained).
+    #[arg(value_name = "DEP")]
+    dep: String,
+    /// Show every chain (up to 10,000), not only the shortest.
+    #[arg(long)]
+    all: bool,
+}
+
+#[derive(Args, Debug)]
+struct RefsArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Include every occurrence (offset, context) in the JSON output.
+    #[arg(long)]
+    evidence: bool,
 }
 
 #[derive(Args, Debug)]
@@ -95,6 +129,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let src = source::open(cli.store.as_deref())?;
     match &cli.command {
         Command::Size(args) => size(cli, src.as_ref(), args),
+        Command::Why(args) => why(cli, src.as_ref(), args),
+        Command::Refs(args) => refs(cli, src.as_ref(), args),
     }
 }
 
@@ -137,12 +173,104 @@ fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<Exi
     );
     pb.finish_and_clear();
     print_warnings(src);
+    emit(cli, &report, || report.render(args.bytes))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Exit code of a run whose result is partial (some file or path could not
+/// be read; the rest is reported).
+const EXIT_PARTIAL: u8 = 3;
+
+/// A byte progress bar for scans, only for a person at a terminal.
+fn scan_bar(cli: &Cli, total: u64) -> ProgressBar {
+    let pb = spinner(cli, "");
+    if pb.is_hidden() {
+        return pb;
+    }
+    pb.set_length(total);
+    pb.set_style(
+        ProgressStyle::with_template(
+            "scanning {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ({eta})",
+        )
+        .expect("static template"),
+    );
+    pb
+}
+
+fn scan_with_bar(
+    cli: &Cli,
+    src: &dyn StoreSource,
+    g: &Graph,
+    reqs: &[ScanRequest],
+) -> nix_heft::scan::ScanResult {
+    let total: u64 = reqs.iter().map(|r| g.nar_size(r.referrer)).sum();
+    let pb = scan_bar(cli, total);
+    let res = nix_heft::scan::scan(src, g, reqs, &|n| pb.inc(n));
+    pb.finish_and_clear();
+    res
+}
+
+fn emit<T: serde::Serialize>(
+    cli: &Cli,
+    value: &T,
+    text: impl FnOnce() -> String,
+) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     if cli.json {
-        serde_json::to_writer(&mut out, &report)?;
+        serde_json::to_writer(&mut out, value)?;
         writeln!(out)?;
     } else {
-        out.write_all(report.render(args.bytes).as_bytes())?;
+        out.write_all(text().as_bytes())?;
     }
-    Ok(ExitCode::SUCCESS)
+    Ok(())
+}
+
+fn partial_code(problems: &[nix_heft::scan::Problem]) -> ExitCode {
+    if problems.is_empty() {
+        ExitCode::SUCCESS
+    } else {
+        for p in problems {
+            eprintln!(
+                "nix-heft: warning: {}{}: {}",
+                p.path,
+                p.file
+                    .as_deref()
+                    .map(|f| format!("/{f}"))
+                    .unwrap_or_default(),
+                p.message
+            );
+        }
+        ExitCode::from(EXIT_PARTIAL)
+    }
+}
+
+fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    let roots = nix_heft::roots::resolve_roots(src, std::slice::from_ref(&args.root))?;
+    anyhow::ensure!(
+        roots.len() == 1,
+        "ROOT '{}' matches {} paths; give one",
+        args.root,
+        roots.len()
+    );
+    let g = Graph::load(src, &roots).context("loading the closure")?;
+    let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
+    let root = g.roots()[0];
+    let found = nix_heft::report::why::chains(&g, root, &deps, args.all);
+    let reqs = nix_heft::report::why::requests_for(&found.1);
+    let scan = scan_with_bar(cli, src, &g, &reqs);
+    print_warnings(src);
+    let report = WhyReport::new(&g, root, &args.dep, &deps, found, scan);
+    emit(cli, &report, || report.render())?;
+    Ok(partial_code(&report.problems))
+}
+
+fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<ExitCode> {
+    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let g = Graph::load(src, &roots).context("loading the closure")?;
+    let reqs = nix_heft::report::refs::requests_for_all(&g);
+    let scan = scan_with_bar(cli, src, &g, &reqs);
+    print_warnings(src);
+    let report = RefsReport::new(&g, scan, args.evidence);
+    emit(cli, &report, || report.render())?;
+    Ok(partial_code(&report.problems))
 }

@@ -163,3 +163,49 @@ pub fn glob(pattern: &str) -> Result<GlobMatcher> {
         })?
         .compile_matcher())
 }
+
+/// Resolves a dependency argument within a loaded closure: a store path (or
+/// a path inside one, or a symlink to one), or a name or glob matched
+/// against the closure's paths, where any number of matches is fine.
+pub fn resolve_in_closure(
+    g: &crate::graph::Graph,
+    store_dir: &str,
+    arg: &str,
+) -> Result<Vec<crate::graph::NodeId>> {
+    let index = g.index();
+    if looks_like_path(store_dir, arg) {
+        let p = resolve_path_arg(store_dir, arg)?;
+        return index
+            .get(&p)
+            .map(|&v| vec![v])
+            .ok_or_else(|| Error::NoMatch {
+                pattern: arg.to_string(),
+                store: format!("the closure of {}", g.path(g.roots()[0])),
+                candidates: Vec::new(),
+            });
+    }
+    let matcher = glob(arg)?;
+    let mut hits: Vec<crate::graph::NodeId> = (0..g.len() as crate::graph::NodeId)
+        .filter(|&v| {
+            let n = g.path(v).name();
+            matcher.is_match(n) || matcher.is_match(package_name(n))
+        })
+        .collect();
+    hits.sort_by(|a, b| g.path(*a).cmp(g.path(*b)));
+    if hits.is_empty() {
+        let needle = arg.trim_matches(['*', '?']).to_lowercase();
+        let mut candidates: Vec<String> = g
+            .paths()
+            .iter()
+            .filter(|p| !needle.is_empty() && p.name().to_lowercase().contains(&needle))
+            .map(|p| p.to_string())
+            .collect();
+        candidates.sort();
+        return Err(Error::NoMatch {
+            pattern: arg.to_string(),
+            store: format!("the closure of {}", g.path(g.roots()[0])),
+            candidates,
+        });
+    }
+    Ok(hits)
+}

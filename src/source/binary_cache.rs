@@ -85,6 +85,23 @@ impl StoreSource for BinaryCache {
         }))
     }
 
+    fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
+        let Some(info) = self.narinfo(path)? else {
+            return Ok(None);
+        };
+        let file = self.dir.join(&info.url);
+        let f = std::fs::File::open(&file).map_err(io_err(&file))?;
+        let r = super::nar::decompress(
+            &info.compression,
+            std::io::BufReader::with_capacity(1 << 16, f),
+        )
+        .map_err(|e| Error::BadNar {
+            file: file.clone(),
+            reason: e.to_string(),
+        })?;
+        Ok(Some(r))
+    }
+
     /// Reads every narinfo's `StorePath` line; only needed to match names.
     fn all_paths(&self) -> Result<Vec<StorePath>> {
         let entries: Vec<PathBuf> = std::fs::read_dir(&self.dir)

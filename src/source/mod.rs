@@ -7,6 +7,7 @@
 
 mod binary_cache;
 mod local;
+pub mod nar;
 pub mod narinfo;
 mod path_info_json;
 
@@ -54,6 +55,12 @@ pub trait StoreSource: Send + Sync {
     /// has file contents on disk (local and chroot stores).
     fn real_path(&self, _path: &StorePath) -> Option<PathBuf> {
         None
+    }
+    /// The uncompressed NAR serialisation of `path`, for sources that hold
+    /// NARs rather than files (binary caches); `None` when the source has no
+    /// file contents at all.
+    fn nar(&self, _path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
+        Ok(None)
     }
     /// Non-fatal problems met while opening or reading (printed by the CLI).
     fn warnings(&self) -> Vec<String> {

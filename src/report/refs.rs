@@ -1,0 +1,176 @@
+//! The `refs` report: for every reference edge of a closure, what holds it.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::table::{Align, Table};
+use crate::graph::{Graph, NodeId};
+use crate::scan::{Evidence, Kind, Problem, ScanRequest, ScanResult};
+
+/// One edge with its evidence summarised.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EdgeSummary {
+    /// The path that holds the reference.
+    pub referrer: String,
+    /// The referenced path.
+    pub reference: String,
+    /// True when the source has no file contents for the referrer (a
+    /// path-info JSON file), so nothing could be looked at.
+    pub unavailable: bool,
+    /// Number of occurrences by kind.
+    pub kinds: BTreeMap<Kind, usize>,
+    /// Files holding it, in order, each once.
+    pub files: Vec<String>,
+    /// True when every occurrence is a dead RUNPATH entry.
+    pub dead: bool,
+    /// Every occurrence (with `--evidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Vec<Evidence>>,
+}
+
+/// The whole report; also the `--json` document.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RefsReport {
+    /// The roots.
+    pub roots: Vec<String>,
+    /// Every edge of the closure (self references included).
+    pub edges: Vec<EdgeSummary>,
+    /// Files or paths that could not be read.
+    pub problems: Vec<Problem>,
+}
+
+/// Scan requests for every edge of the graph.
+pub fn requests_for_all(g: &Graph) -> Vec<ScanRequest> {
+    (0..g.len() as NodeId)
+        .map(|v| ScanRequest::all_references(g, v))
+        .filter(|r| !r.targets.is_empty())
+        .collect()
+}
+
+/// Summarises one edge's evidence.
+pub fn summarise(
+    g: &Graph,
+    scan: &ScanResult,
+    from: NodeId,
+    to: NodeId,
+    keep: bool,
+) -> EdgeSummary {
+    let pe = scan.paths.get(&from);
+    let ev: &[Evidence] = pe
+        .and_then(|p| p.by_reference.get(&to))
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut kinds = BTreeMap::new();
+    let mut files: Vec<String> = Vec::new();
+    for e in ev {
+        *kinds.entry(e.kind).or_insert(0) += 1;
+        if files.last() != Some(&e.file) && !files.contains(&e.file) {
+            files.push(e.file.clone());
+        }
+    }
+    EdgeSummary {
+        referrer: g.path(from).to_string(),
+        reference: g.path(to).to_string(),
+        unavailable: pe.is_none_or(|p| !p.available),
+        dead: !ev.is_empty() && ev.iter().all(|e| e.dead),
+        kinds,
+        files,
+        evidence: keep.then(|| ev.to_vec()),
+    }
+}
+
+impl RefsReport {
+    /// Builds the report from a scan of every edge.
+    pub fn new(g: &Graph, scan: ScanResult, keep_evidence: bool) -> RefsReport {
+        let mut edges = Vec::new();
+        for v in 0..g.len() as NodeId {
+            let mut targets = g.references(v).to_vec();
+            if g.references_self(v) {
+                targets.push(v);
+            }
+            targets.sort_by(|a, b| g.path(*a).name().cmp(g.path(*b).name()));
+            for t in targets {
+                edges.push(summarise(g, &scan, v, t, keep_evidence));
+            }
+        }
+        edges.sort_by(|a, b| {
+            (name(&a.referrer), name(&a.reference)).cmp(&(name(&b.referrer), name(&b.reference)))
+        });
+        RefsReport {
+            roots: g.roots().iter().map(|&r| g.path(r).to_string()).collect(),
+            edges,
+            problems: scan.problems,
+        }
+    }
+
+    /// The terminal rendering.
+    pub fn render(&self) -> String {
+        let mut t = Table::new(&[
+            ("REFERRER", Align::Left),
+            ("REFERENCE", Align::Left),
+            ("HELD BY", Align::Left),
+            ("FILES", Align::Left),
+        ]);
+        for e in &self.edges {
+            let held = if e.unavailable {
+                "unavailable (no file contents in this source)".to_string()
+            } else if e.kinds.is_empty() {
+                "NOT FOUND".to_string()
+            } else {
+                let mut s: Vec<String> = e
+                    .kinds
+                    .iter()
+                    .map(|(k, n)| format!("{} x{n}", k.as_str()))
+                    .collect();
+                if e.dead {
+                    s.push("(dead)".into());
+                }
+                s.join(", ")
+            };
+            let files = match e.files.len() {
+                0 => String::new(),
+                1..=3 => e.files.join(" "),
+                n => format!(
+                    "{} {} {} (+{} more)",
+                    e.files[0],
+                    e.files[1],
+                    e.files[2],
+                    n - 3
+                ),
+            };
+            t.row(vec![
+                name(&e.referrer).to_string(),
+                name(&e.reference).to_string(),
+                held,
+                files,
+            ]);
+        }
+        let mut out = t.render();
+        append_problems(&mut out, &self.problems);
+        out
+    }
+}
+
+/// `<hash>-name` → `name`, for readable tables.
+pub(crate) fn name(path: &str) -> &str {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    base.get(33..).unwrap_or(base)
+}
+
+/// Lists problems under a table.
+pub(crate) fn append_problems(out: &mut String, problems: &[Problem]) {
+    if problems.is_empty() {
+        return;
+    }
+    out.push_str(&format!(
+        "\n{} problem(s); the result is partial:\n",
+        problems.len()
+    ));
+    for p in problems {
+        match &p.file {
+            Some(f) => out.push_str(&format!("  {}/{f}: {}\n", p.path, p.message)),
+            None => out.push_str(&format!("  {}: {}\n", p.path, p.message)),
+        }
+    }
+}
