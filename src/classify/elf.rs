@@ -240,8 +240,8 @@ pub fn runpath_serves(dir_listing: &[String], needed: &[String], dlopen: &[Strin
         .collect()
 }
 
-/// The raw facts read from one program or section header, widened to `u64`
-/// so the class-generic code below stays simple.
+/// The facts read from one section header, widened to `u64` so the code
+/// after the class-generic header parsing stays simple.
 struct Sect {
     name: String,
     sh_type: elf::SectionType,
@@ -338,7 +338,7 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfLayo
                     let bytes = &data[range.start as usize..range.end as usize];
                     Some(
                         object::pod::slice_from_all_bytes(bytes)
-                            .map_err(|_| malformed("misaligned dynamic section"))?,
+                            .map_err(|_| malformed("invalid dynamic section"))?,
                     )
                 }
                 None => None,
@@ -1005,7 +1005,7 @@ int main(void) {{
             self.int(v, if self.is64 { 8 } else { 4 });
         }
         fn pad_to(&mut self, align: usize) {
-            while self.buf.len() % align != 0 {
+            while !self.buf.len().is_multiple_of(align) {
                 self.buf.push(0);
             }
         }

@@ -1,3 +1,3 @@
-//! Classifying the byte offsets where the reference scanner found a store hash: what kind of hold each one is.
+//! What holds each store hash the reference scanner finds, by file format.
 
 pub mod elf;

@@ -16,7 +16,9 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-pub const SMALL_ATTRS: &[&str] = &["base", "left", "right", "top", "second", "dup1", "dup2"];
+pub const SMALL_ATTRS: &[&str] = &[
+    "base", "left", "right", "top", "second", "loopy", "dup1", "dup2",
+];
 
 pub struct Fixture {
     /// small.nix attribute → store path.
