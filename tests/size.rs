@@ -274,3 +274,32 @@ fn sort_orders_and_top_in_json() {
     assert_eq!(r.paths.len(), 4);
     assert_eq!(r.path_count, 17);
 }
+
+/// Large closures are read with one pass over the database tables instead of
+/// per-path queries; both strategies must give the same report.
+#[test]
+fn table_scan_strategy_gives_the_same_report() {
+    let f = fixture();
+    let chroot = f.chroot.display().to_string();
+    for roots in [
+        vec![f.rocm.as_str()],
+        vec![f.small("top"), f.small("second"), f.rocm.as_str()],
+    ] {
+        let mut args = vec!["--store", &chroot, "--json", "size", "--references"];
+        args.extend_from_slice(&roots);
+        let per_path = heft().args(&args).output().unwrap();
+        let scanned = heft()
+            .env("NIX_HEFT_TABLE_SCAN_AT", "0")
+            .args(&args)
+            .output()
+            .unwrap();
+        assert!(per_path.status.success() && scanned.status.success());
+        let a: SizeReport = serde_json::from_slice(&per_path.stdout).unwrap();
+        let b: SizeReport = serde_json::from_slice(&scanned.stdout).unwrap();
+        assert_eq!(a, b);
+        assert_eq!(
+            b.roots,
+            roots.iter().map(|r| r.to_string()).collect::<Vec<_>>()
+        );
+    }
+}

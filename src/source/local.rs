@@ -83,6 +83,117 @@ impl LocalStore {
     fn parse_db_path(&self, s: &str) -> Result<StorePath> {
         StorePath::parse(DEFAULT_STORE_DIR, s)
     }
+
+    /// The closure from one pass over `Refs` and one over `ValidPaths`,
+    /// for closures that cover much of the store. `root_ids` are distinct
+    /// and `root_paths` their paths, in the same order.
+    fn closure_by_table_scan(
+        &self,
+        conn: &Connection,
+        root_ids: &[i64],
+        root_paths: &[StorePath],
+    ) -> Result<RawClosure> {
+        let max_id: i64 = conn
+            .query_row("SELECT coalesce(max(id), 0) FROM ValidPaths", [], |r| {
+                r.get(0)
+            })
+            .map_err(|e| self.db_err(e))?;
+        let n = max_id as usize + 1;
+        // Compressed adjacency by database id: count, then fill.
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        {
+            let mut st = conn
+                .prepare("SELECT referrer, reference FROM Refs")
+                .map_err(|e| self.db_err(e))?;
+            let mut rows = st.query([]).map_err(|e| self.db_err(e))?;
+            while let Some(r) = rows.next().map_err(|e| self.db_err(e))? {
+                let a: i64 = r.get(0).map_err(|e| self.db_err(e))?;
+                let b: i64 = r.get(1).map_err(|e| self.db_err(e))?;
+                if (0..n as i64).contains(&a) && (0..n as i64).contains(&b) {
+                    edges.push((a as u32, b as u32));
+                }
+            }
+        }
+        edges.sort_unstable();
+        let mut off = vec![0u32; n + 1];
+        for &(a, _) in &edges {
+            off[a as usize + 1] += 1;
+        }
+        for i in 0..n {
+            off[i + 1] += off[i];
+        }
+        // Breadth-first from the roots, assigning closure indices.
+        let mut index = vec![u32::MAX; n];
+        let mut order: Vec<u32> = Vec::new();
+        for &r in root_ids {
+            index[r as usize] = order.len() as u32;
+            order.push(r as u32);
+        }
+        let mut i = 0;
+        while i < order.len() {
+            let v = order[i] as usize;
+            for &(_, w) in &edges[off[v] as usize..off[v + 1] as usize] {
+                if index[w as usize] == u32::MAX {
+                    index[w as usize] = order.len() as u32;
+                    order.push(w);
+                }
+            }
+            i += 1;
+        }
+        let mut paths: Vec<Option<StorePath>> = vec![None; order.len()];
+        let mut nar_sizes = vec![0u64; order.len()];
+        for (k, p) in root_paths.iter().enumerate() {
+            paths[k] = Some(p.clone());
+        }
+        {
+            let mut st = conn
+                .prepare("SELECT id, path, narSize FROM ValidPaths")
+                .map_err(|e| self.db_err(e))?;
+            let mut rows = st.query([]).map_err(|e| self.db_err(e))?;
+            while let Some(r) = rows.next().map_err(|e| self.db_err(e))? {
+                let id: i64 = r.get(0).map_err(|e| self.db_err(e))?;
+                let Some(&k) = index.get(id as usize) else {
+                    continue;
+                };
+                if k == u32::MAX {
+                    continue;
+                }
+                let nar: Option<i64> = r.get(2).map_err(|e| self.db_err(e))?;
+                nar_sizes[k as usize] = nar.unwrap_or(0) as u64;
+                if paths[k as usize].is_none() {
+                    let s = r.get_ref(1).map_err(|e| self.db_err(e))?;
+                    let s = s.as_str().map_err(|e| self.db_err(e.into()))?;
+                    paths[k as usize] = Some(self.parse_db_path(s)?);
+                }
+            }
+        }
+        let mut references = Vec::with_capacity(order.len());
+        for &v in &order {
+            let v = v as usize;
+            references.push(
+                edges[off[v] as usize..off[v + 1] as usize]
+                    .iter()
+                    .map(|&(_, w)| index[w as usize])
+                    .collect(),
+            );
+        }
+        let paths = paths
+            .into_iter()
+            .enumerate()
+            .map(|(k, p)| {
+                p.ok_or_else(|| Error::DanglingReference {
+                    referrer: "a path in the closure".into(),
+                    reference: format!("database id {}", order[k]),
+                    store: self.describe(),
+                })
+            })
+            .collect::<Result<Vec<_>>>()?;
+        Ok(RawClosure {
+            paths,
+            nar_sizes,
+            references,
+        })
+    }
 }
 
 /// Reads and checks SQLite's 100-byte header, so a file that is no database
@@ -240,8 +351,30 @@ impl StoreSource for LocalStore {
         let mut by_id_stmt = conn
             .prepare_cached("SELECT path, narSize FROM ValidPaths WHERE id = ?1")
             .map_err(|e| self.db_err(e))?;
+        // Per-path queries cost a few microseconds each; past a fraction of
+        // the store, one sequential pass over both tables is cheaper.
+        let total: i64 = conn
+            .query_row("SELECT count(*) FROM ValidPaths", [], |r| r.get(0))
+            .map_err(|e| self.db_err(e))?;
+        // NIX_HEFT_TABLE_SCAN_AT overrides the switch point (the tests use
+        // it to run both strategies on the same store).
+        let switch_at = std::env::var("NIX_HEFT_TABLE_SCAN_AT")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .unwrap_or((total as usize / 8).max(20_000));
         let mut next = 0;
         while next < ids.len() {
+            if ids.len() > switch_at {
+                let roots_ids: Vec<i64> = ids[..roots.len().min(ids.len())].to_vec();
+                drop(refs_stmt);
+                drop(by_id_stmt);
+                drop(get_path);
+                return self.closure_by_table_scan(
+                    &conn,
+                    &roots_ids,
+                    &out.paths[..roots_ids.len()],
+                );
+            }
             let mut rows = refs_stmt.query([ids[next]]).map_err(|e| self.db_err(e))?;
             let mut refs = Vec::new();
             while let Some(row) = rows.next().map_err(|e| self.db_err(e))? {
