@@ -28,7 +28,7 @@ pub fn resolve_roots(src: &dyn StoreSource, args: &[String]) -> Result<Vec<Store
     for arg in args {
         let found = if looks_like_path(src.store_dir(), arg) {
             let p = resolve_path_arg(src.store_dir(), arg)?;
-            if src.path_info(&p)?.is_none() {
+            if !src.is_valid(&p)? {
                 return Err(Error::MissingPath {
                     path: p.to_string(),
                     store: src.describe(),

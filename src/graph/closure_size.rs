@@ -3,25 +3,48 @@
 //! prints.
 //!
 //! Closure sizes do not compose (children share descendants), so each path
-//! gets its own traversal. It is made cheap rather than avoided: one visited
-//! array per thread, reset in O(1) by bumping an epoch number instead of
-//! clearing, and rayon spreads the paths over all cores.
+//! needs its own traversal; the work is in making those cheap. Two things do
+//! it:
+//!
+//! * **Hubs.** Store graphs have a core that nearly every closure contains
+//!   (glibc, gcc's runtime, bash, zlib ...). A set `H` of up to [`MAX_HUBS`]
+//!   popular paths, closed downwards (every reference of a hub is a hub), gets
+//!   a precomputed bitset of its closure within `H`. A traversal from any path
+//!   then walks only non-hub paths and ORs in the bitset of each hub it meets;
+//!   because `H` is closed downwards, nothing outside `H` is ever missed.
+//! * **Cheap visited sets.** One visited array per thread, reset in O(1) by
+//!   bumping an epoch number instead of clearing; rayon spreads the paths
+//!   over all cores.
+//!
+//! Memory: the hub bitsets take `|H|²/8` bytes (at most 512 KiB), plus one
+//! visited array and one `|H|`-bit accumulator per thread.
 
 use rayon::prelude::*;
 
 use super::{Graph, NodeId};
 
+/// Largest hub set; `MAX_HUBS` bits per hub bitset.
+pub const MAX_HUBS: usize = 2048;
+const WORDS: usize = MAX_HUBS / 64;
+
 /// Closure size of every path in `g`, indexed by id.
 pub fn closure_sizes(g: &Graph) -> Vec<u64> {
     let n = g.len();
+    let hubs = Hubs::choose(g);
+    let k = hubs.members.len();
+    let words = k.div_ceil(64).max(1);
     (0..n as NodeId)
         .into_par_iter()
         .with_min_len(256)
         .map_init(
-            || (vec![0u32; n], 0u32, Vec::<NodeId>::new()),
-            |(stamp, epoch, stack), v| {
+            || (vec![0u32; n], 0u32, Vec::<NodeId>::new(), vec![0u64; words]),
+            |(stamp, epoch, stack, acc), v| {
+                if let Some(h) = hubs.slot(v) {
+                    return hubs.closure_size[h];
+                }
                 *epoch += 1;
                 let e = *epoch;
+                acc.iter_mut().for_each(|w| *w = 0);
                 stamp[v as usize] = e;
                 stack.push(v);
                 let mut sum = 0u64;
@@ -30,15 +53,153 @@ pub fn closure_sizes(g: &Graph) -> Vec<u64> {
                     for &w in g.references(u) {
                         if stamp[w as usize] != e {
                             stamp[w as usize] = e;
-                            stack.push(w);
+                            match hubs.slot(w) {
+                                Some(h) => {
+                                    for (a, b) in acc.iter_mut().zip(hubs.bits(h)) {
+                                        *a |= b;
+                                    }
+                                }
+                                None => stack.push(w),
+                            }
                         }
                     }
                 }
-                sum
+                sum + hubs.sum_bits(acc)
             },
         )
         .collect()
 }
+
+/// A downward-closed set of popular paths with their closures as bitsets.
+struct Hubs {
+    /// Hub slot of each node, `u32::MAX` for none.
+    slot_of: Vec<u32>,
+    /// Node of each slot.
+    members: Vec<NodeId>,
+    /// `WORDS`-word bitset per slot (only the first `words` used).
+    bits: Vec<u64>,
+    words: usize,
+    /// Closure size of each hub.
+    closure_size: Vec<u64>,
+    nar: Vec<u64>,
+}
+
+impl Hubs {
+    fn choose(g: &Graph) -> Hubs {
+        let n = g.len();
+        let mut slot_of = vec![u32::MAX; n];
+        let mut members: Vec<NodeId> = Vec::new();
+        // Most-referenced first: their closures are the ones that recur.
+        let mut by_indegree: Vec<NodeId> = (0..n as NodeId)
+            .filter(|&v| g.referrers(v).len() > 1)
+            .collect();
+        by_indegree.sort_by_key(|&v| std::cmp::Reverse(g.referrers(v).len()));
+        let mut pending: Vec<NodeId> = Vec::new();
+        let mut stack: Vec<NodeId> = Vec::new();
+        for &cand in by_indegree.iter().take(4 * MAX_HUBS) {
+            if slot_of[cand as usize] != u32::MAX {
+                continue;
+            }
+            // The candidate with every descendant not yet a hub, if they fit.
+            pending.clear();
+            stack.clear();
+            stack.push(cand);
+            let mut seen_local = std::collections::HashSet::new();
+            seen_local.insert(cand);
+            let mut fits = true;
+            while let Some(u) = stack.pop() {
+                pending.push(u);
+                if members.len() + pending.len() > MAX_HUBS {
+                    fits = false;
+                    break;
+                }
+                for &w in g.references(u) {
+                    if slot_of[w as usize] == u32::MAX && seen_local.insert(w) {
+                        stack.push(w);
+                    }
+                }
+            }
+            if fits {
+                for &u in &pending {
+                    slot_of[u as usize] = members.len() as u32;
+                    members.push(u);
+                }
+            }
+        }
+        let k = members.len();
+        let words = k.div_ceil(64).max(1);
+        let mut bits = vec![0u64; k * words];
+        // Fill children before parents: a depth-first postorder over hubs.
+        let mut done = vec![false; k];
+        let mut order: Vec<usize> = Vec::with_capacity(k);
+        let mut st: Vec<(usize, bool)> = Vec::new();
+        for s in 0..k {
+            st.push((s, false));
+            while let Some((h, expanded)) = st.pop() {
+                if expanded {
+                    order.push(h);
+                    continue;
+                }
+                if done[h] {
+                    continue;
+                }
+                done[h] = true;
+                st.push((h, true));
+                for &w in g.references(members[h]) {
+                    let c = slot_of[w as usize] as usize;
+                    if !done[c] {
+                        st.push((c, false));
+                    }
+                }
+            }
+        }
+        for &h in &order {
+            bits[h * words + h / 64] |= 1 << (h % 64);
+            for &w in g.references(members[h]) {
+                let c = slot_of[w as usize] as usize;
+                for i in 0..words {
+                    let x = bits[c * words + i];
+                    bits[h * words + i] |= x;
+                }
+            }
+        }
+        let nar: Vec<u64> = members.iter().map(|&v| g.nar_size(v)).collect();
+        let mut hubs = Hubs {
+            slot_of,
+            members,
+            bits,
+            words,
+            closure_size: Vec::new(),
+            nar,
+        };
+        hubs.closure_size = (0..k).map(|h| hubs.sum_bits(hubs.bits(h))).collect();
+        hubs
+    }
+
+    fn slot(&self, v: NodeId) -> Option<usize> {
+        let s = self.slot_of[v as usize];
+        (s != u32::MAX).then_some(s as usize)
+    }
+
+    fn bits(&self, h: usize) -> &[u64] {
+        &self.bits[h * self.words..(h + 1) * self.words]
+    }
+
+    fn sum_bits(&self, set: &[u64]) -> u64 {
+        let mut sum = 0;
+        for (i, &w) in set.iter().enumerate() {
+            let mut w = w;
+            while w != 0 {
+                let b = w.trailing_zeros() as usize;
+                sum += self.nar[i * 64 + b];
+                w &= w - 1;
+            }
+        }
+        sum
+    }
+}
+
+const _: () = assert!(WORDS * 64 == MAX_HUBS);
 
 #[cfg(test)]
 mod tests {
@@ -47,8 +208,10 @@ mod tests {
 
     #[test]
     fn matches_naive_closure() {
-        for seed in 0..20 {
-            let g = random_dag(seed, 200, 3);
+        // Sizes from 50 to 5000 nodes, so that some graphs have fewer nodes
+        // than MAX_HUBS and some more (the hub set is then partial).
+        for (seed, n) in [(0, 50), (1, 200), (2, 200), (3, 1000), (4, 3000), (5, 5000)] {
+            let g = random_dag(seed, n, 3);
             let sizes = closure_sizes(&g);
             for v in 0..g.len() as NodeId {
                 let naive = g.size_of(&g.closure_of(&[v]));

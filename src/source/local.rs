@@ -307,6 +307,13 @@ impl StoreSource for LocalStore {
         }))
     }
 
+    fn is_valid(&self, path: &StorePath) -> Result<bool> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        conn.prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")
+            .and_then(|mut s| s.exists([path.as_str()]))
+            .map_err(|e| self.db_err(e))
+    }
+
     fn all_paths(&self) -> Result<Vec<StorePath>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = conn

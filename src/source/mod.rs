@@ -43,6 +43,11 @@ pub trait StoreSource: Send + Sync {
     fn describe(&self) -> String;
     /// Metadata of one path, or `None` if the source does not hold it.
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>>;
+    /// Whether the source holds `path`; cheaper than [`StoreSource::path_info`]
+    /// where a source can answer without reading references.
+    fn is_valid(&self, path: &StorePath) -> Result<bool> {
+        Ok(self.path_info(path)?.is_some())
+    }
     /// Every valid path the source holds; used to match names and globs.
     fn all_paths(&self) -> Result<Vec<StorePath>>;
     /// The closure of `roots`: every path reachable through references, each
