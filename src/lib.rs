@@ -21,6 +21,7 @@
 pub mod classify;
 pub mod error;
 pub mod graph;
+pub mod plan;
 pub mod report;
 pub mod roots;
 pub mod scan;

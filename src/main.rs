@@ -8,6 +8,9 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use nix_heft::graph::Graph;
+use nix_heft::graph::NodeId;
+use nix_heft::plan::whatif::WhatIf;
+use nix_heft::report::plan::{PartitionReport, SplitReport};
 use nix_heft::report::refs::RefsReport;
 use nix_heft::report::size::{SizeOptions, SizeReport, SortKey};
 use nix_heft::report::why::WhyReport;
@@ -50,6 +53,56 @@ enum Command {
     /// For every reference edge in the closure of the roots, the kinds of
     /// hold and the files holding it, from one scan of the whole closure.
     Refs(RefsArgs),
+    /// What-if: split PATH into outputs (like moveToOutput) without
+    /// rebuilding, and show each output's files, size, closure and
+    /// references, and each root's closure before and after.
+    Split(SplitArgs),
+    /// What-if: group PATH's files by a regex capture (e.g. a GPU target)
+    /// and show what each group costs, or the closure with only some kept.
+    Partition(PartitionArgs),
+}
+
+#[derive(Args, Debug)]
+struct SplitArgs {
+    /// The path to split.
+    #[arg(value_name = "PATH")]
+    path: String,
+    /// Move files matching GLOB (relative to the output root) to OUTPUT,
+    /// in order, like `moveToOutput GLOB "$OUTPUT"`.
+    #[arg(long = "move", value_name = "GLOB=OUTPUT")]
+    moves: Vec<nix_heft::plan::split::Move>,
+    /// Apply nixpkgs' multiple-outputs defaults first (include, pkg-config,
+    /// CMake, aclocal → dev; share/doc → doc; share/man → man; share/info →
+    /// info; gtk-doc, devhelp → devdoc; dev propagates out).
+    #[arg(long, value_enum)]
+    preset: Option<Preset>,
+    /// Roots whose closure to compare (default: every top-level path in the
+    /// store that pulls PATH in).
+    #[arg(long = "root", value_name = "ROOT")]
+    roots: Vec<String>,
+}
+
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Preset {
+    /// nixpkgs' multiple-outputs.sh defaults.
+    Nixpkgs,
+}
+
+#[derive(Args, Debug)]
+struct PartitionArgs {
+    /// The path to partition.
+    #[arg(value_name = "PATH")]
+    path: String,
+    /// Regex whose first capture group (or whole match) in a file's path or
+    /// symlink target names its group, e.g. 'gfx[0-9a-z]+'.
+    #[arg(long, value_name = "REGEX")]
+    by: String,
+    /// Keep only these groups (plus files in no group) and show the closure.
+    #[arg(long, value_name = "VALUE,...", value_delimiter = ',')]
+    keep: Option<Vec<String>>,
+    /// Roots whose closure to measure (default: PATH itself).
+    #[arg(long = "root", value_name = "ROOT")]
+    roots: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -131,6 +184,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Size(args) => size(cli, src.as_ref(), args),
         Command::Why(args) => why(cli, src.as_ref(), args),
         Command::Refs(args) => refs(cli, src.as_ref(), args),
+        Command::Split(args) => split(cli, src.as_ref(), args),
+        Command::Partition(args) => partition(cli, src.as_ref(), args),
     }
 }
 
@@ -271,6 +326,88 @@ fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<Exi
     let scan = scan_with_bar(cli, src, &g, &reqs);
     print_warnings(src);
     let report = RefsReport::new(&g, scan, args.evidence);
+    emit(cli, &report, || report.render())?;
+    Ok(partial_code(&report.problems))
+}
+
+/// Resolves one PATH argument.
+fn one_path(src: &dyn StoreSource, arg: &str) -> anyhow::Result<nix_heft::StorePath> {
+    let mut p = nix_heft::roots::resolve_roots(src, &[arg.to_string()])?;
+    anyhow::ensure!(p.len() == 1, "'{arg}' matches {} paths; give one", p.len());
+    Ok(p.remove(0))
+}
+
+/// Loads the closure of `roots` plus `path` and returns the graph with the
+/// ids of `path` and of the roots.
+fn load_with(
+    src: &dyn StoreSource,
+    path: &nix_heft::StorePath,
+    roots: &[nix_heft::StorePath],
+) -> anyhow::Result<(Graph, NodeId, Vec<NodeId>)> {
+    let mut all = roots.to_vec();
+    if !all.contains(path) {
+        all.push(path.clone());
+    }
+    let g = Graph::load(src, &all).context("loading the closure")?;
+    let index = g.index();
+    let p = index[path];
+    let r = roots.iter().map(|x| index[x]).collect();
+    Ok((g, p, r))
+}
+
+fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<ExitCode> {
+    let path = one_path(src, &args.path)?;
+    let roots = if args.roots.is_empty() {
+        match nix_heft::roots::top_level_referrers(src, &path)? {
+            Some(r) => r,
+            None => anyhow::bail!(
+                "{} cannot list what references {path}; give the roots with --root",
+                src.describe()
+            ),
+        }
+    } else {
+        nix_heft::roots::resolve_roots(src, &args.roots)?
+    };
+    let mut moves = match args.preset {
+        Some(Preset::Nixpkgs) => nix_heft::plan::split::nixpkgs_preset(),
+        None => Vec::new(),
+    };
+    moves.extend(args.moves.iter().cloned());
+    anyhow::ensure!(
+        !moves.is_empty(),
+        "nothing to split: give --move GLOB=OUTPUT or --preset nixpkgs"
+    );
+    let (g, p, root_ids) = load_with(src, &path, &roots)?;
+    let pb = spinner(cli, "scanning");
+    let mut w = WhatIf::new(&g);
+    let sim = nix_heft::plan::split::simulate(src, &g, &mut w, p, &moves, args.preset.is_some())?;
+    pb.finish_and_clear();
+    print_warnings(src);
+    let report = SplitReport::new(&g, &w, p, moves, sim, &root_ids);
+    emit(cli, &report, || report.render())?;
+    Ok(partial_code(&report.problems))
+}
+
+fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
+    let path = one_path(src, &args.path)?;
+    let roots = if args.roots.is_empty() {
+        vec![path.clone()]
+    } else {
+        nix_heft::roots::resolve_roots(src, &args.roots)?
+    };
+    let (g, p, root_ids) = load_with(src, &path, &roots)?;
+    let pb = spinner(cli, "scanning");
+    let part = nix_heft::plan::partition::partition(
+        src,
+        &g,
+        p,
+        &args.by,
+        args.keep.as_deref(),
+        &root_ids,
+    )?;
+    pb.finish_and_clear();
+    print_warnings(src);
+    let report = PartitionReport::new(&g, p, &args.by, args.keep.clone(), &root_ids, part);
     emit(cli, &report, || report.render())?;
     Ok(partial_code(&report.problems))
 }

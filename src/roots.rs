@@ -209,3 +209,35 @@ pub fn resolve_in_closure(
     }
     Ok(hits)
 }
+
+/// The top-level paths that pull `path` in: its transitive referrers that
+/// nothing references (derivations excluded). `None` when the source cannot
+/// list referrers.
+pub fn top_level_referrers(
+    src: &dyn StoreSource,
+    path: &StorePath,
+) -> Result<Option<Vec<StorePath>>> {
+    let mut seen = std::collections::HashSet::new();
+    let mut stack = vec![path.clone()];
+    let mut tops = Vec::new();
+    seen.insert(path.clone());
+    while let Some(p) = stack.pop() {
+        let Some(refs) = src.referrers(&p)? else {
+            return Ok(None);
+        };
+        let refs: Vec<StorePath> = refs
+            .into_iter()
+            .filter(|r| !r.name().ends_with(".drv"))
+            .collect();
+        if refs.is_empty() && &p != path {
+            tops.push(p.clone());
+        }
+        for r in refs {
+            if seen.insert(r.clone()) {
+                stack.push(r);
+            }
+        }
+    }
+    tops.sort();
+    Ok(Some(tops))
+}

@@ -2,6 +2,7 @@
 //! for the terminal, serde structs for `--json` (the same structs, so the
 //! two never disagree).
 
+pub mod plan;
 pub mod refs;
 pub mod size;
 pub mod table;

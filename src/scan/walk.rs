@@ -318,9 +318,16 @@ pub(super) fn scan_path(
     };
     if let Some(root) = src.real_path(path) {
         let mut entries = Vec::new();
-        if let Err(e) = collect_entries(&root, Vec::new(), &mut entries) {
-            problems.push(problem(None, e));
-            return (true, Vec::new());
+        let mut unlisted = Vec::new();
+        collect_entries(&root, Vec::new(), &mut entries, &mut unlisted);
+        for (rel, e) in unlisted {
+            let file = (!rel.is_empty()).then(|| rel_string(&rel));
+            let msg = if e.kind() == std::io::ErrorKind::NotFound {
+                "vanished during the scan".to_string()
+            } else {
+                format!("cannot list: {e}")
+            };
+            problems.push(problem(file, msg));
         }
         let per_file: Vec<Result<Vec<(NodeId, Evidence)>, Problem>> = entries
             .par_iter()
@@ -437,27 +444,34 @@ enum EntryType {
 }
 
 /// Lists a tree without following symlinks, in NAR order (sorted names).
+/// A directory that cannot be read is recorded in `failed` and skipped; its
+/// siblings are still listed.
 fn collect_entries(
     dir: &Path,
     rel: Vec<u8>,
     out: &mut Vec<(Vec<u8>, EntryType)>,
-) -> Result<(), String> {
-    let meta = std::fs::symlink_metadata(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    failed: &mut Vec<(Vec<u8>, std::io::Error)>,
+) {
+    let meta = match std::fs::symlink_metadata(dir) {
+        Ok(m) => m,
+        Err(e) => return failed.push((rel, e)),
+    };
     let ft = meta.file_type();
     if ft.is_symlink() {
         out.push((rel, EntryType::Symlink));
-        return Ok(());
+        return;
     }
     if !ft.is_dir() {
         out.push((rel, EntryType::File));
-        return Ok(());
+        return;
     }
+    let rd = match std::fs::read_dir(dir) {
+        Ok(rd) => rd,
+        Err(e) => return failed.push((rel, e)),
+    };
     out.push((rel.clone(), EntryType::Dir));
-    let mut names: Vec<std::ffi::OsString> = std::fs::read_dir(dir)
-        .map_err(|e| format!("{}: {e}", dir.display()))?
-        .filter_map(|e| e.ok())
-        .map(|e| e.file_name())
-        .collect();
+    let mut names: Vec<std::ffi::OsString> =
+        rd.filter_map(|e| e.ok()).map(|e| e.file_name()).collect();
     names.sort();
     for n in names {
         let mut r = rel.clone();
@@ -465,7 +479,6 @@ fn collect_entries(
             r.push(b'/');
         }
         r.extend_from_slice(n.as_bytes());
-        collect_entries(&dir.join(&n), r, out)?;
+        collect_entries(&dir.join(&n), r, out, failed);
     }
-    Ok(())
 }

@@ -314,6 +314,24 @@ impl StoreSource for LocalStore {
             .map_err(|e| self.db_err(e))
     }
 
+    fn referrers(&self, path: &StorePath) -> Result<Option<Vec<StorePath>>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        let mut stmt = conn
+            .prepare_cached(
+                "SELECT v.path FROM Refs r JOIN ValidPaths v ON v.id = r.referrer \
+                 WHERE r.reference = (SELECT id FROM ValidPaths WHERE path = ?1) AND r.referrer != r.reference",
+            )
+            .map_err(|e| self.db_err(e))?;
+        let rows = stmt
+            .query_map([path.as_str()], |r| r.get::<_, String>(0))
+            .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+            .map_err(|e| self.db_err(e))?;
+        rows.iter()
+            .map(|s| self.parse_db_path(s))
+            .collect::<Result<Vec<_>>>()
+            .map(Some)
+    }
+
     fn all_paths(&self) -> Result<Vec<StorePath>> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         let mut stmt = conn

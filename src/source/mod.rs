@@ -48,6 +48,11 @@ pub trait StoreSource: Send + Sync {
     fn is_valid(&self, path: &StorePath) -> Result<bool> {
         Ok(self.path_info(path)?.is_some())
     }
+    /// Paths that reference `path` directly, if the source can say without
+    /// reading everything (the local store's `Refs` index can).
+    fn referrers(&self, _path: &StorePath) -> Result<Option<Vec<StorePath>>> {
+        Ok(None)
+    }
     /// Every valid path the source holds; used to match names and globs.
     fn all_paths(&self) -> Result<Vec<StorePath>>;
     /// The closure of `roots`: every path reachable through references, each

@@ -1,0 +1,179 @@
+//! Simulating a per-target partition of one store path: group its files by
+//! a regex capture in their path or symlink target (`gfx[0-9a-z]+`), and see
+//! what each group costs and what is left when only some groups are kept —
+//! the "build Tensile per GPU target and join the chosen ones" idea of the
+//! ROCm discussion, sized before anyone writes it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use regex::bytes::Regex;
+
+use super::tree::{FileTree, TreeEntry, TreeNode};
+use super::whatif::WhatIf;
+use crate::error::{Error, Result};
+use crate::graph::{Graph, NodeId};
+use crate::scan::{Evidence, Problem};
+use crate::source::StoreSource;
+
+/// One group of files.
+#[derive(Debug, Clone)]
+pub struct Group {
+    /// The captured value (`gfx90a`).
+    pub key: String,
+    /// Entries (files and symlinks) in the group.
+    pub files: Vec<Vec<u8>>,
+    /// NAR bytes the group's entries take in the path.
+    pub own_size: u64,
+    /// References held only by this group's files.
+    pub exclusive_refs: BTreeSet<NodeId>,
+    /// Bytes that leave the closure of the roots without this group.
+    pub added: u64,
+}
+
+/// The result of a partition.
+#[derive(Debug, Clone)]
+pub struct Partition {
+    /// Groups, largest `added` first.
+    pub groups: Vec<Group>,
+    /// Entries in no group.
+    pub ungrouped: usize,
+    /// Closure of the roots as it is.
+    pub before: u64,
+    /// Closure of the roots with only the kept groups, if `--keep` was given.
+    pub after_keep: Option<u64>,
+    /// NAR size of the path with only the kept groups.
+    pub kept_nar_size: Option<u64>,
+    /// References the path keeps with only the kept groups.
+    pub kept_refs: Option<BTreeSet<NodeId>>,
+    /// Scan problems.
+    pub problems: Vec<Problem>,
+}
+
+fn group_of(re: &Regex, e: &TreeEntry) -> Option<String> {
+    let cap = |s: &[u8]| {
+        re.captures(s).map(|c| {
+            let m = c
+                .get(1)
+                .or_else(|| c.get(0))
+                .expect("group 0 always matches");
+            String::from_utf8_lossy(m.as_bytes()).into_owned()
+        })
+    };
+    match &e.node {
+        TreeNode::Directory => None,
+        TreeNode::Regular { .. } => cap(&e.path),
+        TreeNode::Symlink { target } => cap(&e.path).or_else(|| cap(target)),
+    }
+}
+
+/// The path's NAR size and references without the entries in `drop`.
+fn without(
+    tree: &FileTree,
+    evidence: &BTreeMap<NodeId, Vec<Evidence>>,
+    drop: &BTreeSet<&[u8]>,
+    self_id: NodeId,
+) -> (u64, BTreeSet<NodeId>) {
+    let kept: Vec<TreeEntry> = tree
+        .entries
+        .iter()
+        .filter(|e| !drop.contains(e.path.as_slice()))
+        .cloned()
+        .collect();
+    let refs = evidence
+        .iter()
+        .filter(|(t, evs)| {
+            **t != self_id && evs.iter().any(|ev| !drop.contains(ev.file.as_bytes()))
+        })
+        .map(|(t, _)| *t)
+        .collect();
+    (FileTree::from_entries(kept).nar_size(), refs)
+}
+
+/// Partitions `path` by `pattern`; `keep` names the groups to keep.
+pub fn partition(
+    src: &dyn StoreSource,
+    g: &Graph,
+    path: NodeId,
+    pattern: &str,
+    keep: Option<&[String]>,
+    roots: &[NodeId],
+) -> Result<Partition> {
+    let re = Regex::new(pattern).map_err(|e| Error::BadPattern {
+        pattern: pattern.to_string(),
+        reason: e.to_string(),
+    })?;
+    let tree = FileTree::read(src, g.path(path))?.ok_or_else(|| Error::UnsupportedStore {
+        spec: src.describe(),
+        reason: format!(
+            "it has no file contents for {}, which a partition needs",
+            g.path(path)
+        ),
+    })?;
+    let (evidence, problems) = super::split::evidence_of(src, g, path);
+    let mut by_key: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
+    let mut ungrouped = 0;
+    for e in &tree.entries {
+        match group_of(&re, e) {
+            Some(k) => by_key.entry(k).or_default().push(e.path.clone()),
+            None if !matches!(e.node, TreeNode::Directory) => ungrouped += 1,
+            None => {}
+        }
+    }
+    let full_nar = tree.nar_size();
+    let base = WhatIf::new(g);
+    let before = base.closure_size(roots);
+    let apply = |drop: &BTreeSet<&[u8]>| -> (u64, u64, BTreeSet<NodeId>) {
+        let (nar, refs) = without(&tree, &evidence, drop, path);
+        let mut w = WhatIf::new(g);
+        w.set_nar(path, nar);
+        w.set_refs(path, refs.iter().copied().collect());
+        (w.closure_size(roots), nar, refs)
+    };
+    let mut groups: Vec<Group> = by_key
+        .iter()
+        .map(|(key, files)| {
+            let drop: BTreeSet<&[u8]> = files.iter().map(Vec::as_slice).collect();
+            let (after, nar, refs_without) = apply(&drop);
+            let all_refs: BTreeSet<NodeId> =
+                evidence.keys().copied().filter(|&t| t != path).collect();
+            Group {
+                key: key.clone(),
+                files: files.clone(),
+                own_size: full_nar - nar,
+                exclusive_refs: all_refs.difference(&refs_without).copied().collect(),
+                added: before - after,
+            }
+        })
+        .collect();
+    groups.sort_by(|a, b| b.added.cmp(&a.added).then_with(|| a.key.cmp(&b.key)));
+    let (after_keep, kept_nar_size, kept_refs) = match keep {
+        Some(k) => {
+            for want in k {
+                if !by_key.contains_key(want) {
+                    return Err(Error::NoMatch {
+                        pattern: want.clone(),
+                        store: format!("the groups of {} by '{pattern}'", g.path(path)),
+                        candidates: by_key.keys().cloned().collect(),
+                    });
+                }
+            }
+            let drop: BTreeSet<&[u8]> = by_key
+                .iter()
+                .filter(|(key, _)| !k.contains(key))
+                .flat_map(|(_, f)| f.iter().map(Vec::as_slice))
+                .collect();
+            let (after, nar, refs) = apply(&drop);
+            (Some(after), Some(nar), Some(refs))
+        }
+        None => (None, None, None),
+    };
+    Ok(Partition {
+        groups,
+        ungrouped,
+        before,
+        after_keep,
+        kept_nar_size,
+        kept_refs,
+        problems,
+    })
+}

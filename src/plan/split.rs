@@ -1,0 +1,463 @@
+//! Simulating a split of one store path into several outputs, the way
+//! nixpkgs' `moveToOutput` would make it, from the files already built.
+//!
+//! Semantics follow `moveToOutput` in nixpkgs'
+//! `pkgs/build-support/setup-hooks/multiple-outputs.sh`: moves apply in
+//! order; a pattern is a shell glob relative to the output root, matched in
+//! every output but the destination; a matched file or directory moves with
+//! everything below it (merging into a directory of the same name); and a
+//! directory left empty in the source is removed with its empty parents.
+//! With the nixpkgs preset, `dev` also records the other outputs in
+//! `nix-support/propagated-build-inputs` (as `_multioutPropagateDev` does),
+//! which makes `dev` reference `out`.
+//!
+//! Each output's references come from the evidence of the files it holds;
+//! a file that mentions the path's own hash refers to `out`, which keeps the
+//! original name.
+
+use std::collections::{BTreeMap, BTreeSet, HashSet};
+
+use globset::GlobBuilder;
+use serde::{Deserialize, Serialize};
+
+use super::tree::{FileTree, TreeEntry, TreeNode};
+use crate::error::{Error, Result};
+use crate::graph::NodeId;
+use crate::scan::Evidence;
+
+/// One `moveToOutput PATTERN OUTPUT`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Move {
+    /// Shell glob relative to the output root (`lib/cmake`, `share/doc/*`).
+    pub pattern: String,
+    /// Destination output name (`dev`).
+    pub output: String,
+}
+
+impl std::str::FromStr for Move {
+    type Err = String;
+    fn from_str(s: &str) -> std::result::Result<Move, String> {
+        let (p, o) = s
+            .rsplit_once('=')
+            .ok_or_else(|| format!("'{s}' is not GLOB=OUTPUT"))?;
+        let p = p.trim_matches('/');
+        if p.is_empty() || o.is_empty() || o.contains('/') {
+            return Err(format!("'{s}' is not GLOB=OUTPUT"));
+        }
+        Ok(Move {
+            pattern: p.to_string(),
+            output: o.to_string(),
+        })
+    }
+}
+
+/// The moves of nixpkgs' multiple-outputs hook, in the order it runs them
+/// (`_multioutDevs`, then `_multioutDocs`), assuming the package declares
+/// every output it needs.
+pub fn nixpkgs_preset() -> Vec<Move> {
+    [
+        ("include", "dev"),
+        ("lib/pkgconfig", "dev"),
+        ("share/pkgconfig", "dev"),
+        ("lib/cmake", "dev"),
+        ("share/aclocal", "dev"),
+        // fixupPhase writes propagated inputs to the dev output.
+        ("nix-support/propagated-build-inputs", "dev"),
+        ("share/info", "info"),
+        ("share/doc", "doc"),
+        ("share/gtk-doc", "devdoc"),
+        ("share/devhelp/books", "devdoc"),
+        ("share/man", "man"),
+    ]
+    .into_iter()
+    .map(|(p, o)| Move {
+        pattern: p.to_string(),
+        output: o.to_string(),
+    })
+    .collect()
+}
+
+/// Which output each file of the path lands in.
+#[derive(Debug, Clone)]
+pub struct Assignment {
+    /// Output names; `out` first.
+    pub outputs: Vec<String>,
+    /// For each output, the entries it holds (relative paths).
+    pub files: Vec<BTreeSet<Vec<u8>>>,
+}
+
+fn parent(p: &[u8]) -> Option<&[u8]> {
+    if p.is_empty() {
+        return None;
+    }
+    Some(
+        p.iter()
+            .rposition(|&b| b == b'/')
+            .map_or(&p[..0], |i| &p[..i]),
+    )
+}
+
+fn is_under(p: &[u8], top: &[u8]) -> bool {
+    top.is_empty() || p == top || (p.starts_with(top) && p.get(top.len()) == Some(&b'/'))
+}
+
+impl Assignment {
+    /// Applies `moves` in order to the files of `tree`.
+    pub fn apply(tree: &FileTree, moves: &[Move]) -> Result<Assignment> {
+        let mut a = Assignment {
+            outputs: vec!["out".to_string()],
+            files: vec![tree.entries.iter().map(|e| e.path.clone()).collect()],
+        };
+        for m in moves {
+            let glob = GlobBuilder::new(&m.pattern)
+                .literal_separator(true)
+                .build()
+                .map_err(|e| Error::BadPattern {
+                    pattern: m.pattern.clone(),
+                    reason: e.to_string(),
+                })?
+                .compile_matcher();
+            let dst = match a.outputs.iter().position(|o| *o == m.output) {
+                Some(i) => i,
+                None => {
+                    a.outputs.push(m.output.clone());
+                    a.files.push(BTreeSet::new());
+                    a.files.len() - 1
+                }
+            };
+            for src in 0..a.outputs.len() {
+                if src == dst {
+                    continue;
+                }
+                // Top-level matches only: whatever is below moves with them.
+                let tops: Vec<Vec<u8>> = a.files[src]
+                    .iter()
+                    .filter(|p| !p.is_empty() && glob.is_match(String::from_utf8_lossy(p).as_ref()))
+                    .cloned()
+                    .collect();
+                let mut moved_tops: Vec<Vec<u8>> = Vec::new();
+                for t in tops {
+                    if moved_tops.iter().any(|m| is_under(&t, m)) {
+                        continue;
+                    }
+                    let sub: Vec<Vec<u8>> = a.files[src]
+                        .iter()
+                        .filter(|p| is_under(p, &t))
+                        .cloned()
+                        .collect();
+                    for p in sub {
+                        a.files[src].remove(&p);
+                        a.files[dst].insert(p);
+                    }
+                    // mkdir -p of the destination's parents.
+                    let mut q = parent(&t);
+                    while let Some(d) = q {
+                        a.files[dst].insert(d.to_vec());
+                        q = parent(d);
+                    }
+                    // rmdir -p of parents left empty in the source (never
+                    // the output root).
+                    let mut q = parent(&t);
+                    while let Some(d) = q {
+                        if d.is_empty()
+                            || a.files[src]
+                                .iter()
+                                .any(|p| p.as_slice() != d && is_under(p, d))
+                        {
+                            break;
+                        }
+                        a.files[src].remove(d);
+                        q = parent(d);
+                    }
+                    moved_tops.push(t);
+                }
+            }
+        }
+        // Outputs that received nothing are not created.
+        let keep: Vec<bool> = a
+            .files
+            .iter()
+            .enumerate()
+            .map(|(i, f)| i == 0 || f.len() > 1 || f.iter().any(|p| !p.is_empty()))
+            .collect();
+        let mut outputs = Vec::new();
+        let mut files = Vec::new();
+        for (i, k) in keep.into_iter().enumerate() {
+            if k {
+                outputs.push(a.outputs[i].clone());
+                files.push(std::mem::take(&mut a.files[i]));
+            }
+        }
+        Ok(Assignment { outputs, files })
+    }
+
+    /// The output holding `file` (an entry path); for a directory kept in
+    /// several outputs, `out` if it is one of them.
+    pub fn output_of(&self, file: &[u8]) -> Option<usize> {
+        (0..self.outputs.len()).find(|&i| self.files[i].contains(file))
+    }
+}
+
+/// A simulated output.
+#[derive(Debug, Clone)]
+pub struct SimOutput {
+    /// Output name.
+    pub name: String,
+    /// Its files.
+    pub tree: FileTree,
+    /// NAR size of `tree`.
+    pub nar_size: u64,
+    /// Store paths it references (graph nodes; the split path itself means
+    /// `out`).
+    pub references: BTreeSet<NodeId>,
+    /// Other outputs of the split it references, by index.
+    pub output_refs: BTreeSet<usize>,
+}
+
+/// Builds the outputs' trees and reference sets.
+///
+/// `path_name` is the store path's full name (`/nix/store/...-x`), used for
+/// the length of the propagated-build-inputs line; `self_id` is the path's
+/// node; `evidence` maps each referenced node to the path's evidence for it;
+/// `propagate` adds `dev`'s `nix-support/propagated-build-inputs` entry.
+pub fn build_outputs(
+    tree: &FileTree,
+    a: &Assignment,
+    self_id: NodeId,
+    path_name: &str,
+    evidence: &BTreeMap<NodeId, Vec<Evidence>>,
+    propagate: bool,
+) -> Vec<SimOutput> {
+    let by_path: std::collections::HashMap<&[u8], &TreeEntry> = tree
+        .entries
+        .iter()
+        .map(|e| (e.path.as_slice(), e))
+        .collect();
+    let mut outs: Vec<SimOutput> = a
+        .outputs
+        .iter()
+        .zip(&a.files)
+        .map(|(name, files)| {
+            let entries: Vec<TreeEntry> = files
+                .iter()
+                .filter_map(|p| by_path.get(p.as_slice()).map(|e| (*e).clone()))
+                .collect();
+            SimOutput {
+                name: name.clone(),
+                tree: FileTree::from_entries(entries),
+                nar_size: 0,
+                references: BTreeSet::new(),
+                output_refs: BTreeSet::new(),
+            }
+        })
+        .collect();
+    for (&target, evs) in evidence {
+        for ev in evs {
+            let Some(o) = a.output_of(ev.file.as_bytes()) else {
+                continue;
+            };
+            if target == self_id {
+                if o != 0 {
+                    outs[o].output_refs.insert(0);
+                } else {
+                    outs[0].references.insert(self_id);
+                }
+            } else {
+                outs[o].references.insert(target);
+            }
+        }
+    }
+    if propagate && let Some(dev) = a.outputs.iter().position(|o| o == "dev") {
+        // _multioutPropagateDev: `echo -n " ${!output}" >> .../propagated-build-inputs`
+        // for each propagated output; by default that is `out` alone when
+        // there are no bin/lib outputs.
+        let line = 1 + path_name.len() as u64;
+        let file = b"nix-support/propagated-build-inputs".to_vec();
+        let mut entries = outs[dev].tree.entries.clone();
+        match entries.iter_mut().find(|e| e.path == file) {
+            Some(TreeEntry {
+                node: TreeNode::Regular { size, .. },
+                ..
+            }) => *size += line,
+            _ => entries.push(TreeEntry {
+                path: file,
+                node: TreeNode::Regular {
+                    size: line,
+                    executable: false,
+                },
+            }),
+        }
+        outs[dev].tree = FileTree::from_entries(entries);
+        outs[dev].output_refs.insert(0);
+    }
+    for o in &mut outs {
+        o.nar_size = o.tree.nar_size();
+    }
+    outs
+}
+
+/// Where a consumer's evidence points inside `base` (a store path), from the
+/// excerpt around the hash: the longest existing entry of `tree` that the
+/// text after `<hash>-<name>/` begins with; `""` for the path itself.
+pub fn pointed_subpath(tree_entries: &HashSet<&[u8]>, base_path: &str, context: &str) -> Vec<u8> {
+    let base = base_path.rsplit('/').next().unwrap_or(base_path);
+    let Some(at) = context.find(base) else {
+        return Vec::new();
+    };
+    let rest = &context[at + base.len()..];
+    let Some(rest) = rest.strip_prefix('/') else {
+        return Vec::new();
+    };
+    let cand: &str = rest
+        .split(|c: char| !(c.is_ascii_alphanumeric() || "._+-/=?@,~".contains(c)))
+        .next()
+        .unwrap_or("");
+    let cand = cand.as_bytes();
+    (1..=cand.len())
+        .rev()
+        .map(|n| cand[..n].strip_suffix(b"/").unwrap_or(&cand[..n]))
+        .find(|p| tree_entries.contains(p))
+        .map(<[u8]>::to_vec)
+        .unwrap_or_default()
+}
+
+/// The evidence a path holds, by reference, from one scan of it.
+pub fn evidence_of(
+    src: &dyn crate::source::StoreSource,
+    g: &crate::graph::Graph,
+    v: NodeId,
+) -> (BTreeMap<NodeId, Vec<Evidence>>, Vec<crate::scan::Problem>) {
+    let req = crate::scan::ScanRequest::all_references(g, v);
+    let mut res = crate::scan::scan(src, g, &[req], &|_| {});
+    let ev = res
+        .paths
+        .remove(&v)
+        .map(|p| p.by_reference)
+        .unwrap_or_default();
+    (ev, res.problems)
+}
+
+/// What a direct consumer of a split path keeps.
+#[derive(Debug, Clone)]
+pub struct Consumer {
+    /// The consumer.
+    pub node: NodeId,
+    /// Indices of the outputs it keeps referencing.
+    pub keeps: BTreeSet<usize>,
+    /// Files it uses at run time that moved out of `out`, with their output.
+    pub moved_runtime: Vec<(String, usize)>,
+}
+
+/// Everything a split simulation found.
+#[derive(Debug, Clone)]
+pub struct Simulation {
+    /// The outputs, `out` first.
+    pub outputs: Vec<SimOutput>,
+    /// Node of each output in `whatif` (`out` is the original path's node).
+    pub output_nodes: Vec<NodeId>,
+    /// Each direct consumer of the path.
+    pub consumers: Vec<Consumer>,
+    /// Closure size of every output under the split.
+    pub output_closures: Vec<u64>,
+    /// Files or paths that could not be read.
+    pub problems: Vec<crate::scan::Problem>,
+}
+
+/// Simulates splitting `path` with `moves`, editing `w` so that consumers
+/// point at the outputs they use. Precondition: `w` is unedited for `path`
+/// and its consumers.
+pub fn simulate(
+    src: &dyn crate::source::StoreSource,
+    g: &crate::graph::Graph,
+    w: &mut super::whatif::WhatIf<'_>,
+    path: NodeId,
+    moves: &[Move],
+    propagate: bool,
+) -> Result<Simulation> {
+    let tree = FileTree::read(src, g.path(path))?.ok_or_else(|| Error::UnsupportedStore {
+        spec: src.describe(),
+        reason: format!(
+            "it has no file contents for {}, which a split needs",
+            g.path(path)
+        ),
+    })?;
+    let (evidence, mut problems) = evidence_of(src, g, path);
+    let a = Assignment::apply(&tree, moves)?;
+    let outputs = build_outputs(&tree, &a, path, g.path(path).as_str(), &evidence, propagate);
+    // Nodes: `out` replaces the path; the others are new.
+    let mut nodes = vec![path];
+    for o in &outputs[1..] {
+        nodes.push(w.add_node(o.nar_size));
+    }
+    w.set_nar(path, outputs[0].nar_size);
+    for (i, o) in outputs.iter().enumerate() {
+        let mut refs: Vec<NodeId> = o
+            .references
+            .iter()
+            .copied()
+            .filter(|&r| r != path)
+            .collect();
+        refs.extend(o.output_refs.iter().map(|&j| nodes[j]));
+        w.set_refs(nodes[i], refs);
+    }
+    // Consumers keep the outputs their evidence points into.
+    let entries: HashSet<&[u8]> = tree.entries.iter().map(|e| e.path.as_slice()).collect();
+    let consumers_ids: Vec<NodeId> = g.referrers(path).to_vec();
+    let reqs: Vec<crate::scan::ScanRequest> = consumers_ids
+        .iter()
+        .map(|&c| crate::scan::ScanRequest {
+            referrer: c,
+            targets: vec![path],
+        })
+        .collect();
+    let scan = crate::scan::scan(src, g, &reqs, &|_| {});
+    problems.extend(scan.problems.iter().cloned());
+    let mut consumers = Vec::new();
+    for &c in &consumers_ids {
+        let evs: &[Evidence] = scan
+            .paths
+            .get(&c)
+            .and_then(|p| p.by_reference.get(&path))
+            .map(Vec::as_slice)
+            .unwrap_or(&[]);
+        let mut keeps = BTreeSet::new();
+        let mut moved_runtime = Vec::new();
+        for ev in evs {
+            let sub = pointed_subpath(&entries, g.path(path).as_str(), &ev.context);
+            let o = a.output_of(&sub).unwrap_or(0);
+            keeps.insert(o);
+            if o != 0
+                && crate::classify::verdict::judge(ev).0
+                    == crate::classify::verdict::Verdict::Runtime
+            {
+                moved_runtime.push((String::from_utf8_lossy(&sub).into_owned(), o));
+            }
+        }
+        if evs.is_empty() {
+            // Nothing readable: assume it keeps `out`, as a reference to
+            // the path's name does.
+            keeps.insert(0);
+        }
+        let mut refs: Vec<NodeId> = w
+            .references(c)
+            .iter()
+            .copied()
+            .filter(|&r| r != path)
+            .collect();
+        refs.extend(keeps.iter().map(|&o| nodes[o]));
+        w.set_refs(c, refs);
+        consumers.push(Consumer {
+            node: c,
+            keeps,
+            moved_runtime,
+        });
+    }
+    let output_closures = nodes.iter().map(|&n| w.closure_size(&[n])).collect();
+    Ok(Simulation {
+        outputs,
+        output_nodes: nodes,
+        consumers,
+        output_closures,
+        problems,
+    })
+}
