@@ -60,6 +60,17 @@ enum Command {
     /// What-if: group PATH's files by a regex capture (e.g. a GPU target)
     /// and show what each group costs, or the closure with only some kept.
     Partition(PartitionArgs),
+    /// Ranked actions that shrink the closure of the roots, each with the
+    /// saving computed by applying it to the graph, its evidence, its safety
+    /// and the nixpkgs snippet that applies it.
+    Advise(AdviseArgs),
+}
+
+#[derive(Args, Debug)]
+struct AdviseArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
 }
 
 #[derive(Args, Debug)]
@@ -186,6 +197,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Refs(args) => refs(cli, src.as_ref(), args),
         Command::Split(args) => split(cli, src.as_ref(), args),
         Command::Partition(args) => partition(cli, src.as_ref(), args),
+        Command::Advise(args) => advise(cli, src.as_ref(), args),
     }
 }
 
@@ -408,6 +420,25 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
     pb.finish_and_clear();
     print_warnings(src);
     let report = PartitionReport::new(&g, p, &args.by, args.keep.clone(), &root_ids, part);
+    emit(cli, &report, || report.render())?;
+    Ok(partial_code(&report.problems))
+}
+
+fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
+    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let g = Graph::load(src, &roots).context("loading the closure")?;
+    let reqs = nix_heft::report::refs::requests_for_all(&g);
+    let scan = scan_with_bar(cli, src, &g, &reqs);
+    print_warnings(src);
+    let pb = spinner(cli, "simulating");
+    let actions = nix_heft::plan::advise::advise(src, &g, &scan);
+    pb.finish_and_clear();
+    let report = nix_heft::plan::advise::AdviceReport {
+        roots: roots.iter().map(|r| r.to_string()).collect(),
+        closure_size: g.size_of(&g.closure_of(g.roots())),
+        actions,
+        problems: scan.problems,
+    };
     emit(cli, &report, || report.render())?;
     Ok(partial_code(&report.problems))
 }

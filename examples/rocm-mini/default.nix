@@ -239,8 +239,55 @@ let
     chmod 0555 $out/bin/llama-convert $out/bin/llama-server
   '';
 
+  # Rebuilds that check nix-heft's what-if predictions (tests only). Each is
+  # the original derivation with its builder script edited, so everything it
+  # shares with the original is byte-identical.
+  variant = base: extra: derivation (base.drvAttrs // extra);
+  script = base: builtins.elemAt base.args 1;
+  allTensile = builtins.concatStringsSep " " (map (t: "${rocblas-tensile.${t}}")
+    [ "gfx900" "gfx906" "gfx90a" "gfx1030" "gfx1100" "fallback" ]);
+  # rocblas built for one GPU target: that target's Tensile library plus the
+  # fallback kernels for it (and the target-independent fallback data).
+  rocblasFor = t: variant rocblas {
+    args = [ "-c" (builtins.replaceStrings
+      [ allTensile "ln -s $path/lib/rocblas/library/* $out/lib/rocblas/library/" ]
+      [ "${rocblas-tensile.${t}} ${rocblas-tensile.fallback}"
+        ''for f in $path/lib/rocblas/library/*; do case "$f" in *${t}*) ln -s "$f" $out/lib/rocblas/library/;; *gfx*) ;; *) ln -s "$f" $out/lib/rocblas/library/;; esac; done'' ]
+      (script rocblas)) ];
+  };
+  # What nixpkgs' multiple-outputs hook does with outputs = [ "out" "dev" ]
+  # (and "doc"): moveToOutput include, lib/pkgconfig, lib/cmake -> dev,
+  # share/doc -> doc, empty parents removed, and dev propagating out.
+  propagate = ''
+    mkdir -p $dev/nix-support
+    printf ' %s' "$out" >> $dev/nix-support/propagated-build-inputs
+  '';
+  variants = {
+    rocblas-gfx90a = rocblasFor "gfx90a";
+    rocblas-gfx1030 = rocblasFor "gfx1030";
+    rocblas-split = variant rocblas {
+      outputs = [ "out" "dev" ];
+      args = [ "-c" (script rocblas + ''
+        mkdir -p $dev/lib
+        mv $out/include $dev/include
+        mv $out/lib/pkgconfig $dev/lib/pkgconfig
+        mv $out/lib/cmake $dev/lib/cmake
+      '' + propagate) ];
+    };
+    hipblas-split = variant hipblas {
+      outputs = [ "out" "dev" "doc" ];
+      args = [ "-c" (script hipblas + ''
+        mkdir -p $dev
+        mv $out/include $dev/include
+        mkdir -p $doc/share
+        mv $out/share/doc $doc/share/doc
+        rmdir $out/share
+      '' + propagate) ];
+    };
+  };
+
 in
 llama-cpp // {
   inherit glibc rocm-llvm rocm-runtime clr rocblas-tensile rocm-cmake rocblas
-    rocm-smi rocm-docs hipblas python3 llama-cpp;
+    rocm-smi rocm-docs hipblas python3 llama-cpp variants;
 }

@@ -83,6 +83,9 @@ pub fn location(file: &str) -> Option<Verdict> {
 /// The verdict for one piece of evidence, with its reason.
 pub fn judge(ev: &Evidence) -> (Verdict, String) {
     use Kind::*;
+    if let Some(by) = &ev.used_by {
+        return (Verdict::Runtime, format!("run-time data: {by}"));
+    }
     match ev.kind {
         ElfInterpreter => (
             Verdict::Runtime,
@@ -163,6 +166,9 @@ mod tests {
             dead: false,
             serves: vec![],
             note: None,
+            used_by: None,
+            verdict: Verdict::Unknown,
+            reason: String::new(),
         }
     }
 

@@ -66,12 +66,12 @@ fn group_of(re: &Regex, e: &TreeEntry) -> Option<String> {
     }
 }
 
-/// The path's NAR size and references without the entries in `drop`.
+/// The path's NAR size and references (itself included when a remaining
+/// file mentions it, as Nix registers it) without the entries in `drop`.
 fn without(
     tree: &FileTree,
     evidence: &BTreeMap<NodeId, Vec<Evidence>>,
     drop: &BTreeSet<&[u8]>,
-    self_id: NodeId,
 ) -> (u64, BTreeSet<NodeId>) {
     let kept: Vec<TreeEntry> = tree
         .entries
@@ -81,9 +81,7 @@ fn without(
         .collect();
     let refs = evidence
         .iter()
-        .filter(|(t, evs)| {
-            **t != self_id && evs.iter().any(|ev| !drop.contains(ev.file.as_bytes()))
-        })
+        .filter(|(_, evs)| evs.iter().any(|ev| !drop.contains(ev.file.as_bytes())))
         .map(|(t, _)| *t)
         .collect();
     (FileTree::from_entries(kept).nar_size(), refs)
@@ -123,7 +121,7 @@ pub fn partition(
     let base = WhatIf::new(g);
     let before = base.closure_size(roots);
     let apply = |drop: &BTreeSet<&[u8]>| -> (u64, u64, BTreeSet<NodeId>) {
-        let (nar, refs) = without(&tree, &evidence, drop, path);
+        let (nar, refs) = without(&tree, &evidence, drop);
         let mut w = WhatIf::new(g);
         w.set_nar(path, nar);
         w.set_refs(path, refs.iter().copied().collect());

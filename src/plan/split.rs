@@ -424,13 +424,30 @@ pub fn simulate(
         let mut moved_runtime = Vec::new();
         for ev in evs {
             let sub = pointed_subpath(&entries, g.path(path).as_str(), &ev.context);
-            let o = a.output_of(&sub).unwrap_or(0);
-            keeps.insert(o);
-            if o != 0
-                && crate::classify::verdict::judge(ev).0
-                    == crate::classify::verdict::Verdict::Runtime
-            {
-                moved_runtime.push((String::from_utf8_lossy(&sub).into_owned(), o));
+            // A RUNPATH entry names a directory; what the consumer needs
+            // from it are the libraries it serves, wherever they move.
+            let mut targets: Vec<Vec<u8>> = Vec::new();
+            if ev.kind == crate::scan::Kind::ElfRunpath {
+                for soname in &ev.serves {
+                    let mut f = sub.clone();
+                    if !f.is_empty() {
+                        f.push(b'/');
+                    }
+                    f.extend_from_slice(soname.as_bytes());
+                    if entries.contains(f.as_slice()) {
+                        targets.push(f);
+                    }
+                }
+            }
+            if targets.is_empty() {
+                targets.push(sub);
+            }
+            for t in targets {
+                let o = a.output_of(&t).unwrap_or(0);
+                keeps.insert(o);
+                if o != 0 && ev.verdict == crate::classify::verdict::Verdict::Runtime {
+                    moved_runtime.push((String::from_utf8_lossy(&t).into_owned(), o));
+                }
             }
         }
         if evs.is_empty() {

@@ -279,7 +279,7 @@ impl FileTree {
         }
         entries.append(&mut missing);
         // Stable, so among equal paths the one given first stays first and
-        // survives the dedup; added directories come after all given ones.
+        // survives the dedup (added directories never repeat a given path).
         entries.sort_by(|a, b| nar_cmp(&a.path, &b.path));
         entries.dedup_by(|later, earlier| later.path == earlier.path);
         FileTree { entries }

@@ -24,6 +24,8 @@ pub struct EdgeSummary {
     pub files: Vec<String>,
     /// True when every occurrence is a dead RUNPATH entry.
     pub dead: bool,
+    /// The strongest verdict of its evidence (`None` when none was found).
+    pub verdict: Option<crate::classify::verdict::Verdict>,
     /// Every occurrence (with `--evidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Vec<Evidence>>,
@@ -74,6 +76,7 @@ pub fn summarise(
         reference: g.path(to).to_string(),
         unavailable: pe.is_none_or(|p| !p.available),
         dead: !ev.is_empty() && ev.iter().all(|e| e.dead),
+        verdict: ev.iter().map(|e| e.verdict).min(),
         kinds,
         files,
         evidence: keep.then(|| ev.to_vec()),

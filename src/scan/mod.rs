@@ -22,6 +22,7 @@ use serde::{Deserialize, Serialize};
 
 pub use refscan::{Hit, RefScanner, scan_bytes};
 
+use crate::classify::verdict::Verdict;
 use crate::graph::{Graph, NodeId};
 use crate::source::StoreSource;
 use crate::store_path::HASH_LEN;
@@ -104,6 +105,15 @@ pub struct Evidence {
     /// Extra explanation (e.g. why an ELF file was treated as binary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// A program in the same store path that finds this file by a relative
+    /// directory name (e.g. `lib/librocblas.so` names `rocblas/library`),
+    /// which makes it run-time data whatever its location.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub used_by: Option<String>,
+    /// Whether this hold is needed at run time.
+    pub verdict: Verdict,
+    /// Why, in one line.
+    pub reason: String,
 }
 
 /// Something that could not be read; the scan went on without it.
@@ -193,7 +203,10 @@ pub fn scan(
             let (available, hits) =
                 walk::scan_path(src, g, req.referrer, &wanted, &dirs, &report, &mut problems);
             let mut by_reference: BTreeMap<NodeId, Vec<Evidence>> = BTreeMap::new();
-            for (target, ev) in hits {
+            for (target, mut ev) in hits {
+                let (v, r) = crate::classify::verdict::judge(&ev);
+                ev.verdict = v;
+                ev.reason = r;
                 by_reference.entry(target).or_default().push(ev);
             }
             (

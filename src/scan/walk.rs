@@ -195,6 +195,9 @@ impl Classifier<'_> {
                 dead: false,
                 serves: Vec::new(),
                 note: None,
+                used_by: None,
+                verdict: crate::classify::verdict::Verdict::Unknown,
+                reason: String::new(),
             };
             if nix_support {
                 ev.kind = Kind::NixSupport;
@@ -275,6 +278,9 @@ fn name_hits(rel: &[u8], wanted: &Wanted, out: &mut Vec<(NodeId, Evidence)>) {
                 dead: false,
                 serves: Vec::new(),
                 note: None,
+                used_by: None,
+                verdict: crate::classify::verdict::Verdict::Unknown,
+                reason: String::new(),
             },
         ));
     }
@@ -293,6 +299,9 @@ fn symlink_hits(rel: &[u8], target: &[u8], wanted: &Wanted, out: &mut Vec<(NodeI
                 dead: false,
                 serves: Vec::new(),
                 note: None,
+                used_by: None,
+                verdict: crate::classify::verdict::Verdict::Unknown,
+                reason: String::new(),
             },
         ));
     }
@@ -384,6 +393,7 @@ pub(super) fn scan_path(
                 Err(p) => problems.push(p),
             }
         }
+        mark_relative_lookups(src, path, &mut out);
         return (true, out);
     }
     let nar = match src.nar(path) {
@@ -433,6 +443,7 @@ pub(super) fn scan_path(
     if let Err(e) = res {
         problems.push(problem(None, format!("NAR: {e}")));
     }
+    mark_relative_lookups(src, path, &mut out);
     (true, out)
 }
 
@@ -480,5 +491,95 @@ fn collect_entries(
         }
         r.extend_from_slice(n.as_bytes());
         collect_entries(&dir.join(&n), r, out, failed);
+    }
+}
+
+/// The directory a library would name to find `file` relative to itself:
+/// `lib/rocblas/library/k.hsaco` gives `rocblas/library`. Only directories
+/// at least two levels below `lib/`, `share/` or `libexec/` count; a single
+/// name like `rocblas` is too common a string to prove anything.
+fn lookup_needle(file: &str) -> Option<&str> {
+    let dir = &file[..file.rfind('/')?];
+    let rest = ["lib/", "share/", "libexec/"]
+        .iter()
+        .find_map(|p| dir.strip_prefix(p))?;
+    rest.contains('/').then_some(rest)
+}
+
+/// Marks evidence in directories that an ELF file of the same path names
+/// by relative path: such files are loaded at run time (rocblas finds its
+/// Tensile kernels as `<dir of librocblas.so>/rocblas/library/*`), which no
+/// reference scan of the consumer can see.
+fn mark_relative_lookups(
+    src: &dyn StoreSource,
+    path: &crate::StorePath,
+    out: &mut [(NodeId, Evidence)],
+) {
+    let mut needles: Vec<String> = out
+        .iter()
+        .filter_map(|(_, e)| lookup_needle(&e.file).map(str::to_string))
+        .collect();
+    needles.sort();
+    needles.dedup();
+    if needles.is_empty() {
+        return;
+    }
+    let mut found: HashMap<String, String> = HashMap::new();
+    let check = |rel: &[u8], r: &mut dyn Read, found: &mut HashMap<String, String>| {
+        let mut head = [0u8; 4];
+        if r.read_exact(&mut head).is_err() || !is_elf(&head) {
+            return;
+        }
+        let finders: Vec<memchr::memmem::Finder<'_>> = needles
+            .iter()
+            .map(|n| memchr::memmem::Finder::new(n.as_bytes()))
+            .collect();
+        let keep = needles.iter().map(|n| n.len()).max().unwrap_or(0);
+        let mut buf: Vec<u8> = Vec::with_capacity(CHUNK + keep);
+        let mut chunk = vec![0u8; CHUNK];
+        loop {
+            let n = match r.read(&mut chunk) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => n,
+            };
+            buf.extend_from_slice(&chunk[..n]);
+            for (i, f) in finders.iter().enumerate() {
+                if !found.contains_key(&needles[i]) && f.find(&buf).is_some() {
+                    found.insert(needles[i].clone(), rel_string(rel));
+                }
+            }
+            if found.len() == needles.len() {
+                break;
+            }
+            let cut = buf.len().saturating_sub(keep);
+            buf.drain(..cut);
+        }
+    };
+    if let Some(root) = src.real_path(path) {
+        let mut entries = Vec::new();
+        collect_entries(&root, Vec::new(), &mut entries, &mut Vec::new());
+        for (rel, ty) in entries {
+            if matches!(ty, EntryType::File)
+                && let Ok(mut f) = std::fs::File::open(root.join(std::ffi::OsStr::from_bytes(&rel)))
+            {
+                check(&rel, &mut f, &mut found);
+            }
+        }
+    } else if let Ok(Some(nar)) = src.nar(path) {
+        let _ = walk_nar(nar, &mut |rel: &[u8], node: NarNode<'_>| {
+            if let NarNode::Regular { contents, .. } = node {
+                check(rel, contents, &mut found);
+            }
+            Ok(())
+        });
+    }
+    for (_, e) in out.iter_mut() {
+        if let Some(n) = lookup_needle(&e.file)
+            && let Some(elf) = found.get(n)
+        {
+            e.used_by = Some(format!(
+                "{elf} looks files up under '{n}' relative to itself"
+            ));
+        }
     }
 }

@@ -1,0 +1,452 @@
+//! Ranked advice: actions that shrink a closure, each with the saving the
+//! what-if engine computes by applying it to the graph (never an estimate),
+//! the evidence it rests on, how safe it is, and the nixpkgs snippet that
+//! applies it.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use regex::bytes::Regex;
+use serde::{Deserialize, Serialize};
+
+use super::split::{nixpkgs_preset, simulate};
+use super::whatif::WhatIf;
+use crate::classify::verdict::{Verdict, judge};
+use crate::graph::{Graph, NodeId};
+use crate::scan::{Evidence, Kind, ScanResult};
+use crate::source::StoreSource;
+
+/// How safe an action is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Safety {
+    /// Nothing at run time uses what it removes.
+    Safe,
+    /// Probably fine; run the program to be sure.
+    CheckAtRuntime,
+    /// Removes something a program uses at run time.
+    BreaksRuntime,
+}
+
+/// What kind of action.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ActionKind {
+    /// Drop a RUNPATH entry that serves nothing.
+    DeadRunpath,
+    /// Strip debug information or .comment that holds the reference.
+    StripDebug,
+    /// Split build-time and documentation files into other outputs.
+    SplitOutputs,
+    /// Remove a reference held only by a string in an ELF file.
+    RemoveReferencesTo,
+    /// Build only the targets you need (GPU targets).
+    PartitionTargets,
+    /// Route programs into a `bin` output (not simulated).
+    BinOutput,
+}
+
+/// One piece of advice.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Action {
+    /// The kind of action.
+    pub kind: ActionKind,
+    /// The store path whose package the action changes.
+    pub package: String,
+    /// The references it cuts.
+    pub removes: Vec<String>,
+    /// Bytes the roots' closure loses, computed by applying the action to
+    /// the graph; `None` for actions that cannot be simulated.
+    pub saving: Option<u64>,
+    /// `saving` as a percentage of the roots' closure.
+    pub saving_percent: Option<f64>,
+    /// How safe it is.
+    pub safety: Safety,
+    /// Why, in one line.
+    pub reason: String,
+    /// Files (relative to `package`) the action rests on.
+    pub evidence: Vec<String>,
+    /// The nixpkgs code that applies it.
+    pub snippet: String,
+    /// False for kinds the what-if engine cannot simulate.
+    pub simulated: bool,
+}
+
+/// Known per-target layouts: a regex whose match names a target, the
+/// nixpkgs knob that selects targets.
+const TARGET_PATTERNS: &[(&str, &str)] = &[
+    ("gfx[0-9]+[a-z]?", "gpuTargets"),
+    ("sm_[0-9]+", "cudaCapabilities"),
+];
+
+fn files_of(evs: &[Evidence]) -> Vec<String> {
+    let mut v: Vec<String> = evs.iter().map(|e| e.file.clone()).collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
+fn pkg_name(p: &str) -> &str {
+    crate::store_path::package_name(
+        p.rsplit('/')
+            .next()
+            .map(|b| b.get(33..).unwrap_or(b))
+            .unwrap_or(p),
+    )
+}
+
+/// Computes ranked advice for the graph's roots from a scan of every edge.
+pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action> {
+    let roots = g.roots();
+    let base = WhatIf::new(g);
+    let total = base.closure_size(roots);
+    let pct = |s: u64| {
+        if total > 0 {
+            s as f64 * 100.0 / total as f64
+        } else {
+            0.0
+        }
+    };
+    let saving_of = |edits: &dyn Fn(&mut WhatIf<'_>)| -> u64 {
+        let mut w = WhatIf::new(g);
+        edits(&mut w);
+        total.saturating_sub(w.closure_size(roots))
+    };
+    let mut actions = Vec::new();
+    let mut split_candidates: BTreeSet<NodeId> = BTreeSet::new();
+    for (&from, pe) in &scan.paths {
+        for (&to, evs) in &pe.by_reference {
+            if to == from || evs.is_empty() {
+                continue;
+            }
+            let verdicts: Vec<Verdict> = evs.iter().map(|e| judge(e).0).collect();
+            let edge = verdicts.iter().min().copied().expect("non-empty");
+            let dep = g.path(to).to_string();
+            let pkg = g.path(from).to_string();
+            match edge {
+                Verdict::Dead => {
+                    let runpath = evs.iter().any(|e| e.kind == Kind::ElfRunpath);
+                    let saving = saving_of(&|w| w.remove_edge(from, to));
+                    let files = files_of(evs);
+                    actions.push(if runpath {
+                        Action {
+                            kind: ActionKind::DeadRunpath,
+                            removes: vec![dep.clone()],
+                            saving: Some(saving),
+                            saving_percent: Some(pct(saving)),
+                            safety: Safety::Safe,
+                            reason: format!(
+                                "RUNPATH entry {}/lib provides none of the libraries {} needs or dlopen()s",
+                                g.path(to),
+                                files.join(", ")
+                            ),
+                            snippet: format!(
+                                "postFixup = ''\n  patchelf --shrink-rpath {}\n'';",
+                                files.iter().map(|f| format!("$out/{f}")).collect::<Vec<_>>().join(" ")
+                            ),
+                            evidence: files,
+                            package: pkg,
+                            simulated: true,
+                        }
+                    } else {
+                        Action {
+                            kind: ActionKind::StripDebug,
+                            removes: vec![dep.clone()],
+                            saving: Some(saving),
+                            saving_percent: Some(pct(saving)),
+                            safety: Safety::Safe,
+                            reason: format!("{} is only mentioned in debug information or .comment", pkg_name(&dep)),
+                            snippet: "separateDebugInfo = true;  # or: dontStrip = false;".to_string(),
+                            evidence: files,
+                            package: pkg,
+                            simulated: true,
+                        }
+                    });
+                }
+                Verdict::Build | Verdict::Docs => {
+                    split_candidates.insert(from);
+                }
+                Verdict::Unknown
+                    if evs
+                        .iter()
+                        .all(|e| matches!(e.kind, Kind::ElfString | Kind::ElfOther)) =>
+                {
+                    let saving = saving_of(&|w| w.remove_edge(from, to));
+                    let files = files_of(evs);
+                    actions.push(Action {
+                        kind: ActionKind::RemoveReferencesTo,
+                        removes: vec![dep.clone()],
+                        saving: Some(saving),
+                        saving_percent: Some(pct(saving)),
+                        safety: Safety::CheckAtRuntime,
+                        reason: format!(
+                            "{} is held only by strings in ELF data (an error message, or a path the program opens)",
+                            pkg_name(&dep)
+                        ),
+                        snippet: format!(
+                            "nativeBuildInputs = [ removeReferencesTo ];\npostFixup = ''\n  remove-references-to -t ${{{}}} {}\n'';",
+                            pkg_name(&dep),
+                            files.iter().map(|f| format!("$out/{f}")).collect::<Vec<_>>().join(" ")
+                        ),
+                        evidence: files,
+                        package: pkg,
+                        simulated: true,
+                    });
+                }
+                _ => {}
+            }
+        }
+    }
+    // Output splits, simulated with the nixpkgs preset.
+    for &p in &split_candidates {
+        let mut w = WhatIf::new(g);
+        let Ok(sim) = simulate(src, g, &mut w, p, &nixpkgs_preset(), true) else {
+            continue;
+        };
+        let saving = total.saturating_sub(w.closure_size(roots));
+        let removed: Vec<String> = g
+            .references(p)
+            .iter()
+            .filter(|&&r| !sim.outputs[0].references.contains(&r))
+            .map(|&r| g.path(r).to_string())
+            .collect();
+        let moved_runtime: Vec<&(String, usize)> = sim
+            .consumers
+            .iter()
+            .flat_map(|c| &c.moved_runtime)
+            .collect();
+        let names: Vec<&str> = sim.outputs.iter().map(|o| o.name.as_str()).collect();
+        let evidence: Vec<String> = scan.paths[&p]
+            .by_reference
+            .iter()
+            .filter(|(t, _)| removed.contains(&g.path(**t).to_string()))
+            .flat_map(|(_, evs)| files_of(evs))
+            .collect();
+        actions.push(Action {
+            kind: ActionKind::SplitOutputs,
+            package: g.path(p).to_string(),
+            removes: removed.clone(),
+            saving: Some(saving),
+            saving_percent: Some(pct(saving)),
+            safety: if moved_runtime.is_empty() { Safety::Safe } else { Safety::BreaksRuntime },
+            reason: format!(
+                "build-time/documentation files hold {}; consumers use only `out`",
+                removed.iter().map(|r| pkg_name(r)).collect::<Vec<_>>().join(", ")
+            ),
+            evidence,
+            snippet: format!(
+                "outputs = [ {} ];  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",
+                names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(" ")
+            ),
+            simulated: true,
+        });
+    }
+    // Per-target partitions: files or symlink targets named after targets.
+    for (&p, pe) in &scan.paths {
+        for (pat, knob) in TARGET_PATTERNS {
+            let re = Regex::new(pat).expect("static pattern");
+            let mut by_target: BTreeMap<String, BTreeSet<NodeId>> = BTreeMap::new();
+            // Only run-time files count: a target list in a build file is
+            // not a per-target layout.
+            let mut all_files = BTreeSet::new();
+            for (&t, evs) in &pe.by_reference {
+                for ev in evs.iter().filter(|e| e.verdict == Verdict::Runtime) {
+                    let hay = format!(
+                        "{} {}",
+                        ev.file,
+                        if ev.kind == Kind::Symlink {
+                            &ev.context
+                        } else {
+                            ""
+                        }
+                    );
+                    if let Some(m) = re.find(hay.as_bytes()) {
+                        by_target
+                            .entry(String::from_utf8_lossy(m.as_bytes()).into_owned())
+                            .or_default()
+                            .insert(t);
+                        all_files.insert(ev.file.clone());
+                    }
+                }
+            }
+            if by_target.len() < 2 {
+                continue;
+            }
+            let keys: Vec<String> = by_target.keys().cloned().collect();
+            // Keeping the target that costs most is the least a user saves.
+            let best = keys
+                .iter()
+                .filter_map(|k| {
+                    super::partition::partition(
+                        src,
+                        g,
+                        p,
+                        pat,
+                        Some(std::slice::from_ref(k)),
+                        roots,
+                    )
+                    .ok()
+                    .and_then(|r| {
+                        Some((k.clone(), total.saturating_sub(r.after_keep?), r.kept_refs?))
+                    })
+                })
+                .min_by_key(|(_, s, _)| *s);
+            let Some((kept, saving, kept_refs)) = best else {
+                continue;
+            };
+            let removes: Vec<String> = g
+                .references(p)
+                .iter()
+                .filter(|r| !kept_refs.contains(r))
+                .map(|&r| g.path(r).to_string())
+                .collect();
+            actions.push(Action {
+                kind: ActionKind::PartitionTargets,
+                package: g.path(p).to_string(),
+                removes,
+                saving: Some(saving),
+                saving_percent: Some(pct(saving)),
+                safety: Safety::CheckAtRuntime,
+                reason: format!(
+                    "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them",
+                    pkg_name(g.path(p).as_str()),
+                    keys.len(),
+                    keys.join(", ")
+                ),
+                evidence: all_files.into_iter().take(8).collect(),
+                snippet: format!(
+                    "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more",
+                    pkg_name(g.path(p).as_str())
+                ),
+                simulated: true,
+            });
+        }
+    }
+    // A `bin` output cannot be simulated: which files a consumer needs from
+    // bin/ is decided at install time, not by references.
+    for (&p, pe) in &scan.paths {
+        let bin_only: Vec<NodeId> = pe
+            .by_reference
+            .iter()
+            .filter(|(t, evs)| {
+                **t != p
+                    && !evs.is_empty()
+                    && evs
+                        .iter()
+                        .all(|e| e.file.starts_with("bin/") || e.file.starts_with("libexec/"))
+            })
+            .map(|(t, _)| *t)
+            .collect();
+        let lib_consumers = g.referrers(p).iter().any(|&c| {
+            scan.paths
+                .get(&c)
+                .and_then(|cp| cp.by_reference.get(&p))
+                .is_some_and(|evs| {
+                    evs.iter()
+                        .all(|e| matches!(e.kind, Kind::ElfRunpath | Kind::ElfNeeded))
+                })
+        });
+        if !bin_only.is_empty() && lib_consumers {
+            actions.push(Action {
+                kind: ActionKind::BinOutput,
+                package: g.path(p).to_string(),
+                removes: bin_only.iter().map(|&t| g.path(t).to_string()).collect(),
+                saving: None,
+                saving_percent: None,
+                safety: Safety::CheckAtRuntime,
+                reason: "only programs in bin/ hold these references, and consumers link only its libraries".into(),
+                evidence: bin_only.iter().flat_map(|t| files_of(&pe.by_reference[t])).collect(),
+                snippet: "outputs = [ \"bin\" \"out\" ];  # not simulated: install-time routing of bin/".into(),
+                simulated: false,
+            });
+        }
+    }
+    for a in &mut actions {
+        a.removes.sort();
+        a.evidence.sort();
+        a.evidence.dedup();
+    }
+    actions.sort_by(|a, b| {
+        b.saving
+            .unwrap_or(0)
+            .cmp(&a.saving.unwrap_or(0))
+            .then_with(|| a.package.cmp(&b.package))
+    });
+    actions
+}
+
+/// The `advise` report; also its `--json` document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct AdviceReport {
+    /// The roots.
+    pub roots: Vec<String>,
+    /// Their closure size now.
+    pub closure_size: u64,
+    /// Actions, biggest saving first (unsimulated ones last).
+    pub actions: Vec<Action>,
+    /// Files or paths that could not be read.
+    pub problems: Vec<crate::scan::Problem>,
+}
+
+impl AdviceReport {
+    /// Terminal rendering.
+    pub fn render(&self) -> String {
+        use crate::units::iec;
+        let mut out = format!(
+            "closure of {}: {}; {} action(s)\n",
+            self.roots
+                .iter()
+                .map(|r| pkg_name(r))
+                .collect::<Vec<_>>()
+                .join(", "),
+            iec(self.closure_size),
+            self.actions.len()
+        );
+        for (i, a) in self.actions.iter().enumerate() {
+            let saving = match (a.saving, a.saving_percent) {
+                (Some(s), Some(p)) => format!("saves {} ({p:.1}%)", iec(s)),
+                _ => "saving not simulated".to_string(),
+            };
+            out.push_str(&format!(
+                "\n{}. [{}] {} in {} — {saving}, {}\n   {}\n",
+                i + 1,
+                serde_json::to_value(a.kind)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                if a.removes.is_empty() {
+                    "no reference".to_string()
+                } else {
+                    a.removes
+                        .iter()
+                        .map(|r| pkg_name(r))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                },
+                pkg_name(&a.package),
+                serde_json::to_value(a.safety)
+                    .ok()
+                    .and_then(|v| v.as_str().map(str::to_string))
+                    .unwrap_or_default(),
+                a.reason
+            ));
+            if !a.evidence.is_empty() {
+                let shown: Vec<&str> = a.evidence.iter().take(4).map(String::as_str).collect();
+                let more = a.evidence.len().saturating_sub(4);
+                out.push_str(&format!(
+                    "   evidence: {}{}\n",
+                    shown.join(", "),
+                    if more > 0 {
+                        format!(" (+{more} more)")
+                    } else {
+                        String::new()
+                    }
+                ));
+            }
+            for l in a.snippet.lines() {
+                out.push_str(&format!("   | {l}\n"));
+            }
+        }
+        crate::report::refs::append_problems(&mut out, &self.problems);
+        out
+    }
+}

@@ -1,0 +1,397 @@
+//! Verdicts and what-if (`split`, `partition`, `advise`) checked against
+//! real rebuilds: the bundled example's `variants` are the same packages
+//! built with `outputs = [...]` and moves, or for one GPU target only.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use common::*;
+use nix_heft::plan::advise::{ActionKind, AdviceReport, Safety};
+use nix_heft::report::plan::{PartitionReport, SplitReport};
+use nix_heft::report::refs::RefsReport;
+use serde_json::Value;
+
+fn example() -> std::path::PathBuf {
+    repo().join("examples/rocm-mini/default.nix")
+}
+
+fn closure_path(suffix: &str) -> String {
+    nix_path_info(None, &[&fixture().rocm])
+        .into_keys()
+        .find(|p| p.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no {suffix} in the example"))
+}
+
+fn json<T: serde::de::DeserializeOwned>(args: &[&str]) -> T {
+    let o = heft_run(None, args);
+    assert_eq!(o.code, 0, "{args:?}: {}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout))
+}
+
+fn refs_of(v: &Value) -> BTreeSet<String> {
+    v["references"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect()
+}
+
+fn pad8(n: u64) -> u64 {
+    n.div_ceil(8) * 8
+}
+
+/// Closure size of `root` in Nix's own graph with the edges `cut` removed and
+/// every reference to `replace.0` sent to `replace.1`.
+fn oracle_closure(
+    info: &BTreeMap<String, Value>,
+    root: &str,
+    cut: &[(&str, &str)],
+    replace: Option<(&str, &str)>,
+) -> u64 {
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![root.to_string()];
+    let mut total = 0;
+    while let Some(p) = stack.pop() {
+        if !seen.insert(p.clone()) {
+            continue;
+        }
+        total += info[&p]["narSize"].as_u64().unwrap();
+        for r in refs_of(&info[&p]) {
+            if cut.iter().any(|(a, b)| *a == p && *b == r) {
+                continue;
+            }
+            let r = match replace {
+                Some((from, to)) if r == from => to.to_string(),
+                _ => r,
+            };
+            stack.push(r);
+        }
+    }
+    total
+}
+
+#[test]
+fn split_predictions_match_real_rebuilds() {
+    let f = fixture();
+    for (suffix, attr, outputs) in [
+        (
+            "-rocblas-5.7.1",
+            "variants.rocblas-split",
+            vec!["out", "dev"],
+        ),
+        (
+            "-hipblas-5.7.1",
+            "variants.hipblas-split",
+            vec!["out", "dev", "doc"],
+        ),
+    ] {
+        let orig = closure_path(suffix);
+        let attrs: Vec<String> = outputs.iter().map(|o| format!("{attr}.{o}")).collect();
+        let built = nix_build(
+            &example(),
+            &attrs.iter().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let rebuilt: BTreeMap<&str, String> = outputs.iter().copied().zip(built).collect();
+        let info = nix_path_info(
+            None,
+            &rebuilt.values().map(String::as_str).collect::<Vec<_>>(),
+        );
+        let r: SplitReport = json(&[
+            "--json", "split", &orig, "--preset", "nixpkgs", "--root", &f.rocm,
+        ]);
+        let names: Vec<&str> = r.outputs.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, outputs, "{suffix}: predicted outputs");
+        for o in &r.outputs {
+            let real = &info[&rebuilt[o.name.as_str()]];
+            // Same build commands and moves, and store paths of the same
+            // length, so sizes agree to the byte: nothing to explain away.
+            assert_eq!(
+                o.nar_size,
+                real["narSize"].as_u64().unwrap(),
+                "{suffix} {}: NAR size",
+                o.name
+            );
+            assert_eq!(
+                o.closure_size,
+                real["closureSize"].as_u64().unwrap(),
+                "{suffix} {}: closure size",
+                o.name
+            );
+            let predicted: BTreeSet<String> = o
+                .references
+                .iter()
+                .map(|x| match x.strip_prefix("output:") {
+                    Some(name) => rebuilt[name].clone(),
+                    None if *x == orig => rebuilt["out"].clone(),
+                    None => x.clone(),
+                })
+                .collect();
+            assert_eq!(predicted, refs_of(real), "{suffix} {}: references", o.name);
+        }
+        // The root's closure after the split, by Nix's own data: consumers
+        // keep only `out`.
+        let mut all = nix_path_info(None, &[&f.rocm]);
+        all.extend(info.clone());
+        let after = oracle_closure(&all, &f.rocm, &[], Some((&orig, &rebuilt["out"])));
+        assert_eq!(r.roots.len(), 1);
+        assert_eq!(
+            r.roots[0].after, after,
+            "{suffix}: root closure after the split"
+        );
+        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        assert!(
+            r.consumers
+                .iter()
+                .all(|c| c.keeps == vec!["out".to_string()]),
+            "{:?}",
+            r.consumers
+        );
+    }
+}
+
+#[test]
+fn moving_runtime_files_warns_the_consumer() {
+    let f = fixture();
+    let rocblas = closure_path("-rocblas-5.7.1");
+    let r: SplitReport = json(&[
+        "--json",
+        "split",
+        &rocblas,
+        "--move",
+        "lib/librocblas.so=lib",
+        "--root",
+        &f.rocm,
+    ]);
+    assert!(
+        r.warnings
+            .iter()
+            .any(|w| w.contains("lib/librocblas.so") && w.contains("'lib'")),
+        "{:?}",
+        r.warnings
+    );
+    let hip = r
+        .consumers
+        .iter()
+        .find(|c| c.consumer.ends_with("-hipblas-5.7.1"))
+        .unwrap();
+    assert!(hip.keeps.contains(&"lib".to_string()), "{hip:?}");
+}
+
+#[test]
+fn partition_keep_matches_a_single_target_build() {
+    let f = fixture();
+    let rocblas = closure_path("-rocblas-5.7.1");
+    for t in ["gfx90a", "gfx1030"] {
+        let real = nix_build(&example(), &[&format!("variants.rocblas-{t}")])
+            .pop()
+            .unwrap();
+        let info = nix_path_info(None, &[&real]);
+        let r: PartitionReport = json(&[
+            "--json",
+            "partition",
+            &rocblas,
+            "--by",
+            "gfx[0-9a-z]+",
+            "--keep",
+            t,
+        ]);
+        // The one file whose bytes differ: TensileManifest.txt lists the
+        // linked kernels, so the single-target build lists fewer. NAR pads
+        // file contents to 8 bytes.
+        let manifest = "lib/rocblas/library/TensileManifest.txt";
+        let full = std::fs::metadata(format!("{rocblas}/{manifest}"))
+            .unwrap()
+            .len();
+        let one = std::fs::metadata(format!("{real}/{manifest}"))
+            .unwrap()
+            .len();
+        let residual = pad8(full) - pad8(one);
+        assert!(residual > 0);
+        let real_nar = info[&real]["narSize"].as_u64().unwrap();
+        let real_closure = info[&real]["closureSize"].as_u64().unwrap();
+        assert_eq!(
+            r.nar_size_after_keep.unwrap() - real_nar,
+            residual,
+            "{t}: NAR size"
+        );
+        assert_eq!(
+            r.closure_after_keep.unwrap() - real_closure,
+            residual,
+            "{t}: closure size"
+        );
+        let predicted: BTreeSet<String> = r
+            .references_after_keep
+            .unwrap()
+            .into_iter()
+            .map(|x| if x == rocblas { real.clone() } else { x })
+            .collect();
+        assert_eq!(predicted, refs_of(&info[&real]), "{t}: references");
+        assert_eq!(r.groups.len(), 5);
+        assert!(
+            r.groups.iter().all(|g| g.exclusive_references.len() == 1),
+            "{:?}",
+            r.groups
+        );
+    }
+    // Unknown group names are an error that lists the groups.
+    let o = heft_run(
+        None,
+        &[
+            "partition",
+            &rocblas,
+            "--by",
+            "gfx[0-9a-z]+",
+            "--keep",
+            "gfx999",
+        ],
+    );
+    assert_error(&o, "gfx90a");
+    let _ = f;
+}
+
+#[test]
+fn verdicts_per_evidence_and_edge() {
+    let f = fixture();
+    let r: RefsReport = json(&["--json", "refs", "--evidence", &f.rocm]);
+    let edge = |a: &str, b: &str| {
+        r.edges
+            .iter()
+            .find(|e| e.referrer.ends_with(a) && e.reference.ends_with(b))
+            .unwrap_or_else(|| panic!("{a} -> {b}"))
+    };
+    use nix_heft::classify::verdict::Verdict;
+    let farm = edge("-rocblas-5.7.1", "-rocblas-tensile-gfx90a-5.7.1");
+    assert_eq!(farm.verdict, Some(Verdict::Runtime));
+    let ev = &farm.evidence.as_ref().unwrap()[0];
+    assert!(
+        ev.used_by.as_deref().unwrap().contains("lib/librocblas.so"),
+        "{ev:?}"
+    );
+    assert!(ev.reason.contains("rocblas/library"), "{ev:?}");
+    assert_eq!(
+        edge("-rocblas-5.7.1", "-rocm-cmake-5.7.1").verdict,
+        Some(Verdict::Build)
+    );
+    assert_eq!(
+        edge("-hipblas-5.7.1", "-rocm-docs-5.7.1").verdict,
+        Some(Verdict::Docs)
+    );
+    assert_eq!(
+        edge("-hipblas-5.7.1", "-rocm-smi-5.7.1").verdict,
+        Some(Verdict::Dead)
+    );
+    assert_eq!(
+        edge("-llama-cpp-rocm-0.0.0", "-python3-3.11.6").verdict,
+        Some(Verdict::Runtime)
+    );
+    assert_eq!(
+        edge("-llama-cpp-rocm-0.0.0", "-glibc-2.36").verdict,
+        Some(Verdict::Runtime)
+    );
+}
+
+#[test]
+fn advise_ranks_real_savings_on_the_example() {
+    let f = fixture();
+    let a: AdviceReport = json(&["--json", "advise", &f.rocm]);
+    let cache = format!("file://{}", f.cache.display());
+    let o = heft_run(Some(&cache), &["--json", "advise", &f.rocm]);
+    let from_cache: AdviceReport = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(a, from_cache, "same advice from the binary cache");
+    let savings: Vec<u64> = a.actions.iter().filter_map(|x| x.saving).collect();
+    assert!(
+        savings.windows(2).all(|w| w[0] >= w[1]),
+        "ranked: {savings:?}"
+    );
+    let info = nix_path_info(None, &[&f.rocm]);
+    let total = info[&f.rocm]["closureSize"].as_u64().unwrap();
+    assert_eq!(a.closure_size, total);
+    let kinds: Vec<ActionKind> = a.actions.iter().map(|x| x.kind).collect();
+    assert_eq!(
+        kinds[0],
+        ActionKind::PartitionTargets,
+        "the per-target split saves most: {kinds:?}"
+    );
+    for x in &a.actions {
+        let saving = x.saving.unwrap();
+        match x.kind {
+            ActionKind::DeadRunpath | ActionKind::StripDebug | ActionKind::RemoveReferencesTo => {
+                let cut: Vec<(&str, &str)> = x
+                    .removes
+                    .iter()
+                    .map(|r| (x.package.as_str(), r.as_str()))
+                    .collect();
+                assert_eq!(
+                    saving,
+                    total - oracle_closure(&info, &f.rocm, &cut, None),
+                    "{x:?}"
+                );
+            }
+            ActionKind::SplitOutputs => {
+                let r: SplitReport = json(&[
+                    "--json", "split", &x.package, "--preset", "nixpkgs", "--root", &f.rocm,
+                ]);
+                assert_eq!(saving, r.roots[0].before - r.roots[0].after, "{x:?}");
+                assert!(
+                    x.evidence
+                        .iter()
+                        .all(|e| !e.starts_with("lib/rocblas/library")),
+                    "never moves the farm: {x:?}"
+                );
+                assert!(
+                    r.outputs
+                        .iter()
+                        .skip(1)
+                        .all(|o| o.references.iter().all(|r| !r.contains("tensile"))),
+                    "{r:?}"
+                );
+            }
+            ActionKind::PartitionTargets => {
+                let kept = x.snippet.split('"').nth(1).unwrap();
+                let r: PartitionReport = json(&[
+                    "--json",
+                    "partition",
+                    &x.package,
+                    "--by",
+                    "gfx[0-9]+[a-z]?",
+                    "--keep",
+                    kept,
+                    "--root",
+                    &f.rocm,
+                ]);
+                assert_eq!(
+                    saving,
+                    r.closure_before - r.closure_after_keep.unwrap(),
+                    "{x:?}"
+                );
+                assert_eq!(x.safety, Safety::CheckAtRuntime);
+            }
+            ActionKind::BinOutput => {}
+        }
+        assert!((x.saving_percent.unwrap() - saving as f64 * 100.0 / total as f64).abs() < 1e-9);
+        assert!(!x.snippet.is_empty() && !x.evidence.is_empty(), "{x:?}");
+    }
+    let dead = a
+        .actions
+        .iter()
+        .find(|x| x.kind == ActionKind::DeadRunpath)
+        .expect("dead RUNPATH reported");
+    assert!(
+        dead.package.ends_with("-hipblas-5.7.1") && dead.removes[0].ends_with("-rocm-smi-5.7.1")
+    );
+    assert!(dead.saving.unwrap() > 0 && dead.snippet.contains("patchelf --shrink-rpath"));
+    let leak = a
+        .actions
+        .iter()
+        .find(|x| x.kind == ActionKind::SplitOutputs && x.package.ends_with("-rocblas-5.7.1"))
+        .expect("dev-only leak reported");
+    assert!(
+        leak.removes
+            .iter()
+            .any(|r| r.ends_with("-rocm-cmake-5.7.1")),
+        "{leak:?}"
+    );
+    assert_eq!(leak.safety, Safety::Safe);
+}
