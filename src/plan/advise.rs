@@ -228,10 +228,18 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
             saving: Some(saving),
             saving_percent: Some(pct(saving)),
             safety: if moved_runtime.is_empty() { Safety::Safe } else { Safety::BreaksRuntime },
-            reason: format!(
-                "build-time/documentation files hold {}; consumers use only `out`",
-                removed.iter().map(|r| pkg_name(r)).collect::<Vec<_>>().join(", ")
-            ),
+            reason: if moved_runtime.is_empty() {
+                format!(
+                    "build-time/documentation files hold {}; consumers use only `out`",
+                    removed.iter().map(|r| pkg_name(r)).collect::<Vec<_>>().join(", ")
+                )
+            } else {
+                format!(
+                    "build-time/documentation files hold {}, but consumers use {} at run time",
+                    removed.iter().map(|r| pkg_name(r)).collect::<Vec<_>>().join(", "),
+                    moved_runtime.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
+                )
+            },
             evidence,
             snippet: format!(
                 "outputs = [ {} ];  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",

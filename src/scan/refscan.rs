@@ -14,9 +14,8 @@ use std::collections::HashMap;
 
 use crate::store_path::{HASH_LEN, IS_BASE32};
 
-/// Bytes kept from the previous chunk: enough for a straddling hash plus
-/// some context before it.
-const CARRY: usize = 96;
+/// Bytes kept from the previous chunk: enough for a straddling hash.
+const CARRY: usize = HASH_LEN - 1;
 /// Printable context kept on each side of a hit.
 const CONTEXT: usize = 40;
 
@@ -32,13 +31,20 @@ pub struct Hit {
 }
 
 /// Streaming scanner over one file's bytes.
+///
+/// Chunks are scanned where they lie, without copying; only the windows
+/// that start in the last 31 bytes of one chunk and end in the next are
+/// scanned in a small side buffer.
 pub struct RefScanner<'a> {
     wanted: &'a HashMap<[u8; HASH_LEN], u32>,
-    buf: Vec<u8>,
-    /// Stream offset of `buf[0]`.
-    base: u64,
-    /// Positions in `buf` below this were already tried as window starts.
-    scanned_to: usize,
+    /// The last bytes seen (at most `CARRY`), ending at `seen`.
+    tail: Vec<u8>,
+    /// Scratch for windows across a chunk boundary.
+    tmp: Vec<u8>,
+    /// Bytes fed so far.
+    seen: u64,
+    /// Window starts below this offset have been tried.
+    tried: u64,
 }
 
 impl<'a> RefScanner<'a> {
@@ -46,47 +52,71 @@ impl<'a> RefScanner<'a> {
     pub fn new(wanted: &'a HashMap<[u8; HASH_LEN], u32>) -> Self {
         RefScanner {
             wanted,
-            buf: Vec::new(),
-            base: 0,
-            scanned_to: 0,
+            tail: Vec::new(),
+            tmp: Vec::new(),
+            seen: 0,
+            tried: 0,
         }
     }
 
     /// Scans the next chunk of the stream, appending hits to `out`.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Hit>) {
-        if self.wanted.is_empty() {
-            self.base += chunk.len() as u64;
+        let chunk_start = self.seen;
+        self.seen += chunk.len() as u64;
+        if self.wanted.is_empty() || chunk.is_empty() {
             return;
         }
-        // Keep only the tail of the previous data, then append.
-        if self.buf.len() > CARRY {
-            let drop = self.buf.len() - CARRY;
-            self.buf.drain(..drop);
-            self.base += drop as u64;
-            self.scanned_to = self.scanned_to.saturating_sub(drop);
+        let mut untried: Option<u64> = None;
+        if self.tried < chunk_start {
+            // Windows that start in the tail: tail + the chunk's first bytes.
+            let tmp_base = chunk_start - self.tail.len() as u64;
+            self.tmp.clear();
+            self.tmp.extend_from_slice(&self.tail);
+            self.tmp
+                .extend_from_slice(&chunk[..chunk.len().min(HASH_LEN - 1)]);
+            let from = (self.tried - tmp_base) as usize;
+            let tmp = &self.tmp;
+            let end = search(tmp, from, self.tail.len(), self.wanted, |pos, target| {
+                out.push(Hit {
+                    target,
+                    offset: tmp_base + pos as u64,
+                    context: context(tmp, pos),
+                });
+            });
+            if end < self.tail.len() {
+                untried = Some(tmp_base + end as u64);
+            }
         }
-        self.buf.extend_from_slice(chunk);
-        let end = search(&self.buf, self.scanned_to, self.wanted, |pos, target| {
+        let end = search(chunk, 0, usize::MAX, self.wanted, |pos, target| {
             out.push(Hit {
                 target,
-                offset: self.base + pos as u64,
-                context: context(&self.buf, pos),
+                offset: chunk_start + pos as u64,
+                context: context(chunk, pos),
             });
         });
-        self.scanned_to = end;
+        self.tried = untried.unwrap_or(chunk_start + end as u64);
+        if chunk.len() >= CARRY {
+            self.tail.clear();
+            self.tail.extend_from_slice(&chunk[chunk.len() - CARRY..]);
+        } else {
+            self.tail.extend_from_slice(chunk);
+            let excess = self.tail.len().saturating_sub(CARRY);
+            self.tail.drain(..excess);
+        }
     }
 }
 
-/// Tries every window start from `from`; returns the first start not yet
-/// tried (a window that did not fit).
+/// Tries every window start from `from` below `max_start`; returns the
+/// first start not tried.
 fn search(
     s: &[u8],
     from: usize,
+    max_start: usize,
     wanted: &HashMap<[u8; HASH_LEN], u32>,
     mut hit: impl FnMut(usize, u32),
 ) -> usize {
     let mut i = from;
-    'outer: while i + HASH_LEN <= s.len() {
+    'outer: while i + HASH_LEN <= s.len() && i < max_start {
         let mut j = HASH_LEN;
         while j > 0 {
             j -= 1;
@@ -107,7 +137,7 @@ fn search(
 /// Scans a whole byte string at once (file names, symlink targets).
 pub fn scan_bytes(s: &[u8], wanted: &HashMap<[u8; HASH_LEN], u32>) -> Vec<Hit> {
     let mut out = Vec::new();
-    search(s, 0, wanted, |pos, target| {
+    search(s, 0, usize::MAX, wanted, |pos, target| {
         out.push(Hit {
             target,
             offset: pos as u64,
@@ -174,5 +204,40 @@ mod tests {
                 .context
                 .contains(&format!("/nix/store/{A}-glibc/lib."))
         );
+    }
+
+    /// Streaming at random chunk sizes finds exactly what a whole-buffer
+    /// scan finds, on data dense in base-32 characters (the slow case).
+    #[test]
+    fn streaming_equals_whole_buffer_scan() {
+        let w = wanted(&[A, B]);
+        let mut rng = crate::graph::testgraph::SplitMix(42);
+        for round in 0..50 {
+            let mut data = Vec::new();
+            while data.len() < 5000 {
+                match rng.below(10) {
+                    0 => data.extend_from_slice(A.as_bytes()),
+                    1 => data.extend_from_slice(B.as_bytes()),
+                    2 => data.push(0),
+                    _ => data.push(b"0123456789abcdfghijklmnpqrsvwxyz"[rng.below(32) as usize]),
+                }
+            }
+            let whole: Vec<(u32, u64)> = scan_bytes(&data, &w)
+                .iter()
+                .map(|h| (h.target, h.offset))
+                .collect();
+            let mut sc = RefScanner::new(&w);
+            let mut out = Vec::new();
+            let mut i = 0;
+            while i < data.len() {
+                let n = (1 + rng.below(if round % 2 == 0 { 40 } else { 700 }) as usize)
+                    .min(data.len() - i);
+                sc.feed(&data[i..i + n], &mut out);
+                i += n;
+            }
+            let streamed: Vec<(u32, u64)> = out.iter().map(|h| (h.target, h.offset)).collect();
+            assert_eq!(streamed, whole, "round {round}");
+            assert!(whole.len() > 100);
+        }
     }
 }
