@@ -175,6 +175,28 @@ fn symlink_loop_root() {
     );
 }
 
+/// Starts a Python process that opens `db` with `setup` (Python lines
+/// using `c` and `sys`), says "ready", and holds it until its stdin closes.
+fn hold_database(setup: &str, db: &std::path::Path) -> (std::process::Child, String) {
+    let mut child = Command::new("python3")
+        .args([
+            "-c",
+            &format!("import sqlite3,sys\n{setup}print('ready', flush=True)\nsys.stdin.read()\n"),
+        ])
+        .arg(db)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut line = String::new();
+    std::io::BufRead::read_line(
+        &mut std::io::BufReader::new(child.stdout.as_mut().unwrap()),
+        &mut line,
+    )
+    .unwrap();
+    (child, line)
+}
+
 fn listing(dir: &std::path::Path) -> Vec<(String, u64, std::time::SystemTime)> {
     let mut v: Vec<_> = std::fs::read_dir(dir)
         .unwrap()
@@ -205,27 +227,12 @@ fn locked_database_falls_back_to_immutable_with_a_warning() {
     run(Command::new("python3")
         .args(["-c", "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('pragma journal_mode=delete').fetchall(); c.close()"])
         .arg(&db));
-    let mut locker = Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3,sys\n\
-             c=sqlite3.connect(sys.argv[1], isolation_level=None)\n\
-             c.execute('begin exclusive')\n\
-             print('locked', flush=True)\n\
-             sys.stdin.read()\n",
-        ])
-        .arg(&db)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(locker.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
-    assert_eq!(line.trim(), "locked");
+    let (mut locker, line) = hold_database(
+        "c=sqlite3.connect(sys.argv[1], isolation_level=None)\n\
+         c.execute('begin exclusive')\n",
+        &db,
+    );
+    assert_eq!(line.trim(), "ready");
     let o = heft_run(
         Some(&root.display().to_string()),
         &["--json", "size", f.small("top")],
@@ -261,26 +268,11 @@ fn store_database_is_never_written() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(listing(&dbdir), before, "without WAL side files");
     // With a live WAL (another reader holds the database open).
-    let mut holder = Command::new("python3")
-        .args([
-            "-c",
-            "import sqlite3,sys\n\
-             c=sqlite3.connect(sys.argv[1])\n\
-             c.execute('select count(*) from ValidPaths').fetchall()\n\
-             print('open', flush=True)\n\
-             sys.stdin.read()\n",
-        ])
-        .arg(dbdir.join("db.sqlite"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut line = String::new();
-    std::io::BufRead::read_line(
-        &mut std::io::BufReader::new(holder.stdout.as_mut().unwrap()),
-        &mut line,
-    )
-    .unwrap();
+    let (mut holder, _) = hold_database(
+        "c=sqlite3.connect(sys.argv[1])\n\
+         c.execute('select count(*) from ValidPaths').fetchall()\n",
+        &dbdir.join("db.sqlite"),
+    );
     let before = listing(&dbdir);
     assert!(
         before.iter().any(|(n, _, _)| n == "db.sqlite-shm"),

@@ -157,19 +157,7 @@ mod tests {
     use super::*;
 
     fn ev(file: &str, kind: Kind) -> Evidence {
-        Evidence {
-            file: file.into(),
-            kind,
-            offset: 0,
-            line: None,
-            context: String::new(),
-            dead: false,
-            serves: vec![],
-            note: None,
-            used_by: None,
-            verdict: Verdict::Unknown,
-            reason: String::new(),
-        }
+        Evidence::new(file.into(), kind, 0, String::new())
     }
 
     #[test]

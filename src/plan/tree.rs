@@ -207,24 +207,7 @@ impl FileTree {
         let Some(nar) = src.nar(p)? else {
             return Ok(None);
         };
-        let mut entries = Vec::new();
-        let nar_bytes = walk_nar(nar, &mut |path: &[u8], node: NarNode<'_>| {
-            let node = match node {
-                NarNode::Directory => TreeNode::Directory,
-                NarNode::Regular {
-                    executable, size, ..
-                } => TreeNode::Regular { size, executable },
-                NarNode::Symlink { target } => TreeNode::Symlink {
-                    target: target.to_vec(),
-                },
-            };
-            entries.push(TreeEntry {
-                path: path.to_vec(),
-                node,
-            });
-            Ok(())
-        })
-        .map_err(|e| match e {
+        let (tree, nar_bytes) = tree_of_nar(nar).map_err(|e| match e {
             NarError::Io(source) => Error::Io {
                 path: PathBuf::from(p.as_str()),
                 source,
@@ -234,7 +217,6 @@ impl FileTree {
                 reason: other.to_string(),
             },
         })?;
-        let tree = FileTree { entries };
         // The parser counts the bytes it read; the formula must agree.
         debug_assert_eq!(tree.nar_size(), nar_bytes, "NAR size formula of {p}");
         Ok(Some(tree))
@@ -306,6 +288,30 @@ impl FileTree {
             .iter()
             .take_while(move |e| is_at_or_under(&e.path, prefix))
     }
+}
+
+/// The tree a NAR stream describes, and the NAR bytes read.
+pub(crate) fn tree_of_nar(
+    nar: impl std::io::Read,
+) -> std::result::Result<(FileTree, u64), NarError> {
+    let mut entries = Vec::new();
+    let n = walk_nar(nar, &mut |path: &[u8], node: NarNode<'_>| {
+        let node = match node {
+            NarNode::Directory => TreeNode::Directory,
+            NarNode::Regular {
+                executable, size, ..
+            } => TreeNode::Regular { size, executable },
+            NarNode::Symlink { target } => TreeNode::Symlink {
+                target: target.to_vec(),
+            },
+        };
+        entries.push(TreeEntry {
+            path: path.to_vec(),
+            node,
+        });
+        Ok(())
+    })?;
+    Ok((FileTree { entries }, n))
 }
 
 /// Reads the tree rooted at `root` from disk in NAR order, as
@@ -424,25 +430,7 @@ mod tests {
     }
 
     fn tree_of_nar(nar: impl std::io::Read) -> FileTree {
-        let mut entries = Vec::new();
-        walk_nar(nar, &mut |path: &[u8], node: NarNode<'_>| {
-            let node = match node {
-                NarNode::Directory => TreeNode::Directory,
-                NarNode::Regular {
-                    executable, size, ..
-                } => TreeNode::Regular { size, executable },
-                NarNode::Symlink { target } => TreeNode::Symlink {
-                    target: target.to_vec(),
-                },
-            };
-            entries.push(TreeEntry {
-                path: path.to_vec(),
-                node,
-            });
-            Ok(())
-        })
-        .unwrap();
-        FileTree { entries }
+        super::tree_of_nar(nar).unwrap().0
     }
 
     /// Serialises a tree as a NAR with zeroed contents, straight from the

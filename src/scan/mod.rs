@@ -116,6 +116,25 @@ pub struct Evidence {
     pub reason: String,
 }
 
+impl Evidence {
+    /// Evidence of `kind` at `offset` in `file`, not yet judged.
+    pub fn new(file: String, kind: Kind, offset: u64, context: String) -> Evidence {
+        Evidence {
+            file,
+            kind,
+            offset,
+            line: None,
+            context,
+            dead: false,
+            serves: Vec::new(),
+            note: None,
+            used_by: None,
+            verdict: Verdict::Unknown,
+            reason: String::new(),
+        }
+    }
+}
+
 /// Something that could not be read; the scan went on without it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Problem {

@@ -186,19 +186,7 @@ impl Classifier<'_> {
         };
         let mut out = Vec::with_capacity(fs.hits.len());
         for (i, h) in fs.hits.into_iter().enumerate() {
-            let mut ev = Evidence {
-                file: rel.to_string(),
-                kind: Kind::Binary,
-                offset: h.offset,
-                line: None,
-                context: h.context,
-                dead: false,
-                serves: Vec::new(),
-                note: None,
-                used_by: None,
-                verdict: crate::classify::verdict::Verdict::Unknown,
-                reason: String::new(),
-            };
+            let mut ev = Evidence::new(rel.to_string(), Kind::Binary, h.offset, h.context);
             if nix_support {
                 ev.kind = Kind::NixSupport;
                 ev.line = fs.lines.get(i).copied();
@@ -269,19 +257,7 @@ fn name_hits(rel: &[u8], wanted: &Wanted, out: &mut Vec<(NodeId, Evidence)>) {
     for h in scan_bytes(&rel[name_start..], wanted) {
         out.push((
             h.target,
-            Evidence {
-                file: rel_string(rel),
-                kind: Kind::FileName,
-                offset: h.offset,
-                line: None,
-                context: h.context,
-                dead: false,
-                serves: Vec::new(),
-                note: None,
-                used_by: None,
-                verdict: crate::classify::verdict::Verdict::Unknown,
-                reason: String::new(),
-            },
+            Evidence::new(rel_string(rel), Kind::FileName, h.offset, h.context),
         ));
     }
 }
@@ -290,19 +266,12 @@ fn symlink_hits(rel: &[u8], target: &[u8], wanted: &Wanted, out: &mut Vec<(NodeI
     for h in scan_bytes(target, wanted) {
         out.push((
             h.target,
-            Evidence {
-                file: rel_string(rel),
-                kind: Kind::Symlink,
-                offset: h.offset,
-                line: None,
-                context: String::from_utf8_lossy(target).into_owned(),
-                dead: false,
-                serves: Vec::new(),
-                note: None,
-                used_by: None,
-                verdict: crate::classify::verdict::Verdict::Unknown,
-                reason: String::new(),
-            },
+            Evidence::new(
+                rel_string(rel),
+                Kind::Symlink,
+                h.offset,
+                String::from_utf8_lossy(target).into_owned(),
+            ),
         ));
     }
 }
