@@ -141,6 +141,32 @@ fn split_predictions_match_real_rebuilds() {
             "{suffix}: root closure after the split"
         );
         assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+        // The files each output holds are those of the rebuilt output.
+        for o in &r.outputs {
+            let real = std::path::PathBuf::from(&rebuilt[o.name.as_str()]);
+            let mut on_disk: Vec<String> = Vec::new();
+            let mut stack = vec![real.clone()];
+            while let Some(d) = stack.pop() {
+                for e in std::fs::read_dir(&d).unwrap() {
+                    let e = e.unwrap();
+                    let p = e.path();
+                    if e.file_type().unwrap().is_dir() {
+                        stack.push(p);
+                    } else {
+                        on_disk.push(
+                            p.strip_prefix(&real)
+                                .unwrap()
+                                .to_string_lossy()
+                                .into_owned(),
+                        );
+                    }
+                }
+            }
+            on_disk.sort();
+            let mut predicted = o.files.clone();
+            predicted.sort();
+            assert_eq!(predicted, on_disk, "{suffix} {}: files", o.name);
+        }
         assert!(
             r.consumers
                 .iter()

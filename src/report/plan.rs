@@ -18,6 +18,8 @@ pub struct OutputReport {
     pub name: String,
     /// Number of entries (files, symlinks, directories).
     pub entries: usize,
+    /// The files and symlinks it would hold (relative paths).
+    pub files: Vec<String>,
     /// NAR size it would have.
     pub nar_size: u64,
     /// Closure size it would have.
@@ -96,6 +98,13 @@ impl SplitReport {
                 OutputReport {
                     name: o.name.clone(),
                     entries: o.tree.entries.len(),
+                    files: o
+                        .tree
+                        .entries
+                        .iter()
+                        .filter(|e| !matches!(e.node, crate::plan::tree::TreeNode::Directory))
+                        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+                        .collect(),
                     nar_size: o.nar_size,
                     closure_size: c,
                     references,
