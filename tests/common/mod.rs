@@ -150,6 +150,7 @@ pub fn fixture() -> &'static Fixture {
         let rocm = nix_build(&repo().join("examples/rocm-mini/default.nix"), &[])
             .pop()
             .unwrap();
+        remove_stale_scratch();
         let tmp = tempfile::Builder::new()
             .prefix("nix-heft-test-")
             .tempdir()
@@ -195,6 +196,34 @@ pub fn fixture() -> &'static Fixture {
             json_object,
         }
     })
+}
+
+/// Test binaries keep their scratch directory until they exit (a static
+/// has no destructor); the next run removes those older than an hour.
+fn remove_stale_scratch() {
+    let Ok(rd) = std::fs::read_dir(std::env::temp_dir()) else {
+        return;
+    };
+    for e in rd.flatten() {
+        let old = e
+            .metadata()
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|age| age.as_secs() > 3600);
+        if old
+            && e.file_name()
+                .to_string_lossy()
+                .starts_with("nix-heft-test-")
+        {
+            let _ = Command::new("chmod")
+                .arg("-R")
+                .arg("u+w")
+                .arg(e.path())
+                .status();
+            let _ = std::fs::remove_dir_all(e.path());
+        }
+    }
 }
 
 /// A fresh scratch directory under the fixture's.
