@@ -371,6 +371,8 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
     let path = one_path(src, &args.path)?;
     let roots = if args.roots.is_empty() {
         match nix_heft::roots::top_level_referrers(src, &path)? {
+            // Nothing pulls it in: it is its own root.
+            Some(r) if r.is_empty() => vec![path.clone()],
             Some(r) => r,
             None => anyhow::bail!(
                 "{} cannot list what references {path}; give the roots with --root",

@@ -9,7 +9,8 @@ pub fn iec(bytes: u64) -> String {
     }
     let mut v = bytes as f64 / 1024.0;
     let mut u = 0;
-    while v >= 1024.0 && u + 1 < UNITS.len() {
+    // Round first: 1048575 B would otherwise print as "1024.0 KiB".
+    while (v * 10.0).round() >= 10240.0 && u + 1 < UNITS.len() {
         v /= 1024.0;
         u += 1;
     }
@@ -26,5 +27,7 @@ mod tests {
         assert_eq!(iec(1024), "1.0 KiB");
         assert_eq!(iec(1536), "1.5 KiB");
         assert_eq!(iec(10_600_000_000), "9.9 GiB");
+        assert_eq!(iec(1_048_575), "1.0 MiB");
+        assert_eq!(iec(1_048_524), "1023.9 KiB");
     }
 }

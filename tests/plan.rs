@@ -421,3 +421,64 @@ fn advise_ranks_real_savings_on_the_example() {
     );
     assert_eq!(leak.safety, Safety::Safe);
 }
+
+/// A file whose name is not UTF-8 still carries its references into the
+/// output that holds it.
+#[test]
+fn split_keeps_references_of_non_utf8_file_names() {
+    let f = fixture();
+    let odd = f.small("oddnames");
+    let base = f.small("base");
+    let left = f.small("left");
+    let r: SplitReport = json(&["--json", "split", odd, "--preset", "nixpkgs"]);
+    // Nothing references it: it is its own root.
+    assert_eq!(r.roots.len(), 1);
+    assert_eq!(r.roots[0].root, odd);
+    let out = &r.outputs[0];
+    assert_eq!(out.references, vec![base.to_string()], "{r:?}");
+    let doc = r.outputs.iter().find(|o| o.name == "doc").unwrap();
+    assert_eq!(doc.references, vec![left.to_string()]);
+    assert!(
+        out.files
+            .iter()
+            .any(|x| x.starts_with("lib/odd") && x.contains('\u{fffd}')),
+        "{:?}",
+        out.files
+    );
+    let r: SplitReport = json(&["--json", "split", odd, "--move", "lib=dev"]);
+    let dev = r.outputs.iter().find(|o| o.name == "dev").unwrap();
+    assert_eq!(dev.references, vec![base.to_string()]);
+}
+
+/// `why` terminates and counts simple chains on a cyclic graph (possible in
+/// a hand-edited path-info JSON file, never in a Nix store).
+#[test]
+fn why_survives_a_reference_cycle() {
+    let dir = scratch("cycle");
+    let h = |c: char| {
+        format!(
+            "/nix/store/{}-{c}",
+            c.to_string().repeat(32).replace(['e', 'o', 't', 'u'], "0")
+        )
+    };
+    let (a, b, c, d) = (h('a'), h('b'), h('c'), h('d'));
+    let entry =
+        |p: &str, refs: &[&str]| serde_json::json!({"path": p, "narSize": 100, "references": refs});
+    let v = serde_json::json!([
+        entry(&a, &[&b]),
+        entry(&b, &[&c]),
+        entry(&c, &[&b, &d]),
+        entry(&d, &[])
+    ]);
+    let file = dir.join("cyc.json");
+    std::fs::write(&file, v.to_string()).unwrap();
+    let store = file.display().to_string();
+    let o = heft_run(Some(&store), &["--json", "why", "--all", &a, &d]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let w: nix_heft::report::why::WhyReport = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(w.chain_count, 1);
+    assert_eq!(
+        w.chains,
+        vec![vec![a.clone(), b.clone(), c.clone(), d.clone()]]
+    );
+}

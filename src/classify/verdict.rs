@@ -157,7 +157,7 @@ mod tests {
     use super::*;
 
     fn ev(file: &str, kind: Kind) -> Evidence {
-        Evidence::new(file.into(), kind, 0, String::new())
+        Evidence::new(file.as_bytes(), kind, 0, String::new())
     }
 
     #[test]

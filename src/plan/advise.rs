@@ -78,6 +78,12 @@ const TARGET_PATTERNS: &[(&str, &str)] = &[
     ("sm_[0-9]+", "cudaCapabilities"),
 ];
 
+fn is_secondary_output(name: &str) -> bool {
+    ["-dev", "-doc", "-man", "-info", "-devdoc", "-devman"]
+        .iter()
+        .any(|s| name.ends_with(s))
+}
+
 fn files_of(evs: &[Evidence]) -> Vec<String> {
     let mut v: Vec<String> = evs.iter().map(|e| e.file.clone()).collect();
     v.sort();
@@ -162,7 +168,9 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
                         }
                     });
                 }
-                Verdict::Build | Verdict::Docs => {
+                // An output that is already split off (`-dev`, `-doc` ...)
+                // is where such files belong.
+                Verdict::Build | Verdict::Docs if !is_secondary_output(g.path(from).name()) => {
                     split_candidates.insert(from);
                 }
                 Verdict::Unknown

@@ -81,7 +81,7 @@ fn without(
         .collect();
     let refs = evidence
         .iter()
-        .filter(|(_, evs)| evs.iter().any(|ev| !drop.contains(ev.file.as_bytes())))
+        .filter(|(_, evs)| evs.iter().any(|ev| !drop.contains(ev.file_raw.as_slice())))
         .map(|(t, _)| *t)
         .collect();
     (FileTree::from_entries(kept).nar_size(), refs)

@@ -253,7 +253,7 @@ pub fn build_outputs(
         .collect();
     for (&target, evs) in evidence {
         for ev in evs {
-            let Some(o) = a.output_of(ev.file.as_bytes()) else {
+            let Some(o) = a.output_of(&ev.file_raw) else {
                 continue;
             };
             if target == self_id {

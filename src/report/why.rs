@@ -55,8 +55,11 @@ pub fn chains(g: &Graph, root: NodeId, deps: &[NodeId], all: bool) -> (u128, Vec
     for &d in deps {
         is_dep[d as usize] = true;
     }
-    // Count by memoised DFS (the graph is acyclic).
+    // Count by memoised DFS. Store graphs are acyclic, but a path-info
+    // JSON file need not be: an edge back into the current DFS path is
+    // ignored, so each chain counted is a simple path.
     let mut count: Vec<Option<u128>> = vec![None; n];
+    let mut on_path = vec![false; n];
     let mut stack = vec![(root, false)];
     while let Some((v, done)) = stack.pop() {
         if count[v as usize].is_some() {
@@ -65,16 +68,18 @@ pub fn chains(g: &Graph, root: NodeId, deps: &[NodeId], all: bool) -> (u128, Vec
         if is_dep[v as usize] {
             count[v as usize] = Some(1);
         } else if done {
+            on_path[v as usize] = false;
             let c = g
                 .references(v)
                 .iter()
                 .map(|&w| count[w as usize].unwrap_or(0))
                 .fold(0u128, |a, b| a.saturating_add(b));
             count[v as usize] = Some(c);
-        } else {
+        } else if !on_path[v as usize] {
+            on_path[v as usize] = true;
             stack.push((v, true));
             for &w in g.references(v) {
-                if count[w as usize].is_none() {
+                if count[w as usize].is_none() && !on_path[w as usize] {
                     stack.push((w, false));
                 }
             }
@@ -133,7 +138,7 @@ fn enumerate(
         return;
     }
     for &w in g.references(v) {
-        if count[w as usize].unwrap_or(0) > 0 {
+        if count[w as usize].unwrap_or(0) > 0 && !path.contains(&w) {
             path.push(w);
             enumerate(g, is_dep, count, path, out);
             path.pop();

@@ -83,8 +83,13 @@ impl Kind {
 /// One place where a path holds a reference.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Evidence {
-    /// File relative to the referrer's store path (`""` for the path itself).
+    /// File relative to the referrer's store path (`""` for the path itself);
+    /// names that are not UTF-8 are shown with U+FFFD.
     pub file: String,
+    /// The same relative path as raw bytes, for matching against file trees
+    /// (not in JSON).
+    #[serde(skip)]
+    pub file_raw: Vec<u8>,
     /// What kind of hold it is.
     pub kind: Kind,
     /// Byte offset of the hash in the file (or in the symlink target / name).
@@ -117,10 +122,12 @@ pub struct Evidence {
 }
 
 impl Evidence {
-    /// Evidence of `kind` at `offset` in `file`, not yet judged.
-    pub fn new(file: String, kind: Kind, offset: u64, context: String) -> Evidence {
+    /// Evidence of `kind` at `offset` in `file` (raw relative path), not
+    /// yet judged.
+    pub fn new(file: &[u8], kind: Kind, offset: u64, context: String) -> Evidence {
         Evidence {
-            file,
+            file: String::from_utf8_lossy(file).into_owned(),
+            file_raw: file.to_vec(),
             kind,
             offset,
             line: None,

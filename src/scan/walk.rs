@@ -173,11 +173,11 @@ struct Classifier<'a> {
 impl Classifier<'_> {
     fn classify(
         &self,
-        rel: &str,
+        rel: &[u8],
         fs: FileScan,
         elf_bytes: Option<&[u8]>,
     ) -> Vec<(NodeId, Evidence)> {
-        let nix_support = rel.starts_with("nix-support/");
+        let nix_support = rel.starts_with(b"nix-support/");
         let layout = match (fs.is_elf, elf_bytes) {
             (true, Some(b)) if !fs.hits.is_empty() => {
                 Some(ElfLayout::parse(b).map_err(|e| e.to_string()))
@@ -186,7 +186,7 @@ impl Classifier<'_> {
         };
         let mut out = Vec::with_capacity(fs.hits.len());
         for (i, h) in fs.hits.into_iter().enumerate() {
-            let mut ev = Evidence::new(rel.to_string(), Kind::Binary, h.offset, h.context);
+            let mut ev = Evidence::new(rel, Kind::Binary, h.offset, h.context);
             if nix_support {
                 ev.kind = Kind::NixSupport;
                 ev.line = fs.lines.get(i).copied();
@@ -257,7 +257,7 @@ fn name_hits(rel: &[u8], wanted: &Wanted, out: &mut Vec<(NodeId, Evidence)>) {
     for h in scan_bytes(&rel[name_start..], wanted) {
         out.push((
             h.target,
-            Evidence::new(rel_string(rel), Kind::FileName, h.offset, h.context),
+            Evidence::new(rel, Kind::FileName, h.offset, h.context),
         ));
     }
 }
@@ -267,7 +267,7 @@ fn symlink_hits(rel: &[u8], target: &[u8], wanted: &Wanted, out: &mut Vec<(NodeI
         out.push((
             h.target,
             Evidence::new(
-                rel_string(rel),
+                rel,
                 Kind::Symlink,
                 h.offset,
                 String::from_utf8_lossy(target).into_owned(),
@@ -348,7 +348,7 @@ pub(super) fn scan_path(
                         } else {
                             None
                         };
-                        out.extend(cls.classify(&rel_string(rel), fs, bytes));
+                        out.extend(cls.classify(rel, fs, bytes));
                     }
                     EntryType::Dir => {}
                 }
@@ -404,7 +404,7 @@ pub(super) fn scan_path(
                     ),
                     _ => None,
                 };
-                out.extend(cls.classify(&rel_string(rel), fs, mmap.as_deref()));
+                out.extend(cls.classify(rel, fs, mmap.as_deref()));
             }
         }
         Ok(())

@@ -59,6 +59,11 @@ impl BinaryCache {
                 reason: format!("describes {}, not {}", info.store_path, path),
             });
         }
+        // Same hash, other name: not the path asked for (Nix looks paths up
+        // by hash too, then checks the whole path).
+        if info.store_path != *path {
+            return Ok(None);
+        }
         Ok(Some(info))
     }
 
