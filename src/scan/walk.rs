@@ -17,9 +17,10 @@ use crate::source::StoreSource;
 use crate::source::nar::{NarNode, walk_nar};
 use crate::store_path::HASH_LEN;
 
-/// Read size: large enough that per-call overhead vanishes, small enough to
-/// stay in cache.
-const CHUNK: usize = 1 << 20;
+/// Read size: large enough that per-call overhead vanishes, small enough
+/// that the kernel's copy and the scan stay in the CPU cache. Measured on
+/// the 4 GiB scan benchmark: 64 KiB took half the time of 128 KiB or 1 MiB.
+const CHUNK: usize = 1 << 16;
 
 type Wanted = HashMap<[u8; HASH_LEN], u32>;
 /// Receives each chunk of a file and whether the file is ELF.
@@ -103,10 +104,33 @@ fn scan_stream(
     r: &mut dyn Read,
     wanted: &Wanted,
     report: &(dyn Fn(u64) + Sync),
+    spool: Option<Spool<'_>>,
+) -> std::io::Result<FileScan> {
+    // One read buffer per thread: a fresh 1 MiB allocation per file costs
+    // page faults on every one of tens of thousands of small files.
+    thread_local! {
+        static BUF: std::cell::RefCell<Vec<u8>> = const { std::cell::RefCell::new(Vec::new()) };
+    }
+    BUF.with(|b| match b.try_borrow_mut() {
+        Ok(mut buf) => {
+            if buf.len() < CHUNK {
+                buf.resize(CHUNK, 0);
+            }
+            scan_stream_with(r, wanted, report, spool, &mut buf)
+        }
+        // Re-entered on this thread (never expected): use a buffer of its own.
+        Err(_) => scan_stream_with(r, wanted, report, spool, &mut vec![0u8; CHUNK]),
+    })
+}
+
+fn scan_stream_with(
+    r: &mut dyn Read,
+    wanted: &Wanted,
+    report: &(dyn Fn(u64) + Sync),
     mut spool: Option<Spool<'_>>,
+    buf: &mut [u8],
 ) -> std::io::Result<FileScan> {
     let mut sc = RefScanner::new(wanted);
-    let mut buf = vec![0u8; CHUNK];
     let mut hits = Vec::new();
     let mut lines = Vec::new();
     let mut first = true;
@@ -114,7 +138,7 @@ fn scan_stream(
     let mut newlines_before = 0u64;
     let mut pos = 0u64;
     loop {
-        let n = match r.read(&mut buf) {
+        let n = match r.read(buf) {
             Ok(0) => break,
             Ok(n) => n,
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
