@@ -482,3 +482,26 @@ fn why_survives_a_reference_cycle() {
         vec![vec![a.clone(), b.clone(), c.clone(), d.clone()]]
     );
 }
+
+/// An action the what-if engine cannot simulate is still advised, and
+/// labelled as not simulated.
+#[test]
+fn unsimulated_bin_output_is_labelled() {
+    let f = fixture();
+    let a: AdviceReport = json(&["--json", "advise", f.small("binconsumer")]);
+    let bin = a
+        .actions
+        .iter()
+        .find(|x| x.kind == ActionKind::BinOutput)
+        .unwrap_or_else(|| panic!("{a:?}"));
+    assert!(bin.package.ends_with("-libwithbin-1.0"), "{bin:?}");
+    assert!(bin.removes[0].ends_with("-heavytool-1.0"));
+    assert!(!bin.simulated && bin.saving.is_none() && bin.saving_percent.is_none());
+    assert_eq!(bin.evidence, vec!["bin/tool".to_string()]);
+    assert!(bin.snippet.contains("not simulated"));
+    assert_eq!(
+        a.actions.last().unwrap().kind,
+        ActionKind::BinOutput,
+        "unsimulated actions rank last"
+    );
+}

@@ -24,6 +24,8 @@ pub struct Group {
     pub files: Vec<Vec<u8>>,
     /// NAR bytes the group's entries take in the path.
     pub own_size: u64,
+    /// Every reference the group's files hold.
+    pub refs: BTreeSet<NodeId>,
     /// References held only by this group's files.
     pub exclusive_refs: BTreeSet<NodeId>,
     /// Bytes that leave the closure of the roots without this group.
@@ -138,6 +140,11 @@ pub fn partition(
                 key: key.clone(),
                 files: files.clone(),
                 own_size: full_nar - nar,
+                refs: evidence
+                    .iter()
+                    .filter(|(_, evs)| evs.iter().any(|ev| drop.contains(ev.file_raw.as_slice())))
+                    .map(|(t, _)| *t)
+                    .collect(),
                 exclusive_refs: all_refs.difference(&refs_without).copied().collect(),
                 added: before - after,
             }

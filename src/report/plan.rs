@@ -237,6 +237,8 @@ pub struct GroupReport {
     pub own_size: u64,
     /// Bytes that leave the roots' closure without it.
     pub added: u64,
+    /// Every reference its files hold.
+    pub references: Vec<String>,
     /// References held only by its files.
     pub exclusive_references: Vec<String>,
 }
@@ -294,6 +296,7 @@ impl PartitionReport {
                     files: gr.files.len(),
                     own_size: gr.own_size,
                     added: gr.added,
+                    references: gr.refs.iter().map(|&r| g.path(r).to_string()).collect(),
                     exclusive_references: gr
                         .exclusive_refs
                         .iter()

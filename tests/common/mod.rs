@@ -17,7 +17,16 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 pub const SMALL_ATTRS: &[&str] = &[
-    "base", "left", "right", "top", "second", "loopy", "oddnames", "dup1", "dup2",
+    "base",
+    "left",
+    "right",
+    "top",
+    "second",
+    "loopy",
+    "oddnames",
+    "binconsumer",
+    "dup1",
+    "dup2",
 ];
 
 pub struct Fixture {
