@@ -19,7 +19,13 @@ use nix_heft::source::{self, StoreSource};
 
 /// Why is a Nix closure heavy, and how to cut it.
 #[derive(Parser, Debug)]
-#[command(name = "nix-heft", version, about, long_about = None)]
+#[command(
+    name = "nix-heft",
+    version,
+    about,
+    long_about = None,
+    after_help = "Exit codes: 0 success; 1 error; 2 usage error; 3 partial result (some file or path could not be read, see the warnings)."
+)]
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
     /// `local?root=DIR`, a binary cache (`file:///path` or a directory with
