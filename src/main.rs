@@ -400,7 +400,8 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
     let (g, p, root_ids) = load_with(src, &path, &roots)?;
     let pb = spinner(cli, "scanning");
     let mut w = WhatIf::new(&g);
-    let sim = nix_heft::plan::split::simulate(src, &g, &mut w, p, &moves, args.preset.is_some())?;
+    let sim =
+        nix_heft::plan::split::simulate(src, &g, &mut w, p, &moves, args.preset.is_some(), None)?;
     pb.finish_and_clear();
     print_warnings(src);
     let report = SplitReport::new(&g, &w, p, moves, sim, &root_ids);

@@ -124,25 +124,16 @@ pub fn match_name(
     let mut hits: Vec<StorePath> = paths
         .iter()
         .filter(|p| p.name().ends_with(".drv") == want_drv)
-        .filter(|p| matcher.is_match(p.name()) || matcher.is_match(package_name(p.name())))
+        .filter(|p| name_matches(&matcher, p.name()))
         .cloned()
         .collect();
     hits.sort();
     match hits.len() {
-        0 => {
-            let needle = pattern.trim_matches(['*', '?']).to_lowercase();
-            let mut candidates: Vec<String> = paths
-                .iter()
-                .filter(|p| !needle.is_empty() && p.name().to_lowercase().contains(&needle))
-                .map(|p| p.to_string())
-                .collect();
-            candidates.sort();
-            Err(Error::NoMatch {
-                pattern: pattern.to_string(),
-                store: src.describe(),
-                candidates,
-            })
-        }
+        0 => Err(Error::NoMatch {
+            pattern: pattern.to_string(),
+            store: src.describe(),
+            candidates: similar_names(paths, pattern),
+        }),
         1 => Ok(hits),
         _ if is_glob(pattern) => Ok(hits),
         _ => Err(Error::Ambiguous {
@@ -150,6 +141,25 @@ pub fn match_name(
             candidates: hits.iter().map(|p| p.to_string()).collect(),
         }),
     }
+}
+
+/// A pattern matches a name whole (`rocblas-5.7.1`) or its package name
+/// without version (`rocblas`).
+fn name_matches(matcher: &GlobMatcher, name: &str) -> bool {
+    matcher.is_match(name) || matcher.is_match(package_name(name))
+}
+
+/// Paths whose names contain the pattern (wildcards trimmed), sorted: the
+/// suggestions of a "no match" error.
+fn similar_names(paths: &[StorePath], pattern: &str) -> Vec<String> {
+    let needle = pattern.trim_matches(['*', '?']).to_lowercase();
+    let mut c: Vec<String> = paths
+        .iter()
+        .filter(|p| !needle.is_empty() && p.name().to_lowercase().contains(&needle))
+        .map(|p| p.to_string())
+        .collect();
+    c.sort();
+    c
 }
 
 /// Compiles a name glob (no path separators involved, so `*` matches all).
@@ -186,25 +196,14 @@ pub fn resolve_in_closure(
     }
     let matcher = glob(arg)?;
     let mut hits: Vec<crate::graph::NodeId> = (0..g.len() as crate::graph::NodeId)
-        .filter(|&v| {
-            let n = g.path(v).name();
-            matcher.is_match(n) || matcher.is_match(package_name(n))
-        })
+        .filter(|&v| name_matches(&matcher, g.path(v).name()))
         .collect();
     hits.sort_by(|a, b| g.path(*a).cmp(g.path(*b)));
     if hits.is_empty() {
-        let needle = arg.trim_matches(['*', '?']).to_lowercase();
-        let mut candidates: Vec<String> = g
-            .paths()
-            .iter()
-            .filter(|p| !needle.is_empty() && p.name().to_lowercase().contains(&needle))
-            .map(|p| p.to_string())
-            .collect();
-        candidates.sort();
         return Err(Error::NoMatch {
             pattern: arg.to_string(),
             store: format!("the closure of {}", g.path(g.roots()[0])),
-            candidates,
+            candidates: similar_names(g.paths(), arg),
         });
     }
     Ok(hits)

@@ -207,7 +207,8 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
     // Output splits, simulated with the nixpkgs preset.
     for &p in &split_candidates {
         let mut w = WhatIf::new(g);
-        let Ok(sim) = simulate(src, g, &mut w, p, &nixpkgs_preset(), true) else {
+        let known = scan.paths.get(&p).map(|pe| &pe.by_reference);
+        let Ok(sim) = simulate(src, g, &mut w, p, &nixpkgs_preset(), true, known) else {
             continue;
         };
         let saving = total.saturating_sub(w.closure_size(roots));
@@ -289,13 +290,18 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
             }
             let keys: Vec<String> = by_target.keys().cloned().collect();
             // Keeping the target that costs most is the least a user saves.
+            // One tree read per path; the scan's evidence is reused.
+            let Ok(tree) = super::read_tree(src, g, p, "a partition") else {
+                continue;
+            };
             let best = keys
                 .iter()
                 .filter_map(|k| {
-                    super::partition::partition(
-                        src,
+                    super::partition::partition_of(
                         g,
                         p,
+                        &tree,
+                        &pe.by_reference,
                         pat,
                         Some(std::slice::from_ref(k)),
                         roots,

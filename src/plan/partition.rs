@@ -98,18 +98,28 @@ pub fn partition(
     keep: Option<&[String]>,
     roots: &[NodeId],
 ) -> Result<Partition> {
+    let tree = super::read_tree(src, g, path, "a partition")?;
+    let (evidence, problems) = super::split::evidence_of(src, g, path);
+    let mut p = partition_of(g, path, &tree, &evidence, pattern, keep, roots)?;
+    p.problems = problems;
+    Ok(p)
+}
+
+/// [`partition`] from a tree and evidence already read (`advise` tries
+/// several `keep` values on the same path).
+pub fn partition_of(
+    g: &Graph,
+    path: NodeId,
+    tree: &FileTree,
+    evidence: &BTreeMap<NodeId, Vec<Evidence>>,
+    pattern: &str,
+    keep: Option<&[String]>,
+    roots: &[NodeId],
+) -> Result<Partition> {
     let re = Regex::new(pattern).map_err(|e| Error::BadPattern {
         pattern: pattern.to_string(),
         reason: e.to_string(),
     })?;
-    let tree = FileTree::read(src, g.path(path))?.ok_or_else(|| Error::UnsupportedStore {
-        spec: src.describe(),
-        reason: format!(
-            "it has no file contents for {}, which a partition needs",
-            g.path(path)
-        ),
-    })?;
-    let (evidence, problems) = super::split::evidence_of(src, g, path);
     let mut by_key: BTreeMap<String, Vec<Vec<u8>>> = BTreeMap::new();
     let mut ungrouped = 0;
     for e in &tree.entries {
@@ -123,7 +133,7 @@ pub fn partition(
     let base = WhatIf::new(g);
     let before = base.closure_size(roots);
     let apply = |drop: &BTreeSet<&[u8]>| -> (u64, u64, BTreeSet<NodeId>) {
-        let (nar, refs) = without(&tree, &evidence, drop);
+        let (nar, refs) = without(tree, evidence, drop);
         let mut w = WhatIf::new(g);
         w.set_nar(path, nar);
         w.set_refs(path, refs.iter().copied().collect());
@@ -179,6 +189,6 @@ pub fn partition(
         after_keep,
         kept_nar_size,
         kept_refs,
-        problems,
+        problems: Vec::new(),
     })
 }

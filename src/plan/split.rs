@@ -364,8 +364,9 @@ pub struct Simulation {
 }
 
 /// Simulates splitting `path` with `moves`, editing `w` so that consumers
-/// point at the outputs they use. Precondition: `w` is unedited for `path`
-/// and its consumers.
+/// point at the outputs they use. `known_evidence` is the path's evidence
+/// for all its references when the caller has scanned it already.
+/// Precondition: `w` is unedited for `path` and its consumers.
 pub fn simulate(
     src: &dyn crate::source::StoreSource,
     g: &crate::graph::Graph,
@@ -373,15 +374,14 @@ pub fn simulate(
     path: NodeId,
     moves: &[Move],
     propagate: bool,
+    known_evidence: Option<&BTreeMap<NodeId, Vec<Evidence>>>,
 ) -> Result<Simulation> {
-    let tree = FileTree::read(src, g.path(path))?.ok_or_else(|| Error::UnsupportedStore {
-        spec: src.describe(),
-        reason: format!(
-            "it has no file contents for {}, which a split needs",
-            g.path(path)
-        ),
-    })?;
-    let (evidence, mut problems) = evidence_of(src, g, path);
+    let tree = super::read_tree(src, g, path, "a split")?;
+    // The path's own evidence, unless the caller scanned it already.
+    let (evidence, mut problems) = match known_evidence {
+        Some(e) => (e.clone(), Vec::new()),
+        None => evidence_of(src, g, path),
+    };
     let a = Assignment::apply(&tree, moves)?;
     let outputs = build_outputs(&tree, &a, path, g.path(path).as_str(), &evidence, propagate);
     // Nodes: `out` replaces the path; the others are new.
