@@ -65,12 +65,22 @@ pub enum Error {
         reason: String,
     },
     /// A NAR file that cannot be read or decoded.
-    #[error("corrupt NAR {}: {reason}", file.display())]
+    #[error("corrupt NAR {}: {source}", file.display())]
     BadNar {
         /// The NAR file.
         file: PathBuf,
-        /// What is wrong with it.
-        reason: String,
+        /// What is wrong with it, as the NAR reader says.
+        #[source]
+        source: crate::nar::NarError,
+    },
+    /// A path whose file contents were needed but could not be read (the
+    /// source has none, or reading failed; the problems say which).
+    #[error("no file tree of {path} could be read, which {purpose} needs")]
+    NoContents {
+        /// The store path.
+        path: String,
+        /// What needed it ("a split").
+        purpose: String,
     },
     /// A path-info JSON file that does not have the expected shape.
     #[error("cannot read path-info JSON {file}: {reason}")]
@@ -133,6 +143,11 @@ pub enum Error {
         /// Every matching path.
         candidates: Vec<String>,
     },
+    /// A command line that asks for something impossible or nothing at all
+    /// (a name that matches several paths where one is needed, a split
+    /// without moves).
+    #[error("{0}")]
+    Usage(String),
     /// A glob pattern that does not compile.
     #[error("bad pattern '{pattern}': {reason}")]
     BadPattern {
@@ -141,6 +156,22 @@ pub enum Error {
         /// The glob compiler's complaint.
         reason: String,
     },
+}
+
+impl Error {
+    /// Whether the error is in the command line itself (exit code 2): a
+    /// name that matches no path or several, a pattern that does not
+    /// compile, a command with nothing to do. Everything else is a failure
+    /// outside the command line (exit code 1).
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            Error::NoMatch { .. }
+                | Error::Ambiguous { .. }
+                | Error::BadPattern { .. }
+                | Error::Usage(_)
+        )
+    }
 }
 
 fn list_candidates(label: &str, c: &[String]) -> String {

@@ -1,11 +1,15 @@
 //! nix-heft: why a Nix closure is heavy, and how to cut it.
 //!
-//! The library follows the data's path: [`source`] reads store metadata
-//! (local or chroot store, binary cache, path-info JSON), [`roots`] turns
-//! arguments into store paths, [`graph`] holds the closure and computes
-//! closure and added sizes, and [`report`] renders results as tables or the
-//! serde structs behind `--json`. The `nix-heft` binary is a thin CLI over
-//! these.
+//! The library follows the data's path, one way: [`source`] reads store
+//! metadata (local or chroot store, binary cache, path-info JSON), [`roots`]
+//! turns arguments into store paths, [`graph`] holds the closure, computes
+//! closure and added sizes and says which edges a question needs, [`read`]
+//! reads each needed store path once (file tree and raw holds), [`classify`]
+//! turns holds into [`evidence`] with verdicts, [`plan`] simulates splits,
+//! partitions and advice from those alone, and [`report`] renders results
+//! as tables or the serde structs behind `--json`. [`evidence`] and
+//! [`problem`] are leaves every stage shares; [`nar`] and [`elf`] are the
+//! file formats. The `nix-heft` binary is a thin CLI over these.
 //!
 //! ```no_run
 //! let src = nix_heft::source::open(None)?;
@@ -19,12 +23,17 @@
 #![warn(missing_docs)]
 
 pub mod classify;
+pub mod elf;
 pub mod error;
+pub mod evidence;
 pub mod graph;
+pub mod nar;
 pub mod plan;
+pub mod problem;
+pub mod read;
+pub mod relpath;
 pub mod report;
 pub mod roots;
-pub mod scan;
 pub mod source;
 pub mod store_path;
 pub mod units;

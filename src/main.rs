@@ -7,14 +7,16 @@ use anyhow::Context;
 use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use nix_heft::graph::Graph;
-use nix_heft::graph::NodeId;
-use nix_heft::plan::whatif::WhatIf;
-use nix_heft::report::plan::{PartitionReport, SplitReport};
+use nix_heft::classify::{Classified, classify};
+use nix_heft::graph::{Edges, Graph, NodeId, edges};
+use nix_heft::problem::Problem;
+use nix_heft::report::advise::AdviceReport;
+use nix_heft::report::partition::PartitionReport;
 use nix_heft::report::refs::RefsReport;
 use nix_heft::report::size::{SizeOptions, SizeReport, SortKey};
+use nix_heft::report::split::SplitReport;
 use nix_heft::report::why::WhyReport;
-use nix_heft::scan::ScanRequest;
+use nix_heft::report::{Report, TextOptions};
 use nix_heft::source::{self, StoreSource};
 
 /// Why is a Nix closure heavy, and how to cut it.
@@ -24,7 +26,7 @@ use nix_heft::source::{self, StoreSource};
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 success; 1 error; 2 usage error; 3 partial result (some file or path could not be read, see the warnings)."
+    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings)."
 )]
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
@@ -90,13 +92,43 @@ struct SplitArgs {
     moves: Vec<nix_heft::plan::split::Move>,
     /// Apply nixpkgs' multiple-outputs defaults first (include, pkg-config,
     /// CMake, aclocal → dev; share/doc → doc; share/man → man; share/info →
-    /// info; gtk-doc, devhelp → devdoc; dev propagates out).
+    /// info; gtk-doc, devhelp → devdoc).
     #[arg(long, value_enum)]
     preset: Option<Preset>,
+    /// Do not model `_multioutPropagateDev`: by default, when the split has
+    /// a `dev` output, dev's nix-support/propagated-build-inputs names
+    /// `out` (as every multi-output nixpkgs build writes it).
+    #[arg(long)]
+    no_propagate_dev: bool,
     /// Roots whose closure to compare (default: every top-level path in the
     /// store that pulls PATH in).
     #[arg(long = "root", value_name = "ROOT")]
     roots: Vec<String>,
+}
+
+/// `--sort` values; the library's [`SortKey`] knows nothing of clap.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Sort {
+    /// Added size.
+    Added,
+    /// Own NAR size.
+    #[value(name = "self")]
+    SelfSize,
+    /// Closure size.
+    Closure,
+    /// Name.
+    Name,
+}
+
+impl From<Sort> for SortKey {
+    fn from(s: Sort) -> SortKey {
+        match s {
+            Sort::Added => SortKey::Added,
+            Sort::SelfSize => SortKey::SelfSize,
+            Sort::Closure => SortKey::Closure,
+            Sort::Name => SortKey::Name,
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -153,8 +185,8 @@ struct SizeArgs {
     #[arg(required = true, value_name = "ROOT")]
     roots: Vec<String>,
     /// Order of the table (largest first, except name).
-    #[arg(long, value_enum, default_value_t = SortKey::Added)]
-    sort: SortKey,
+    #[arg(long, value_enum, default_value_t = Sort::Added)]
+    sort: Sort,
     /// Show only the first N paths.
     #[arg(long, value_name = "N")]
     top: Option<usize>,
@@ -166,6 +198,12 @@ struct SizeArgs {
     #[arg(long)]
     references: bool,
 }
+
+/// Exit code of a usage error, as clap gives for bad flags.
+const EXIT_USAGE: u8 = 2;
+/// Exit code of a run whose result is partial (some file or path could not
+/// be read or simulated; the rest is reported).
+const EXIT_PARTIAL: u8 = 3;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -190,20 +228,24 @@ fn main() -> ExitCode {
                     printed.push_str(&c);
                 }
             }
-            ExitCode::from(1)
+            let usage = e
+                .chain()
+                .any(|c| c.downcast_ref::<nix_heft::Error>().is_some_and(|e| e.is_usage()));
+            ExitCode::from(if usage { EXIT_USAGE } else { 1 })
         }
     }
 }
 
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let src = source::open(cli.store.as_deref())?;
+    let src = src.as_ref();
     match &cli.command {
-        Command::Size(args) => size(cli, src.as_ref(), args),
-        Command::Why(args) => why(cli, src.as_ref(), args),
-        Command::Refs(args) => refs(cli, src.as_ref(), args),
-        Command::Split(args) => split(cli, src.as_ref(), args),
-        Command::Partition(args) => partition(cli, src.as_ref(), args),
-        Command::Advise(args) => advise(cli, src.as_ref(), args),
+        Command::Size(args) => size(cli, src, args),
+        Command::Why(args) => why(cli, src, args),
+        Command::Refs(args) => refs(cli, src, args),
+        Command::Split(args) => split(cli, src, args),
+        Command::Partition(args) => partition(cli, src, args),
+        Command::Advise(args) => advise(cli, src, args),
     }
 }
 
@@ -231,133 +273,119 @@ fn print_warnings(src: &dyn StoreSource) {
     }
 }
 
+/// Resolve and load: the roots' closure as a graph.
+fn load(cli: &Cli, src: &dyn StoreSource, roots: &[nix_heft::StorePath]) -> anyhow::Result<Graph> {
+    let pb = spinner(cli, &format!("reading closure from {}", src.describe()));
+    let g = Graph::load(src, roots).context("loading the closure")?;
+    pb.finish_and_clear();
+    Ok(g)
+}
+
+/// Read and classify: each path `wants` names read once (a byte progress
+/// bar on a terminal), then classified.
+fn read_and_classify(cli: &Cli, src: &dyn StoreSource, g: &Graph, wants: &Edges) -> Classified {
+    let total: u64 = wants
+        .iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(&v, _)| g.nar_size(v))
+        .sum();
+    let pb = spinner(cli, "");
+    if !pb.is_hidden() {
+        pb.set_length(total);
+        pb.set_style(
+            ProgressStyle::with_template(
+                "reading {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ({eta})",
+            )
+            .expect("static template"),
+        );
+    }
+    let reads = nix_heft::read::read(src, g, wants, &|n| pb.inc(n));
+    pb.finish_and_clear();
+    print_warnings(src);
+    classify(g, reads)
+}
+
+/// Report: JSON or text on stdout, problems on stderr, and the exit code.
+fn emit<R: Report>(cli: &Cli, report: &R, opts: TextOptions) -> anyhow::Result<ExitCode> {
+    let mut out = std::io::stdout().lock();
+    if cli.json {
+        serde_json::to_writer(&mut out, report)?;
+        writeln!(out)?;
+    } else {
+        out.write_all(report.render_text(&opts).as_bytes())?;
+    }
+    out.flush()?;
+    Ok(partial_code(report.problems()))
+}
+
+fn partial_code(problems: &[Problem]) -> ExitCode {
+    if problems.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for p in problems {
+        eprintln!("nix-heft: warning: {}", p.display());
+    }
+    ExitCode::from(EXIT_PARTIAL)
+}
+
 fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
-    let pb = spinner(cli, &format!("reading closure from {}", src.describe()));
-    let g = Graph::load(src, &roots).context("loading the closure")?;
-    pb.set_message(format!("sizing {} paths", g.len()));
+    let g = load(cli, src, &roots)?;
     let report = SizeReport::compute(
         &g,
         SizeOptions {
-            sort: args.sort,
+            sort: args.sort.into(),
             top: args.top,
             references: args.references,
         },
     );
-    pb.finish_and_clear();
     print_warnings(src);
-    emit(cli, &report, || report.render(args.bytes))?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Exit code of a run whose result is partial (some file or path could not
-/// be read; the rest is reported).
-const EXIT_PARTIAL: u8 = 3;
-
-/// A byte progress bar for scans, only for a person at a terminal.
-fn scan_bar(cli: &Cli, total: u64) -> ProgressBar {
-    let pb = spinner(cli, "");
-    if pb.is_hidden() {
-        return pb;
-    }
-    pb.set_length(total);
-    pb.set_style(
-        ProgressStyle::with_template(
-            "scanning {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ({eta})",
-        )
-        .expect("static template"),
-    );
-    pb
-}
-
-fn scan_with_bar(
-    cli: &Cli,
-    src: &dyn StoreSource,
-    g: &Graph,
-    reqs: &[ScanRequest],
-) -> nix_heft::scan::ScanResult {
-    let total: u64 = reqs.iter().map(|r| g.nar_size(r.referrer)).sum();
-    let pb = scan_bar(cli, total);
-    let res = nix_heft::scan::scan(src, g, reqs, &|n| pb.inc(n));
-    pb.finish_and_clear();
-    res
-}
-
-fn emit<T: serde::Serialize>(
-    cli: &Cli,
-    value: &T,
-    text: impl FnOnce() -> String,
-) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    if cli.json {
-        serde_json::to_writer(&mut out, value)?;
-        writeln!(out)?;
-    } else {
-        out.write_all(text().as_bytes())?;
-    }
-    Ok(())
-}
-
-fn partial_code(problems: &[nix_heft::scan::Problem]) -> ExitCode {
-    if problems.is_empty() {
-        ExitCode::SUCCESS
-    } else {
-        for p in problems {
-            eprintln!(
-                "nix-heft: warning: {}{}: {}",
-                p.path,
-                p.file
-                    .as_deref()
-                    .map(|f| format!("/{f}"))
-                    .unwrap_or_default(),
-                p.message
-            );
-        }
-        ExitCode::from(EXIT_PARTIAL)
-    }
+    emit(
+        cli,
+        &report,
+        TextOptions {
+            exact_bytes: args.bytes,
+        },
+    )
 }
 
 fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitCode> {
-    let roots = nix_heft::roots::resolve_roots(src, std::slice::from_ref(&args.root))?;
-    anyhow::ensure!(
-        roots.len() == 1,
-        "ROOT '{}' matches {} paths; give one",
-        args.root,
-        roots.len()
-    );
-    let g = Graph::load(src, &roots).context("loading the closure")?;
+    let root = one_path(src, &args.root)?;
+    let g = load(cli, src, std::slice::from_ref(&root))?;
     let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
     let root = g.roots()[0];
-    let found = nix_heft::report::why::chains(&g, root, &deps, args.all);
-    let reqs = nix_heft::report::why::requests_for(&found.1);
-    let scan = scan_with_bar(cli, src, &g, &reqs);
-    print_warnings(src);
-    let report = WhyReport::new(&g, root, &args.dep, &deps, found, scan);
-    emit(cli, &report, || report.render())?;
-    Ok(partial_code(&report.problems))
+    let found = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
+    let wants = nix_heft::graph::chains::edges_on(&found.1);
+    let c = read_and_classify(cli, src, &g, &wants);
+    let report = WhyReport::new(&g, root, &args.dep, &deps, found, c);
+    emit(cli, &report, TextOptions::default())
 }
 
 fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<ExitCode> {
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
-    let g = Graph::load(src, &roots).context("loading the closure")?;
-    let reqs = nix_heft::report::refs::requests_for_all(&g);
-    let scan = scan_with_bar(cli, src, &g, &reqs);
-    print_warnings(src);
-    let report = RefsReport::new(&g, scan, args.evidence);
-    emit(cli, &report, || report.render())?;
-    Ok(partial_code(&report.problems))
+    let g = load(cli, src, &roots)?;
+    let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    let report = RefsReport::new(&g, c, args.evidence);
+    emit(cli, &report, TextOptions::default())
 }
 
-/// Resolves one PATH argument.
+/// Resolves one PATH argument; several matches are a usage error.
 fn one_path(src: &dyn StoreSource, arg: &str) -> anyhow::Result<nix_heft::StorePath> {
     let mut p = nix_heft::roots::resolve_roots(src, &[arg.to_string()])?;
-    anyhow::ensure!(p.len() == 1, "'{arg}' matches {} paths; give one", p.len());
+    if p.len() != 1 {
+        return Err(nix_heft::Error::Usage(format!(
+            "'{arg}' matches {} paths; give one",
+            p.len()
+        ))
+        .into());
+    }
     Ok(p.remove(0))
 }
 
 /// Loads the closure of `roots` plus `path` and returns the graph with the
 /// ids of `path` and of the roots.
 fn load_with(
+    cli: &Cli,
     src: &dyn StoreSource,
     path: &nix_heft::StorePath,
     roots: &[nix_heft::StorePath],
@@ -366,7 +394,7 @@ fn load_with(
     if !all.contains(path) {
         all.push(path.clone());
     }
-    let g = Graph::load(src, &all).context("loading the closure")?;
+    let g = load(cli, src, &all)?;
     let index = g.index();
     let p = index[path];
     let r = roots.iter().map(|x| index[x]).collect();
@@ -375,79 +403,86 @@ fn load_with(
 
 fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<ExitCode> {
     let path = one_path(src, &args.path)?;
-    let roots = if args.roots.is_empty() {
-        match nix_heft::roots::top_level_referrers(src, &path)? {
-            // Nothing pulls it in: it is its own root.
-            Some(r) if r.is_empty() => vec![path.clone()],
-            Some(r) => r,
-            None => anyhow::bail!(
-                "{} cannot list what references {path}; give the roots with --root",
-                src.describe()
-            ),
-        }
-    } else {
-        nix_heft::roots::resolve_roots(src, &args.roots)?
-    };
     let mut moves = match args.preset {
         Some(Preset::Nixpkgs) => nix_heft::plan::split::nixpkgs_preset(),
         None => Vec::new(),
     };
     moves.extend(args.moves.iter().cloned());
-    anyhow::ensure!(
-        !moves.is_empty(),
-        "nothing to split: give --move GLOB=OUTPUT or --preset nixpkgs"
-    );
-    let (g, p, root_ids) = load_with(src, &path, &roots)?;
-    let pb = spinner(cli, "scanning");
-    let mut w = WhatIf::new(&g);
-    let sim =
-        nix_heft::plan::split::simulate(src, &g, &mut w, p, &moves, args.preset.is_some(), None)?;
-    pb.finish_and_clear();
-    print_warnings(src);
-    let report = SplitReport::new(&g, &w, p, moves, sim, &root_ids);
-    emit(cli, &report, || report.render())?;
-    Ok(partial_code(&report.problems))
+    if moves.is_empty() {
+        return Err(nix_heft::Error::Usage(
+            "nothing to split: give --move GLOB=OUTPUT or --preset nixpkgs".into(),
+        )
+        .into());
+    }
+    let roots = if args.roots.is_empty() {
+        match nix_heft::roots::top_level_referrers(src, &path)? {
+            // Nothing pulls it in: it is its own root.
+            Some(r) if r.is_empty() => vec![path.clone()],
+            Some(r) => r,
+            None => {
+                return Err(nix_heft::Error::Usage(format!(
+                    "{} cannot list what references {path}; give the roots with --root",
+                    src.describe()
+                ))
+                .into());
+            }
+        }
+    } else {
+        nix_heft::roots::resolve_roots(src, &args.roots)?
+    };
+    let (g, p, root_ids) = load_with(cli, src, &path, &roots)?;
+    // The path's own holds, and each consumer's holds into it.
+    let mut wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
+    edges::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
+    let c = read_and_classify(cli, src, &g, &wants);
+    let plan = nix_heft::plan::split::split(&g, &c, p, &moves, !args.no_propagate_dev, &root_ids)?;
+    let mut problems = c.problems.clone();
+    problems.extend(plan.sim.problems.iter().cloned());
+    let report = SplitReport::new(&g, p, moves, plan, problems);
+    emit(cli, &report, TextOptions::default())
 }
 
 fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
+    // A bad regex is a usage error, found before anything is read.
+    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft::Error::BadPattern {
+        pattern: args.by.clone(),
+        reason: e.to_string(),
+    })?;
     let path = one_path(src, &args.path)?;
     let roots = if args.roots.is_empty() {
         vec![path.clone()]
     } else {
         nix_heft::roots::resolve_roots(src, &args.roots)?
     };
-    let (g, p, root_ids) = load_with(src, &path, &roots)?;
-    let pb = spinner(cli, "scanning");
-    let part = nix_heft::plan::partition::partition(
-        src,
+    let (g, p, root_ids) = load_with(cli, src, &path, &roots)?;
+    let wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
+    let c = read_and_classify(cli, src, &g, &wants);
+    let part =
+        nix_heft::plan::partition::partition(&g, &c, p, &args.by, args.keep.as_deref(), &root_ids)?;
+    let report = PartitionReport::new(
         &g,
         p,
         &args.by,
-        args.keep.as_deref(),
+        args.keep.clone(),
         &root_ids,
-    )?;
-    pb.finish_and_clear();
-    print_warnings(src);
-    let report = PartitionReport::new(&g, p, &args.by, args.keep.clone(), &root_ids, part);
-    emit(cli, &report, || report.render())?;
-    Ok(partial_code(&report.problems))
+        part,
+        c.problems,
+    );
+    emit(cli, &report, TextOptions::default())
 }
 
 fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
-    let g = Graph::load(src, &roots).context("loading the closure")?;
-    let reqs = nix_heft::report::refs::requests_for_all(&g);
-    let scan = scan_with_bar(cli, src, &g, &reqs);
-    print_warnings(src);
-    let pb = spinner(cli, "simulating");
-    let actions = nix_heft::plan::advise::advise(src, &g, &scan);
-    pb.finish_and_clear();
-    let report = nix_heft::plan::advise::AdviceReport {
+    let g = load(cli, src, &roots)?;
+    let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c);
+    let mut problems = c.problems;
+    problems.extend(sim_problems);
+    let report = AdviceReport {
         roots: roots.iter().map(|r| r.to_string()).collect(),
         closure_size: g.size_of(&g.closure_of(g.roots())),
         actions,
-        problems: scan.problems,
+        problems,
     };
-    emit(cli, &report, || report.render())?;
-    Ok(partial_code(&report.problems))
+    emit(cli, &report, TextOptions::default())
 }

@@ -150,6 +150,13 @@ pub fn check_base_name(base: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// The name of a store path given as a string (`/nix/store/<hash>-rocblas-5.7.1`
+/// gives `rocblas-5.7.1`); the string itself when it has no hash part.
+pub fn name_of(path: &str) -> &str {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    base.get(HASH_LEN + 1..).unwrap_or(base)
+}
+
 /// Splits a derivation name into package name and version the way Nix's
 /// `DrvName` does: the version starts at the first `-` that is followed by a
 /// character that is not a letter (`rocm-llvm-clang-5.7.1` → `rocm-llvm-clang`).

@@ -1,4 +1,149 @@
-//! What holds each store hash the reference scanner finds (by file format), and whether the reference is needed at run time.
+//! The classify stage: raw holds from the read stage become [`Evidence`]
+//! with a [`Kind`], RUNPATH entries are judged against the directory they
+//! name (in the referenced path's tree, from the same read), files that a
+//! program of their own path finds by relative directory become run-time
+//! data, and every piece of evidence gets its [`Verdict`](crate::evidence::Verdict).
+//!
+//! Pure: it never touches the store. Everything it needs is in [`Reads`].
 
-pub mod elf;
+mod lookups;
+mod runpath;
 pub mod verdict;
+
+use std::collections::BTreeMap;
+
+use crate::evidence::{Evidence, Kind};
+use crate::graph::{Graph, NodeId};
+use crate::nar::tree::FileTree;
+use crate::problem::{Problem, ProblemKind};
+use crate::read::{ElfHold, PathRead, Reads, Site};
+
+/// Evidence found in one referrer, by reference.
+#[derive(Debug, Default, Clone)]
+pub struct PathEvidence {
+    /// Evidence per referenced node, in file order.
+    pub by_reference: BTreeMap<NodeId, Vec<Evidence>>,
+    /// False when the source has no file contents for this path.
+    pub available: bool,
+}
+
+/// The classified result of a read: what later stages use.
+#[derive(Debug, Default)]
+pub struct Classified {
+    /// Per scanned referrer.
+    pub paths: BTreeMap<NodeId, PathEvidence>,
+    /// The file tree of every path read in full, scanned or not.
+    pub trees: BTreeMap<NodeId, FileTree>,
+    /// Everything that could not be read or classified.
+    pub problems: Vec<Problem>,
+}
+
+impl Classified {
+    /// `from`'s evidence for `to`, empty when none was found or read.
+    pub fn evidence(&self, from: NodeId, to: NodeId) -> &[Evidence] {
+        self.paths
+            .get(&from)
+            .and_then(|p| p.by_reference.get(&to))
+            .map(Vec::as_slice)
+            .unwrap_or(&[])
+    }
+}
+
+/// Classifies everything `reads` holds.
+pub fn classify(g: &Graph, reads: Reads) -> Classified {
+    let Reads { paths, mut problems } = reads;
+    let mut out = Classified::default();
+    for (v, pr) in &paths {
+        if pr.scanned {
+            let pe = classify_path(g, *v, pr, &paths, &mut problems);
+            out.paths.insert(*v, pe);
+        }
+    }
+    for (v, pr) in paths {
+        if let Some(t) = pr.tree {
+            out.trees.insert(v, t);
+        }
+    }
+    out.problems = problems;
+    out
+}
+
+fn classify_path(
+    g: &Graph,
+    v: NodeId,
+    pr: &PathRead,
+    all: &BTreeMap<NodeId, PathRead>,
+    problems: &mut Vec<Problem>,
+) -> PathEvidence {
+    let mut evs: Vec<(NodeId, Evidence)> = Vec::with_capacity(pr.holds.len());
+    let mut bad_elf: Vec<&[u8]> = Vec::new();
+    for h in &pr.holds {
+        let mut ev = Evidence::new(&h.file, Kind::Binary, h.offset, h.context.clone());
+        ev.pointed = h.pointed.clone();
+        let nix_support = crate::relpath::is_under(&h.file, b"nix-support");
+        match &h.site {
+            Site::FileName => ev.kind = Kind::FileName,
+            Site::Symlink => ev.kind = Kind::Symlink,
+            _ if nix_support => {
+                ev.kind = Kind::NixSupport;
+                if let Site::Text { line } = h.site {
+                    ev.line = Some(line);
+                }
+            }
+            Site::Elf { hold, elf } => {
+                let facts = &pr.elf_files[*elf];
+                ev.kind = match hold {
+                    ElfHold::Interpreter => Kind::ElfInterpreter,
+                    ElfHold::Needed { .. } => Kind::ElfNeeded,
+                    ElfHold::Runpath { entry } => {
+                        if let Some(dir) = facts.runpath.get(*entry) {
+                            let tree = all.get(&h.target).and_then(|r| r.tree.as_ref());
+                            runpath::judge(g, h.target, tree, dir, facts, &mut ev);
+                        }
+                        Kind::ElfRunpath
+                    }
+                    ElfHold::String { .. } => Kind::ElfString,
+                    ElfHold::Debug { .. } => Kind::ElfDebug,
+                    ElfHold::Comment { .. } => Kind::ElfComment,
+                    ElfHold::Other { .. } => Kind::ElfOther,
+                };
+            }
+            Site::BadElf { error } => {
+                ev.note = Some(format!("malformed ELF, treated as binary: {error}"));
+                if bad_elf.last() != Some(&h.file.as_slice()) {
+                    bad_elf.push(&h.file);
+                    problems.push(
+                        Problem::new(
+                            g.path(v).as_str(),
+                            ProblemKind::BadElf,
+                            format!("malformed ELF, its holds are judged as binary: {error}"),
+                        )
+                        .in_file(String::from_utf8_lossy(&h.file)),
+                    );
+                }
+            }
+            Site::Shebang => {
+                ev.kind = Kind::Shebang;
+                ev.line = Some(1);
+            }
+            Site::Text { line } => {
+                ev.kind = Kind::Text;
+                ev.line = Some(*line);
+            }
+            Site::Binary => {}
+        }
+        evs.push((h.target, ev));
+    }
+    lookups::mark(pr, &mut evs);
+    let mut by_reference: BTreeMap<NodeId, Vec<Evidence>> = BTreeMap::new();
+    for (t, mut ev) in evs {
+        let (verdict, reason) = verdict::judge(&ev);
+        ev.verdict = verdict;
+        ev.reason = reason;
+        by_reference.entry(t).or_default().push(ev);
+    }
+    PathEvidence {
+        by_reference,
+        available: pr.available,
+    }
+}

@@ -7,38 +7,8 @@
 //! documentation to `man`/`doc`/`info`/`devdoc`; whatever the hook leaves in
 //! `out` (bin, lib, libexec, share data, etc) is what programs load.
 
-use serde::{Deserialize, Serialize};
-
-use crate::scan::{Evidence, Kind};
-
-/// Whether a reference is needed, strongest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "kebab-case")]
-pub enum Verdict {
-    /// A program uses it when it runs.
-    Runtime,
-    /// Could be either (a string in an ELF's data, an opaque binary).
-    Unknown,
-    /// Only builds against the path use it (headers, pkg-config, CMake).
-    Build,
-    /// Only documentation mentions it.
-    Docs,
-    /// Nothing uses it (a dead RUNPATH entry, debug info, .comment).
-    Dead,
-}
-
-impl Verdict {
-    /// Name used in output.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Verdict::Runtime => "runtime",
-            Verdict::Unknown => "unknown",
-            Verdict::Build => "build",
-            Verdict::Docs => "docs",
-            Verdict::Dead => "dead",
-        }
-    }
-}
+pub use crate::evidence::Verdict;
+use crate::evidence::{Evidence, Kind};
 
 /// Prefixes (relative to the store path) that nixpkgs' `_multioutDevs` and
 /// the dev conventions send to `dev`.
@@ -63,7 +33,7 @@ pub const DOC_PREFIXES: &[&str] = &[
 
 /// True when `file` is `prefix` or lies below it.
 pub fn under(file: &str, prefix: &str) -> bool {
-    file == prefix || (file.starts_with(prefix) && file.as_bytes().get(prefix.len()) == Some(&b'/'))
+    crate::relpath::is_under(file.as_bytes(), prefix.as_bytes())
 }
 
 /// Location class of a file, from its path inside the store path.

@@ -5,13 +5,16 @@
 //! path that mentions its own hash), but they change no closure and would
 //! only make every traversal check for them.
 
+pub mod chains;
 mod closure_size;
 mod dominators;
+pub mod edges;
 
 use std::collections::HashMap;
 
 pub use closure_size::closure_sizes;
 pub use dominators::{Dominators, added_sizes};
+pub use edges::Edges;
 
 use crate::error::Result;
 use crate::source::{RawClosure, StoreSource};

@@ -10,10 +10,11 @@ use serde::{Deserialize, Serialize};
 
 use super::split::{nixpkgs_preset, simulate};
 use super::whatif::WhatIf;
-use crate::classify::verdict::{Verdict, judge};
+use crate::classify::Classified;
+use crate::classify::verdict::judge;
+use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId};
-use crate::scan::{Evidence, Kind, ScanResult};
-use crate::source::StoreSource;
+use crate::problem::{Problem, ProblemKind};
 
 /// How safe an action is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -91,17 +92,20 @@ fn files_of(evs: &[Evidence]) -> Vec<String> {
     v
 }
 
+/// The attribute-like package name (`rocblas`), for nixpkgs snippets.
 fn pkg_name(p: &str) -> &str {
-    crate::store_path::package_name(
-        p.rsplit('/')
-            .next()
-            .map(|b| b.get(33..).unwrap_or(b))
-            .unwrap_or(p),
-    )
+    crate::store_path::package_name(full_name(p))
 }
 
-/// Computes ranked advice for the graph's roots from a scan of every edge.
-pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action> {
+/// The path's full name (`rocblas-5.7.1-dev`), for messages: the output
+/// or `-source` suffix tells apart paths of one package.
+use crate::store_path::name_of as full_name;
+
+/// Computes ranked advice for the graph's roots from the classified
+/// evidence of every edge. Actions that could not be simulated are not
+/// dropped: each leaves a problem.
+pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
+    let mut problems = Vec::new();
     let roots = g.roots();
     let base = WhatIf::new(g);
     let total = base.closure_size(roots);
@@ -160,7 +164,7 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
                             saving: Some(saving),
                             saving_percent: Some(pct(saving)),
                             safety: Safety::Safe,
-                            reason: format!("{} is only mentioned in debug information or .comment", pkg_name(&dep)),
+                            reason: format!("{} is only mentioned in debug information or .comment", full_name(&dep)),
                             snippet: "separateDebugInfo = true;  # or: dontStrip = false;".to_string(),
                             evidence: files,
                             package: pkg,
@@ -188,7 +192,7 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
                         safety: Safety::CheckAtRuntime,
                         reason: format!(
                             "{} is held only by strings in ELF data (an error message, or a path the program opens)",
-                            pkg_name(&dep)
+                            full_name(&dep)
                         ),
                         snippet: format!(
                             "nativeBuildInputs = [ removeReferencesTo ];\npostFixup = ''\n  remove-references-to -t ${{{}}} {}\n'';",
@@ -207,10 +211,18 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
     // Output splits, simulated with the nixpkgs preset.
     for &p in &split_candidates {
         let mut w = WhatIf::new(g);
-        let known = scan.paths.get(&p).map(|pe| &pe.by_reference);
-        let Ok(sim) = simulate(src, g, &mut w, p, &nixpkgs_preset(), true, known) else {
-            continue;
+        let sim = match simulate(g, scan, &mut w, p, &nixpkgs_preset(), true) {
+            Ok(sim) => sim,
+            Err(e) => {
+                problems.push(Problem::new(
+                    g.path(p).as_str(),
+                    ProblemKind::Simulation,
+                    format!("the split-outputs action could not be simulated: {e}"),
+                ));
+                continue;
+            }
         };
+        problems.extend(sim.problems.iter().cloned());
         let saving = total.saturating_sub(w.closure_size(roots));
         let removed: Vec<String> = g
             .references(p)
@@ -240,12 +252,12 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
             reason: if moved_runtime.is_empty() {
                 format!(
                     "build-time/documentation files hold {}; consumers use only `out`",
-                    removed.iter().map(|r| pkg_name(r)).collect::<Vec<_>>().join(", ")
+                    removed.iter().map(|r| full_name(r)).collect::<Vec<_>>().join(", ")
                 )
             } else {
                 format!(
                     "build-time/documentation files hold {}, but consumers use {} at run time",
-                    removed.iter().map(|r| pkg_name(r)).collect::<Vec<_>>().join(", "),
+                    removed.iter().map(|r| full_name(r)).collect::<Vec<_>>().join(", "),
                     moved_runtime.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
                 )
             },
@@ -290,9 +302,16 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
             }
             let keys: Vec<String> = by_target.keys().cloned().collect();
             // Keeping the target that costs most is the least a user saves.
-            // One tree read per path; the scan's evidence is reused.
-            let Ok(tree) = super::read_tree(src, g, p, "a partition") else {
-                continue;
+            let tree = match super::tree_of(g, scan, p, "a partition") {
+                Ok(t) => t,
+                Err(e) => {
+                    problems.push(Problem::new(
+                        g.path(p).as_str(),
+                        ProblemKind::Simulation,
+                        format!("the partition-targets action could not be simulated: {e}"),
+                    ));
+                    continue;
+                }
             };
             let best = keys
                 .iter()
@@ -300,7 +319,7 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
                     super::partition::partition_of(
                         g,
                         p,
-                        &tree,
+                        tree,
                         &pe.by_reference,
                         pat,
                         Some(std::slice::from_ref(k)),
@@ -330,7 +349,7 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
                 safety: Safety::CheckAtRuntime,
                 reason: format!(
                     "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them",
-                    pkg_name(g.path(p).as_str()),
+                    full_name(g.path(p).as_str()),
                     keys.len(),
                     keys.join(", ")
                 ),
@@ -393,82 +412,6 @@ pub fn advise(src: &dyn StoreSource, g: &Graph, scan: &ScanResult) -> Vec<Action
             .cmp(&a.saving.unwrap_or(0))
             .then_with(|| a.package.cmp(&b.package))
     });
-    actions
+    (actions, problems)
 }
 
-/// The `advise` report; also its `--json` document.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct AdviceReport {
-    /// The roots.
-    pub roots: Vec<String>,
-    /// Their closure size now.
-    pub closure_size: u64,
-    /// Actions, biggest saving first (unsimulated ones last).
-    pub actions: Vec<Action>,
-    /// Files or paths that could not be read.
-    pub problems: Vec<crate::scan::Problem>,
-}
-
-impl AdviceReport {
-    /// Terminal rendering.
-    pub fn render(&self) -> String {
-        use crate::units::iec;
-        let mut out = format!(
-            "closure of {}: {}; {} action(s)\n",
-            self.roots
-                .iter()
-                .map(|r| pkg_name(r))
-                .collect::<Vec<_>>()
-                .join(", "),
-            iec(self.closure_size),
-            self.actions.len()
-        );
-        for (i, a) in self.actions.iter().enumerate() {
-            let saving = match (a.saving, a.saving_percent) {
-                (Some(s), Some(p)) => format!("saves {} ({p:.1}%)", iec(s)),
-                _ => "saving not simulated".to_string(),
-            };
-            out.push_str(&format!(
-                "\n{}. [{}] {} in {} — {saving}, {}\n   {}\n",
-                i + 1,
-                serde_json::to_value(a.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                if a.removes.is_empty() {
-                    "no reference".to_string()
-                } else {
-                    a.removes
-                        .iter()
-                        .map(|r| pkg_name(r))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                },
-                pkg_name(&a.package),
-                serde_json::to_value(a.safety)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                a.reason
-            ));
-            if !a.evidence.is_empty() {
-                let shown: Vec<&str> = a.evidence.iter().take(4).map(String::as_str).collect();
-                let more = a.evidence.len().saturating_sub(4);
-                out.push_str(&format!(
-                    "   evidence: {}{}\n",
-                    shown.join(", "),
-                    if more > 0 {
-                        format!(" (+{more} more)")
-                    } else {
-                        String::new()
-                    }
-                ));
-            }
-            for l in a.snippet.lines() {
-                out.push_str(&format!("   | {l}\n"));
-            }
-        }
-        crate::report::refs::append_problems(&mut out, &self.problems);
-        out
-    }
-}

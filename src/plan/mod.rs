@@ -1,24 +1,23 @@
-//! What-if planning: simulated output splits, partitions and advice, computed from the files of existing store paths without rebuilding.
+//! The plan stage: simulated output splits, partitions and advice, computed
+//! from the graph, the file trees and the classified evidence of existing
+//! store paths, without rebuilding and without touching the store.
 
 pub mod advise;
 pub mod partition;
 pub mod split;
-pub mod tree;
 pub mod whatif;
 
-/// The file tree of `path`, or an error saying the source has no file
-/// contents, which `purpose` (a split, a partition) needs.
-pub(crate) fn read_tree(
-    src: &dyn crate::source::StoreSource,
+/// The file tree of `path` from the read, or an error saying the source
+/// has no file contents for it, which `purpose` (a split, a partition)
+/// needs.
+pub(crate) fn tree_of<'c>(
     g: &crate::graph::Graph,
+    c: &'c crate::classify::Classified,
     path: crate::graph::NodeId,
     purpose: &str,
-) -> crate::Result<tree::FileTree> {
-    tree::FileTree::read(src, g.path(path))?.ok_or_else(|| crate::Error::UnsupportedStore {
-        spec: src.describe(),
-        reason: format!(
-            "it has no file contents for {}, which {purpose} needs",
-            g.path(path)
-        ),
+) -> crate::Result<&'c crate::nar::tree::FileTree> {
+    c.trees.get(&path).ok_or_else(|| crate::Error::NoContents {
+        path: g.path(path).to_string(),
+        purpose: purpose.to_string(),
     })
 }

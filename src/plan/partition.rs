@@ -8,12 +8,12 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex::bytes::Regex;
 
-use super::tree::{FileTree, TreeEntry, TreeNode};
 use super::whatif::WhatIf;
+use crate::classify::Classified;
 use crate::error::{Error, Result};
+use crate::evidence::Evidence;
 use crate::graph::{Graph, NodeId};
-use crate::scan::{Evidence, Problem};
-use crate::source::StoreSource;
+use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
 
 /// One group of files.
 #[derive(Debug, Clone)]
@@ -47,8 +47,6 @@ pub struct Partition {
     pub kept_nar_size: Option<u64>,
     /// References the path keeps with only the kept groups.
     pub kept_refs: Option<BTreeSet<NodeId>>,
-    /// Scan problems.
-    pub problems: Vec<Problem>,
 }
 
 fn group_of(re: &Regex, e: &TreeEntry) -> Option<String> {
@@ -91,18 +89,17 @@ fn without(
 
 /// Partitions `path` by `pattern`; `keep` names the groups to keep.
 pub fn partition(
-    src: &dyn StoreSource,
     g: &Graph,
+    c: &Classified,
     path: NodeId,
     pattern: &str,
     keep: Option<&[String]>,
     roots: &[NodeId],
 ) -> Result<Partition> {
-    let tree = super::read_tree(src, g, path, "a partition")?;
-    let (evidence, problems) = super::split::evidence_of(src, g, path);
-    let mut p = partition_of(g, path, &tree, &evidence, pattern, keep, roots)?;
-    p.problems = problems;
-    Ok(p)
+    let tree = super::tree_of(g, c, path, "a partition")?;
+    let empty = BTreeMap::new();
+    let evidence = c.paths.get(&path).map_or(&empty, |p| &p.by_reference);
+    partition_of(g, path, tree, evidence, pattern, keep, roots)
 }
 
 /// [`partition`] from a tree and evidence already read (`advise` tries
@@ -189,6 +186,5 @@ pub fn partition_of(
         after_keep,
         kept_nar_size,
         kept_refs,
-        problems: Vec::new(),
     })
 }

@@ -7,9 +7,11 @@
 //! every output but the destination; a matched file or directory moves with
 //! everything below it (merging into a directory of the same name); and a
 //! directory left empty in the source is removed with its empty parents.
-//! With the nixpkgs preset, `dev` also records the other outputs in
-//! `nix-support/propagated-build-inputs` (as `_multioutPropagateDev` does),
-//! which makes `dev` reference `out`.
+//! Whenever the result has a `dev` output besides `out`, `dev` also records
+//! `out` in `nix-support/propagated-build-inputs`, as nixpkgs'
+//! `_multioutPropagateDev` does for every multi-output build (fixupPhase
+//! writes that file to the dev output too), which makes `dev` reference
+//! `out`; `--no-propagate-dev` turns it off.
 //!
 //! Each output's references come from the evidence of the files it holds;
 //! a file that mentions the path's own hash refers to `out`, which keeps the
@@ -20,10 +22,13 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
-use super::tree::{FileTree, TreeEntry, TreeNode};
+use crate::classify::Classified;
 use crate::error::{Error, Result};
-use crate::graph::NodeId;
-use crate::scan::Evidence;
+use crate::evidence::{Evidence, Kind, Verdict};
+use crate::graph::{Graph, NodeId};
+use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
+use crate::problem::Problem;
+use crate::relpath::{is_under, parent};
 
 /// One `moveToOutput PATTERN OUTPUT`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -84,21 +89,6 @@ pub struct Assignment {
     pub outputs: Vec<String>,
     /// For each output, the entries it holds (relative paths).
     pub files: Vec<BTreeSet<Vec<u8>>>,
-}
-
-fn parent(p: &[u8]) -> Option<&[u8]> {
-    if p.is_empty() {
-        return None;
-    }
-    Some(
-        p.iter()
-            .rposition(|&b| b == b'/')
-            .map_or(&p[..0], |i| &p[..i]),
-    )
-}
-
-fn is_under(p: &[u8], top: &[u8]) -> bool {
-    top.is_empty() || p == top || (p.starts_with(top) && p.get(top.len()) == Some(&b'/'))
 }
 
 impl Assignment {
@@ -196,6 +186,22 @@ impl Assignment {
     pub fn output_of(&self, file: &[u8]) -> Option<usize> {
         (0..self.outputs.len()).find(|&i| self.files[i].contains(file))
     }
+}
+
+/// Applies `moves`; with `propagate`, when the result has a `dev` output,
+/// `nix-support/propagated-build-inputs` goes there last, since fixupPhase
+/// writes that file to the dev output whatever the moves.
+pub fn assign(tree: &FileTree, moves: &[Move], propagate: bool) -> Result<Assignment> {
+    let a = Assignment::apply(tree, moves)?;
+    if !propagate || !a.outputs.iter().any(|o| o == "dev") {
+        return Ok(a);
+    }
+    let mut all = moves.to_vec();
+    all.push(Move {
+        pattern: "nix-support/propagated-build-inputs".into(),
+        output: "dev".into(),
+    });
+    Assignment::apply(tree, &all)
 }
 
 /// A simulated output.
@@ -296,45 +302,20 @@ pub fn build_outputs(
     outs
 }
 
-/// Where a consumer's evidence points inside `base` (a store path), from the
-/// excerpt around the hash: the longest existing entry of `tree` that the
-/// text after `<hash>-<name>/` begins with; `""` for the path itself.
-pub fn pointed_subpath(tree_entries: &HashSet<&[u8]>, base_path: &str, context: &str) -> Vec<u8> {
-    let base = base_path.rsplit('/').next().unwrap_or(base_path);
-    let Some(at) = context.find(base) else {
+/// Which entry of `tree` a hold points into: the longest entry that the
+/// path bytes after the hash (`-name/lib/libx.so`) begin with, past the
+/// name; `""` (the path itself) when none does.
+pub fn pointed_entry(tree_entries: &HashSet<&[u8]>, pointed: &[u8]) -> Vec<u8> {
+    let Some(slash) = pointed.iter().position(|&b| b == b'/') else {
         return Vec::new();
     };
-    let rest = &context[at + base.len()..];
-    let Some(rest) = rest.strip_prefix('/') else {
-        return Vec::new();
-    };
-    let cand: &str = rest
-        .split(|c: char| !(c.is_ascii_alphanumeric() || "._+-/=?@,~".contains(c)))
-        .next()
-        .unwrap_or("");
-    let cand = cand.as_bytes();
+    let cand = &pointed[slash + 1..];
     (1..=cand.len())
         .rev()
         .map(|n| cand[..n].strip_suffix(b"/").unwrap_or(&cand[..n]))
         .find(|p| tree_entries.contains(p))
         .map(<[u8]>::to_vec)
         .unwrap_or_default()
-}
-
-/// The evidence a path holds, by reference, from one scan of it.
-pub fn evidence_of(
-    src: &dyn crate::source::StoreSource,
-    g: &crate::graph::Graph,
-    v: NodeId,
-) -> (BTreeMap<NodeId, Vec<Evidence>>, Vec<crate::scan::Problem>) {
-    let req = crate::scan::ScanRequest::all_references(g, v);
-    let mut res = crate::scan::scan(src, g, &[req], &|_| {});
-    let ev = res
-        .paths
-        .remove(&v)
-        .map(|p| p.by_reference)
-        .unwrap_or_default();
-    (ev, res.problems)
 }
 
 /// What a direct consumer of a split path keeps.
@@ -359,31 +340,29 @@ pub struct Simulation {
     pub consumers: Vec<Consumer>,
     /// Closure size of every output under the split.
     pub output_closures: Vec<u64>,
-    /// Files or paths that could not be read.
-    pub problems: Vec<crate::scan::Problem>,
+    /// What could not be simulated exactly.
+    pub problems: Vec<Problem>,
 }
 
 /// Simulates splitting `path` with `moves`, editing `w` so that consumers
-/// point at the outputs they use. `known_evidence` is the path's evidence
-/// for all its references when the caller has scanned it already.
-/// Precondition: `w` is unedited for `path` and its consumers.
+/// point at the outputs they use. Everything comes from `c`: the path's
+/// tree and evidence, and each consumer's evidence for it. `propagate`
+/// models `_multioutPropagateDev`. Precondition: `w` is unedited for `path`
+/// and its consumers.
 pub fn simulate(
-    src: &dyn crate::source::StoreSource,
-    g: &crate::graph::Graph,
+    g: &Graph,
+    c: &Classified,
     w: &mut super::whatif::WhatIf<'_>,
     path: NodeId,
     moves: &[Move],
     propagate: bool,
-    known_evidence: Option<&BTreeMap<NodeId, Vec<Evidence>>>,
 ) -> Result<Simulation> {
-    let tree = super::read_tree(src, g, path, "a split")?;
-    // The path's own evidence, unless the caller scanned it already.
-    let (evidence, mut problems) = match known_evidence {
-        Some(e) => (e.clone(), Vec::new()),
-        None => evidence_of(src, g, path),
-    };
-    let a = Assignment::apply(&tree, moves)?;
-    let outputs = build_outputs(&tree, &a, path, g.path(path).as_str(), &evidence, propagate);
+    let tree = super::tree_of(g, c, path, "a split")?;
+    let mut problems: Vec<Problem> = Vec::new();
+    let empty = BTreeMap::new();
+    let evidence = c.paths.get(&path).map_or(&empty, |p| &p.by_reference);
+    let a = assign(tree, moves, propagate)?;
+    let outputs = build_outputs(tree, &a, path, g.path(path).as_str(), evidence, propagate);
     // Nodes: `out` replaces the path; the others are new.
     let mut nodes = vec![path];
     for o in &outputs[1..] {
@@ -402,38 +381,30 @@ pub fn simulate(
     }
     // Consumers keep the outputs their evidence points into.
     let entries: HashSet<&[u8]> = tree.entries.iter().map(|e| e.path.as_slice()).collect();
-    let consumers_ids: Vec<NodeId> = g.referrers(path).to_vec();
-    let reqs: Vec<crate::scan::ScanRequest> = consumers_ids
-        .iter()
-        .map(|&c| crate::scan::ScanRequest {
-            referrer: c,
-            targets: vec![path],
-        })
-        .collect();
-    let scan = crate::scan::scan(src, g, &reqs, &|_| {});
-    problems.extend(scan.problems.iter().cloned());
     let mut consumers = Vec::new();
-    for &c in &consumers_ids {
-        let evs: &[Evidence] = scan
-            .paths
-            .get(&c)
-            .and_then(|p| p.by_reference.get(&path))
-            .map(Vec::as_slice)
-            .unwrap_or(&[]);
+    for &cons in g.referrers(path) {
+        if !c.paths.contains_key(&cons) {
+            problems.push(Problem::new(
+                g.path(cons).as_str(),
+                crate::problem::ProblemKind::Simulation,
+                format!(
+                    "was not read, so the split assumes it keeps {}'s out",
+                    g.path(path).name()
+                ),
+            ));
+        }
+        let evs = c.evidence(cons, path);
         let mut keeps = BTreeSet::new();
         let mut moved_runtime = Vec::new();
         for ev in evs {
-            let sub = pointed_subpath(&entries, g.path(path).as_str(), &ev.context);
+            let sub = pointed_entry(&entries, &ev.pointed);
             // A RUNPATH entry names a directory; what the consumer needs
             // from it are the libraries it serves, wherever they move.
             let mut targets: Vec<Vec<u8>> = Vec::new();
-            if ev.kind == crate::scan::Kind::ElfRunpath {
+            if ev.kind == Kind::ElfRunpath {
                 for soname in &ev.serves {
                     let mut f = sub.clone();
-                    if !f.is_empty() {
-                        f.push(b'/');
-                    }
-                    f.extend_from_slice(soname.as_bytes());
+                    crate::relpath::push(&mut f, soname.as_bytes());
                     if entries.contains(f.as_slice()) {
                         targets.push(f);
                     }
@@ -445,7 +416,7 @@ pub fn simulate(
             for t in targets {
                 let o = a.output_of(&t).unwrap_or(0);
                 keeps.insert(o);
-                if o != 0 && ev.verdict == crate::classify::verdict::Verdict::Runtime {
+                if o != 0 && ev.verdict == Verdict::Runtime {
                     moved_runtime.push((String::from_utf8_lossy(&t).into_owned(), o));
                 }
             }
@@ -456,15 +427,15 @@ pub fn simulate(
             keeps.insert(0);
         }
         let mut refs: Vec<NodeId> = w
-            .references(c)
+            .references(cons)
             .iter()
             .copied()
             .filter(|&r| r != path)
             .collect();
         refs.extend(keeps.iter().map(|&o| nodes[o]));
-        w.set_refs(c, refs);
+        w.set_refs(cons, refs);
         consumers.push(Consumer {
-            node: c,
+            node: cons,
             keeps,
             moved_runtime,
         });
@@ -477,4 +448,48 @@ pub fn simulate(
         output_closures,
         problems,
     })
+}
+
+/// A root's closure before and after a change.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RootClosure {
+    /// The root.
+    pub root: NodeId,
+    /// Closure size now.
+    pub before: u64,
+    /// Closure size after the change.
+    pub after: u64,
+}
+
+/// A split simulated and measured against roots.
+#[derive(Debug, Clone)]
+pub struct SplitPlan {
+    /// The simulation.
+    pub sim: Simulation,
+    /// Each root's closure before and after.
+    pub roots: Vec<RootClosure>,
+}
+
+/// Simulates the split of `path` and measures each root's closure before
+/// and after it.
+pub fn split(
+    g: &Graph,
+    c: &Classified,
+    path: NodeId,
+    moves: &[Move],
+    propagate: bool,
+    roots: &[NodeId],
+) -> Result<SplitPlan> {
+    let base = super::whatif::WhatIf::new(g);
+    let mut w = super::whatif::WhatIf::new(g);
+    let sim = simulate(g, c, &mut w, path, moves, propagate)?;
+    let roots = roots
+        .iter()
+        .map(|&r| RootClosure {
+            root: r,
+            before: base.closure_size(&[r]),
+            after: w.closure_size(&[r]),
+        })
+        .collect();
+    Ok(SplitPlan { sim, roots })
 }

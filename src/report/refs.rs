@@ -5,8 +5,12 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Table};
+use super::{Report, TextOptions};
+use crate::classify::Classified;
+use crate::evidence::{Evidence, Kind};
 use crate::graph::{Graph, NodeId};
-use crate::scan::{Evidence, Kind, Problem, ScanRequest, ScanResult};
+use crate::problem::Problem;
+use crate::store_path::name_of as name;
 
 /// One edge with its evidence summarised.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -25,7 +29,7 @@ pub struct EdgeSummary {
     /// True when every occurrence is a dead RUNPATH entry.
     pub dead: bool,
     /// The strongest verdict of its evidence (`None` when none was found).
-    pub verdict: Option<crate::classify::verdict::Verdict>,
+    pub verdict: Option<crate::evidence::Verdict>,
     /// Every occurrence (with `--evidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Vec<Evidence>>,
@@ -42,18 +46,10 @@ pub struct RefsReport {
     pub problems: Vec<Problem>,
 }
 
-/// Scan requests for every edge of the graph.
-pub fn requests_for_all(g: &Graph) -> Vec<ScanRequest> {
-    (0..g.len() as NodeId)
-        .map(|v| ScanRequest::all_references(g, v))
-        .filter(|r| !r.targets.is_empty())
-        .collect()
-}
-
 /// Summarises one edge's evidence.
 pub fn summarise(
     g: &Graph,
-    scan: &ScanResult,
+    scan: &Classified,
     from: NodeId,
     to: NodeId,
     keep: bool,
@@ -85,7 +81,7 @@ pub fn summarise(
 
 impl RefsReport {
     /// Builds the report from a scan of every edge.
-    pub fn new(g: &Graph, scan: ScanResult, keep_evidence: bool) -> RefsReport {
+    pub fn new(g: &Graph, scan: Classified, keep_evidence: bool) -> RefsReport {
         let mut edges = Vec::new();
         for v in 0..g.len() as NodeId {
             let mut targets = g.references(v).to_vec();
@@ -107,8 +103,15 @@ impl RefsReport {
         }
     }
 
+}
+
+impl Report for RefsReport {
+    fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+
     /// The terminal rendering.
-    pub fn render(&self) -> String {
+    fn render_text(&self, _: &TextOptions) -> String {
         let mut t = Table::new(&[
             ("REFERRER", Align::Left),
             ("REFERENCE", Align::Left),
@@ -155,12 +158,6 @@ impl RefsReport {
     }
 }
 
-/// `<hash>-name` → `name`, for readable tables.
-pub(crate) fn name(path: &str) -> &str {
-    let base = path.rsplit('/').next().unwrap_or(path);
-    base.get(33..).unwrap_or(base)
-}
-
 /// Lists problems under a table.
 pub(crate) fn append_problems(out: &mut String, problems: &[Problem]) {
     if problems.is_empty() {
@@ -171,9 +168,6 @@ pub(crate) fn append_problems(out: &mut String, problems: &[Problem]) {
         problems.len()
     ));
     for p in problems {
-        match &p.file {
-            Some(f) => out.push_str(&format!("  {}/{f}: {}\n", p.path, p.message)),
-            None => out.push_str(&format!("  {}: {}\n", p.path, p.message)),
-        }
+        out.push_str(&format!("  {}\n", p.display()));
     }
 }

@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Table};
+use super::{Report, TextOptions};
 use crate::graph::{Graph, NodeId, added_sizes, closure_sizes};
 use crate::units::iec;
 
@@ -49,13 +50,12 @@ pub struct SizeReport {
 }
 
 /// Sort orders of the table; all but `Name` put the largest first.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Default)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortKey {
     /// Added size.
     #[default]
     Added,
     /// Own NAR size.
-    #[value(name = "self")]
     SelfSize,
     /// Closure size.
     Closure,
@@ -118,8 +118,12 @@ impl SizeReport {
         }
     }
 
+}
+
+impl Report for SizeReport {
     /// The terminal rendering: a summary line, then the table.
-    pub fn render(&self, exact_bytes: bool) -> String {
+    fn render_text(&self, opts: &TextOptions) -> String {
+        let exact_bytes = opts.exact_bytes;
         let fmt = |b: u64| if exact_bytes { b.to_string() } else { iec(b) };
         let mut out = format!(
             "closure of {}: {} in {} paths\n\n",

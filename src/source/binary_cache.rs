@@ -96,13 +96,13 @@ impl StoreSource for BinaryCache {
         };
         let file = self.dir.join(&info.url);
         let f = std::fs::File::open(&file).map_err(io_err(&file))?;
-        let r = super::nar::decompress(
+        let r = crate::nar::decompress(
             &info.compression,
             std::io::BufReader::with_capacity(1 << 16, f),
         )
-        .map_err(|e| Error::BadNar {
+        .map_err(|source| Error::BadNar {
             file: file.clone(),
-            reason: e.to_string(),
+            source,
         })?;
         Ok(Some(r))
     }

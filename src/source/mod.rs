@@ -7,7 +7,7 @@
 
 mod binary_cache;
 mod local;
-pub mod nar;
+
 pub mod narinfo;
 mod path_info_json;
 

@@ -5,15 +5,15 @@
 //! size Nix would register for it, and that size depends only on the names,
 //! types, file sizes, executable bits and symlink targets of the tree, never
 //! on file contents. So it can be computed exactly, without rebuilding:
-//! [`FileTree::read`] lists an existing path (from disk, or from its NAR in a
-//! binary cache), the planner picks entries, [`FileTree::from_entries`]
+//! the read stage lists an existing path once (from disk, or from its NAR
+//! in a binary cache), the planner picks entries, [`FileTree::from_entries`]
 //! assembles them into a simulated output (adding the directories that lead
 //! to them), and [`FileTree::nar_size`] gives its size.
 //!
 //! # NAR size
 //!
 //! Nix writes a NAR as in `libutil/archive.cc` (the grammar is in
-//! [`crate::source::nar`]). Every string (token, name, symlink target) is a
+//! [`crate::nar::reader`]). Every string (token, name, symlink target) is a
 //! little-endian `u64` length, the bytes, and zero padding to a multiple of
 //! 8, so a string of `n` bytes takes
 //!
@@ -54,15 +54,9 @@
 
 use std::cmp::Ordering;
 use std::collections::HashSet;
-use std::ffi::OsStr;
-use std::os::unix::ffi::{OsStrExt, OsStringExt};
-use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, io_err};
-use crate::source::StoreSource;
-use crate::source::nar::{NarError, NarNode, walk_nar};
-use crate::store_path::StorePath;
+use super::reader::{NarError, NarNode, walk_nar};
+use crate::relpath::{is_under as is_at_or_under, parent as parent_of};
 
 /// One entry of a store path's file tree, in NAR order (sorted by raw name
 /// bytes, parents before children).
@@ -78,10 +72,7 @@ pub struct TreeEntry {
 impl TreeEntry {
     /// The entry's own name (its last path component); empty for the root.
     pub fn name(&self) -> &[u8] {
-        match self.path.iter().rposition(|&b| b == b'/') {
-            Some(i) => &self.path[i + 1..],
-            None => &self.path,
-        }
+        crate::relpath::file_name(&self.path)
     }
 }
 
@@ -108,7 +99,7 @@ pub enum TreeNode {
 /// directory and symlink, in NAR order.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct FileTree {
-    /// The entries, root first, in NAR order. [`FileTree::read`] and
+    /// The entries, root first, in NAR order. the read stage and
     /// [`FileTree::from_entries`] leave them so, and [`FileTree::under`]
     /// relies on it; [`FileTree::nar_size`] only needs every entry's parent
     /// to be a directory entry of the tree.
@@ -163,64 +154,10 @@ pub fn nar_cmp(a: &[u8], b: &[u8]) -> Ordering {
     a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/'))
 }
 
-/// The parent of a relative path, `None` for the root.
-fn parent_of(p: &[u8]) -> Option<&[u8]> {
-    if p.is_empty() {
-        return None;
-    }
-    Some(match p.iter().rposition(|&b| b == b'/') {
-        Some(i) => &p[..i],
-        None => b"",
-    })
-}
 
-/// Whether `path` is `prefix` or lies below it (`prefix` empty: always).
-fn is_at_or_under(path: &[u8], prefix: &[u8]) -> bool {
-    prefix.is_empty()
-        || path
-            .strip_prefix(prefix)
-            .is_some_and(|rest| rest.is_empty() || rest[0] == b'/')
-}
 
-fn push_name(path: &mut Vec<u8>, name: &[u8]) {
-    if !path.is_empty() {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name);
-}
 
 impl FileTree {
-    /// Reads the tree of store path `p` from `src`: from disk when the
-    /// source has the files there ([`StoreSource::real_path`]), else from the
-    /// path's NAR ([`StoreSource::nar`], file contents skipped). Returns
-    /// `Ok(None)` when the source has no file contents at all (a path-info
-    /// JSON file).
-    ///
-    /// Errors in a NAR are reported as [`Error::BadNar`] naming the store
-    /// path (the source does not reveal which file held the NAR; errors
-    /// opening or decompressing it already name the file), read failures
-    /// underneath as [`Error::Io`].
-    pub fn read(src: &dyn StoreSource, p: &StorePath) -> Result<Option<FileTree>> {
-        if let Some(root) = src.real_path(p) {
-            return read_dir_tree(&root).map(Some);
-        }
-        let Some(nar) = src.nar(p)? else {
-            return Ok(None);
-        };
-        let (tree, nar_bytes) = tree_of_nar(nar).map_err(|e| match e {
-            NarError::Io(source) => Error::Io {
-                path: PathBuf::from(p.as_str()),
-                source,
-            },
-            other => Error::BadNar {
-                file: PathBuf::from(p.as_str()),
-                reason: other.to_string(),
-            },
-        })?;
-        // The parser counts the bytes it read; the formula must agree.
-        debug_assert_eq!(tree.nar_size(), nar_bytes, "NAR size formula of {p}");
-        Ok(Some(tree))
-    }
 
     /// Exact size of the NAR serialisation of this tree: what Nix registers
     /// as `narSize` for a path holding it (formula in the module docs). An
@@ -291,7 +228,8 @@ impl FileTree {
 }
 
 /// The tree a NAR stream describes, and the NAR bytes read.
-pub(crate) fn tree_of_nar(
+/// The tree of a NAR stream, and how many bytes the NAR had.
+pub fn tree_of_nar(
     nar: impl std::io::Read,
 ) -> std::result::Result<(FileTree, u64), NarError> {
     let mut entries = Vec::new();
@@ -314,71 +252,24 @@ pub(crate) fn tree_of_nar(
     Ok((FileTree { entries }, n))
 }
 
-/// Reads the tree rooted at `root` from disk in NAR order, as
-/// `nix-store --dump` would serialise it: symlinks are never followed,
-/// names are raw bytes, a regular file is executable when its owner
-/// execute bit is set (Nix tests `S_IXUSR`). `root` itself may be a file or
-/// a symlink. Other file types (sockets, devices, FIFOs) cannot be put in a
-/// NAR and are an error, as in Nix.
-pub fn read_dir_tree(root: &Path) -> Result<FileTree> {
-    let mut entries = Vec::new();
-    // Paths still to visit, the next one last: an explicit stack instead
-    // of recursion so depth costs heap, not call stack. Children are
-    // pushed in reverse name order, so popping visits each directory
-    // before its contents and siblings in name order, i.e. NAR order.
-    let mut pending: Vec<Vec<u8>> = vec![Vec::new()];
-    while let Some(rel) = pending.pop() {
-        let full = if rel.is_empty() {
-            root.to_path_buf()
-        } else {
-            root.join(OsStr::from_bytes(&rel))
-        };
-        let meta = std::fs::symlink_metadata(&full).map_err(io_err(&full))?;
-        let ft = meta.file_type();
-        let node = if ft.is_symlink() {
-            let target = std::fs::read_link(&full).map_err(io_err(&full))?;
-            TreeNode::Symlink {
-                target: target.into_os_string().into_vec(),
-            }
-        } else if ft.is_file() {
-            TreeNode::Regular {
-                size: meta.len(),
-                executable: meta.permissions().mode() & 0o100 != 0,
-            }
-        } else if ft.is_dir() {
-            let mut names = Vec::new();
-            for de in std::fs::read_dir(&full).map_err(io_err(&full))? {
-                names.push(de.map_err(io_err(&full))?.file_name().into_vec());
-            }
-            names.sort_unstable();
-            for name in names.into_iter().rev() {
-                let mut child = rel.clone();
-                push_name(&mut child, &name);
-                pending.push(child);
-            }
-            TreeNode::Directory
-        } else {
-            return Err(Error::Io {
-                path: full,
-                source: std::io::Error::new(
-                    std::io::ErrorKind::Unsupported,
-                    "not a regular file, directory or symlink, so no NAR can hold it",
-                ),
-            });
-        };
-        entries.push(TreeEntry { path: rel, node });
-    }
-    Ok(FileTree { entries })
-}
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nar::testsupport::write_nar;
+    use crate::relpath::push as push_name;
+    use std::ffi::OsStr;
+    use std::os::unix::ffi::OsStrExt;
+    use std::os::unix::fs::PermissionsExt;
+    use std::path::Path;
     use std::process::Command;
 
-    fn repo() -> PathBuf {
-        PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+    fn read_dir_tree(root: &Path) -> Option<FileTree> {
+        let (tree, problems) = crate::read::walk::walk(root, "test");
+        assert!(problems.is_empty(), "{problems:?}");
+        tree
     }
+
 
     fn run(cmd: &mut Command) -> Vec<u8> {
         let out = cmd
@@ -392,38 +283,7 @@ mod tests {
         out.stdout
     }
 
-    /// Builds `attr` of `file` (relative to the crate) with real Nix; the
-    /// derivations use the host's /bin/sh, hence no sandbox.
-    fn nix_build(file: &str, attr: &str) -> String {
-        let out = run(Command::new("nix-build")
-            .args([
-                "--option",
-                "sandbox",
-                "false",
-                "--option",
-                "substituters",
-                "",
-            ])
-            .arg("--no-out-link")
-            .arg(repo().join(file))
-            .args(["-A", attr]));
-        String::from_utf8(out).unwrap().trim().to_string()
-    }
 
-    /// `narSize` as `nix path-info --json` reports it (array shape of older
-    /// Nix, object keyed by path of newer).
-    fn nix_nar_size(path: &str) -> u64 {
-        let out = run(Command::new("nix")
-            .args(["--extra-experimental-features", "nix-command"])
-            .args(["path-info", "--json", path]));
-        let v: serde_json::Value = serde_json::from_slice(&out).unwrap();
-        let info = match &v {
-            serde_json::Value::Array(a) => &a[0],
-            serde_json::Value::Object(o) => &o[path],
-            _ => panic!("unexpected path-info JSON: {v}"),
-        };
-        info["narSize"].as_u64().unwrap()
-    }
 
     fn nix_dump(path: &Path) -> Vec<u8> {
         run(Command::new("nix-store").arg("--dump").arg(path))
@@ -435,68 +295,6 @@ mod tests {
 
     /// Serialises a tree as a NAR with zeroed contents, straight from the
     /// grammar (not from the size formula), iteratively.
-    fn write_nar(tree: &FileTree) -> Vec<u8> {
-        fn put(out: &mut Vec<u8>, s: &[u8]) {
-            out.extend_from_slice(&(s.len() as u64).to_le_bytes());
-            out.extend_from_slice(s);
-            out.resize(out.len().next_multiple_of(8), 0);
-        }
-        fn close(out: &mut Vec<u8>, dir: &[u8]) {
-            put(out, b")"); // the directory node
-            if !dir.is_empty() {
-                put(out, b")"); // its entry
-            }
-        }
-        let mut out = Vec::new();
-        put(&mut out, b"nix-archive-1");
-        let mut open: Vec<&[u8]> = Vec::new();
-        for e in &tree.entries {
-            while let Some(d) = open.last() {
-                if parent_of(&e.path).is_some_and(|p| is_at_or_under(p, d)) {
-                    break;
-                }
-                close(&mut out, d);
-                open.pop();
-            }
-            if !e.path.is_empty() {
-                for t in [&b"entry"[..], b"(", b"name", e.name(), b"node"] {
-                    put(&mut out, t);
-                }
-            }
-            put(&mut out, b"(");
-            put(&mut out, b"type");
-            match &e.node {
-                TreeNode::Directory => {
-                    put(&mut out, b"directory");
-                    open.push(&e.path);
-                    continue;
-                }
-                TreeNode::Regular { size, executable } => {
-                    put(&mut out, b"regular");
-                    if *executable {
-                        put(&mut out, b"executable");
-                        put(&mut out, b"");
-                    }
-                    put(&mut out, b"contents");
-                    out.extend_from_slice(&size.to_le_bytes());
-                    out.resize(out.len() + size.next_multiple_of(8) as usize, 0);
-                }
-                TreeNode::Symlink { target } => {
-                    put(&mut out, b"symlink");
-                    put(&mut out, b"target");
-                    put(&mut out, target);
-                }
-            }
-            put(&mut out, b")");
-            if !e.path.is_empty() {
-                put(&mut out, b")");
-            }
-        }
-        while let Some(d) = open.pop() {
-            close(&mut out, d);
-        }
-        out
-    }
 
     fn dir(path: &[u8]) -> TreeEntry {
         TreeEntry {
@@ -636,83 +434,9 @@ mod tests {
         }
     }
 
-    #[test]
-    fn unsupported_file_types_are_refused() {
-        let tmp = tempfile::tempdir().unwrap();
-        let sock = tmp.path().join("sock");
-        let _listener = std::os::unix::net::UnixListener::bind(&sock).unwrap();
-        match read_dir_tree(tmp.path()) {
-            Err(Error::Io { path, source }) => {
-                assert_eq!(path, sock);
-                assert_eq!(source.kind(), std::io::ErrorKind::Unsupported);
-            }
-            other => panic!("{other:?}"),
-        }
-        match read_dir_tree(&tmp.path().join("missing")) {
-            Err(Error::Io { source, .. }) => {
-                assert_eq!(source.kind(), std::io::ErrorKind::NotFound)
-            }
-            other => panic!("{other:?}"),
-        }
-    }
 
-    /// Real store paths built by real Nix: the tree read through the local
-    /// store gives the `narSize` Nix registered, and equals the tree of
-    /// Nix's own serialisation.
-    #[test]
-    fn nar_size_matches_nix_for_built_paths() {
-        let src = crate::source::open(None).unwrap();
-        let mut built: Vec<String> = ["top", "loopy", "right"]
-            .iter()
-            .map(|a| nix_build("tests/fixtures/small.nix", a))
-            .collect();
-        built.push(nix_build("examples/rocm-mini/default.nix", "rocblas"));
-        for path in &built {
-            let sp = StorePath::parse("/nix/store", path).unwrap();
-            let tree = FileTree::read(src.as_ref(), &sp).unwrap().unwrap();
-            assert_eq!(tree.nar_size(), nix_nar_size(path), "{path}");
-            assert_eq!(tree, tree_of_nar(&nix_dump(Path::new(path))[..]), "{path}");
-        }
-    }
 
-    /// The bundled binary cache holds rocblas as an xz NAR: the tree read
-    /// from it equals the one on disk, and both weigh the recorded narSize.
-    #[test]
-    fn cache_tree_equals_disk_tree() {
-        let example = repo().join("examples/rocm-mini");
-        let infos: serde_json::Value =
-            serde_json::from_slice(&std::fs::read(example.join("path-info.json")).unwrap())
-                .unwrap();
-        let info = infos
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|i| i["path"].as_str().unwrap().ends_with("-rocblas-5.7.1"))
-            .unwrap();
-        let path = info["path"].as_str().unwrap();
-        assert_eq!(nix_build("examples/rocm-mini/default.nix", "rocblas"), path);
-        let sp = StorePath::parse("/nix/store", path).unwrap();
 
-        let cache = crate::source::open(Some(example.join("cache").to_str().unwrap())).unwrap();
-        assert!(cache.real_path(&sp).is_none());
-        let from_nar = FileTree::read(cache.as_ref(), &sp).unwrap().unwrap();
-        let local = crate::source::open(None).unwrap();
-        let from_disk = FileTree::read(local.as_ref(), &sp).unwrap().unwrap();
-        assert_eq!(paths(&from_nar), paths(&from_disk));
-        assert_eq!(from_nar, from_disk);
-        assert_eq!(from_nar.nar_size(), info["narSize"].as_u64().unwrap());
-        assert!(from_nar.entries.len() > 3, "{:?}", paths(&from_nar));
-    }
-
-    #[test]
-    fn json_source_has_no_tree() {
-        let example = repo().join("examples/rocm-mini");
-        let src =
-            crate::source::open(Some(example.join("path-info.json").to_str().unwrap())).unwrap();
-        let root = std::fs::read_to_string(example.join("ROOT")).unwrap();
-        let sp = StorePath::parse("/nix/store", root.trim()).unwrap();
-        assert!(FileTree::read(src.as_ref(), &sp).unwrap().is_none());
-    }
 
     #[test]
     fn from_entries_adds_parents_and_sorts() {

@@ -36,9 +36,10 @@
 //! node: a NAR file holds exactly one archive, and reading to the end also
 //! makes a decompressor verify its stream's checksum.
 
-use std::error::Error as StdError;
 use std::fmt;
 use std::io::{self, BufRead, BufReader, Read};
+
+use crate::relpath::push as push_name;
 
 /// The longest name or symlink target accepted. Nix itself has no limit, but
 /// Linux caps both below this (`NAME_MAX` 255, `PATH_MAX` 4096), and a cap
@@ -148,95 +149,25 @@ impl From<io::Error> for NarError {
 }
 
 impl NarError {
-    fn into_io(self) -> io::Error {
+    /// The kind of problem this error makes for the path being read.
+    pub fn problem_kind(&self) -> crate::problem::ProblemKind {
+        use crate::problem::ProblemKind;
+        match self {
+            NarError::UnexpectedEof { .. } => ProblemKind::TruncatedNar,
+            NarError::UnknownCompression(_) => ProblemKind::UnknownCompression,
+            NarError::Io(io) if io.kind() == io::ErrorKind::NotFound => ProblemKind::Vanished,
+            NarError::Io(_) => ProblemKind::Unreadable,
+            _ => ProblemKind::CorruptNar,
+        }
+    }
+
+    pub(crate) fn into_io(self) -> io::Error {
         let kind = match &self {
             NarError::Io(e) | NarError::Decompress { source: e, .. } => e.kind(),
             NarError::UnexpectedEof { .. } => io::ErrorKind::UnexpectedEof,
             _ => io::ErrorKind::InvalidData,
         };
         io::Error::new(kind, self)
-    }
-}
-
-/// Wraps `r` in the decoder for `compression` as a narinfo names it: `xz`,
-/// `zstd`, `bzip2`, or `none` / empty for an uncompressed NAR.
-///
-/// Concatenated streams (what parallel compressors write) are decoded as
-/// one. Errors the decoder raises are reported as [`NarError::Decompress`]
-/// by [`walk_nar`] and by [`NarError`]'s `From<io::Error>`; errors reading
-/// `r` itself stay plain I/O errors.
-pub fn decompress<'a>(
-    compression: &str,
-    r: impl Read + Send + 'a,
-) -> Result<Box<dyn Read + Send + 'a>, NarError> {
-    if matches!(compression, "" | "none") {
-        return Ok(Box::new(r));
-    }
-    let raw = BufReader::with_capacity(BUF_SIZE, RawInput(r));
-    let (name, decoder): (&'static str, Box<dyn Read + Send + 'a>) = match compression {
-        "xz" => (
-            "xz",
-            Box::new(xz2::bufread::XzDecoder::new_multi_decoder(raw)),
-        ),
-        "zstd" => (
-            "zstd",
-            Box::new(zstd::stream::read::Decoder::with_buffer(raw).map_err(NarError::Io)?),
-        ),
-        "bzip2" => ("bzip2", Box::new(bzip2::bufread::MultiBzDecoder::new(raw))),
-        other => return Err(NarError::UnknownCompression(other.to_string())),
-    };
-    Ok(Box::new(Decoded {
-        inner: decoder,
-        compression: name,
-    }))
-}
-
-/// The error of a read from the compressed input, marked so that
-/// [`Decoded`] can tell it apart from the decoder's own errors.
-#[derive(Debug)]
-struct RawInputError(io::Error);
-
-impl fmt::Display for RawInputError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        self.0.fmt(f)
-    }
-}
-
-impl StdError for RawInputError {}
-
-struct RawInput<R>(R);
-
-impl<R: Read> Read for RawInput<R> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.0
-            .read(buf)
-            .map_err(|e| io::Error::new(e.kind(), RawInputError(e)))
-    }
-}
-
-struct Decoded<D> {
-    inner: D,
-    compression: &'static str,
-}
-
-impl<D: Read> Read for Decoded<D> {
-    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        self.inner.read(buf).map_err(|e| {
-            if e.get_ref().is_some_and(|i| i.is::<RawInputError>()) {
-                let raw = e
-                    .into_inner()
-                    .and_then(|b| b.downcast::<RawInputError>().ok());
-                return raw.expect("checked to hold a RawInputError").0;
-            }
-            if e.kind() == io::ErrorKind::Interrupted {
-                return e;
-            }
-            NarError::Decompress {
-                compression: self.compression.to_string(),
-                source: e,
-            }
-            .into_io()
-        })
     }
 }
 
@@ -590,12 +521,6 @@ impl<R: Read> BufRead for Contents<'_, R> {
     }
 }
 
-fn push_name(path: &mut Vec<u8>, name: &[u8]) {
-    if !path.is_empty() {
-        path.push(b'/');
-    }
-    path.extend_from_slice(name);
-}
 
 fn display_path(path: &[u8]) -> String {
     if path.is_empty() {
@@ -608,6 +533,7 @@ fn display_path(path: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nar::decompress;
     use std::io::Write;
     use std::os::unix::ffi::OsStrExt;
     use std::os::unix::fs::PermissionsExt;
@@ -773,45 +699,7 @@ mod tests {
         Ok((out, n))
     }
 
-    // A minimal NAR writer, to build archives nix-store would never write.
-    fn put(out: &mut Vec<u8>, s: &[u8]) {
-        out.extend_from_slice(&(s.len() as u64).to_le_bytes());
-        out.extend_from_slice(s);
-        out.resize(out.len().next_multiple_of(8), 0);
-    }
-
-    fn file_node(out: &mut Vec<u8>, executable: bool, data: &[u8]) {
-        put(out, b"(");
-        put(out, b"type");
-        put(out, b"regular");
-        if executable {
-            put(out, b"executable");
-            put(out, b"");
-        }
-        put(out, b"contents");
-        put(out, data);
-        put(out, b")");
-    }
-
-    /// A NAR of a directory holding the given files, in the given order.
-    fn dir_nar(entries: &[(&[u8], &[u8])]) -> Vec<u8> {
-        let mut out = Vec::new();
-        put(&mut out, MAGIC.as_bytes());
-        put(&mut out, b"(");
-        put(&mut out, b"type");
-        put(&mut out, b"directory");
-        for (name, data) in entries {
-            put(&mut out, b"entry");
-            put(&mut out, b"(");
-            put(&mut out, b"name");
-            put(&mut out, name);
-            put(&mut out, b"node");
-            file_node(&mut out, false, data);
-            put(&mut out, b")");
-        }
-        put(&mut out, b")");
-        out
-    }
+    use crate::nar::testsupport::{dir_nar, file_node, put};
 
     #[test]
     fn walk_matches_the_tree_nix_dumped() {

@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use crate::evidence::POINTED_MAX;
 use crate::store_path::{HASH_LEN, IS_BASE32};
 
 /// Bytes kept from the previous chunk: enough for a straddling hash.
@@ -28,6 +29,29 @@ pub struct Hit {
     pub offset: u64,
     /// A short printable excerpt around it (non-printable bytes as `.`).
     pub context: String,
+    /// The bytes right after the hash that can be part of a path
+    /// (`-rocblas-5.7.1/lib/librocblas.so`), up to [`POINTED_MAX`]; they
+    /// say which file of the referenced path the hold points into.
+    pub pointed: Vec<u8>,
+}
+
+/// Whether `b` can be part of a path as programs and scripts write them:
+/// what a store path name allows, plus `/` and the bytes of non-ASCII names.
+pub fn is_path_byte(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"._+-/=?@,~%".contains(&b) || b >= 0x80
+}
+
+/// Appends to `pointed` the path bytes at the start of `bytes`; true when
+/// it ended (a non-path byte, or [`POINTED_MAX`] reached) within `bytes`.
+fn extend_pointed(pointed: &mut Vec<u8>, bytes: &[u8]) -> bool {
+    let room = POINTED_MAX - pointed.len();
+    let run = bytes
+        .iter()
+        .take(room)
+        .position(|&b| !is_path_byte(b))
+        .unwrap_or(bytes.len().min(room));
+    pointed.extend_from_slice(&bytes[..run]);
+    run < bytes.len() || pointed.len() == POINTED_MAX
 }
 
 /// Streaming scanner over one file's bytes.
@@ -45,6 +69,9 @@ pub struct RefScanner<'a> {
     seen: u64,
     /// Window starts below this offset have been tried.
     tried: u64,
+    /// Indices (into the caller's hit list) of hits whose `pointed` bytes
+    /// may continue into the next chunk.
+    pending: Vec<usize>,
 }
 
 impl<'a> RefScanner<'a> {
@@ -56,16 +83,20 @@ impl<'a> RefScanner<'a> {
             tmp: Vec::new(),
             seen: 0,
             tried: 0,
+            pending: Vec::new(),
         }
     }
 
-    /// Scans the next chunk of the stream, appending hits to `out`.
+    /// Scans the next chunk of the stream, appending hits to `out`. Give
+    /// the same `out` to every call for one stream: a hit's `pointed` bytes
+    /// are completed in place when they run on into the next chunk.
     pub fn feed(&mut self, chunk: &[u8], out: &mut Vec<Hit>) {
         let chunk_start = self.seen;
         self.seen += chunk.len() as u64;
         if self.wanted.is_empty() || chunk.is_empty() {
             return;
         }
+        let first_new = out.len();
         let mut untried: Option<u64> = None;
         if self.tried < chunk_start {
             // Windows that start in the tail: tail + the chunk's first bytes.
@@ -81,6 +112,7 @@ impl<'a> RefScanner<'a> {
                     target,
                     offset: tmp_base + pos as u64,
                     context: context(tmp, pos),
+                    pointed: Vec::new(),
                 });
             });
             if end < self.tail.len() {
@@ -92,9 +124,21 @@ impl<'a> RefScanner<'a> {
                 target,
                 offset: chunk_start + pos as u64,
                 context: context(chunk, pos),
+                pointed: Vec::new(),
             });
         });
         self.tried = untried.unwrap_or(chunk_start + end as u64);
+        // What follows each new or unfinished hit's hash, from this chunk.
+        self.pending.extend(first_new..out.len());
+        self.pending.retain(|&i| {
+            let h = &mut out[i];
+            // A hash always ends in this chunk or before its end, never
+            // before its start (earlier windows were tried with the
+            // previous chunk), so `next` falls inside or at the end.
+            let next = h.offset + HASH_LEN as u64 + h.pointed.len() as u64;
+            let at = next.saturating_sub(chunk_start) as usize;
+            !extend_pointed(&mut h.pointed, &chunk[at.min(chunk.len())..])
+        });
         if chunk.len() >= CARRY {
             self.tail.clear();
             self.tail.extend_from_slice(&chunk[chunk.len() - CARRY..]);
@@ -138,10 +182,13 @@ fn search(
 pub fn scan_bytes(s: &[u8], wanted: &HashMap<[u8; HASH_LEN], u32>) -> Vec<Hit> {
     let mut out = Vec::new();
     search(s, 0, usize::MAX, wanted, |pos, target| {
+        let mut pointed = Vec::new();
+        extend_pointed(&mut pointed, &s[pos + HASH_LEN..]);
         out.push(Hit {
             target,
             offset: pos as u64,
             context: context(s, pos),
+            pointed,
         })
     });
     out
@@ -192,6 +239,29 @@ mod tests {
             let got: Vec<(u32, u64)> = out.iter().map(|h| (h.target, h.offset)).collect();
             assert_eq!(got, expect, "chunk size {chunk}");
         }
+    }
+
+    #[test]
+    fn pointed_bytes_cross_chunks() {
+        let mut data = b"\x01\x02".to_vec();
+        data.extend_from_slice(format!("/nix/store/{A}-rocblas-5.7.1/lib/librocblas.so\0").as_bytes());
+        data.extend_from_slice(format!("{B}-b:{A}").as_bytes());
+        let w = wanted(&[A, B]);
+        for chunk in [1, 2, 7, 31, 32, 33, 64, 1000] {
+            let mut sc = RefScanner::new(&w);
+            let mut out = Vec::new();
+            for c in data.chunks(chunk) {
+                sc.feed(c, &mut out);
+            }
+            let got: Vec<&[u8]> = out.iter().map(|h| h.pointed.as_slice()).collect();
+            assert_eq!(
+                got,
+                [&b"-rocblas-5.7.1/lib/librocblas.so"[..], b"-b", b""],
+                "chunk size {chunk}"
+            );
+        }
+        let hits = scan_bytes(format!("{A}-x/share/doc y").as_bytes(), &w);
+        assert_eq!(hits[0].pointed, b"-x/share/doc");
     }
 
     #[test]

@@ -1,0 +1,151 @@
+//! Chains of references from a root to a dependency: how many there are
+//! (exactly, as a `u128` that saturates), the shortest, or all of them up
+//! to [`MAX_CHAINS`]. Store graphs are acyclic, but a path-info JSON file
+//! need not be, so every chain counted or listed is a simple path.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+
+use super::edges::Edges;
+use super::{Graph, NodeId};
+
+/// Most chains listed with `--all`; the count is still exact.
+pub const MAX_CHAINS: usize = 10_000;
+
+/// Chains from `root` to any of `deps` (a chain stops at the first
+/// dependency it reaches): the count of all of them and either the shortest
+/// or all (up to [`MAX_CHAINS`]).
+pub fn chains(g: &Graph, root: NodeId, deps: &[NodeId], all: bool) -> (u128, Vec<Vec<NodeId>>) {
+    let n = g.len();
+    let mut is_dep = vec![false; n];
+    for &d in deps {
+        is_dep[d as usize] = true;
+    }
+    // Count by memoised DFS. Store graphs are acyclic, but a path-info
+    // JSON file need not be: an edge back into the current DFS path is
+    // ignored, so each chain counted is a simple path.
+    let mut count: Vec<Option<u128>> = vec![None; n];
+    let mut on_path = vec![false; n];
+    let mut stack = vec![(root, false)];
+    while let Some((v, done)) = stack.pop() {
+        if count[v as usize].is_some() {
+            continue;
+        }
+        if is_dep[v as usize] {
+            count[v as usize] = Some(1);
+        } else if done {
+            on_path[v as usize] = false;
+            let c = g
+                .references(v)
+                .iter()
+                .map(|&w| count[w as usize].unwrap_or(0))
+                .fold(0u128, |a, b| a.saturating_add(b));
+            count[v as usize] = Some(c);
+        } else if !on_path[v as usize] {
+            on_path[v as usize] = true;
+            stack.push((v, true));
+            for &w in g.references(v) {
+                if count[w as usize].is_none() && !on_path[w as usize] {
+                    stack.push((w, false));
+                }
+            }
+        }
+    }
+    let total = count[root as usize].unwrap_or(0);
+    if total == 0 {
+        return (0, Vec::new());
+    }
+    if !all {
+        // Breadth-first for the shortest chain.
+        let mut prev: Vec<Option<NodeId>> = vec![None; n];
+        let mut seen = vec![false; n];
+        let mut q = VecDeque::from([root]);
+        seen[root as usize] = true;
+        while let Some(v) = q.pop_front() {
+            if is_dep[v as usize] {
+                let mut chain = vec![v];
+                let mut cur = v;
+                while let Some(p) = prev[cur as usize] {
+                    chain.push(p);
+                    cur = p;
+                }
+                chain.reverse();
+                return (total, vec![chain]);
+            }
+            for &w in g.references(v) {
+                if !std::mem::replace(&mut seen[w as usize], true) {
+                    prev[w as usize] = Some(v);
+                    q.push_back(w);
+                }
+            }
+        }
+        return (total, Vec::new());
+    }
+    let mut out = Vec::new();
+    enumerate(g, &is_dep, &count, root, &mut out);
+    out.sort_by_key(|c| c.len());
+    (total, out)
+}
+
+/// Lists simple paths from `root` to a dependency, depth first, without
+/// recursion (a long chain in a hand-made JSON must not overflow the
+/// stack): each frame is a node and the index of its next reference.
+fn enumerate(
+    g: &Graph,
+    is_dep: &[bool],
+    count: &[Option<u128>],
+    root: NodeId,
+    out: &mut Vec<Vec<NodeId>>,
+) {
+    let mut path: Vec<NodeId> = vec![root];
+    let mut on_path = vec![false; g.len()];
+    on_path[root as usize] = true;
+    let mut next: Vec<usize> = vec![0];
+    while let Some(&v) = path.last() {
+        if out.len() >= MAX_CHAINS {
+            return;
+        }
+        if is_dep[v as usize] {
+            out.push(path.clone());
+            on_path[v as usize] = false;
+            path.pop();
+            next.pop();
+            continue;
+        }
+        let i = next.last_mut().expect("one index per node on the path");
+        let refs = g.references(v);
+        let mut pushed = None;
+        while *i < refs.len() {
+            let w = refs[*i];
+            *i += 1;
+            if count[w as usize].unwrap_or(0) > 0 && !on_path[w as usize] {
+                pushed = Some(w);
+                break;
+            }
+        }
+        match pushed {
+            Some(w) => {
+                on_path[w as usize] = true;
+                path.push(w);
+                next.push(0);
+            }
+            None => {
+                on_path[v as usize] = false;
+                path.pop();
+                next.pop();
+            }
+        }
+    }
+}
+
+/// The edges of `chains`, for the read stage.
+pub fn edges_on(chains: &[Vec<NodeId>]) -> Edges {
+    let mut by: BTreeMap<NodeId, BTreeSet<NodeId>> = BTreeMap::new();
+    for c in chains {
+        for w in c.windows(2) {
+            by.entry(w[0]).or_default().insert(w[1]);
+        }
+    }
+    by.into_iter()
+        .map(|(referrer, t)| (referrer, t.into_iter().collect()))
+        .collect()
+}

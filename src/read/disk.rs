@@ -1,0 +1,77 @@
+//! Reading one store path from disk (local and chroot stores): the tree
+//! from the walker, then each regular file opened once, scanned as a
+//! stream, and, when it is ELF, mapped through the same descriptor for its
+//! headers.
+
+use std::path::Path;
+
+use rayon::prelude::*;
+
+use super::content::{file_holds, name_holds, scan_stream, symlink_holds};
+use super::walk::{full_path, io_problem, walk};
+use super::{ElfFacts, Hold, PathRead, Wanted};
+use crate::nar::tree::TreeNode;
+use crate::problem::Problem;
+
+/// Reads the path whose files are at `root`; with `scan` false only its
+/// tree is listed and no file is opened.
+pub(super) fn read(
+    root: &Path,
+    store_path: &str,
+    wanted: &Wanted,
+    scan: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (PathRead, Vec<Problem>) {
+    let (tree, mut problems) = walk(root, store_path);
+    let mut pr = PathRead {
+        available: true,
+        scanned: scan,
+        ..PathRead::default()
+    };
+    let Some(tree) = tree else {
+        return (pr, problems);
+    };
+    if scan {
+        type FileResult = Result<(Vec<Hold>, Vec<ElfFacts>), Problem>;
+        let per_entry: Vec<FileResult> = tree
+            .entries
+            .par_iter()
+            .map(|e| {
+                let rel = &e.path;
+                let mut holds = Vec::new();
+                let mut elf_files = Vec::new();
+                if !rel.is_empty() {
+                    name_holds(rel, wanted, &mut holds);
+                }
+                match &e.node {
+                    TreeNode::Directory => {}
+                    TreeNode::Symlink { target } => symlink_holds(rel, target, wanted, &mut holds),
+                    TreeNode::Regular { .. } => {
+                        let full = full_path(root, rel);
+                        let fail = |what: &str, e: std::io::Error| io_problem(store_path, rel, what, &e);
+                        let mut f = std::fs::File::open(&full).map_err(|e| fail("cannot open", e))?;
+                        let fs = scan_stream(&mut f, wanted, progress, None)
+                            .map_err(|e| fail("cannot read", e))?;
+                        let mmap = if fs.is_elf {
+                            // SAFETY: the store is immutable; a path deleted
+                            // under us only makes reads fail, not change.
+                            Some(unsafe { memmap2::Mmap::map(&f) }.map_err(|e| fail("cannot map", e))?)
+                        } else {
+                            None
+                        };
+                        holds.extend(file_holds(rel, fs, mmap.as_deref(), &mut elf_files));
+                    }
+                }
+                Ok((holds, elf_files))
+            })
+            .collect();
+        for r in per_entry {
+            match r {
+                Ok((holds, elf_files)) => pr.push_file(holds, elf_files),
+                Err(p) => problems.push(p),
+            }
+        }
+    }
+    pr.tree = Some(tree);
+    (pr, problems)
+}

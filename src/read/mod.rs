@@ -1,0 +1,244 @@
+//! The read stage: one pass over each store path.
+//!
+//! For every path a command needs, [`read`] goes over its files once, from
+//! disk for a local or chroot store or as one NAR stream from a binary
+//! cache, and keeps everything later stages need, so that nothing after it
+//! opens the path again:
+//!
+//! - the path's [`FileTree`] (names, types, sizes, executable bits and
+//!   symlink targets), from which split and partition compute NAR sizes;
+//! - its raw [`Hold`]s: every occurrence of a wanted hash in a file's
+//!   contents, a symlink target or a file name, with where it sits (for an
+//!   ELF file, the loader entry or section; for text, the line);
+//! - per ELF file, the [`ElfFacts`] a verdict needs: DT_NEEDED, RUNPATH,
+//!   interpreter, `dlopen()` candidates, and the relative-path strings that
+//!   show a program finding data next to itself.
+//!
+//! Judging a RUNPATH entry needs the listing of the directory it names,
+//! inside *another* path. [`read`] therefore reads, after the requested
+//! paths, the tree alone of every RUNPATH target it has not read yet: still
+//! one read per path. Symlinks are never followed (the target string is
+//! what Nix scans too), so a symlink loop inside a path is harmless.
+//! Problems with one file or one path are recorded and the rest goes on.
+
+mod content;
+mod disk;
+mod nar_stream;
+pub mod refscan;
+pub mod walk;
+
+use std::collections::{BTreeMap, HashMap};
+
+use rayon::prelude::*;
+
+pub use crate::elf::ElfHold;
+use crate::graph::{Edges, Graph, NodeId};
+use crate::nar::tree::FileTree;
+use crate::problem::{Problem, ProblemKind};
+use crate::source::StoreSource;
+use crate::store_path::HASH_LEN;
+
+/// What to read: for each referrer, the references whose hashes to look
+/// for. An empty list asks for the path's file tree alone. The graph says
+/// which edges a question needs ([`crate::graph::edges`]).
+pub type Wants = Edges;
+
+/// Hash part → node, for the scanner.
+pub(crate) type Wanted = HashMap<[u8; HASH_LEN], NodeId>;
+
+/// Where a hash occurrence sits.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Site {
+    /// In the name of a file or directory.
+    FileName,
+    /// In a symlink's target.
+    Symlink,
+    /// In an ELF file, at this loader entry or section; `elf` indexes
+    /// [`PathRead::elf_files`].
+    Elf {
+        /// What holds the byte.
+        hold: ElfHold,
+        /// Which ELF file's facts.
+        elf: usize,
+    },
+    /// In a file that starts like ELF but whose headers do not parse.
+    BadElf {
+        /// The parser's complaint.
+        error: String,
+    },
+    /// On the `#!` line of a script.
+    Shebang,
+    /// In a text file, on this 1-based line.
+    Text {
+        /// The line.
+        line: u64,
+    },
+    /// In any other file.
+    Binary,
+}
+
+/// One occurrence of a wanted hash, before classification.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Hold {
+    /// The referenced node.
+    pub target: NodeId,
+    /// The file (relative raw path; empty for the path itself).
+    pub file: Vec<u8>,
+    /// Byte offset of the hash in the file, symlink target or name.
+    pub offset: u64,
+    /// A short printable excerpt around the hash.
+    pub context: String,
+    /// The path bytes after the hash (see [`crate::evidence::Evidence::pointed`]).
+    pub pointed: Vec<u8>,
+    /// Where it sits.
+    pub site: Site,
+}
+
+/// What one ELF file of a path says about loading.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ElfFacts {
+    /// The file (relative raw path).
+    pub file: Vec<u8>,
+    /// DT_NEEDED names.
+    pub needed: Vec<String>,
+    /// RUNPATH (or RPATH) entries as written.
+    pub runpath: Vec<String>,
+    /// Library names found as strings: what it may `dlopen()`.
+    pub dlopen: Vec<String>,
+    /// Relative path strings (containing `/`) found anywhere in the file,
+    /// deduplicated: a library naming `rocblas/library` loads files from
+    /// there relative to itself.
+    pub path_strings: Vec<Vec<u8>>,
+}
+
+/// Everything read from one store path.
+#[derive(Debug, Clone, Default)]
+pub struct PathRead {
+    /// False when the source has no file contents for the path.
+    pub available: bool,
+    /// True when its contents were scanned for holds; false for a read of
+    /// the tree alone.
+    pub scanned: bool,
+    /// Its file tree; `None` when it could not be read in full.
+    pub tree: Option<FileTree>,
+    /// Hash occurrences, in file order.
+    pub holds: Vec<Hold>,
+    /// Facts of its ELF files (those with holds, and every ELF file's path
+    /// strings).
+    pub elf_files: Vec<ElfFacts>,
+}
+
+impl PathRead {
+    /// Adds one file's holds and ELF facts; the holds' ELF indices count
+    /// from the file's own list and are shifted to the path's.
+    fn push_file(&mut self, holds: Vec<Hold>, elf_files: Vec<ElfFacts>) {
+        let base = self.elf_files.len();
+        self.holds.extend(holds.into_iter().map(|mut h| {
+            if let Site::Elf { elf, .. } = &mut h.site {
+                *elf += base;
+            }
+            h
+        }));
+        self.elf_files.extend(elf_files);
+    }
+}
+
+/// The result of the read stage.
+#[derive(Debug, Default)]
+pub struct Reads {
+    /// Per path read.
+    pub paths: BTreeMap<NodeId, PathRead>,
+    /// Everything that could not be read.
+    pub problems: Vec<Problem>,
+}
+
+/// Reads each path of `wants` once, then the tree of every RUNPATH target
+/// not read yet. `progress` is told how many content bytes were read.
+pub fn read(
+    src: &dyn StoreSource,
+    g: &Graph,
+    wants: &Wants,
+    progress: &(dyn Fn(u64) + Sync),
+) -> Reads {
+    let mut out = Reads::default();
+    read_into(src, g, wants, progress, &mut out);
+    let mut trees: Wants = BTreeMap::new();
+    for pr in out.paths.values() {
+        for h in &pr.holds {
+            if matches!(h.site, Site::Elf { hold: ElfHold::Runpath { .. }, .. })
+                && !out.paths.contains_key(&h.target)
+            {
+                trees.insert(h.target, Vec::new());
+            }
+        }
+    }
+    read_into(src, g, &trees, progress, &mut out);
+    out
+}
+
+fn read_into(
+    src: &dyn StoreSource,
+    g: &Graph,
+    wants: &Wants,
+    progress: &(dyn Fn(u64) + Sync),
+    out: &mut Reads,
+) {
+    let results: Vec<(NodeId, PathRead, Vec<Problem>)> = wants
+        .par_iter()
+        .map(|(&v, targets)| {
+            let wanted: Wanted = targets
+                .iter()
+                .map(|&t| (hash_key(g, t), t))
+                .collect();
+            let (pr, problems) = read_path(src, g, v, &wanted, !targets.is_empty(), progress);
+            (v, pr, problems)
+        })
+        .collect();
+    for (v, pr, problems) in results {
+        out.paths.insert(v, pr);
+        out.problems.extend(problems);
+    }
+}
+
+fn hash_key(g: &Graph, t: NodeId) -> [u8; HASH_LEN] {
+    let mut k = [0u8; HASH_LEN];
+    k.copy_from_slice(g.path(t).hash_part().as_bytes());
+    k
+}
+
+fn read_path(
+    src: &dyn StoreSource,
+    g: &Graph,
+    v: NodeId,
+    wanted: &Wanted,
+    scan: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (PathRead, Vec<Problem>) {
+    let path = g.path(v);
+    if let Some(root) = src.real_path(path) {
+        return disk::read(&root, path.as_str(), wanted, scan, progress);
+    }
+    match src.nar(path) {
+        Ok(Some(nar)) => nar_stream::read(nar, path.as_str(), wanted, scan, progress),
+        Ok(None) => (PathRead::default(), Vec::new()),
+        Err(e) => (
+            PathRead {
+                available: true,
+                scanned: scan,
+                ..PathRead::default()
+            },
+            vec![Problem::new(path.as_str(), problem_kind(&e), e.to_string())],
+        ),
+    }
+}
+
+/// The kind of problem an error opening a path's contents is.
+fn problem_kind(e: &crate::Error) -> ProblemKind {
+    match e {
+        crate::Error::BadNar { source, .. } => source.problem_kind(),
+        crate::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+            ProblemKind::Vanished
+        }
+        _ => ProblemKind::Unreadable,
+    }
+}

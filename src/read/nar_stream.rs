@@ -1,0 +1,92 @@
+//! Reading one store path from its NAR (binary caches): a single pass over
+//! the decompressed stream gives the tree and every hold. ELF files are
+//! spooled to an anonymous temporary file for their headers, never to
+//! memory, so memory does not grow with file sizes.
+
+use std::io::{Read, Write};
+
+use super::content::{file_holds, name_holds, scan_stream, symlink_holds};
+use super::{PathRead, Wanted};
+use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
+use crate::nar::{NarError, NarNode, walk_nar};
+use crate::problem::Problem;
+
+/// Reads the path from `nar`; with `scan` false only its tree is kept and
+/// file contents are skipped (still decompressed: a NAR has no index).
+pub(super) fn read(
+    nar: Box<dyn Read + Send>,
+    store_path: &str,
+    wanted: &Wanted,
+    scan: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (PathRead, Vec<Problem>) {
+    let mut pr = PathRead {
+        available: true,
+        scanned: scan,
+        ..PathRead::default()
+    };
+    let mut entries = Vec::new();
+    let res = walk_nar(nar, &mut |rel: &[u8], node: NarNode<'_>| {
+        let tree_node = match &node {
+            NarNode::Directory => TreeNode::Directory,
+            NarNode::Regular {
+                executable, size, ..
+            } => TreeNode::Regular {
+                size: *size,
+                executable: *executable,
+            },
+            NarNode::Symlink { target } => TreeNode::Symlink {
+                target: target.to_vec(),
+            },
+        };
+        entries.push(TreeEntry {
+            path: rel.to_vec(),
+            node: tree_node,
+        });
+        if !scan {
+            return Ok(());
+        }
+        if !rel.is_empty() {
+            name_holds(rel, wanted, &mut pr.holds);
+        }
+        match node {
+            NarNode::Directory => {}
+            NarNode::Symlink { target } => symlink_holds(rel, target, wanted, &mut pr.holds),
+            NarNode::Regular { contents, .. } => {
+                let mut spool_file: Option<std::fs::File> = None;
+                let mut spool = |elf: bool, chunk: &[u8]| -> std::io::Result<()> {
+                    if elf {
+                        if spool_file.is_none() {
+                            spool_file = Some(tempfile::tempfile()?);
+                        }
+                        spool_file.as_mut().expect("just set").write_all(chunk)?;
+                    }
+                    Ok(())
+                };
+                let fs = scan_stream(contents, wanted, progress, Some(&mut spool))
+                    .map_err(NarError::from)?;
+                let mmap = match (&spool_file, fs.is_elf) {
+                    // SAFETY: a private temporary file nobody else writes.
+                    (Some(f), true) => Some(unsafe { memmap2::Mmap::map(f) }.map_err(NarError::Io)?),
+                    _ => None,
+                };
+                let mut elf_files = Vec::new();
+                let holds = file_holds(rel, fs, mmap.as_deref(), &mut elf_files);
+                pr.push_file(holds, elf_files);
+            }
+        }
+        Ok(())
+    });
+    match res {
+        // A tree is kept only when the whole NAR was read: a split or a
+        // partition on half a tree would be wrong, not partial.
+        Ok(_) => {
+            pr.tree = Some(FileTree { entries });
+            (pr, Vec::new())
+        }
+        Err(e) => {
+            let p = Problem::new(store_path, e.problem_kind(), format!("NAR: {e}"));
+            (pr, vec![p])
+        }
+    }
+}
