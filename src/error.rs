@@ -100,6 +100,49 @@ pub enum Error {
         /// The store that was read.
         store: String,
     },
+    /// A NAR size that cannot be one: the source stores sizes as signed
+    /// integers (SQLite) or JSON numbers, and a negative one means the
+    /// database or file is corrupt.
+    #[error("{path} has a negative NAR size ({nar_size}) in {store}: its metadata is corrupt")]
+    NegativeNarSize {
+        /// The path whose size was read.
+        path: String,
+        /// The size as stored.
+        nar_size: i128,
+        /// Description of the source that was read.
+        store: String,
+    },
+    /// A closure whose NAR sizes add up to more than a `u64` holds: no real
+    /// closure is 16 EiB, so the sizes are corrupt. Checked once when a
+    /// graph is built, so that every sum over a subset of it is exact.
+    #[error(
+        "closure of {roots} is larger than 16 EiB (u64): NAR sizes are corrupt \
+         (they add up to {total} bytes; the largest is {largest_path} with {largest_size} bytes)"
+    )]
+    ClosureTooLarge {
+        /// The roots of the closure, as given.
+        roots: String,
+        /// The exact sum of all NAR sizes.
+        total: u128,
+        /// The path with the largest NAR size.
+        largest_path: String,
+        /// Its NAR size.
+        largest_size: u64,
+    },
+    /// A narinfo whose `URL` would make nix-heft read a file outside the
+    /// binary cache (an absolute path, a `..` component, or a symlink that
+    /// leads out).
+    #[error("narinfo {} has URL '{url}', which {reason}; refusing to read outside the binary cache {}", narinfo.display(), cache.display())]
+    NarUrlOutsideCache {
+        /// The narinfo file.
+        narinfo: PathBuf,
+        /// The `URL` field as written.
+        url: String,
+        /// Why it was refused.
+        reason: String,
+        /// The cache directory.
+        cache: PathBuf,
+    },
     /// An I/O error on a named file.
     #[error("{}: {source}", path.display())]
     Io {

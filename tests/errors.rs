@@ -299,3 +299,189 @@ fn no_local_store_says_how_to_point_at_one() {
     assert_error(&o, "no Nix store found");
     assert!(o.stderr.contains("--store"), "{}", o.stderr);
 }
+
+/// The array form of `nix path-info -rsS --json` for the fixture, with
+/// `edit` applied to the entries whose path is in `paths`.
+fn edited_path_info(
+    name: &str,
+    paths: &[&str],
+    edit: impl Fn(&mut serde_json::Value),
+) -> std::path::PathBuf {
+    let f = fixture();
+    let mut v: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&f.json_array).unwrap()).unwrap();
+    let mut hit = 0;
+    for it in v.as_array_mut().unwrap() {
+        if paths.contains(&it["path"].as_str().unwrap()) {
+            edit(it);
+            hit += 1;
+        }
+    }
+    assert_eq!(hit, paths.len(), "every path to edit is in the file");
+    let file = scratch(name).join("path-info.json");
+    std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+    file
+}
+
+/// Sizes whose sum does not fit in a u64 stop with an error (exit 1) before
+/// any sum is taken: nothing on stdout, so no wrapped number is printed.
+#[test]
+fn nar_sizes_adding_up_past_u64_are_an_error() {
+    let f = fixture();
+    let top = f.small("top");
+    let base = f.small("base");
+    let file = edited_path_info("u64-overflow", &[top, base], |it| {
+        it["narSize"] = serde_json::json!(u64::MAX);
+    });
+    let store = file.display().to_string();
+    for args in [
+        vec!["size", top],
+        vec!["--json", "size", top],
+        vec!["refs", top],
+    ] {
+        let o = heft_run(Some(&store), &args);
+        assert_error(&o, "is larger than 16 EiB (u64): NAR sizes are corrupt");
+        assert!(o.stderr.contains(top), "names the root: {}", o.stderr);
+    }
+    // Each size alone is representable: a closure holding only one of them
+    // is read and reported exactly.
+    let o = heft_run(Some(&store), &["--json", "size", base]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r: nix_heft::report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r.closure_size, u64::MAX);
+
+    // Through a chroot store: SQLite holds at most i64::MAX per path, and
+    // three of them exceed u64::MAX.
+    let dir = scratch("u64-overflow-db");
+    let root = dir.join("store");
+    copy_tree(&f.chroot, &root);
+    let closure = nix_closure_paths(None, &[top]);
+    assert!(closure.len() >= 3, "{closure:?}");
+    sqlite_edit(
+        &root.join("nix/var/nix/db/db.sqlite"),
+        "for p in sys.argv[2:]: c.execute('update ValidPaths set narSize = 9223372036854775807 where path = ?', (p,))",
+        &closure[..3].iter().map(String::as_str).collect::<Vec<_>>(),
+    );
+    let store = root.display().to_string();
+    // Per-path queries, and one pass over the tables.
+    for env in [&[][..], &[("NIX_HEFT_TABLE_SCAN_AT", "0")][..]] {
+        let o = heft_run_env(env, Some(&store), &["size", top]);
+        assert_error(&o, "is larger than 16 EiB (u64)");
+    }
+}
+
+#[test]
+fn negative_nar_size_is_an_error_naming_the_path() {
+    let f = fixture();
+    let top = f.small("top");
+    let base = f.small("base");
+    // path-info JSON.
+    let file = edited_path_info("negative-json", &[base], |it| {
+        it["narSize"] = serde_json::json!(-5);
+    });
+    let o = heft_run(Some(&file.display().to_string()), &["size", top]);
+    assert_error(&o, &format!("{base} has a negative NAR size (-5)"));
+    assert!(o.stderr.contains("path-info JSON"), "{}", o.stderr);
+
+    // The database, through both ways of reading a closure, with the bad
+    // row as a dependency and as the root itself.
+    let dir = scratch("negative-db");
+    let root = dir.join("store");
+    copy_tree(&f.chroot, &root);
+    sqlite_edit(
+        &root.join("nix/var/nix/db/db.sqlite"),
+        "c.execute('update ValidPaths set narSize = -5 where path = ?', (sys.argv[2],))",
+        &[base],
+    );
+    let store = root.display().to_string();
+    for arg in [top, base] {
+        for env in [&[][..], &[("NIX_HEFT_TABLE_SCAN_AT", "0")][..]] {
+            let o = heft_run_env(env, Some(&store), &["size", arg]);
+            assert_error(&o, &format!("{base} has a negative NAR size (-5)"));
+            assert!(o.stderr.contains("chroot store"), "{}", o.stderr);
+        }
+    }
+}
+
+/// A narinfo's URL that leads outside the cache (`..`, an absolute path, a
+/// symlink) is refused and reported as a problem of that path (exit 3);
+/// the file outside, a working copy of the real NAR, is never read.
+#[test]
+fn narinfo_url_outside_the_cache_is_refused() {
+    let dir = scratch("nar-url");
+    let cache = dir.join("cache");
+    copy_tree(&example_cache(), &cache);
+    let root = example_root();
+    let narinfo = narinfo_of(&cache, &root);
+    let original = std::fs::read_to_string(&narinfo).unwrap();
+    let url = original
+        .lines()
+        .find_map(|l| l.strip_prefix("URL: "))
+        .unwrap()
+        .to_string();
+    // The NAR, moved out of the cache: had nix-heft followed the URL there,
+    // the root's references would have evidence.
+    let outside = dir.join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    let moved = outside.join("moved.nar.xz");
+    std::fs::rename(cache.join(&url), &moved).unwrap();
+    let store = cache.display().to_string();
+    let refs = |o: &Outcome| -> serde_json::Value { serde_json::from_str(&o.stdout).unwrap() };
+    let root_kinds = |v: &serde_json::Value| -> usize {
+        v["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["referrer"] == root.as_str())
+            .map(|e| e["kinds"].as_object().unwrap().len())
+            .sum()
+    };
+    // Control: the same NAR at an in-cache URL gives the root's evidence.
+    std::fs::copy(&moved, cache.join("nar/inside.nar.xz")).unwrap();
+    std::fs::write(
+        &narinfo,
+        original.replace(&format!("URL: {url}"), "URL: nar/inside.nar.xz"),
+    )
+    .unwrap();
+    let o = heft_run(Some(&store), &["--json", "refs", &root]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(root_kinds(&refs(&o)) > 0, "{}", o.stdout);
+    std::fs::remove_file(cache.join("nar/inside.nar.xz")).unwrap();
+
+    std::os::unix::fs::symlink(&moved, cache.join("nar/link.nar.xz")).unwrap();
+    let moved_abs = moved.display().to_string();
+    for (bad_url, why) in [
+        ("../../../../../../../../etc/passwd", "has a '..' component"),
+        ("../outside/moved.nar.xz", "has a '..' component"),
+        ("nar/../../outside/moved.nar.xz", "has a '..' component"),
+        (moved_abs.as_str(), "is an absolute path"),
+        ("/etc/passwd", "is an absolute path"),
+        ("nar/link.nar.xz", "resolves through a symlink to"),
+    ] {
+        std::fs::write(
+            &narinfo,
+            original.replace(&format!("URL: {url}"), &format!("URL: {bad_url}")),
+        )
+        .unwrap();
+        let o = heft_run(Some(&store), &["--json", "refs", &root]);
+        assert_eq!(o.code, 3, "{bad_url}: {}{}", o.stdout, o.stderr);
+        let v = refs(&o);
+        let problems = v["problems"].as_array().unwrap();
+        assert_eq!(problems.len(), 1, "{bad_url}: {problems:?}");
+        assert_eq!(problems[0]["path"], root.as_str());
+        let msg = problems[0]["message"].as_str().unwrap();
+        assert!(
+            msg.contains(&format!("has URL '{bad_url}'"))
+                && msg.contains(why)
+                && msg.contains("refusing to read outside the binary cache")
+                && msg.contains(&*narinfo.file_name().unwrap().to_string_lossy()),
+            "{bad_url}: {msg}"
+        );
+        assert!(o.stderr.contains(bad_url), "{}", o.stderr);
+        // Nothing was read for the root: no evidence on any of its edges.
+        assert_eq!(root_kinds(&v), 0, "{bad_url}: {}", o.stdout);
+        // Sizes need no NAR, so they are unaffected.
+        let o = heft_run(Some(&store), &["--json", "size", &root]);
+        assert_eq!(o.code, 0, "{bad_url}: {}", o.stderr);
+    }
+}

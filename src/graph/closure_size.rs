@@ -47,6 +47,9 @@ pub fn closure_sizes(g: &Graph) -> Vec<u64> {
                 acc.iter_mut().for_each(|w| *w = 0);
                 stamp[v as usize] = e;
                 stack.push(v);
+                // Each path is added once (stamped), hubs only through the
+                // disjoint bitset, so `sum` stays below the graph's total NAR
+                // size, which construction checked fits in a u64.
                 let mut sum = 0u64;
                 while let Some(u) = stack.pop() {
                     sum += g.nar_size(u);
@@ -185,6 +188,8 @@ impl Hubs {
         &self.bits[h * self.words..(h + 1) * self.words]
     }
 
+    /// Sum of the hubs' NAR sizes in `set`; a subset of the graph, so it
+    /// cannot overflow (see [`super::Graph::try_from_raw`]).
     fn sum_bits(&self, set: &[u64]) -> u64 {
         let mut sum = 0;
         for (i, &w) in set.iter().enumerate() {

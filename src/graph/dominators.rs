@@ -133,6 +133,10 @@ impl Dominators {
     }
 
     /// Summed NAR size of every node's dominator subtree.
+    ///
+    /// The additions cannot overflow: each partial sum covers distinct
+    /// nodes of one subtree, so it is at most the sum over the whole graph,
+    /// which [`Graph::try_from_raw`] checked fits in a `u64`.
     pub fn subtree_sizes(&self, g: &Graph) -> Vec<u64> {
         let mut acc: Vec<u64> = (0..g.len() as NodeId).map(|v| g.nar_size(v)).collect();
         for &v in &self.postorder {

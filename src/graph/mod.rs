@@ -10,13 +10,13 @@ mod closure_size;
 mod dominators;
 pub mod edges;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
 pub use closure_size::closure_sizes;
 pub use dominators::{Dominators, added_sizes};
 pub use edges::Edges;
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::source::{RawClosure, StoreSource};
 use crate::store_path::StorePath;
 
@@ -38,14 +38,76 @@ pub struct Graph {
 
 impl Graph {
     /// Reads the closure of `roots` from `src`.
+    ///
+    /// A root given more than once counts once, at its first position: the
+    /// sources list each path of a closure once, so [`Graph::roots`] would
+    /// otherwise name paths that are not roots, or ids past the end.
+    ///
+    /// Fails with [`Error::ClosureTooLarge`] when the NAR sizes add up to
+    /// more than a `u64` holds (see [`Graph::try_from_raw`]).
     pub fn load(src: &dyn StoreSource, roots: &[StorePath]) -> Result<Graph> {
-        let raw = src.closure(roots)?;
-        Ok(Graph::from_raw(raw, roots.len()))
+        let mut seen: HashSet<&StorePath> = HashSet::with_capacity(roots.len());
+        let roots: Vec<StorePath> = roots.iter().filter(|r| seen.insert(*r)).cloned().collect();
+        let raw = src.closure(&roots)?;
+        debug_assert!(
+            raw.paths.len() >= roots.len() && raw.paths[..roots.len()] == roots[..],
+            "{} put the roots first",
+            src.describe()
+        );
+        Graph::try_from_raw(raw, roots.len())
     }
 
     /// Builds the graph from a closure whose first `root_count` paths are the
-    /// roots. Precondition: every reference index is in range.
+    /// roots, after checking that the sum of all NAR sizes fits in a `u64`.
+    ///
+    /// That one check makes every size the graph module computes exact: a
+    /// closure size, an added size or [`Graph::size_of`] is a sum over a
+    /// subset of the paths, so it is at most the checked total and cannot
+    /// wrap. Precondition: every reference index is in range.
+    pub fn try_from_raw(raw: RawClosure, root_count: usize) -> Result<Graph> {
+        let total: u128 = raw.nar_sizes.iter().map(|&s| s as u128).sum();
+        if total > u64::MAX as u128 {
+            let (largest, &largest_size) = raw
+                .nar_sizes
+                .iter()
+                .enumerate()
+                .max_by_key(|&(_, s)| *s)
+                .expect("a non-zero total has a path");
+            let mut roots: Vec<String> = raw.paths[..root_count.min(raw.paths.len())]
+                .iter()
+                .take(3)
+                .map(|p| p.to_string())
+                .collect();
+            if root_count > 3 {
+                roots.push(format!("and {} more roots", root_count - 3));
+            }
+            return Err(Error::ClosureTooLarge {
+                roots: roots.join(", "),
+                total,
+                largest_path: raw.paths[largest].to_string(),
+                largest_size,
+            });
+        }
+        Ok(Graph::from_raw(raw, root_count))
+    }
+
+    /// Builds the graph from a closure whose first `root_count` paths are the
+    /// roots. Preconditions: every reference index is in range, and the NAR
+    /// sizes add up to at most `u64::MAX` (sizes are then exact; use
+    /// [`Graph::try_from_raw`] for data that has not been checked).
+    ///
+    /// # Panics
+    ///
+    /// When the NAR sizes add up to more than `u64::MAX`, rather than let
+    /// every size computed from the graph wrap silently.
     pub fn from_raw(raw: RawClosure, root_count: usize) -> Graph {
+        assert!(
+            raw.nar_sizes
+                .iter()
+                .try_fold(0u64, |a, &s| a.checked_add(s))
+                .is_some(),
+            "NAR sizes add up to more than u64::MAX; use Graph::try_from_raw"
+        );
         let n = raw.paths.len();
         let mut ref_offsets = Vec::with_capacity(n + 1);
         let mut refs = Vec::new();
@@ -171,13 +233,105 @@ impl Graph {
         seen
     }
 
-    /// Sum of NAR sizes over a marked set.
+    /// Sum of NAR sizes over a marked set. Cannot overflow: construction
+    /// checked that the sum over all paths fits in a `u64`.
     pub fn size_of(&self, set: &[bool]) -> u64 {
         set.iter()
             .zip(&self.nar_sizes)
             .filter(|(m, _)| **m)
             .map(|(_, s)| s)
             .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::PathInfoJson;
+
+    /// `/nix/store/<hash>-<name>` with a hash made of one repeated base-32
+    /// character.
+    fn sp(c: char, name: &str) -> String {
+        format!("/nix/store/{}-{name}", c.to_string().repeat(32))
+    }
+
+    /// A path-info JSON file (Nix's array shape) of `(path, narSize,
+    /// references)`.
+    fn json_source(
+        entries: &[(&str, serde_json::Value, &[&str])],
+    ) -> (tempfile::TempDir, PathInfoJson) {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("closure.json");
+        let v: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(p, n, r)| serde_json::json!({"path": p, "narSize": n, "references": r}))
+            .collect();
+        std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
+        let src = PathInfoJson::open(&file).unwrap();
+        (dir, src)
+    }
+
+    fn parse(s: &str) -> StorePath {
+        StorePath::parse("/nix/store", s).unwrap()
+    }
+
+    #[test]
+    fn duplicate_roots_count_once_in_first_seen_order() {
+        let (a, b, c) = (sp('a', "a"), sp('b', "b"), sp('c', "c"));
+        let (_dir, src) = json_source(&[
+            (&a, 10.into(), &[&b]),
+            (&b, 20.into(), &[]),
+            (&c, 40.into(), &[&c]),
+        ]);
+        let roots = [&b, &a, &b, &c, &a, &c].map(|s| parse(s));
+        let g = Graph::load(&src, &roots).unwrap();
+        assert_eq!(g.len(), 3);
+        let root_paths: Vec<&str> = g.roots().iter().map(|&r| g.path(r).as_str()).collect();
+        assert_eq!(root_paths, [b.as_str(), a.as_str(), c.as_str()]);
+        // Sizes over the deduplicated roots: `b` is shared by the roots `a`
+        // and `b`, so it is its own added size; each root owns itself.
+        let closure = closure_sizes(&g);
+        let added = added_sizes(&g);
+        let by_name = |n: &str| g.paths().iter().position(|p| p.name() == n).unwrap();
+        assert_eq!(closure[by_name("a")], 30);
+        assert_eq!(closure[by_name("b")], 20);
+        assert_eq!(closure[by_name("c")], 40);
+        assert_eq!(added[by_name("a")], 10);
+        assert_eq!(added[by_name("b")], 20);
+        assert_eq!(added[by_name("c")], 40);
+        assert_eq!(g.size_of(&g.closure_of(g.roots())), 70);
+    }
+
+    #[test]
+    fn nar_sizes_beyond_u64_are_an_error_not_a_wrapped_sum() {
+        let (a, b) = (sp('a', "a"), sp('b', "b"));
+        let (_dir, src) = json_source(&[(&a, u64::MAX.into(), &[&b]), (&b, u64::MAX.into(), &[])]);
+        let e = Graph::load(&src, &[parse(&a)]).unwrap_err();
+        let msg = e.to_string();
+        assert!(matches!(e, Error::ClosureTooLarge { .. }), "{msg}");
+        assert!(
+            msg.contains("larger than 16 EiB") && msg.contains(&a),
+            "{msg}"
+        );
+        assert!(msg.contains(&(2 * u64::MAX as u128).to_string()), "{msg}");
+        // Each alone fits: the check is on the sum, not on each size.
+        let g = Graph::load(&src, &[parse(&b)]).unwrap();
+        assert_eq!(closure_sizes(&g), [u64::MAX]);
+        assert_eq!(added_sizes(&g), [u64::MAX]);
+        // Exactly u64::MAX in total is still exact.
+        let (_dir, src) = json_source(&[(&a, (u64::MAX - 1).into(), &[&b]), (&b, 1.into(), &[])]);
+        let g = Graph::load(&src, &[parse(&a)]).unwrap();
+        assert_eq!(closure_sizes(&g)[0], u64::MAX);
+        assert_eq!(added_sizes(&g)[0], u64::MAX);
+    }
+
+    #[test]
+    #[should_panic(expected = "more than u64::MAX")]
+    fn unchecked_constructor_panics_rather_than_wraps() {
+        let mut raw = RawClosure::default();
+        raw.push(parse(&sp('a', "a")), u64::MAX);
+        raw.push(parse(&sp('b', "b")), 1);
+        Graph::from_raw(raw, 2);
     }
 }
 

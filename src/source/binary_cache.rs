@@ -40,9 +40,14 @@ impl BinaryCache {
         })
     }
 
+    /// The narinfo file that would describe `path`.
+    fn narinfo_file(&self, path: &StorePath) -> PathBuf {
+        self.dir.join(format!("{}.narinfo", path.hash_part()))
+    }
+
     /// The full narinfo of `path`, or `None` if the cache has none.
     pub fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
-        let file = self.dir.join(format!("{}.narinfo", path.hash_part()));
+        let file = self.narinfo_file(path);
         let text = match std::fs::read(&file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -71,6 +76,50 @@ impl BinaryCache {
     pub fn dir(&self) -> &Path {
         &self.dir
     }
+
+    /// The file a narinfo's `URL` names, confined to the cache directory.
+    ///
+    /// A narinfo is data from whoever wrote the cache, and its `URL` is
+    /// relative to the cache root; joined unchecked, `../../etc/shadow` or
+    /// `/etc/shadow` would make nix-heft read (and report excerpts of) any
+    /// file on the machine. So the URL must be relative with no `..`
+    /// component, and, once symlinks are resolved, the file must still lie
+    /// inside the cache directory. The resolved path is returned, so the file
+    /// checked is the file opened.
+    fn nar_file(&self, narinfo: &Path, url: &str) -> Result<PathBuf> {
+        use std::path::Component;
+        let refuse = |reason: String| Error::NarUrlOutsideCache {
+            narinfo: narinfo.to_path_buf(),
+            url: url.to_string(),
+            reason,
+            cache: self.dir.clone(),
+        };
+        if url.is_empty() {
+            return Err(refuse("is empty".into()));
+        }
+        for c in Path::new(url).components() {
+            match c {
+                Component::Normal(_) | Component::CurDir => {}
+                Component::ParentDir => return Err(refuse("has a '..' component".into())),
+                Component::RootDir | Component::Prefix(_) => {
+                    return Err(refuse("is an absolute path".into()));
+                }
+            }
+        }
+        let joined = self.dir.join(url);
+        let cache = self.dir.canonicalize().map_err(io_err(&self.dir))?;
+        match joined.canonicalize() {
+            Ok(real) if real.starts_with(&cache) => Ok(real),
+            Ok(real) => Err(refuse(format!(
+                "resolves through a symlink to {}",
+                real.display()
+            ))),
+            // Absent (or a dangling symlink): nothing outside is read;
+            // opening it reports the missing file by name.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(joined),
+            Err(e) => Err(io_err(&joined)(e)),
+        }
+    }
 }
 
 impl StoreSource for BinaryCache {
@@ -94,7 +143,7 @@ impl StoreSource for BinaryCache {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);
         };
-        let file = self.dir.join(&info.url);
+        let file = self.nar_file(&self.narinfo_file(path), &info.url)?;
         let f = std::fs::File::open(&file).map_err(io_err(&file))?;
         let r = crate::nar::decompress(
             &info.compression,
@@ -163,7 +212,7 @@ impl StoreSource for BinaryCache {
                     Some(f) => Error::MissingNarinfo {
                         path: format!("{p} (referenced by {})", infos[f].path),
                         cache: self.dir.clone(),
-                        file: self.dir.join(format!("{}.narinfo", p.hash_part())),
+                        file: self.narinfo_file(&p),
                     },
                 })?;
                 for r in &info.references {

@@ -84,22 +84,52 @@ impl LocalStore {
         StorePath::parse(DEFAULT_STORE_DIR, s)
     }
 
+    /// `ValidPaths.narSize` as a size. SQLite stores it as a signed 64-bit
+    /// integer, so a corrupt row can hold a negative one, which must not
+    /// turn into a size near 2^64. NULL (databases from before Nix
+    /// recorded sizes) counts as 0, as Nix itself reads it.
+    fn nar_size(&self, path: &dyn std::fmt::Display, nar: Option<i64>) -> Result<u64> {
+        let n = nar.unwrap_or(0);
+        u64::try_from(n).map_err(|_| Error::NegativeNarSize {
+            path: path.to_string(),
+            nar_size: n.into(),
+            store: self.describe(),
+        })
+    }
+
     /// The closure from one pass over `Refs` and one over `ValidPaths`,
     /// for closures that cover much of the store. `root_ids` are distinct
     /// and `root_paths` their paths, in the same order.
+    ///
+    /// Database ids are row ids, not dense: a database can hold ids near
+    /// `i64::MAX` (rows inserted with explicit ids, or after `VACUUM` of an
+    /// edited file). So every array here is indexed by the position of an id
+    /// in the sorted list of ids actually present, never by the id itself.
     fn closure_by_table_scan(
         &self,
         conn: &Connection,
         root_ids: &[i64],
         root_paths: &[StorePath],
     ) -> Result<RawClosure> {
-        let max_id: i64 = conn
-            .query_row("SELECT coalesce(max(id), 0) FROM ValidPaths", [], |r| {
-                r.get(0)
-            })
-            .map_err(|e| self.db_err(e))?;
-        let n = max_id as usize + 1;
-        // Compressed adjacency by database id: count, then fill.
+        let mut db_ids: Vec<i64> = Vec::new();
+        {
+            let mut st = conn
+                .prepare("SELECT id FROM ValidPaths")
+                .map_err(|e| self.db_err(e))?;
+            let mut rows = st.query([]).map_err(|e| self.db_err(e))?;
+            while let Some(r) = rows.next().map_err(|e| self.db_err(e))? {
+                db_ids.push(r.get(0).map_err(|e| self.db_err(e))?);
+            }
+        }
+        // `id` is the primary key, so already unique; sorting makes the
+        // dense index a binary search.
+        db_ids.sort_unstable();
+        db_ids.dedup();
+        let dense = |id: i64| db_ids.binary_search(&id).ok().map(|k| k as u32);
+        let n = db_ids.len();
+        // Compressed adjacency by dense index: count, then fill. References
+        // to ids that are not in ValidPaths (a database without foreign key
+        // enforcement) are dropped here, as the per-path walk's join does.
         let mut edges: Vec<(u32, u32)> = Vec::new();
         {
             let mut st = conn
@@ -109,8 +139,8 @@ impl LocalStore {
             while let Some(r) = rows.next().map_err(|e| self.db_err(e))? {
                 let a: i64 = r.get(0).map_err(|e| self.db_err(e))?;
                 let b: i64 = r.get(1).map_err(|e| self.db_err(e))?;
-                if (0..n as i64).contains(&a) && (0..n as i64).contains(&b) {
-                    edges.push((a as u32, b as u32));
+                if let (Some(a), Some(b)) = (dense(a), dense(b)) {
+                    edges.push((a, b));
                 }
             }
         }
@@ -126,8 +156,13 @@ impl LocalStore {
         let mut index = vec![u32::MAX; n];
         let mut order: Vec<u32> = Vec::new();
         for &r in root_ids {
-            index[r as usize] = order.len() as u32;
-            order.push(r as u32);
+            let d = dense(r).ok_or_else(|| Error::DanglingReference {
+                referrer: "a root".into(),
+                reference: format!("database id {r}"),
+                store: self.describe(),
+            })?;
+            index[d as usize] = order.len() as u32;
+            order.push(d);
         }
         let mut i = 0;
         while i < order.len() {
@@ -152,19 +187,21 @@ impl LocalStore {
             let mut rows = st.query([]).map_err(|e| self.db_err(e))?;
             while let Some(r) = rows.next().map_err(|e| self.db_err(e))? {
                 let id: i64 = r.get(0).map_err(|e| self.db_err(e))?;
-                let Some(&k) = index.get(id as usize) else {
+                let Some(d) = dense(id) else {
                     continue;
                 };
+                let k = index[d as usize];
                 if k == u32::MAX {
                     continue;
                 }
-                let nar: Option<i64> = r.get(2).map_err(|e| self.db_err(e))?;
-                nar_sizes[k as usize] = nar.unwrap_or(0) as u64;
                 if paths[k as usize].is_none() {
                     let s = r.get_ref(1).map_err(|e| self.db_err(e))?;
                     let s = s.as_str().map_err(|e| self.db_err(e.into()))?;
                     paths[k as usize] = Some(self.parse_db_path(s)?);
                 }
+                let nar: Option<i64> = r.get(2).map_err(|e| self.db_err(e))?;
+                nar_sizes[k as usize] =
+                    self.nar_size(paths[k as usize].as_ref().expect("just set"), nar)?;
             }
         }
         let mut references = Vec::with_capacity(order.len());
@@ -183,7 +220,7 @@ impl LocalStore {
             .map(|(k, p)| {
                 p.ok_or_else(|| Error::DanglingReference {
                     referrer: "a path in the closure".into(),
-                    reference: format!("database id {}", order[k]),
+                    reference: format!("database id {}", db_ids[order[k] as usize]),
                     store: self.describe(),
                 })
             })
@@ -302,7 +339,7 @@ impl StoreSource for LocalStore {
             .collect::<Result<_>>()?;
         Ok(Some(PathInfo {
             path: path.clone(),
-            nar_size: nar.unwrap_or(0) as u64,
+            nar_size: self.nar_size(path, nar)?,
             references,
         }))
     }
@@ -366,10 +403,13 @@ impl StoreSource for LocalStore {
                 });
             };
             if let std::collections::hash_map::Entry::Vacant(v) = by_id.entry(id) {
-                v.insert(out.push(r.clone(), nar.unwrap_or(0) as u64));
+                v.insert(out.push(r.clone(), self.nar_size(r, nar)?));
                 ids.push(id);
             }
         }
+        // Roots given twice were merged above: only the distinct ones lead
+        // the closure.
+        let root_count = ids.len();
         let mut refs_stmt = conn
             .prepare_cached("SELECT reference FROM Refs WHERE referrer = ?1")
             .map_err(|e| self.db_err(e))?;
@@ -390,7 +430,7 @@ impl StoreSource for LocalStore {
         let mut next = 0;
         while next < ids.len() {
             if ids.len() > switch_at {
-                let roots_ids: Vec<i64> = ids[..roots.len().min(ids.len())].to_vec();
+                let roots_ids: Vec<i64> = ids[..root_count].to_vec();
                 drop(refs_stmt);
                 drop(by_id_stmt);
                 drop(get_path);
@@ -414,7 +454,9 @@ impl StoreSource for LocalStore {
                         let (p, nar): (String, Option<i64>) = by_id_stmt
                             .query_row([rid], |r| Ok((r.get(0)?, r.get(1)?)))
                             .map_err(|e| self.db_err(e))?;
-                        let i = out.push(self.parse_db_path(&p)?, nar.unwrap_or(0) as u64);
+                        let p = self.parse_db_path(&p)?;
+                        let nar = self.nar_size(&p, nar)?;
+                        let i = out.push(p, nar);
                         by_id.insert(rid, i);
                         ids.push(rid);
                         i

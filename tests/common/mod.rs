@@ -295,3 +295,65 @@ pub fn assert_error(o: &Outcome, needle: &str) {
     );
     assert!(o.stdout.is_empty(), "stdout on error: {}", o.stdout);
 }
+
+/// Runs nix-heft as [`heft_run`] does, with extra environment variables
+/// (`NIX_HEFT_TABLE_SCAN_AT` to choose how the database is read).
+pub fn heft_run_env(env: &[(&str, &str)], store: Option<&str>, args: &[&str]) -> Outcome {
+    let mut c = heft();
+    c.envs(env.iter().copied());
+    if let Some(s) = store {
+        c.args(["--store", s]);
+    }
+    c.args(args);
+    let out = c.output().unwrap();
+    let o = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(
+        !o.stderr.contains("panicked"),
+        "nix-heft panicked: {}",
+        o.stderr
+    );
+    o
+}
+
+/// The committed binary cache of the bundled example.
+pub fn example_cache() -> PathBuf {
+    repo().join("examples/rocm-mini/cache")
+}
+
+/// The bundled example's root, as `examples/rocm-mini/ROOT` names it.
+pub fn example_root() -> String {
+    std::fs::read_to_string(repo().join("examples/rocm-mini/ROOT"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// Runs Python's sqlite3 on `db` with `script` (statements using `c`, with
+/// `sys.argv[2:]` as the extra `args`), committing and closing so that no
+/// WAL side file is left behind.
+pub fn sqlite_edit(db: &Path, script: &str, args: &[&str]) {
+    run(Command::new("python3")
+        .args([
+            "-c",
+            &format!(
+                "import sqlite3,sys\nc=sqlite3.connect(sys.argv[1])\n{script}\nc.commit()\nc.close()\n"
+            ),
+        ])
+        .arg(db)
+        .args(args));
+}
+
+/// The paths of the closure of `roots` in `store` (the local store when
+/// `None`), as `nix path-info -r` lists them.
+pub fn nix_closure_paths(store: Option<&str>, roots: &[&str]) -> Vec<String> {
+    let mut c = nix();
+    c.args(["path-info", "-r"]);
+    if let Some(s) = store {
+        c.args(["--store", s]);
+    }
+    run(c.args(roots)).lines().map(str::to_string).collect()
+}
