@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
-# (Debian's nix-bin, patchelf, gcc), which takes root.
+# (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace), which
+# takes root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -9,6 +10,10 @@ need=()
 command -v nix-build >/dev/null 2>&1 || need+=(nix-bin)
 command -v patchelf >/dev/null 2>&1 || need+=(patchelf)
 command -v gcc >/dev/null 2>&1 || need+=(gcc)
+command -v objcopy >/dev/null 2>&1 || need+=(binutils)
+command -v strace >/dev/null 2>&1 || need+=(strace)
+# The 32-bit ELF test links with gcc -m32.
+dpkg -s gcc-multilib >/dev/null 2>&1 || need+=(gcc-multilib)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then

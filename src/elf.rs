@@ -627,27 +627,17 @@ mod tests {
     }
 
     fn run(cmd: &mut Command) {
-        let out = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-        assert!(
-            out.status.success(),
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        crate::testutil::run(cmd);
     }
 
-    /// Whether a tool can be run at all; tests needing a missing tool are
-    /// skipped rather than failed so the suite still runs elsewhere.
-    fn have(tool: &str) -> bool {
+    /// Fails the test when a tool cannot be run: scripts/test.sh installs
+    /// every one, so a missing tool is a broken set-up, never a skip.
+    fn need(tool: &str) {
         let ok = Command::new(tool)
             .arg("--version")
             .output()
             .is_ok_and(|o| o.status.success());
-        if !ok {
-            eprintln!("skipping: {tool} not available");
-        }
-        ok
+        assert!(ok, "{tool} is needed (scripts/test.sh installs it)");
     }
 
     fn section_range(data: &[u8], name: &str) -> Option<Range<u64>> {
@@ -680,9 +670,9 @@ mod tests {
     /// executable a store-path interpreter, a three-entry run path and a
     /// store-path DT_NEEDED with patchelf. The source lives under a fake
     /// store path so `-g` records that path in DWARF.
-    fn build() -> Option<Built> {
-        if !have("gcc") || !have("patchelf") || !have("objcopy") {
-            return None;
+    fn build() -> Built {
+        for tool in ["gcc", "patchelf", "objcopy"] {
+            need(tool);
         }
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
@@ -760,7 +750,7 @@ int main(void) {{
         ] {
             run(Command::new("patchelf").args(args).arg(&prog));
         }
-        Some(Built {
+        Built {
             _dir: dir,
             lib,
             prog,
@@ -768,12 +758,12 @@ int main(void) {{
             runpath,
             interp,
             extra_needed,
-        })
+        }
     }
 
     #[test]
     fn gcc_executable_holds() {
-        let Some(b) = build() else { return };
+        let b = build();
         let data = std::fs::read(&b.prog).unwrap();
         let l = ElfLayout::parse(&data).unwrap();
 
@@ -853,7 +843,7 @@ int main(void) {{
 
     #[test]
     fn gcc_shared_library() {
-        let Some(b) = build() else { return };
+        let b = build();
         let data = std::fs::read(&b.lib).unwrap();
         let l = ElfLayout::parse(&data).unwrap();
         assert_eq!(l.interpreter(), None);
@@ -865,7 +855,7 @@ int main(void) {{
 
     #[test]
     fn debug_info_file_has_no_loader_holds() {
-        let Some(b) = build() else { return };
+        let b = build();
         let data = std::fs::read(&b.debug).unwrap();
         let l = ElfLayout::parse(&data).unwrap();
         // PT_INTERP and PT_DYNAMIC survive in the program headers, but
@@ -885,9 +875,8 @@ int main(void) {{
 
     #[test]
     fn gcc_32_bit() {
-        if !have("gcc") || !have("patchelf") {
-            return;
-        }
+        need("gcc");
+        need("patchelf");
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path();
         std::fs::write(d.join("lib.c"), "int demo(void) { return 1; }\n").unwrap();
@@ -899,9 +888,9 @@ int main(void) {{
             ),
         )
         .unwrap();
-        // -nostdlib because only the 32-bit compiler, not the 32-bit libc,
-        // may be installed; gcc-multilib is not required.
-        let lib_ok = Command::new("gcc")
+        // -nostdlib keeps the test to the 32-bit compiler and linker, which
+        // gcc-multilib brings (scripts/test.sh installs it).
+        run(Command::new("gcc")
             .args([
                 "-m32",
                 "-shared",
@@ -911,13 +900,7 @@ int main(void) {{
                 "-o",
                 "libdemo32.so",
             ])
-            .current_dir(d)
-            .output()
-            .is_ok_and(|o| o.status.success());
-        if !lib_ok {
-            eprintln!("skipping: gcc -m32 cannot link");
-            return;
-        }
+            .current_dir(d));
         let interp = format!("/nix/store/{}-glibc/lib/ld-linux.so.2", h('i'));
         run(Command::new("gcc")
             .args([
@@ -962,10 +945,7 @@ int main(void) {{
     #[test]
     fn system_binary() {
         let path = Path::new("/usr/bin/ls");
-        let Ok(data) = std::fs::read(path) else {
-            eprintln!("skipping: no {}", path.display());
-            return;
-        };
+        let data = std::fs::read(path).expect("coreutils' ls is on every Debian machine");
         let l = ElfLayout::parse(&data).unwrap();
         assert!(
             l.needed().iter().any(|n| n == "libc.so.6"),

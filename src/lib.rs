@@ -16,7 +16,8 @@
 //! let roots = nix_heft::roots::resolve_roots(src.as_ref(), &["./result".into()])?;
 //! let g = nix_heft::graph::Graph::load(src.as_ref(), &roots)?;
 //! let report = nix_heft::report::size::SizeReport::compute(&g, Default::default());
-//! print!("{}", report.render(false));
+//! use nix_heft::report::Report;
+//! print!("{}", report.render_text(&Default::default()));
 //! # Ok::<(), nix_heft::Error>(())
 //! ```
 
@@ -36,6 +37,8 @@ pub mod report;
 pub mod roots;
 pub mod source;
 pub mod store_path;
+#[cfg(test)]
+pub(crate) mod testutil;
 pub mod units;
 
 pub use error::{Error, Result};

@@ -228,9 +228,10 @@ fn main() -> ExitCode {
                     printed.push_str(&c);
                 }
             }
-            let usage = e
-                .chain()
-                .any(|c| c.downcast_ref::<nix_heft::Error>().is_some_and(|e| e.is_usage()));
+            let usage = e.chain().any(|c| {
+                c.downcast_ref::<nix_heft::Error>()
+                    .is_some_and(|e| e.is_usage())
+            });
             ExitCode::from(if usage { EXIT_USAGE } else { 1 })
         }
     }
@@ -373,11 +374,9 @@ fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<Exi
 fn one_path(src: &dyn StoreSource, arg: &str) -> anyhow::Result<nix_heft::StorePath> {
     let mut p = nix_heft::roots::resolve_roots(src, &[arg.to_string()])?;
     if p.len() != 1 {
-        return Err(nix_heft::Error::Usage(format!(
-            "'{arg}' matches {} paths; give one",
-            p.len()
-        ))
-        .into());
+        return Err(
+            nix_heft::Error::Usage(format!("'{arg}' matches {} paths; give one", p.len())).into(),
+        );
     }
     Ok(p.remove(0))
 }

@@ -54,23 +54,83 @@ fn malformed_store_path() {
 fn ambiguous_and_unknown_names() {
     let f = fixture();
     let o = heft_run(None, &["size", "dup"]);
-    assert_error(&o, "'dup' is ambiguous");
+    assert_usage_error(&o, "'dup' is ambiguous");
     assert!(
         o.stderr.contains(f.small("dup1")) && o.stderr.contains(f.small("dup2")),
         "{}",
         o.stderr
     );
     let o = heft_run(None, &["size", "no-such-package"]);
-    assert_error(
+    assert_usage_error(
         &o,
         "no valid path in the local store matches 'no-such-package'",
     );
     let o = heft_run(None, &["size", "rocblas-tensile"]);
-    assert_error(&o, "matches 'rocblas-tensile'");
+    assert_usage_error(&o, "matches 'rocblas-tensile'");
     assert!(
         o.stderr.contains("rocblas-tensile-gfx90a-5.7.1"),
         "lists similar names: {}",
         o.stderr
+    );
+}
+
+/// One exit-code rule for every command: anything wrong with the command
+/// line itself is exit 2, as clap gives for an unknown flag.
+#[test]
+fn command_line_errors_exit_2() {
+    let f = fixture();
+    let store = f.chroot.display().to_string();
+    let s = Some(store.as_str());
+    assert_usage_error(
+        &heft_run(s, &["size", "--no-such-flag", &f.rocm]),
+        "--no-such-flag",
+    );
+    assert_usage_error(
+        &heft_run(s, &["size", "--sort", "weight", &f.rocm]),
+        "weight",
+    );
+    assert_usage_error(
+        &heft_run(s, &["why", "rocblas-tensile-*", "rocm-llvm"]),
+        "matches",
+    );
+    assert_usage_error(
+        &heft_run(s, &["split", "rocblas-tensile-*", "--preset", "nixpkgs"]),
+        "give one",
+    );
+    assert_usage_error(
+        &heft_run(s, &["split", "rocblas-5.7.1"]),
+        "nothing to split",
+    );
+    assert_usage_error(
+        &heft_run(s, &["partition", "rocblas-5.7.1", "--by", "gfx("]),
+        "bad pattern 'gfx('",
+    );
+    assert_usage_error(
+        &heft_run(
+            s,
+            &[
+                "partition",
+                "rocblas-5.7.1",
+                "--by",
+                "gfx[0-9a-z]+",
+                "--keep",
+                "gfx1",
+            ],
+        ),
+        "gfx1",
+    );
+    assert_usage_error(&heft_run(s, &["size", "rocm-[llvm"]), "rocm-[llvm");
+    assert_usage_error(
+        &heft_run(s, &["split", "rocblas-5.7.1", "--move", "lib/[x=dev"]),
+        "lib/[x",
+    );
+    // A failure outside the command line stays exit 1.
+    assert_error(
+        &heft_run(
+            s,
+            &["size", "/nix/store/00000000000000000000000000000000-gone"],
+        ),
+        "not valid",
     );
 }
 

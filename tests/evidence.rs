@@ -6,9 +6,9 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
+use nix_heft::evidence::Kind;
 use nix_heft::report::refs::RefsReport;
 use nix_heft::report::why::WhyReport;
-use nix_heft::scan::Kind;
 
 fn refs_json(store: Option<&str>, roots: &[&str]) -> (i32, RefsReport, String) {
     let mut args = vec!["--json", "refs", "--evidence"];
@@ -265,7 +265,7 @@ fn why_gives_chains_and_evidence() {
     );
     assert!(o.stdout.contains("symlink @"), "{}", o.stdout);
     let o = heft_run(None, &["why", f.small("top"), "rocm-llvm"]);
-    assert_error(&o, "no valid path in the closure of");
+    assert_usage_error(&o, "no valid path in the closure of");
 }
 
 #[test]

@@ -7,9 +7,11 @@ mod common;
 use std::collections::{BTreeMap, BTreeSet};
 
 use common::*;
-use nix_heft::plan::advise::{ActionKind, AdviceReport, Safety};
-use nix_heft::report::plan::{PartitionReport, SplitReport};
+use nix_heft::plan::advise::{ActionKind, Safety};
+use nix_heft::report::advise::AdviceReport;
+use nix_heft::report::partition::PartitionReport;
 use nix_heft::report::refs::RefsReport;
+use nix_heft::report::split::SplitReport;
 use serde_json::Value;
 
 fn example() -> std::path::PathBuf {
@@ -75,16 +77,18 @@ fn oracle_closure(
 #[test]
 fn split_predictions_match_real_rebuilds() {
     let f = fixture();
-    for (suffix, attr, outputs) in [
+    for (suffix, attr, outputs, moves) in [
         (
             "-rocblas-5.7.1",
             "variants.rocblas-split",
             vec!["out", "dev"],
+            vec!["include=dev", "lib/pkgconfig=dev", "lib/cmake=dev"],
         ),
         (
             "-hipblas-5.7.1",
             "variants.hipblas-split",
             vec!["out", "dev", "doc"],
+            vec!["include=dev", "share/doc=doc"],
         ),
     ] {
         let orig = closure_path(suffix);
@@ -98,82 +102,93 @@ fn split_predictions_match_real_rebuilds() {
             None,
             &rebuilt.values().map(String::as_str).collect::<Vec<_>>(),
         );
-        let r: SplitReport = json(&[
-            "--json", "split", &orig, "--preset", "nixpkgs", "--root", &f.rocm,
-        ]);
-        let names: Vec<&str> = r.outputs.iter().map(|o| o.name.as_str()).collect();
-        assert_eq!(names, outputs, "{suffix}: predicted outputs");
-        for o in &r.outputs {
-            let real = &info[&rebuilt[o.name.as_str()]];
-            // Same build commands and moves, and store paths of the same
-            // length, so sizes agree to the byte: nothing to explain away.
-            assert_eq!(
-                o.nar_size,
-                real["narSize"].as_u64().unwrap(),
-                "{suffix} {}: NAR size",
-                o.name
-            );
-            assert_eq!(
-                o.closure_size,
-                real["closureSize"].as_u64().unwrap(),
-                "{suffix} {}: closure size",
-                o.name
-            );
-            let predicted: BTreeSet<String> = o
-                .references
-                .iter()
-                .map(|x| match x.strip_prefix("output:") {
-                    Some(name) => rebuilt[name].clone(),
-                    None if *x == orig => rebuilt["out"].clone(),
-                    None => x.clone(),
-                })
-                .collect();
-            assert_eq!(predicted, refs_of(real), "{suffix} {}: references", o.name);
+        // The preset, and the same moves given by hand: either way the
+        // rebuilt dev names out (_multioutPropagateDev).
+        let mut by_hand: Vec<&str> = vec!["--json", "split", &orig, "--root", &f.rocm];
+        for m in &moves {
+            by_hand.extend(["--move", m]);
         }
-        // The root's closure after the split, by Nix's own data: consumers
-        // keep only `out`.
-        let mut all = nix_path_info(None, &[&f.rocm]);
-        all.extend(info.clone());
-        let after = oracle_closure(&all, &f.rocm, &[], Some((&orig, &rebuilt["out"])));
-        assert_eq!(r.roots.len(), 1);
-        assert_eq!(
-            r.roots[0].after, after,
-            "{suffix}: root closure after the split"
-        );
-        assert!(r.warnings.is_empty(), "{:?}", r.warnings);
-        // The files each output holds are those of the rebuilt output.
-        for o in &r.outputs {
-            let real = std::path::PathBuf::from(&rebuilt[o.name.as_str()]);
-            let mut on_disk: Vec<String> = Vec::new();
-            let mut stack = vec![real.clone()];
-            while let Some(d) = stack.pop() {
-                for e in std::fs::read_dir(&d).unwrap() {
-                    let e = e.unwrap();
-                    let p = e.path();
-                    if e.file_type().unwrap().is_dir() {
-                        stack.push(p);
-                    } else {
-                        on_disk.push(
-                            p.strip_prefix(&real)
-                                .unwrap()
-                                .to_string_lossy()
-                                .into_owned(),
-                        );
+        for args in [
+            vec![
+                "--json", "split", &orig, "--preset", "nixpkgs", "--root", &f.rocm,
+            ],
+            by_hand,
+        ] {
+            let r: SplitReport = json(&args);
+            let names: Vec<&str> = r.outputs.iter().map(|o| o.name.as_str()).collect();
+            assert_eq!(names, outputs, "{suffix}: predicted outputs");
+            for o in &r.outputs {
+                let real = &info[&rebuilt[o.name.as_str()]];
+                // Same build commands and moves, and store paths of the same
+                // length, so sizes agree to the byte: nothing to explain away.
+                assert_eq!(
+                    o.nar_size,
+                    real["narSize"].as_u64().unwrap(),
+                    "{suffix} {}: NAR size",
+                    o.name
+                );
+                assert_eq!(
+                    o.closure_size,
+                    real["closureSize"].as_u64().unwrap(),
+                    "{suffix} {}: closure size",
+                    o.name
+                );
+                let predicted: BTreeSet<String> = o
+                    .references
+                    .iter()
+                    .map(|x| match x.strip_prefix("output:") {
+                        Some(name) => rebuilt[name].clone(),
+                        None if *x == orig => rebuilt["out"].clone(),
+                        None => x.clone(),
+                    })
+                    .collect();
+                assert_eq!(predicted, refs_of(real), "{suffix} {}: references", o.name);
+            }
+            // The root's closure after the split, by Nix's own data: consumers
+            // keep only `out`.
+            let mut all = nix_path_info(None, &[&f.rocm]);
+            all.extend(info.clone());
+            let after = oracle_closure(&all, &f.rocm, &[], Some((&orig, &rebuilt["out"])));
+            assert_eq!(r.roots.len(), 1);
+            assert_eq!(
+                r.roots[0].after, after,
+                "{suffix}: root closure after the split"
+            );
+            assert!(r.warnings.is_empty(), "{:?}", r.warnings);
+            // The files each output holds are those of the rebuilt output.
+            for o in &r.outputs {
+                let real = std::path::PathBuf::from(&rebuilt[o.name.as_str()]);
+                let mut on_disk: Vec<String> = Vec::new();
+                let mut stack = vec![real.clone()];
+                while let Some(d) = stack.pop() {
+                    for e in std::fs::read_dir(&d).unwrap() {
+                        let e = e.unwrap();
+                        let p = e.path();
+                        if e.file_type().unwrap().is_dir() {
+                            stack.push(p);
+                        } else {
+                            on_disk.push(
+                                p.strip_prefix(&real)
+                                    .unwrap()
+                                    .to_string_lossy()
+                                    .into_owned(),
+                            );
+                        }
                     }
                 }
+                on_disk.sort();
+                let mut predicted = o.files.clone();
+                predicted.sort();
+                assert_eq!(predicted, on_disk, "{suffix} {}: files", o.name);
             }
-            on_disk.sort();
-            let mut predicted = o.files.clone();
-            predicted.sort();
-            assert_eq!(predicted, on_disk, "{suffix} {}: files", o.name);
+            assert!(
+                r.consumers
+                    .iter()
+                    .all(|c| c.keeps == vec!["out".to_string()]),
+                "{:?}",
+                r.consumers
+            );
         }
-        assert!(
-            r.consumers
-                .iter()
-                .all(|c| c.keeps == vec!["out".to_string()]),
-            "{:?}",
-            r.consumers
-        );
     }
 }
 
@@ -273,7 +288,7 @@ fn partition_keep_matches_a_single_target_build() {
             "gfx999",
         ],
     );
-    assert_error(&o, "gfx90a");
+    assert_usage_error(&o, "gfx90a");
     let _ = f;
 }
 
@@ -445,7 +460,21 @@ fn split_keeps_references_of_non_utf8_file_names() {
         "{:?}",
         out.files
     );
+    // A dev output propagates out (_multioutPropagateDev), preset or not.
     let r: SplitReport = json(&["--json", "split", odd, "--move", "lib=dev"]);
+    let dev = r.outputs.iter().find(|o| o.name == "dev").unwrap();
+    assert_eq!(
+        dev.references,
+        vec![base.to_string(), "output:out".to_string()]
+    );
+    let r: SplitReport = json(&[
+        "--json",
+        "split",
+        odd,
+        "--move",
+        "lib=dev",
+        "--no-propagate-dev",
+    ]);
     let dev = r.outputs.iter().find(|o| o.name == "dev").unwrap();
     assert_eq!(dev.references, vec![base.to_string()]);
 }
@@ -504,4 +533,26 @@ fn unsimulated_bin_output_is_labelled() {
         ActionKind::BinOutput,
         "unsimulated actions rank last"
     );
+}
+
+/// Two different paths with one name appear in advice with their hash
+/// part, so a reader knows which is meant; every other name is the full
+/// name with version.
+#[test]
+fn advice_names_are_unambiguous() {
+    let f = fixture();
+    let twins = f.small("twins");
+    let o = heft_run(None, &["advise", twins]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let refs: Vec<String> = nix_store_references(twins)
+        .into_iter()
+        .filter(|r| r != twins)
+        .collect();
+    assert_eq!(refs.len(), 2);
+    for r in &refs {
+        let base = r.rsplit('/').next().unwrap();
+        let shown = format!("twin-1.0 ({})", &base[..8]);
+        assert!(o.stdout.contains(&shown), "{shown} not in:\n{}", o.stdout);
+    }
+    assert!(o.stdout.contains("in twins-1.0"), "{}", o.stdout);
 }

@@ -51,7 +51,10 @@ impl Classified {
 
 /// Classifies everything `reads` holds.
 pub fn classify(g: &Graph, reads: Reads) -> Classified {
-    let Reads { paths, mut problems } = reads;
+    let Reads {
+        paths,
+        mut problems,
+    } = reads;
     let mut out = Classified::default();
     for (v, pr) in &paths {
         if pr.scanned {

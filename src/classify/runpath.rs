@@ -138,11 +138,17 @@ mod tests {
             ("lib64/libx.so.1", None),
             ("lib64/sub/liby.so", None),
             ("lib", Some("lib64")),
-            ("abs", Some("/nix/store/00000000000000000000000000000000-x/lib64/sub")),
+            (
+                "abs",
+                Some("/nix/store/00000000000000000000000000000000-x/lib64/sub"),
+            ),
             ("loop", Some("loop")),
             ("out", Some("/etc")),
         ]);
-        assert_eq!(list_dir(&tree, base, b"lib64").unwrap(), ["libx.so.1", "sub"]);
+        assert_eq!(
+            list_dir(&tree, base, b"lib64").unwrap(),
+            ["libx.so.1", "sub"]
+        );
         assert_eq!(list_dir(&tree, base, b"lib").unwrap(), ["libx.so.1", "sub"]);
         assert_eq!(list_dir(&tree, base, b"lib/sub").unwrap(), ["liby.so"]);
         assert_eq!(list_dir(&tree, base, b"abs").unwrap(), ["liby.so"]);

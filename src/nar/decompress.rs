@@ -92,4 +92,3 @@ impl<D: Read> Read for Decoded<D> {
         })
     }
 }
-

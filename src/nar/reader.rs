@@ -521,7 +521,6 @@ impl<R: Read> BufRead for Contents<'_, R> {
     }
 }
 
-
 fn display_path(path: &[u8]) -> String {
     if path.is_empty() {
         ".".to_string()

@@ -154,11 +154,7 @@ pub fn nar_cmp(a: &[u8], b: &[u8]) -> Ordering {
     a.split(|&c| c == b'/').cmp(b.split(|&c| c == b'/'))
 }
 
-
-
-
 impl FileTree {
-
     /// Exact size of the NAR serialisation of this tree: what Nix registers
     /// as `narSize` for a path holding it (formula in the module docs). An
     /// empty tree (not even a root) has no serialisation and counts 0.
@@ -229,9 +225,7 @@ impl FileTree {
 
 /// The tree a NAR stream describes, and the NAR bytes read.
 /// The tree of a NAR stream, and how many bytes the NAR had.
-pub fn tree_of_nar(
-    nar: impl std::io::Read,
-) -> std::result::Result<(FileTree, u64), NarError> {
+pub fn tree_of_nar(nar: impl std::io::Read) -> std::result::Result<(FileTree, u64), NarError> {
     let mut entries = Vec::new();
     let n = walk_nar(nar, &mut |path: &[u8], node: NarNode<'_>| {
         let node = match node {
@@ -252,7 +246,6 @@ pub fn tree_of_nar(
     Ok((FileTree { entries }, n))
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,20 +263,7 @@ mod tests {
         tree
     }
 
-
-    fn run(cmd: &mut Command) -> Vec<u8> {
-        let out = cmd
-            .output()
-            .unwrap_or_else(|e| panic!("cannot run {cmd:?} (Nix must be installed): {e}"));
-        assert!(
-            out.status.success(),
-            "{cmd:?} failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        out.stdout
-    }
-
-
+    use crate::testutil::run;
 
     fn nix_dump(path: &Path) -> Vec<u8> {
         run(Command::new("nix-store").arg("--dump").arg(path))
@@ -292,9 +272,6 @@ mod tests {
     fn tree_of_nar(nar: impl std::io::Read) -> FileTree {
         super::tree_of_nar(nar).unwrap().0
     }
-
-    /// Serialises a tree as a NAR with zeroed contents, straight from the
-    /// grammar (not from the size formula), iteratively.
 
     fn dir(path: &[u8]) -> TreeEntry {
         TreeEntry {
@@ -433,10 +410,6 @@ mod tests {
             assert_eq!(expected.nar_size(), nix_dump(&l).len() as u64, "{l:?}");
         }
     }
-
-
-
-
 
     #[test]
     fn from_entries_adds_parents_and_sorts() {

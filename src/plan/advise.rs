@@ -414,4 +414,3 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
     });
     (actions, problems)
 }
-

@@ -23,6 +23,9 @@ const MAX_PATH_STRING_BYTES: usize = 4 << 20;
 /// Receives each chunk of a file and whether the file is ELF.
 pub(super) type Spool<'a> = &'a mut dyn FnMut(bool, &[u8]) -> std::io::Result<()>;
 
+/// Gives the site of the i-th hit of a file.
+type SiteOf = Box<dyn FnMut(usize, &Hit) -> Site>;
+
 /// What one file's content scan found.
 pub(super) struct FileScan {
     pub hits: Vec<Hit>,
@@ -132,7 +135,7 @@ pub(super) fn file_holds(
     elf_bytes: Option<&[u8]>,
     elf_files: &mut Vec<ElfFacts>,
 ) -> Vec<Hold> {
-    let mut site_of: Box<dyn FnMut(usize, &Hit) -> Site> = Box::new(|_, _| Site::Binary);
+    let mut site_of: SiteOf = Box::new(|_, _| Site::Binary);
     let mut facts = None;
     if let (true, Some(bytes)) = (fs.is_elf, elf_bytes) {
         let mut f = ElfFacts {
@@ -252,7 +255,9 @@ pub(crate) fn path_strings(bytes: &[u8]) -> Vec<Vec<u8>> {
             .map_or(bytes.len(), |i| slash + i);
         covered = end;
         let s = &bytes[start..end];
-        let inner = s.windows(3).any(|w| w[1] == b'/' && w[0] != b'/' && w[2] != b'/');
+        let inner = s
+            .windows(3)
+            .any(|w| w[1] == b'/' && w[0] != b'/' && w[2] != b'/');
         if !inner || s.len() > 4096 || !seen.insert(s) {
             continue;
         }
@@ -278,7 +283,11 @@ mod tests {
             .collect();
         assert_eq!(
             got,
-            ["rocblas/library", "a/b/c", "/nix/store/h-x/lib/rocblas/library"]
+            [
+                "rocblas/library",
+                "a/b/c",
+                "/nix/store/h-x/lib/rocblas/library"
+            ]
         );
     }
 }

@@ -48,14 +48,19 @@ pub(super) fn read(
                     TreeNode::Symlink { target } => symlink_holds(rel, target, wanted, &mut holds),
                     TreeNode::Regular { .. } => {
                         let full = full_path(root, rel);
-                        let fail = |what: &str, e: std::io::Error| io_problem(store_path, rel, what, &e);
-                        let mut f = std::fs::File::open(&full).map_err(|e| fail("cannot open", e))?;
+                        let fail =
+                            |what: &str, e: std::io::Error| io_problem(store_path, rel, what, &e);
+                        let mut f =
+                            std::fs::File::open(&full).map_err(|e| fail("cannot open", e))?;
                         let fs = scan_stream(&mut f, wanted, progress, None)
                             .map_err(|e| fail("cannot read", e))?;
                         let mmap = if fs.is_elf {
                             // SAFETY: the store is immutable; a path deleted
                             // under us only makes reads fail, not change.
-                            Some(unsafe { memmap2::Mmap::map(&f) }.map_err(|e| fail("cannot map", e))?)
+                            Some(
+                                unsafe { memmap2::Mmap::map(&f) }
+                                    .map_err(|e| fail("cannot map", e))?,
+                            )
                         } else {
                             None
                         };

@@ -165,8 +165,13 @@ pub fn read(
     let mut trees: Wants = BTreeMap::new();
     for pr in out.paths.values() {
         for h in &pr.holds {
-            if matches!(h.site, Site::Elf { hold: ElfHold::Runpath { .. }, .. })
-                && !out.paths.contains_key(&h.target)
+            if matches!(
+                h.site,
+                Site::Elf {
+                    hold: ElfHold::Runpath { .. },
+                    ..
+                }
+            ) && !out.paths.contains_key(&h.target)
             {
                 trees.insert(h.target, Vec::new());
             }
@@ -186,10 +191,7 @@ fn read_into(
     let results: Vec<(NodeId, PathRead, Vec<Problem>)> = wants
         .par_iter()
         .map(|(&v, targets)| {
-            let wanted: Wanted = targets
-                .iter()
-                .map(|&t| (hash_key(g, t), t))
-                .collect();
+            let wanted: Wanted = targets.iter().map(|&t| (hash_key(g, t), t)).collect();
             let (pr, problems) = read_path(src, g, v, &wanted, !targets.is_empty(), progress);
             (v, pr, problems)
         })
@@ -236,6 +238,7 @@ fn read_path(
 fn problem_kind(e: &crate::Error) -> ProblemKind {
     match e {
         crate::Error::BadNar { source, .. } => source.problem_kind(),
+        crate::Error::NarUrlOutsideCache { .. } => ProblemKind::BadNarUrl,
         crate::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             ProblemKind::Vanished
         }

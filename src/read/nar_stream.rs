@@ -67,7 +67,9 @@ pub(super) fn read(
                     .map_err(NarError::from)?;
                 let mmap = match (&spool_file, fs.is_elf) {
                     // SAFETY: a private temporary file nobody else writes.
-                    (Some(f), true) => Some(unsafe { memmap2::Mmap::map(f) }.map_err(NarError::Io)?),
+                    (Some(f), true) => {
+                        Some(unsafe { memmap2::Mmap::map(f) }.map_err(NarError::Io)?)
+                    }
                     _ => None,
                 };
                 let mut elf_files = Vec::new();

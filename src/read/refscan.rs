@@ -244,7 +244,9 @@ mod tests {
     #[test]
     fn pointed_bytes_cross_chunks() {
         let mut data = b"\x01\x02".to_vec();
-        data.extend_from_slice(format!("/nix/store/{A}-rocblas-5.7.1/lib/librocblas.so\0").as_bytes());
+        data.extend_from_slice(
+            format!("/nix/store/{A}-rocblas-5.7.1/lib/librocblas.so\0").as_bytes(),
+        );
         data.extend_from_slice(format!("{B}-b:{A}").as_bytes());
         let w = wanted(&[A, B]);
         for chunk in [1, 2, 7, 31, 32, 33, 64, 1000] {

@@ -28,7 +28,10 @@ pub(crate) fn full_path(root: &Path, rel: &[u8]) -> PathBuf {
 /// An I/O failure on one entry as a problem of `store_path`.
 pub(crate) fn io_problem(store_path: &str, rel: &[u8], what: &str, e: &std::io::Error) -> Problem {
     let (kind, msg) = if e.kind() == std::io::ErrorKind::NotFound {
-        (ProblemKind::Vanished, format!("{what}: vanished during the read"))
+        (
+            ProblemKind::Vanished,
+            format!("{what}: vanished during the read"),
+        )
     } else {
         (ProblemKind::Unreadable, format!("{what}: {e}"))
     };

@@ -30,7 +30,11 @@ impl Report for AdviceReport {
         let names = super::display_names(
             self.roots
                 .iter()
-                .chain(self.actions.iter().flat_map(|a| a.removes.iter().chain([&a.package])))
+                .chain(
+                    self.actions
+                        .iter()
+                        .flat_map(|a| a.removes.iter().chain([&a.package])),
+                )
                 .map(String::as_str),
         );
         let pkg_name = |p: &String| names[p].as_str();
@@ -38,7 +42,7 @@ impl Report for AdviceReport {
             "closure of {}: {}; {} action(s)\n",
             self.roots
                 .iter()
-                .map(|r| pkg_name(r))
+                .map(&pkg_name)
                 .collect::<Vec<_>>()
                 .join(", "),
             iec(self.closure_size),
@@ -61,7 +65,7 @@ impl Report for AdviceReport {
                 } else {
                     a.removes
                         .iter()
-                        .map(|r| pkg_name(r))
+                        .map(&pkg_name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 },

@@ -103,7 +103,6 @@ impl PartitionReport {
             problems,
         }
     }
-
 }
 
 impl Report for PartitionReport {

@@ -102,7 +102,6 @@ impl RefsReport {
             problems: scan.problems,
         }
     }
-
 }
 
 impl Report for RefsReport {

@@ -117,7 +117,6 @@ impl SizeReport {
                 .collect(),
         }
     }
-
 }
 
 impl Report for SizeReport {

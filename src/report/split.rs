@@ -152,7 +152,6 @@ impl SplitReport {
             problems,
         }
     }
-
 }
 
 impl Report for SplitReport {
@@ -231,4 +230,3 @@ fn render_roots(out: &mut String, roots: &[RootImpact]) {
     }
     out.push_str(&t.render());
 }
-

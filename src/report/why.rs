@@ -88,7 +88,6 @@ impl WhyReport {
             problems: scan.problems,
         }
     }
-
 }
 
 impl Report for WhyReport {

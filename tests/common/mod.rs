@@ -27,6 +27,7 @@ pub const SMALL_ATTRS: &[&str] = &[
     "binconsumer",
     "dup1",
     "dup2",
+    "twins",
 ];
 
 pub struct Fixture {
@@ -261,33 +262,31 @@ pub struct Outcome {
 
 /// Runs nix-heft with `--store` (if any) and args.
 pub fn heft_run(store: Option<&str>, args: &[&str]) -> Outcome {
-    let mut c = heft();
-    if let Some(s) = store {
-        c.args(["--store", s]);
-    }
-    c.args(args);
-    let out = c.output().unwrap();
-    let o = Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        !o.stderr.contains("panicked"),
-        "nix-heft panicked: {}",
-        o.stderr
-    );
-    o
+    heft_run_env(&[], store, args)
 }
 
 /// Asserts a clean failure: exit code 1, one error naming `needle`.
 pub fn assert_error(o: &Outcome, needle: &str) {
+    assert_failure(o, 1, needle)
+}
+
+/// Asserts a clean usage error: exit code 2, one error naming `needle`.
+pub fn assert_usage_error(o: &Outcome, needle: &str) {
+    assert_failure(o, 2, needle)
+}
+
+fn assert_failure(o: &Outcome, code: i32, needle: &str) {
     assert_eq!(
-        o.code, 1,
+        o.code, code,
         "expected failure, got {}: {}{}",
         o.code, o.stdout, o.stderr
     );
-    assert!(o.stderr.starts_with("nix-heft: error: "), "{}", o.stderr);
+    // clap reports bad flags itself, as `error: ...`.
+    assert!(
+        o.stderr.starts_with("nix-heft: error: ") || (code == 2 && o.stderr.starts_with("error: ")),
+        "{}",
+        o.stderr
+    );
     assert!(
         o.stderr.contains(needle),
         "stderr lacks {needle:?}: {}",

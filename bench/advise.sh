@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# Advise benchmark (one-read-per-path issue): `advise` from binary caches,
+# a build of nix-heft against another (an earlier commit), side by side in
+# one run, and the number of NAR opens of each (strace -f -e trace=openat).
+#   1. the bundled example's xz cache (17 paths)
+#   2. the scan benchmark's 4 GiB store path (bench/scan.nix) and its
+#      dependencies, exported with `nix copy --to file://...?compression=zstd`
+# usage: bench/advise.sh OTHER_NIX_HEFT [RUNS]   (default 5). Needs root.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+repo="$(dirname "$here")"
+other="${1:?usage: bench/advise.sh OTHER_NIX_HEFT [RUNS]}"
+runs="${2:-5}"
+data="${NIX_HEFT_BENCH_DATA:-$here/.data}"
+(cd "$repo" && cargo build --release --quiet)
+heft="$repo/target/release/nix-heft"
+root="$(nix-build "$here/scan.nix" --option sandbox false --option substituters '' \
+  --out-link "${TMPDIR:-/tmp}/nix-heft-bench-scan")"
+cache="$data/scan-cache-zstd"
+if [ ! -f "$cache/nix-cache-info" ]; then
+  mkdir -p "$data"
+  nix --extra-experimental-features nix-command copy \
+    --to "file://$cache?compression=zstd" "$root"
+fi
+echo "cache: $(du -sb "$cache" | cut -f1) bytes of zstd NARs for $(nix-store -qR "$root" | wc -l) paths"
+example="$repo/examples/rocm-mini/cache"
+example_root="$(cat "$repo/examples/rocm-mini/ROOT")"
+opens() { # BIN STORE ROOT: NAR opens, distinct NARs
+  local log; log="$(mktemp)"
+  strace -f -e trace=openat -o "$log" "$1" --store "$2" --json advise "$3" >/dev/null
+  grep -o '"[^"]*/nar/[^"]*"' "$log" | sort | uniq -c | awk '{n+=$1; d++} END {print n" opens of "d" NARs"}'
+  rm -f "$log"
+}
+for case in "example $example $example_root" "scan $cache $root"; do
+  set -- $case
+  echo "## $1"
+  echo "this build:  $(opens "$heft" "$2" "$3")"
+  echo "other build: $(opens "$other" "$2" "$3")"
+  farm-bench -n "$runs" --timeout 3000 --vs "$other --store $2 --json advise $3" -- \
+    "$heft" --store "$2" --json advise "$3"
+done
