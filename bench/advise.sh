@@ -31,6 +31,17 @@ opens() { # BIN STORE ROOT: NAR opens, distinct NARs
   grep -o '"[^"]*/nar/[^"]*"' "$log" | sort | uniq -c | awk '{n+=$1; d++} END {print n" opens of "d" NARs"}'
   rm -f "$log"
 }
+file_opens() { # BIN ROOT: opens of regular files under the store path, distinct files
+  local log; log="$(mktemp)"
+  strace -f -e trace=openat -o "$log" "$1" --json advise "$2" >/dev/null
+  grep -v O_DIRECTORY "$log" | grep -v '= -1' | grep -o "\"$2/[^\"]*\"" | sort | uniq -c \
+    | awk '{n+=$1; d++; if ($1>m) m=$1} END {print n" opens of "d" files (most for one file: "m")"}'
+  rm -f "$log"
+}
+echo "## scan, local store"
+echo "this build:  $(file_opens "$heft" "$root")"
+echo "other build: $(file_opens "$other" "$root")"
+farm-bench -n "$runs" --timeout 3000 --vs "$other --json advise $root" -- "$heft" --json advise "$root"
 for case in "example $example $example_root" "scan $cache $root"; do
   set -- $case
   echo "## $1"

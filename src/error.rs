@@ -167,7 +167,8 @@ pub enum Error {
     },
     /// A name or glob that matches no valid path.
     #[error(
-        "no valid path in {store} matches '{pattern}'{}",
+        "no valid path in {store} matches '{pattern}'{}{}",
+        closest.as_deref().map(|c| format!("; did you mean {c}?")).unwrap_or_default(),
         list_candidates("similar names", candidates)
     )]
     NoMatch {
@@ -175,6 +176,8 @@ pub enum Error {
         pattern: String,
         /// The store searched.
         store: String,
+        /// The closest name by edit distance, when one is near.
+        closest: Option<String>,
         /// Names that contain the pattern, to help the user.
         candidates: Vec<String>,
     },

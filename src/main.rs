@@ -37,6 +37,9 @@ struct Cli {
     /// Print machine-readable JSON instead of tables (no progress bar).
     #[arg(long, global = true)]
     json: bool,
+    /// Colour the text output: `auto` on a terminal unless NO_COLOR is set.
+    #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
+    color: Color,
     #[command(subcommand)]
     command: Command,
 }
@@ -106,6 +109,17 @@ struct SplitArgs {
     roots: Vec<String>,
 }
 
+/// `--color` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum Color {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always, even when piped.
+    Always,
+    /// Never.
+    Never,
+}
+
 /// `--sort` values; the library's [`SortKey`] knows nothing of clap.
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 enum Sort {
@@ -163,9 +177,14 @@ struct WhyArgs {
     /// root's closure (several matches are all explained).
     #[arg(value_name = "DEP")]
     dep: String,
-    /// Show every chain (up to 10,000), not only the shortest.
+    /// Show every chain (up to 10,000, strongest first), not only the
+    /// strongest to each dependency; lists every piece of evidence.
     #[arg(long)]
     all: bool,
+    /// List every piece of evidence instead of grouping many of one kind
+    /// in one directory.
+    #[arg(long)]
+    evidence: bool,
 }
 
 #[derive(Args, Debug)]
@@ -173,7 +192,8 @@ struct RefsArgs {
     /// Roots, in any form `size` accepts.
     #[arg(required = true, value_name = "ROOT")]
     roots: Vec<String>,
-    /// Include every occurrence (offset, context) in the JSON output.
+    /// Include every occurrence (offset, context, verdict): in the JSON, and
+    /// listed under the table in text.
     #[arg(long)]
     evidence: bool,
 }
@@ -306,6 +326,33 @@ fn read_and_classify(cli: &Cli, src: &dyn StoreSource, g: &Graph, wants: &Edges)
     classify(g, reads)
 }
 
+/// How text is laid out for this run: the width of the terminal (or
+/// `COLUMNS`), full lines when piped; colour per `--color` and `NO_COLOR`.
+fn text_options(cli: &Cli) -> TextOptions {
+    let tty = std::io::stdout().is_terminal();
+    let width = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|&w| w > 0)
+        .or_else(|| {
+            tty.then(terminal_size::terminal_size)
+                .flatten()
+                .map(|(w, _)| w.0 as usize)
+        });
+    let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+    let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+    let color = match cli.color {
+        Color::Always => true,
+        Color::Never => false,
+        Color::Auto => tty && !no_color && !dumb,
+    };
+    TextOptions {
+        width,
+        style: nix_heft::report::style::Style { color },
+        ..TextOptions::default()
+    }
+}
+
 /// Report: JSON or text on stdout, problems on stderr, and the exit code.
 fn emit<R: Report>(cli: &Cli, report: &R, opts: TextOptions) -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
@@ -346,6 +393,7 @@ fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<Exi
         &report,
         TextOptions {
             exact_bytes: args.bytes,
+            ..text_options(cli)
         },
     )
 }
@@ -355,11 +403,26 @@ fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitC
     let g = load(cli, src, std::slice::from_ref(&root))?;
     let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
     let root = g.roots()[0];
-    let found = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
-    let wants = nix_heft::graph::chains::edges_on(&found.1);
+    let mut is_dep = vec![false; g.len()];
+    for &d in &deps {
+        is_dep[d as usize] = true;
+    }
+    // Every edge on some chain is read, so chains can be ranked by verdict.
+    let wants = nix_heft::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
     let c = read_and_classify(cli, src, &g, &wants);
-    let report = WhyReport::new(&g, root, &args.dep, &deps, found, c);
-    emit(cli, &report, TextOptions::default())
+    let best = nix_heft::plan::explain::best_chains(&g, &c, &[root], &deps);
+    let (count, mut shown) = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
+    if args.all {
+        shown.sort_by_key(|ch| (nix_heft::plan::explain::chain_verdict(&c, ch), ch.len()));
+    } else {
+        shown = best.iter().map(|b| b.chain.clone()).collect();
+    }
+    let report = WhyReport::new(&g, root, &args.dep, &deps, (count, shown), best, c);
+    let opts = TextOptions {
+        every_line: args.all || args.evidence,
+        ..text_options(cli)
+    };
+    emit(cli, &report, opts)
 }
 
 fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<ExitCode> {
@@ -367,7 +430,7 @@ fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<Exi
     let g = load(cli, src, &roots)?;
     let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
     let report = RefsReport::new(&g, c, args.evidence);
-    emit(cli, &report, TextOptions::default())
+    emit(cli, &report, text_options(cli))
 }
 
 /// Resolves one PATH argument; several matches are a usage error.
@@ -400,8 +463,31 @@ fn load_with(
     Ok((g, p, r))
 }
 
+/// The graph, PATH's id and the roots' ids for `split` and `partition`:
+/// with roots given, PATH is looked up in their closure first.
+fn target_and_roots(
+    cli: &Cli,
+    src: &dyn StoreSource,
+    path_arg: &str,
+    root_args: &[String],
+    default_roots: impl FnOnce(&nix_heft::StorePath) -> anyhow::Result<Vec<nix_heft::StorePath>>,
+) -> anyhow::Result<(Graph, NodeId, Vec<NodeId>)> {
+    if !root_args.is_empty() {
+        let roots = nix_heft::roots::resolve_roots(src, root_args)?;
+        let g = load(cli, src, &roots)?;
+        if let Some(p) = nix_heft::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)? {
+            let r = g.roots().to_vec();
+            return Ok((g, p, r));
+        }
+        let path = one_path(src, path_arg)?;
+        return load_with(cli, src, &path, &roots);
+    }
+    let path = one_path(src, path_arg)?;
+    let roots = default_roots(&path)?;
+    load_with(cli, src, &path, &roots)
+}
+
 fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<ExitCode> {
-    let path = one_path(src, &args.path)?;
     let mut moves = match args.preset {
         Some(Preset::Nixpkgs) => nix_heft::plan::split::nixpkgs_preset(),
         None => Vec::new(),
@@ -413,23 +499,18 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
         )
         .into());
     }
-    let roots = if args.roots.is_empty() {
-        match nix_heft::roots::top_level_referrers(src, &path)? {
+    let (g, p, root_ids) = target_and_roots(cli, src, &args.path, &args.roots, |path| {
+        match nix_heft::roots::top_level_referrers(src, path)? {
             // Nothing pulls it in: it is its own root.
-            Some(r) if r.is_empty() => vec![path.clone()],
-            Some(r) => r,
-            None => {
-                return Err(nix_heft::Error::Usage(format!(
-                    "{} cannot list what references {path}; give the roots with --root",
-                    src.describe()
-                ))
-                .into());
-            }
+            Some(r) if r.is_empty() => Ok(vec![path.clone()]),
+            Some(r) => Ok(r),
+            None => Err(nix_heft::Error::Usage(format!(
+                "{} cannot list what references {path}; give the roots with --root",
+                src.describe()
+            ))
+            .into()),
         }
-    } else {
-        nix_heft::roots::resolve_roots(src, &args.roots)?
-    };
-    let (g, p, root_ids) = load_with(cli, src, &path, &roots)?;
+    })?;
     // The path's own holds, and each consumer's holds into it.
     let mut wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
     edges::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
@@ -438,7 +519,7 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
     let mut problems = c.problems.clone();
     problems.extend(plan.sim.problems.iter().cloned());
     let report = SplitReport::new(&g, p, moves, plan, problems);
-    emit(cli, &report, TextOptions::default())
+    emit(cli, &report, text_options(cli))
 }
 
 fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
@@ -447,13 +528,9 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
         pattern: args.by.clone(),
         reason: e.to_string(),
     })?;
-    let path = one_path(src, &args.path)?;
-    let roots = if args.roots.is_empty() {
-        vec![path.clone()]
-    } else {
-        nix_heft::roots::resolve_roots(src, &args.roots)?
-    };
-    let (g, p, root_ids) = load_with(cli, src, &path, &roots)?;
+    let (g, p, root_ids) = target_and_roots(cli, src, &args.path, &args.roots, |path| {
+        Ok(vec![path.clone()])
+    })?;
     let wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
     let c = read_and_classify(cli, src, &g, &wants);
     let part =
@@ -467,7 +544,7 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
         part,
         c.problems,
     );
-    emit(cli, &report, TextOptions::default())
+    emit(cli, &report, text_options(cli))
 }
 
 fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
@@ -483,5 +560,5 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
         actions,
         problems,
     };
-    emit(cli, &report, TextOptions::default())
+    emit(cli, &report, text_options(cli))
 }

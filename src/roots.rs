@@ -132,15 +132,123 @@ pub fn match_name(
         0 => Err(Error::NoMatch {
             pattern: pattern.to_string(),
             store: src.describe(),
+            closest: closest_name(paths.iter().map(StorePath::name), pattern),
             candidates: similar_names(paths, pattern),
         }),
         1 => Ok(hits),
         _ if is_glob(pattern) => Ok(hits),
-        _ => Err(Error::Ambiguous {
-            pattern: pattern.to_string(),
-            candidates: hits.iter().map(|p| p.to_string()).collect(),
-        }),
+        _ => match preferred_out(&hits) {
+            Some(out) => Ok(vec![out.clone()]),
+            None => Err(Error::Ambiguous {
+                pattern: pattern.to_string(),
+                candidates: describe_candidates(src, &hits),
+            }),
+        },
     }
+}
+
+/// Output names nixpkgs gives the non-`out` outputs of a derivation (and
+/// `-source`, the name of a fetched source); `name-dev` is an output of
+/// `name`.
+const SECONDARY_OUTPUTS: &[&str] = &[
+    "dev", "doc", "devdoc", "man", "devman", "info", "bin", "lib", "static", "debug", "source",
+    "python", "out",
+];
+
+/// The output suffix of a store path name, if it has one.
+pub fn output_suffix(name: &str) -> Option<&str> {
+    let (base, suffix) = name.rsplit_once('-')?;
+    (!base.is_empty() && SECONDARY_OUTPUTS.contains(&suffix)).then_some(suffix)
+}
+
+/// When the matches are one `out` path and other outputs of the same
+/// derivation (`x-1.0`, `x-1.0-dev`, `x-1.0-doc`), the `out` path: that is
+/// what a user naming the package means.
+fn preferred_out(hits: &[StorePath]) -> Option<&StorePath> {
+    let outs: Vec<&StorePath> = hits
+        .iter()
+        .filter(|p| output_suffix(p.name()).is_none())
+        .collect();
+    let [out] = outs[..] else {
+        return None;
+    };
+    let base = out.name();
+    hits.iter()
+        .all(|p| {
+            p == out
+                || p.name()
+                    .strip_prefix(base)
+                    .and_then(|rest| rest.strip_prefix('-'))
+                    .is_some_and(|suffix| SECONDARY_OUTPUTS.contains(&suffix))
+        })
+        .then_some(out)
+}
+
+/// Candidates of an ambiguous name, newest first, each with its NAR size
+/// and registration time where the source knows them.
+fn describe_candidates(src: &dyn StoreSource, hits: &[StorePath]) -> Vec<String> {
+    let mut rows: Vec<(Option<i64>, String)> = hits
+        .iter()
+        .map(|p| {
+            let size = src
+                .path_info(p)
+                .ok()
+                .flatten()
+                .map(|i| crate::units::iec(i.nar_size));
+            let time = src.registration_time(p).ok().flatten();
+            let mut extra: Vec<String> = size.into_iter().collect();
+            if let Some(t) = time.and_then(format_time) {
+                extra.push(format!("registered {t}"));
+            }
+            let shown = if extra.is_empty() {
+                p.to_string()
+            } else {
+                format!("{p}  ({})", extra.join(", "))
+            };
+            (time, shown)
+        })
+        .collect();
+    rows.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    rows.into_iter().map(|(_, s)| s).collect()
+}
+
+/// Seconds since the epoch as a UTC `YYYY-MM-DD HH:MM`, written by hand to
+/// spare a date crate for one line of an error message.
+fn format_time(secs: i64) -> Option<String> {
+    if !(0..=253_402_300_799).contains(&secs) {
+        return None; // before 1970 or after 9999: not a real registration
+    }
+    let days = secs / 86_400;
+    let rem = secs % 86_400;
+    // Civil from days (Howard Hinnant's algorithm), valid for all i64 days here.
+    let z = days + 719_468;
+    let era = z / 146_097;
+    let doe = z - era * 146_097;
+    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+    let mp = (5 * doy + 2) / 153;
+    let d = doy - (153 * mp + 2) / 5 + 1;
+    let m = if mp < 10 { mp + 3 } else { mp - 9 };
+    let y = yoe + era * 400 + i64::from(m <= 2);
+    Some(format!(
+        "{y:04}-{m:02}-{d:02} {:02}:{:02}",
+        rem / 3600,
+        (rem % 3600) / 60
+    ))
+}
+
+/// The name closest to `pattern` by edit distance (on whole names and on
+/// package names), when it is near enough to be a typo.
+fn closest_name<'a>(names: impl Iterator<Item = &'a str>, pattern: &str) -> Option<String> {
+    let pattern = pattern.to_lowercase();
+    let limit = (pattern.chars().count() / 3).max(1);
+    names
+        .filter(|n| !n.ends_with(".drv"))
+        .flat_map(|n| [n, package_name(n)])
+        .map(|n| (strsim::damerau_levenshtein(&n.to_lowercase(), &pattern), n))
+        .filter(|(d, _)| *d > 0 && *d <= limit)
+        .min()
+        .map(|(_, n)| n.to_string())
 }
 
 /// A pattern matches a name whole (`rocblas-5.7.1`) or its package name
@@ -191,6 +299,7 @@ pub fn resolve_in_closure(
             .ok_or_else(|| Error::NoMatch {
                 pattern: arg.to_string(),
                 store: format!("the closure of {}", g.path(g.roots()[0])),
+                closest: None,
                 candidates: Vec::new(),
             });
     }
@@ -203,10 +312,49 @@ pub fn resolve_in_closure(
         return Err(Error::NoMatch {
             pattern: arg.to_string(),
             store: format!("the closure of {}", g.path(g.roots()[0])),
+            closest: closest_name(g.paths().iter().map(StorePath::name), arg),
             candidates: similar_names(g.paths(), arg),
         });
     }
     Ok(hits)
+}
+
+/// Resolves one PATH argument within a loaded closure first: a name or glob
+/// that matches exactly one path of the closure (or one `out` and its other
+/// outputs) is that path. `Ok(None)` when nothing in the closure matches,
+/// so the caller can look in the whole store.
+pub fn resolve_one_in_closure(
+    g: &crate::graph::Graph,
+    store_dir: &str,
+    arg: &str,
+) -> Result<Option<crate::graph::NodeId>> {
+    if looks_like_path(store_dir, arg) {
+        let p = resolve_path_arg(store_dir, arg)?;
+        return Ok(g.index().get(&p).copied());
+    }
+    let matcher = glob(arg)?;
+    let hits: Vec<StorePath> = g
+        .paths()
+        .iter()
+        .filter(|p| !p.name().ends_with(".drv") && name_matches(&matcher, p.name()))
+        .cloned()
+        .collect();
+    let chosen = match hits.len() {
+        0 => return Ok(None),
+        1 => hits[0].clone(),
+        _ => match preferred_out(&hits) {
+            Some(p) => p.clone(),
+            None => {
+                let mut c: Vec<String> = hits.iter().map(|p| p.to_string()).collect();
+                c.sort();
+                return Err(Error::Ambiguous {
+                    pattern: arg.to_string(),
+                    candidates: c,
+                });
+            }
+        },
+    };
+    Ok(g.index().get(&chosen).copied())
 }
 
 /// The top-level paths that pull `path` in: its transitive referrers that
@@ -239,4 +387,47 @@ pub fn top_level_referrers(
     }
     tops.sort();
     Ok(Some(tops))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sp(name: &str, h: char) -> StorePath {
+        StorePath::parse(
+            "/nix/store",
+            &format!("/nix/store/{}-{name}", h.to_string().repeat(32)),
+        )
+        .unwrap()
+    }
+
+    #[test]
+    fn out_is_preferred_over_its_other_outputs() {
+        let out = sp("x-1.0", 'a');
+        let hits = vec![sp("x-1.0-dev", 'b'), out.clone(), sp("x-1.0-doc", 'c')];
+        assert_eq!(preferred_out(&hits), Some(&out));
+        // Another version is a real ambiguity.
+        let hits = vec![out.clone(), sp("x-2.0", 'd')];
+        assert_eq!(preferred_out(&hits), None);
+        let hits = vec![sp("x-1.0-dev", 'b'), sp("x-1.0-doc", 'c')];
+        assert_eq!(preferred_out(&hits), None);
+        assert_eq!(output_suffix("rocblas-5.7.1-source"), Some("source"));
+        assert_eq!(output_suffix("rocblas-5.7.1"), None);
+    }
+
+    #[test]
+    fn closest_names_and_times() {
+        let names = ["llama-cpp-rocm-0.0.0", "rocblas-5.7.1", "hipblas-5.7.1"];
+        assert_eq!(
+            closest_name(names.iter().copied(), "llama-cpp-rcom").as_deref(),
+            Some("llama-cpp-rocm")
+        );
+        assert_eq!(closest_name(names.iter().copied(), "firefox"), None);
+        assert_eq!(format_time(0).as_deref(), Some("1970-01-01 00:00"));
+        assert_eq!(
+            format_time(1_700_000_000).as_deref(),
+            Some("2023-11-14 22:13")
+        );
+        assert_eq!(format_time(-1), None);
+    }
 }

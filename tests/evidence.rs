@@ -263,6 +263,14 @@ fn why_gives_chains_and_evidence() {
         "{}",
         o.stdout
     );
+    // Many symlinks of one edge are grouped; --evidence lists each.
+    assert!(
+        o.stdout.contains("symlink holds in lib/rocblas/library/"),
+        "{}",
+        o.stdout
+    );
+    assert!(!o.stdout.contains("symlink @"), "{}", o.stdout);
+    let o = heft_run(None, &["why", "--evidence", &f.rocm, "rocblas-tensile-gfx9*"]);
     assert!(o.stdout.contains("symlink @"), "{}", o.stdout);
     let o = heft_run(None, &["why", f.small("top"), "rocm-llvm"]);
     assert_usage_error(&o, "no valid path in the closure of");

@@ -6,19 +6,7 @@
 
 use crate::evidence::Evidence;
 use crate::graph::NodeId;
-use crate::read::PathRead;
-
-/// The directory a library would name to find `file` relative to itself:
-/// `lib/rocblas/library/k.hsaco` gives `rocblas/library`. Only directories
-/// at least two levels below `lib/`, `share/` or `libexec/` count; a single
-/// name like `rocblas` is too common a string to prove anything.
-pub(crate) fn lookup_needle(file: &str) -> Option<&str> {
-    let dir = &file[..file.rfind('/')?];
-    let rest = ["lib/", "share/", "libexec/"]
-        .iter()
-        .find_map(|p| dir.strip_prefix(p))?;
-    rest.contains('/').then_some(rest)
-}
+use crate::read::{PathRead, lookup_needle};
 
 /// The first ELF file of `pr` whose strings hold `needle`.
 pub(crate) fn finder<'a>(pr: &'a PathRead, needle: &str) -> Option<&'a [u8]> {

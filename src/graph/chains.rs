@@ -149,3 +149,136 @@ pub fn edges_on(chains: &[Vec<NodeId>]) -> Edges {
         .map(|(referrer, t)| (referrer, t.into_iter().collect()))
         .collect()
 }
+
+/// Which nodes lie on some chain from `roots` to a dependency (a chain
+/// stops at the first dependency it reaches): reachable from a root
+/// without passing through a dependency, and able to reach one.
+pub fn on_some_chain(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Vec<bool> {
+    let n = g.len();
+    let mut fwd = vec![false; n];
+    let mut stack: Vec<NodeId> = roots.to_vec();
+    for &r in roots {
+        fwd[r as usize] = true;
+    }
+    while let Some(v) = stack.pop() {
+        if is_dep[v as usize] {
+            continue;
+        }
+        for &w in g.references(v) {
+            if !std::mem::replace(&mut fwd[w as usize], true) {
+                stack.push(w);
+            }
+        }
+    }
+    let mut back = vec![false; n];
+    let mut stack: Vec<NodeId> = (0..n as NodeId)
+        .filter(|&v| is_dep[v as usize] && fwd[v as usize])
+        .collect();
+    for &d in &stack {
+        back[d as usize] = true;
+    }
+    while let Some(v) = stack.pop() {
+        for &u in g.referrers(v) {
+            if fwd[u as usize]
+                && !is_dep[u as usize]
+                && !std::mem::replace(&mut back[u as usize], true)
+            {
+                stack.push(u);
+            }
+        }
+    }
+    back
+}
+
+/// The edges of every chain from `roots` to a dependency: what `why` reads
+/// to rank chains by the verdicts of their edges.
+pub fn edges_of_all_chains(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Edges {
+    let on = on_some_chain(g, roots, is_dep);
+    (0..g.len() as NodeId)
+        .filter(|&v| on[v as usize] && !is_dep[v as usize])
+        .map(|v| {
+            let t: Vec<NodeId> = g
+                .references(v)
+                .iter()
+                .copied()
+                .filter(|&w| on[w as usize])
+                .collect();
+            (v, t)
+        })
+        .filter(|(_, t)| !t.is_empty())
+        .collect()
+}
+
+/// The best chain from any of `roots` to `dep`: the one whose weakest edge
+/// is strongest (lowest `rank`, e.g. a verdict's order: runtime before
+/// dead), the shortest among those. Chains do not pass through another node
+/// of `stop` (other dependencies), and never use the edge `skip`. Returns
+/// the chain and its weakest rank.
+pub fn best_chain(
+    g: &Graph,
+    roots: &[NodeId],
+    dep: NodeId,
+    stop: &[bool],
+    rank: &dyn Fn(NodeId, NodeId) -> u8,
+    skip: Option<(NodeId, NodeId)>,
+) -> Option<(Vec<NodeId>, u8)> {
+    let levels: BTreeSet<u8> = {
+        // Only ranks that occur can change the answer.
+        let mut l = BTreeSet::new();
+        let on = {
+            let mut is_dep = stop.to_vec();
+            is_dep[dep as usize] = true;
+            on_some_chain(g, roots, &is_dep)
+        };
+        for v in 0..g.len() as NodeId {
+            if on[v as usize] {
+                for &w in g.references(v) {
+                    if on[w as usize] {
+                        l.insert(rank(v, w));
+                    }
+                }
+            }
+        }
+        l
+    };
+    for &level in &levels {
+        let mut prev: Vec<Option<NodeId>> = vec![None; g.len()];
+        let mut seen = vec![false; g.len()];
+        let mut q: VecDeque<NodeId> = VecDeque::new();
+        for &r in roots {
+            if !std::mem::replace(&mut seen[r as usize], true) {
+                q.push_back(r);
+            }
+        }
+        while let Some(v) = q.pop_front() {
+            if v == dep {
+                let mut chain = vec![v];
+                let mut cur = v;
+                while let Some(p) = prev[cur as usize] {
+                    chain.push(p);
+                    cur = p;
+                }
+                chain.reverse();
+                let worst = chain
+                    .windows(2)
+                    .map(|e| rank(e[0], e[1]))
+                    .max()
+                    .unwrap_or(0);
+                return Some((chain, worst));
+            }
+            if stop[v as usize] && !roots.contains(&v) {
+                continue;
+            }
+            for &w in g.references(v) {
+                if Some((v, w)) == skip || rank(v, w) > level {
+                    continue;
+                }
+                if !std::mem::replace(&mut seen[w as usize], true) {
+                    prev[w as usize] = Some(v);
+                    q.push_back(w);
+                }
+            }
+        }
+    }
+    None
+}

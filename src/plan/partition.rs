@@ -159,14 +159,24 @@ pub fn partition_of(
         .collect();
     groups.sort_by(|a, b| b.added.cmp(&a.added).then_with(|| a.key.cmp(&b.key)));
     let (after_keep, kept_nar_size, kept_refs) = match keep {
-        Some(k) => {
-            for want in k {
-                if !by_key.contains_key(want) {
-                    return Err(Error::NoMatch {
-                        pattern: want.clone(),
-                        store: format!("the groups of {} by '{pattern}'", g.path(path)),
-                        candidates: by_key.keys().cloned().collect(),
-                    });
+        Some(wanted) => {
+            // Group names are matched case-insensitively (`gfx90A` is gfx90a).
+            let mut k: Vec<String> = Vec::new();
+            for want in wanted {
+                match by_key.keys().find(|key| key.eq_ignore_ascii_case(want)) {
+                    Some(key) => k.push(key.clone()),
+                    None => {
+                        let near = |key: &String| {
+                            strsim::damerau_levenshtein(&key.to_lowercase(), &want.to_lowercase())
+                                <= (want.len() / 3).max(2)
+                        };
+                        return Err(Error::NoMatch {
+                            pattern: want.clone(),
+                            store: format!("the groups of {} by '{pattern}'", g.path(path)),
+                            closest: None,
+                            candidates: by_key.keys().filter(|key| near(key)).cloned().collect(),
+                        });
+                    }
                 }
             }
             let drop: BTreeSet<&[u8]> = by_key

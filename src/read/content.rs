@@ -6,7 +6,7 @@ use std::collections::HashSet;
 use std::io::Read;
 
 use super::refscan::{Hit, RefScanner, is_path_byte, scan_bytes};
-use super::{ElfFacts, Hold, Site, Wanted};
+use super::{ElfFacts, Hold, PathStrings, Site, Wanted};
 use crate::elf::{ElfLayout, is_elf};
 
 /// Read size: large enough that per-call overhead vanishes, small enough
@@ -14,11 +14,23 @@ use crate::elf::{ElfLayout, is_elf};
 /// the 4 GiB scan benchmark: 64 KiB took half the time of 128 KiB or 1 MiB.
 pub(super) const CHUNK: usize = 1 << 16;
 
-/// Most bytes of relative-path strings kept per ELF file. Debug builds can
-/// hold many source paths; the strings that matter (a data directory a
-/// library names) are short and few, so a cap loses nothing real and
-/// bounds memory on hostile files.
-const MAX_PATH_STRING_BYTES: usize = 4 << 20;
+/// Most bytes of relative-path strings kept per ELF file while a path is
+/// read (they are filtered down to the relevant few at its end). Debug
+/// builds can hold many source paths; the strings that matter (a data
+/// directory a library names) are short and few, so a cap loses nothing
+/// real and bounds memory on hostile files.
+pub(super) const MAX_PATH_STRING_BYTES: usize = 1 << 20;
+
+/// Which relative-path strings of ELF files to keep while reading.
+pub(super) enum StringFilter<'a> {
+    /// None: the path has no directory a program could name.
+    Skip,
+    /// Those containing one of these directory names (the tree is known).
+    Needles(&'a aho_corasick::AhoCorasick),
+    /// All, up to this many bytes more for the path (a NAR stream, whose
+    /// tree is known only at its end).
+    Budget(&'a mut usize),
+}
 
 /// Receives each chunk of a file and whether the file is ELF.
 pub(super) type Spool<'a> = &'a mut dyn FnMut(bool, &[u8]) -> std::io::Result<()>;
@@ -29,6 +41,8 @@ type SiteOf = Box<dyn FnMut(usize, &Hit) -> Site>;
 /// What one file's content scan found.
 pub(super) struct FileScan {
     pub hits: Vec<Hit>,
+    /// For an ELF file, its relative-path strings, as the filter allowed.
+    strings: PathStrings,
     lines: Vec<u64>,
     pub is_elf: bool,
     text: bool,
@@ -44,6 +58,7 @@ pub(super) fn scan_stream(
     wanted: &Wanted,
     report: &(dyn Fn(u64) + Sync),
     spool: Option<Spool<'_>>,
+    strings: StringFilter<'_>,
 ) -> std::io::Result<FileScan> {
     // One read buffer per thread: a fresh allocation per file costs page
     // faults on every one of tens of thousands of small files.
@@ -55,10 +70,10 @@ pub(super) fn scan_stream(
             if buf.len() < CHUNK {
                 buf.resize(CHUNK, 0);
             }
-            scan_stream_with(r, wanted, report, spool, &mut buf)
+            scan_stream_with(r, wanted, report, spool, strings, &mut buf)
         }
         // Re-entered on this thread (never expected): use a buffer of its own.
-        Err(_) => scan_stream_with(r, wanted, report, spool, &mut vec![0u8; CHUNK]),
+        Err(_) => scan_stream_with(r, wanted, report, spool, strings, &mut vec![0u8; CHUNK]),
     })
 }
 
@@ -67,9 +82,20 @@ fn scan_stream_with(
     wanted: &Wanted,
     report: &(dyn Fn(u64) + Sync),
     mut spool: Option<Spool<'_>>,
+    filter: StringFilter<'_>,
     buf: &mut [u8],
 ) -> std::io::Result<FileScan> {
     let mut sc = RefScanner::new(wanted);
+    let (only, budget) = match filter {
+        StringFilter::Skip => (None, None),
+        StringFilter::Needles(ac) => (Some(ac), None),
+        StringFilter::Budget(left) => (None, Some(left)),
+    };
+    let collect = !matches!((only, &budget), (None, None));
+    let max = budget
+        .as_ref()
+        .map_or(MAX_PATH_STRING_BYTES, |b| (**b).min(MAX_PATH_STRING_BYTES));
+    let mut strings: Option<StringScanner<'_>> = None;
     let mut hits = Vec::new();
     let mut lines = Vec::new();
     let mut first = true;
@@ -87,6 +113,9 @@ fn scan_stream_with(
         if first {
             first = false;
             elf = is_elf(chunk);
+            if elf && collect {
+                strings = Some(StringScanner::new(max, only));
+            }
             let head = &chunk[..chunk.len().min(8192)];
             text = !elf && memchr::memchr(0, head).is_none();
             if chunk.starts_with(b"#!") {
@@ -95,6 +124,9 @@ fn scan_stream_with(
         }
         if let Some(s) = spool.as_mut() {
             s(elf, chunk)?;
+        }
+        if let Some(st) = strings.as_mut() {
+            st.feed(chunk);
         }
         let before = hits.len();
         sc.feed(chunk, &mut hits);
@@ -117,8 +149,13 @@ fn scan_stream_with(
         pos += n as u64;
         report(n as u64);
     }
+    let strings = strings.map(StringScanner::finish).unwrap_or_default();
+    if let Some(left) = budget {
+        *left = left.saturating_sub(strings.len_bytes());
+    }
     Ok(FileScan {
         hits,
+        strings,
         lines,
         is_elf: elf,
         text,
@@ -127,8 +164,8 @@ fn scan_stream_with(
 }
 
 /// Turns one file's scan into holds. `elf_bytes` is the whole file when it
-/// is ELF; its facts are added to `elf_files` when it holds a hash or names
-/// relative paths.
+/// is ELF and holds a hash (its headers classify the hits); its facts are
+/// added to `elf_files` when it holds a hash or names relative paths.
 pub(super) fn file_holds(
     rel: &[u8],
     fs: FileScan,
@@ -137,13 +174,13 @@ pub(super) fn file_holds(
 ) -> Vec<Hold> {
     let mut site_of: SiteOf = Box::new(|_, _| Site::Binary);
     let mut facts = None;
-    if let (true, Some(bytes)) = (fs.is_elf, elf_bytes) {
+    if fs.is_elf {
         let mut f = ElfFacts {
             file: rel.to_vec(),
-            path_strings: path_strings(bytes),
+            path_strings: fs.strings,
             ..ElfFacts::default()
         };
-        if !fs.hits.is_empty() {
+        if let (false, Some(bytes)) = (fs.hits.is_empty(), elf_bytes) {
             match ElfLayout::parse(bytes) {
                 Ok(l) => {
                     f.needed = l.needed().to_vec();
@@ -232,42 +269,158 @@ pub(super) fn symlink_holds(rel: &[u8], target: &[u8], wanted: &Wanted, out: &mu
     }
 }
 
-/// The relative-path strings of a file: maximal runs of path bytes that
-/// hold a `/` with a path byte on each side (`rocblas/library`,
-/// `../share/x`), deduplicated. Found from each `/` outwards with memchr,
-/// so a binary is crossed at memchr's speed.
-pub(crate) fn path_strings(bytes: &[u8]) -> Vec<Vec<u8>> {
-    let mut seen: HashSet<&[u8]> = HashSet::new();
-    let mut out = Vec::new();
-    let mut kept = 0usize;
-    let mut covered = 0usize;
-    for slash in memchr::memchr_iter(b'/', bytes) {
-        if slash < covered {
-            continue;
+/// Longest path string kept; longer runs are not paths a program names.
+const MAX_PATH_STRING: usize = 4096;
+
+/// Collects the relative-path strings of a file as it streams by: maximal
+/// runs of path bytes that hold a `/` with a path byte on each side
+/// (`rocblas/library`, `../share/x`), deduplicated. Found from each `/`
+/// outwards with memchr, so a binary is crossed at memchr's speed; a run
+/// cut by a chunk boundary is carried over, so no mapping of the whole file
+/// is needed.
+pub(super) struct StringScanner<'a> {
+    out: PathStrings,
+    seen: HashSet<u64>,
+    hasher: std::collections::hash_map::RandomState,
+    kept: usize,
+    max_bytes: usize,
+    only: Option<&'a aho_corasick::AhoCorasick>,
+    /// The start of a run that may continue in the next chunk.
+    carry: Vec<u8>,
+    /// The carried run is longer than [`MAX_PATH_STRING`]: drop it.
+    carry_too_long: bool,
+    full: bool,
+}
+
+impl<'a> StringScanner<'a> {
+    /// Keeps at most `max_bytes`, and with `only` just the strings it matches.
+    pub(super) fn new(max_bytes: usize, only: Option<&'a aho_corasick::AhoCorasick>) -> Self {
+        StringScanner {
+            out: PathStrings::default(),
+            seen: HashSet::new(),
+            hasher: Default::default(),
+            kept: 0,
+            max_bytes,
+            only,
+            carry: Vec::new(),
+            carry_too_long: false,
+            full: false,
         }
-        let start = bytes[..slash]
-            .iter()
-            .rposition(|&b| !is_path_byte(b))
-            .map_or(0, |i| i + 1);
-        let end = bytes[slash..]
-            .iter()
-            .position(|&b| !is_path_byte(b))
-            .map_or(bytes.len(), |i| slash + i);
-        covered = end;
-        let s = &bytes[start..end];
+    }
+
+    fn emit(&mut self, s: &[u8]) {
+        use std::hash::BuildHasher;
+        // Cheapest tests first: most runs around a `/` in a binary are
+        // noise, and with known directory names the automaton rejects them.
+        if self.full || s.len() < 3 || s.len() > MAX_PATH_STRING {
+            return;
+        }
+        if self.only.is_some_and(|ac| !ac.is_match(s)) {
+            return;
+        }
         let inner = s
             .windows(3)
             .any(|w| w[1] == b'/' && w[0] != b'/' && w[2] != b'/');
-        if !inner || s.len() > 4096 || !seen.insert(s) {
-            continue;
+        if !inner || !self.seen.insert(self.hasher.hash_one(s)) {
+            return;
         }
-        kept += s.len();
-        if kept > MAX_PATH_STRING_BYTES {
-            break;
+        self.kept += s.len() + 1;
+        if self.kept > self.max_bytes {
+            self.full = true;
+            return;
         }
-        out.push(s.to_vec());
+        self.out.push(s);
     }
-    out
+
+    /// Takes the next chunk of the file.
+    pub(super) fn feed(&mut self, chunk: &[u8]) {
+        if self.full {
+            return;
+        }
+        let mut start = 0;
+        if !self.carry.is_empty() || self.carry_too_long {
+            let run = chunk
+                .iter()
+                .position(|&b| !is_path_byte(b))
+                .unwrap_or(chunk.len());
+            if self.carry.len() + run > MAX_PATH_STRING {
+                self.carry_too_long = true;
+                self.carry.clear();
+            } else if !self.carry_too_long {
+                self.carry.extend_from_slice(&chunk[..run]);
+            }
+            if run == chunk.len() {
+                return;
+            }
+            let carried = std::mem::take(&mut self.carry);
+            if !std::mem::replace(&mut self.carry_too_long, false) {
+                self.emit(&carried);
+            }
+            start = run;
+        }
+        let bytes = &chunk[start..];
+        let mut covered = 0usize;
+        let inner_byte = |b: u8| b != b'/' && is_path_byte(b);
+        for slash in memchr::memchr_iter(b'/', bytes) {
+            if slash < covered {
+                continue;
+            }
+            // Only a `/` between two path bytes can make a run a relative
+            // path (another `/` of the same run is then such a one): most
+            // `/` bytes in binary data are skipped here, unexpanded. At a
+            // chunk's edge the neighbour is unknown, so expand.
+            let left_ok = slash == 0 || inner_byte(bytes[slash - 1]);
+            let right_ok = slash + 1 >= bytes.len() || inner_byte(bytes[slash + 1]);
+            if !(left_ok && right_ok) && slash + 1 < bytes.len() {
+                continue;
+            }
+            let from = bytes[covered..slash]
+                .iter()
+                .rposition(|&b| !is_path_byte(b))
+                .map_or(covered, |i| covered + i + 1);
+            match bytes[slash..].iter().position(|&b| !is_path_byte(b)) {
+                Some(i) => {
+                    covered = slash + i;
+                    self.emit(&bytes[from..covered]);
+                }
+                None => {
+                    // Runs into the next chunk.
+                    let rest = &bytes[from..];
+                    if rest.len() > MAX_PATH_STRING {
+                        self.carry_too_long = true;
+                    } else {
+                        self.carry.extend_from_slice(rest);
+                    }
+                    return;
+                }
+            }
+        }
+        // A run without a slash yet may still get one in the next chunk.
+        let tail = bytes[covered..]
+            .iter()
+            .rposition(|&b| !is_path_byte(b))
+            .map_or(covered, |i| covered + i + 1);
+        if tail < bytes.len() && bytes.len() - tail <= MAX_PATH_STRING {
+            self.carry.extend_from_slice(&bytes[tail..]);
+        }
+    }
+
+    /// The strings collected.
+    pub(super) fn finish(mut self) -> PathStrings {
+        if !self.carry.is_empty() && !self.carry_too_long {
+            let c = std::mem::take(&mut self.carry);
+            self.emit(&c);
+        }
+        self.out
+    }
+}
+
+/// The relative-path strings of `bytes` (see [`StringScanner`]).
+#[cfg(test)]
+pub(crate) fn path_strings(bytes: &[u8], max_bytes: usize) -> PathStrings {
+    let mut sc = StringScanner::new(max_bytes, None);
+    sc.feed(bytes);
+    sc.finish()
 }
 
 #[cfg(test)]
@@ -275,9 +428,41 @@ mod tests {
     use super::*;
 
     #[test]
+    fn path_strings_are_the_same_at_every_chunk_size() {
+        let mut data = Vec::new();
+        let mut rng = crate::graph::testgraph::SplitMix(7);
+        while data.len() < 20_000 {
+            match rng.below(12) {
+                0 => data.extend_from_slice(b"rocblas/library"),
+                1 => data.push(b'/'),
+                2 | 3 => data.push(0),
+                4 => data.extend_from_slice(&vec![b'a'; rng.below(5000) as usize]),
+                _ => data.push(b"abc/._-x"[rng.below(8) as usize]),
+            }
+        }
+        let whole: Vec<Vec<u8>> = path_strings(&data, usize::MAX)
+            .iter()
+            .map(<[u8]>::to_vec)
+            .collect();
+        assert!(
+            whole
+                .iter()
+                .any(|s| memchr::memmem::find(s, b"rocblas/library").is_some())
+        );
+        for chunk in [1, 2, 3, 7, 64, 4095, 4096, 4097, 10_000] {
+            let mut sc = StringScanner::new(usize::MAX, None);
+            for c in data.chunks(chunk) {
+                sc.feed(c);
+            }
+            let got: Vec<Vec<u8>> = sc.finish().iter().map(<[u8]>::to_vec).collect();
+            assert_eq!(got, whole, "chunk size {chunk}");
+        }
+    }
+
+    #[test]
     fn path_strings_are_runs_with_an_inner_slash() {
         let b = b"\0rocblas/library\0/abs\0x/\0a/b/c\0rocblas/library\0/nix/store/h-x/lib/rocblas/library:y\0";
-        let got: Vec<String> = path_strings(b)
+        let got: Vec<String> = path_strings(b, 1 << 20)
             .iter()
             .map(|s| String::from_utf8_lossy(s).into_owned())
             .collect();

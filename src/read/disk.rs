@@ -7,7 +7,7 @@ use std::path::Path;
 
 use rayon::prelude::*;
 
-use super::content::{file_holds, name_holds, scan_stream, symlink_holds};
+use super::content::{StringFilter, file_holds, name_holds, scan_stream, symlink_holds};
 use super::walk::{full_path, io_problem, walk};
 use super::{ElfFacts, Hold, PathRead, Wanted};
 use crate::nar::tree::TreeNode;
@@ -32,6 +32,12 @@ pub(super) fn read(
         return (pr, problems);
     };
     if scan {
+        // The tree is known before any file is read: keep only the strings
+        // that name one of its data directories.
+        let needles = super::tree_needles(&tree);
+        let ac = (!needles.is_empty())
+            .then(|| aho_corasick::AhoCorasick::new(&needles).ok())
+            .flatten();
         type FileResult = Result<(Vec<Hold>, Vec<ElfFacts>), Problem>;
         let per_entry: Vec<FileResult> = tree
             .entries
@@ -52,9 +58,13 @@ pub(super) fn read(
                             |what: &str, e: std::io::Error| io_problem(store_path, rel, what, &e);
                         let mut f =
                             std::fs::File::open(&full).map_err(|e| fail("cannot open", e))?;
-                        let fs = scan_stream(&mut f, wanted, progress, None)
+                        let filter = match &ac {
+                            Some(ac) => StringFilter::Needles(ac),
+                            None => StringFilter::Skip,
+                        };
+                        let fs = scan_stream(&mut f, wanted, progress, None, filter)
                             .map_err(|e| fail("cannot read", e))?;
-                        let mmap = if fs.is_elf {
+                        let mmap = if fs.is_elf && !fs.hits.is_empty() {
                             // SAFETY: the store is immutable; a path deleted
                             // under us only makes reads fail, not change.
                             Some(
@@ -77,6 +87,7 @@ pub(super) fn read(
             }
         }
     }
+    pr.keep_relevant_strings();
     pr.tree = Some(tree);
     (pr, problems)
 }

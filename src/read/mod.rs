@@ -94,6 +94,42 @@ pub struct Hold {
     pub site: Site,
 }
 
+/// Strings of a file, stored NUL-separated in one buffer: a read keeps
+/// many short strings for a while, and one allocation each would cost
+/// several times their bytes.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct PathStrings(Vec<u8>);
+
+impl PathStrings {
+    /// Appends a string (it must hold no NUL, as path strings never do).
+    pub fn push(&mut self, s: &[u8]) {
+        self.0.extend_from_slice(s);
+        self.0.push(0);
+    }
+    /// The strings, in order.
+    pub fn iter(&self) -> impl Iterator<Item = &[u8]> {
+        self.0
+            .split(|&b| b == 0)
+            .take(self.0.iter().filter(|&&b| b == 0).count())
+    }
+    /// Keeps the strings `keep` accepts.
+    pub fn retain(&mut self, mut keep: impl FnMut(&[u8]) -> bool) {
+        let mut out = PathStrings::default();
+        for s in self.iter().filter(|s| keep(s)) {
+            out.push(s);
+        }
+        *self = out;
+    }
+    /// Whether there are none.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+    /// Bytes held.
+    pub fn len_bytes(&self) -> usize {
+        self.0.len()
+    }
+}
+
 /// What one ELF file of a path says about loading.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ElfFacts {
@@ -108,7 +144,7 @@ pub struct ElfFacts {
     /// Relative path strings (containing `/`) found anywhere in the file,
     /// deduplicated: a library naming `rocblas/library` loads files from
     /// there relative to itself.
-    pub path_strings: Vec<Vec<u8>>,
+    pub path_strings: PathStrings,
 }
 
 /// Everything read from one store path.
@@ -128,7 +164,76 @@ pub struct PathRead {
     pub elf_files: Vec<ElfFacts>,
 }
 
+/// The directory a library would name to find `file` relative to itself:
+/// `lib/rocblas/library/k.hsaco` gives `rocblas/library`. Only directories
+/// at least two levels below `lib/`, `share/` or `libexec/` count; a single
+/// name like `rocblas` is too common a string to prove anything.
+pub fn lookup_needle(file: &str) -> Option<&str> {
+    let dir = &file[..file.rfind('/')?];
+    let rest = ["lib/", "share/", "libexec/"]
+        .iter()
+        .find_map(|p| dir.strip_prefix(p))?;
+    rest.contains('/').then_some(rest)
+}
+
+/// Directories of `tree` that a program could name to find files by
+/// relative path (see [`lookup_needle`]), as needles.
+fn tree_needles(tree: &FileTree) -> Vec<String> {
+    let mut v: Vec<String> = tree
+        .entries
+        .iter()
+        .filter(|e| !matches!(e.node, crate::nar::tree::TreeNode::Directory))
+        .filter_map(|e| lookup_needle(&String::from_utf8_lossy(&e.path)).map(str::to_string))
+        .collect();
+    v.sort();
+    v.dedup();
+    v
+}
+
 impl PathRead {
+    /// Keeps only the ELF path strings that name the directory of a file
+    /// holding a reference: the only ones a verdict can use. Memory after a
+    /// read is then proportional to the holds, not to the binaries.
+    fn keep_relevant_strings(&mut self) {
+        let mut needles: Vec<String> = self
+            .holds
+            .iter()
+            .filter_map(|h| lookup_needle(&String::from_utf8_lossy(&h.file)).map(str::to_string))
+            .collect();
+        needles.sort();
+        needles.dedup();
+        let ac = (!needles.is_empty())
+            .then(|| aho_corasick::AhoCorasick::new(&needles).ok())
+            .flatten();
+        for f in &mut self.elf_files {
+            match &ac {
+                Some(ac) => f.path_strings.retain(|s| ac.is_match(s)),
+                None => f.path_strings = PathStrings::default(),
+            }
+        }
+        // Drop facts nothing refers to, renumbering the holds' indices.
+        let mut used = vec![false; self.elf_files.len()];
+        for h in &self.holds {
+            if let Site::Elf { elf, .. } = h.site {
+                used[elf] = true;
+            }
+        }
+        let mut new_index = vec![usize::MAX; self.elf_files.len()];
+        let mut kept = Vec::new();
+        for (i, f) in std::mem::take(&mut self.elf_files).into_iter().enumerate() {
+            if used[i] || !f.path_strings.is_empty() {
+                new_index[i] = kept.len();
+                kept.push(f);
+            }
+        }
+        self.elf_files = kept;
+        for h in &mut self.holds {
+            if let Site::Elf { elf, .. } = &mut h.site {
+                *elf = new_index[*elf];
+            }
+        }
+    }
+
     /// Adds one file's holds and ELF facts; the holds' ELF indices count
     /// from the file's own list and are shifted to the path's.
     fn push_file(&mut self, holds: Vec<Hold>, elf_files: Vec<ElfFacts>) {

@@ -5,11 +5,15 @@
 
 use std::io::{Read, Write};
 
-use super::content::{file_holds, name_holds, scan_stream, symlink_holds};
+use super::content::{StringFilter, file_holds, name_holds, scan_stream, symlink_holds};
 use super::{PathRead, Wanted};
 use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
 use crate::nar::{NarError, NarNode, walk_nar};
 use crate::problem::Problem;
+
+/// Most bytes of ELF path strings held while one NAR is read, before they
+/// are filtered down to the relevant ones at its end.
+const STRING_BUDGET: usize = 8 << 20;
 
 /// Reads the path from `nar`; with `scan` false only its tree is kept and
 /// file contents are skipped (still decompressed: a NAR has no index).
@@ -26,6 +30,8 @@ pub(super) fn read(
         ..PathRead::default()
     };
     let mut entries = Vec::new();
+    // Strings are kept until the tree is complete, within this budget.
+    let mut budget = STRING_BUDGET;
     let res = walk_nar(nar, &mut |rel: &[u8], node: NarNode<'_>| {
         let tree_node = match &node {
             NarNode::Directory => TreeNode::Directory,
@@ -63,9 +69,10 @@ pub(super) fn read(
                     }
                     Ok(())
                 };
-                let fs = scan_stream(contents, wanted, progress, Some(&mut spool))
+                let filter = StringFilter::Budget(&mut budget);
+                let fs = scan_stream(contents, wanted, progress, Some(&mut spool), filter)
                     .map_err(NarError::from)?;
-                let mmap = match (&spool_file, fs.is_elf) {
+                let mmap = match (&spool_file, fs.is_elf && !fs.hits.is_empty()) {
                     // SAFETY: a private temporary file nobody else writes.
                     (Some(f), true) => {
                         Some(unsafe { memmap2::Mmap::map(f) }.map_err(NarError::Io)?)
@@ -79,6 +86,7 @@ pub(super) fn read(
         }
         Ok(())
     });
+    pr.keep_relevant_strings();
     match res {
         // A tree is kept only when the whole NAR was read: a split or a
         // partition on half a tree would be wrong, not partial.

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use super::table::{Align, Table};
+use super::table::{Align, Cell, Paint, Table};
 use super::{Report, TextOptions};
 use crate::classify::Classified;
 use crate::evidence::{Evidence, Kind};
@@ -30,6 +30,13 @@ pub struct EdgeSummary {
     pub dead: bool,
     /// The strongest verdict of its evidence (`None` when none was found).
     pub verdict: Option<crate::evidence::Verdict>,
+    /// The reason of the evidence that gives that verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Why the referrer's files could not be read, when they could not: a
+    /// missing hold then means nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
     /// Every occurrence (with `--evidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Vec<Evidence>>,
@@ -61,13 +68,23 @@ pub fn summarise(
         .unwrap_or(&[]);
     let mut kinds = BTreeMap::new();
     let mut files: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for e in ev {
         *kinds.entry(e.kind).or_insert(0) += 1;
-        if files.last() != Some(&e.file) && !files.contains(&e.file) {
+        if seen.insert(e.file.as_str()) {
             files.push(e.file.clone());
         }
     }
+    let strongest = ev.iter().min_by_key(|e| e.verdict);
+    let referrer = g.path(from).as_str();
+    let unreadable = scan
+        .problems
+        .iter()
+        .find(|p| p.path == referrer && p.file.is_none())
+        .map(|p| p.message.clone());
     EdgeSummary {
+        reason: strongest.map(|e| e.reason.clone()),
+        unreadable,
         referrer: g.path(from).to_string(),
         reference: g.path(to).to_string(),
         unavailable: pe.is_none_or(|p| !p.available),
@@ -109,17 +126,21 @@ impl Report for RefsReport {
         &self.problems
     }
 
-    /// The terminal rendering.
-    fn render_text(&self, _: &TextOptions) -> String {
+    /// The terminal rendering: one row per edge with its holds and verdict;
+    /// with `--evidence`, every occurrence under the table.
+    fn render_text(&self, opts: &TextOptions) -> String {
         let mut t = Table::new(&[
             ("REFERRER", Align::Left),
             ("REFERENCE", Align::Left),
             ("HELD BY", Align::Left),
+            ("VERDICT", Align::Left),
             ("FILES", Align::Left),
         ]);
         for e in &self.edges {
             let held = if e.unavailable {
                 "unavailable (no file contents in this source)".to_string()
+            } else if let Some(p) = &e.unreadable {
+                format!("unreadable: {p}")
             } else if e.kinds.is_empty() {
                 "NOT FOUND".to_string()
             } else {
@@ -133,6 +154,11 @@ impl Report for RefsReport {
                 }
                 s.join(", ")
             };
+            let verdict = match (e.verdict, &e.reason) {
+                (Some(v), Some(r)) => Cell::new(format!("{}: {r}", v.as_str()), Paint::Verdict(v)),
+                (Some(v), None) => Cell::new(v.as_str(), Paint::Verdict(v)),
+                _ => Cell::new("-", Paint::Plain),
+            };
             let files = match e.files.len() {
                 0 => String::new(),
                 1..=3 => e.files.join(" "),
@@ -144,14 +170,32 @@ impl Report for RefsReport {
                     n - 3
                 ),
             };
-            t.row(vec![
-                name(&e.referrer).to_string(),
-                name(&e.reference).to_string(),
-                held,
-                files,
+            t.cells(vec![
+                Cell::new(name(&e.referrer), Paint::Plain),
+                Cell::new(name(&e.reference), Paint::Plain),
+                Cell::new(held, Paint::Plain),
+                verdict,
+                Cell::new(files, Paint::Plain),
             ]);
         }
-        let mut out = t.render();
+        let mut out = t.render_fit(opts.width, opts.style);
+        for e in &self.edges {
+            let Some(evs) = e.evidence.as_ref().filter(|v| !v.is_empty()) else {
+                continue;
+            };
+            out.push_str(&format!(
+                "\n{} → {}\n",
+                name(&e.referrer),
+                opts.style.paths(&e.reference)
+            ));
+            out.push_str(&super::evidence_lines(
+                evs,
+                &TextOptions {
+                    every_line: true,
+                    ..*opts
+                },
+            ));
+        }
         append_problems(&mut out, &self.problems);
         out
     }

@@ -1,22 +1,67 @@
 //! A minimal aligned-column table. Hand-written because the tables here are
-//! plain (no borders, no wrapping) and a table crate would bring styling we
-//! must then turn off when piped.
+//! plain (no borders): a table crate would bring styling we must then turn
+//! off when piped. Fits a width by shortening the text columns, and paints
+//! cells after padding so colour never upsets alignment.
+
+use super::style::{Style, truncate};
+use crate::evidence::Verdict;
 
 /// Column alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Align {
-    /// Pad on the right (text).
+    /// Pad on the right (text); such columns shrink to fit a width.
     Left,
-    /// Pad on the left (numbers).
+    /// Pad on the left (numbers); never shortened.
     Right,
 }
 
-/// A table of strings rendered with two spaces between columns.
+/// How a cell is painted (and shortened).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Paint {
+    /// As is.
+    Plain,
+    /// In a verdict's colour.
+    Verdict(Verdict),
+    /// A size, in bold.
+    Size,
+    /// Store paths: hash parts dimmed; shortened in the middle.
+    Path,
+}
+
+/// One cell.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Cell {
+    /// The text, unpainted.
+    pub text: String,
+    /// How to paint it.
+    pub paint: Paint,
+}
+
+impl Cell {
+    /// A cell painted `paint`.
+    pub fn new(text: impl Into<String>, paint: Paint) -> Cell {
+        Cell {
+            text: text.into(),
+            paint,
+        }
+    }
+}
+
+impl From<String> for Cell {
+    fn from(text: String) -> Cell {
+        Cell::new(text, Paint::Plain)
+    }
+}
+
+/// A table of cells rendered with two spaces between columns.
 #[derive(Debug, Default)]
 pub struct Table {
     header: Vec<(String, Align)>,
-    rows: Vec<Vec<String>>,
+    rows: Vec<Vec<Cell>>,
 }
+
+/// Text columns are not shortened below this many characters.
+const MIN_TEXT_COLUMN: usize = 12;
 
 impl Table {
     /// A table with these column headers.
@@ -26,40 +71,66 @@ impl Table {
             rows: Vec::new(),
         }
     }
-    /// Appends a row; it must have one cell per column.
+    /// Appends a row of plain cells; it must have one cell per column.
     pub fn row(&mut self, cells: Vec<String>) {
+        self.cells(cells.into_iter().map(Cell::from).collect());
+    }
+    /// Appends a row of cells; it must have one cell per column.
+    pub fn cells(&mut self, cells: Vec<Cell>) {
         debug_assert_eq!(cells.len(), self.header.len());
         self.rows.push(cells);
     }
-    /// Renders with a trailing newline per line; the last column is not
-    /// padded, so long paths do not drag trailing spaces.
+    /// Renders unpainted at full width.
     pub fn render(&self) -> String {
+        self.render_fit(None, Style::default())
+    }
+    /// Renders with a trailing newline per line, within `width` columns
+    /// when given (text columns shortened, widest first), painted by
+    /// `style`. The last column is not padded, so long paths do not drag
+    /// trailing spaces.
+    pub fn render_fit(&self, width: Option<usize>, style: Style) -> String {
         let cols = self.header.len();
-        let mut width = vec![0usize; cols];
-        for (i, (h, _)) in self.header.iter().enumerate() {
-            width[i] = h.chars().count();
-        }
+        let mut w: Vec<usize> = self.header.iter().map(|(h, _)| h.chars().count()).collect();
         for r in &self.rows {
             for (i, c) in r.iter().enumerate() {
-                width[i] = width[i].max(c.chars().count());
+                w[i] = w[i].max(c.text.chars().count());
+            }
+        }
+        if let Some(limit) = width {
+            let total = |w: &[usize]| w.iter().sum::<usize>() + 2 * cols.saturating_sub(1);
+            while total(&w) > limit {
+                let widest = (0..cols)
+                    .filter(|&i| self.header[i].1 == Align::Left)
+                    .filter(|&i| w[i] > MIN_TEXT_COLUMN.max(self.header[i].0.chars().count()))
+                    .max_by_key(|&i| w[i]);
+                let Some(i) = widest else { break };
+                w[i] -= 1;
             }
         }
         let mut out = String::new();
-        let line = |cells: Vec<&str>, out: &mut String| {
+        let line = |cells: Vec<Cell>, out: &mut String, header: bool| {
             let mut s = String::new();
             for (i, c) in cells.iter().enumerate() {
                 if i > 0 {
                     s.push_str("  ");
                 }
-                let pad = width[i] - c.chars().count();
+                let text = truncate(&c.text, w[i], c.paint == Paint::Path);
+                let pad = w[i] - text.chars().count();
+                let painted = match c.paint {
+                    _ if header => style.heading(&text),
+                    Paint::Plain => text,
+                    Paint::Verdict(v) => style.verdict(v, &text),
+                    Paint::Size => style.size(&text),
+                    Paint::Path => style.paths(&text),
+                };
                 let last = i + 1 == cols;
                 match self.header[i].1 {
                     Align::Right => {
                         s.push_str(&" ".repeat(pad));
-                        s.push_str(c);
+                        s.push_str(&painted);
                     }
                     Align::Left => {
-                        s.push_str(c);
+                        s.push_str(&painted);
                         if !last {
                             s.push_str(&" ".repeat(pad));
                         }
@@ -70,11 +141,15 @@ impl Table {
             out.push('\n');
         };
         line(
-            self.header.iter().map(|(h, _)| h.as_str()).collect(),
+            self.header
+                .iter()
+                .map(|(h, _)| Cell::from(h.clone()))
+                .collect(),
             &mut out,
+            true,
         );
         for r in &self.rows {
-            line(r.iter().map(String::as_str).collect(), &mut out);
+            line(r.clone(), &mut out, false);
         }
         out
     }
@@ -89,5 +164,46 @@ mod tests {
         t.row(vec!["1.5 KiB".into(), "a".into()]);
         t.row(vec!["10 B".into(), "bbb".into()]);
         assert_eq!(t.render(), "   SIZE  NAME\n1.5 KiB  a\n   10 B  bbb\n");
+    }
+
+    #[test]
+    fn fits_a_width_by_shortening_text_columns() {
+        let mut t = Table::new(&[
+            ("SIZE", Align::Right),
+            ("FROM", Align::Left),
+            ("FILES", Align::Left),
+        ]);
+        t.cells(vec![
+            Cell::new("1 KiB", Paint::Size),
+            Cell::new(
+                "/nix/store/aqmjhza31wwx74k1rsrnvbjqqmi0id4s-rocblas-5.7.1",
+                Paint::Path,
+            ),
+            Cell::new("lib/a lib/b lib/c lib/d lib/e lib/f lib/g", Paint::Plain),
+        ]);
+        let out = t.render_fit(Some(60), Style::default());
+        assert!(out.lines().all(|l| l.chars().count() <= 60), "{out}");
+        assert!(out.contains('…'), "{out}");
+        let full = t.render_fit(None, Style::default());
+        assert!(
+            full.contains("lib/g") && full.contains("rocblas-5.7.1"),
+            "{full}"
+        );
+        // Colour does not change what is visible or its alignment.
+        let coloured = t.render_fit(Some(60), Style { color: true });
+        let stripped: String = {
+            let mut s = String::new();
+            let mut esc = false;
+            for ch in coloured.chars() {
+                match (esc, ch) {
+                    (false, '\u{1b}') => esc = true,
+                    (true, 'm') => esc = false,
+                    (true, _) => {}
+                    (false, c) => s.push(c),
+                }
+            }
+            s
+        };
+        assert_eq!(stripped, out);
     }
 }

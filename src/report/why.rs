@@ -8,8 +8,9 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::{Report, TextOptions};
 use crate::classify::Classified;
-use crate::evidence::Evidence;
+use crate::evidence::{Evidence, Verdict};
 use crate::graph::{Graph, NodeId};
+use crate::plan::explain::Explained;
 use crate::problem::Problem;
 use crate::store_path::name_of as name;
 
@@ -27,6 +28,17 @@ pub struct WhyEdge {
     pub evidence: Vec<Evidence>,
 }
 
+/// The best chain to one matched dependency.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BestChain {
+    /// The dependency.
+    pub dep: String,
+    /// Root first, dependency last.
+    pub chain: Vec<String>,
+    /// The verdict of the chain's weakest edge.
+    pub verdict: Verdict,
+}
+
 /// The whole report; also the `--json` document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct WhyReport {
@@ -38,8 +50,11 @@ pub struct WhyReport {
     pub deps: Vec<String>,
     /// How many chains lead from the root to a matched dependency in all.
     pub chain_count: u128,
-    /// The chains shown: the shortest, or all with `--all` (up to
-    /// [`crate::graph::chains::MAX_CHAINS`]).
+    /// For each matched dependency, its best chain: the one whose weakest
+    /// edge is strongest (runtime first), then the shortest.
+    pub best: Vec<BestChain>,
+    /// The chains shown: the best one per dependency, or all with `--all`
+    /// (up to [`crate::graph::chains::MAX_CHAINS`], strongest first).
     pub chains: Vec<Vec<String>>,
     /// Every edge on the chains shown, with evidence.
     pub edges: Vec<WhyEdge>,
@@ -48,45 +63,71 @@ pub struct WhyReport {
 }
 
 impl WhyReport {
-    /// Assembles the report from chains and their scan.
+    /// Assembles the report from the chains and the classified reads of
+    /// their edges.
     pub fn new(
         g: &Graph,
         root: NodeId,
         dep: &str,
         deps: &[NodeId],
         (chain_count, chains): (u128, Vec<Vec<NodeId>>),
-        scan: Classified,
+        best: Vec<Explained>,
+        c: Classified,
     ) -> WhyReport {
         let mut edges = Vec::new();
         let mut seen = BTreeSet::new();
-        for c in &chains {
-            for w in c.windows(2) {
+        for ch in &chains {
+            for w in ch.windows(2) {
                 if seen.insert((w[0], w[1])) {
-                    let pe = scan.paths.get(&w[0]);
+                    let pe = c.paths.get(&w[0]);
                     edges.push(WhyEdge {
                         referrer: g.path(w[0]).to_string(),
                         reference: g.path(w[1]).to_string(),
                         unavailable: pe.is_none_or(|p| !p.available),
-                        evidence: pe
-                            .and_then(|p| p.by_reference.get(&w[1]))
-                            .cloned()
-                            .unwrap_or_default(),
+                        evidence: c.evidence(w[0], w[1]).to_vec(),
                     });
                 }
             }
+        }
+        let names = |ch: &[NodeId]| ch.iter().map(|&v| g.path(v).to_string()).collect();
+        let mut best = best;
+        best.sort_by(|a, b| g.path(a.dep).name().cmp(g.path(b.dep).name()));
+        let mut chains = chains;
+        if chains.len() == best.len() {
+            chains = best.iter().map(|b| b.chain.clone()).collect();
         }
         WhyReport {
             root: g.path(root).to_string(),
             dep: dep.to_string(),
             deps: deps.iter().map(|&d| g.path(d).to_string()).collect(),
             chain_count,
-            chains: chains
+            best: best
                 .iter()
-                .map(|c| c.iter().map(|&v| g.path(v).to_string()).collect())
+                .map(|b| BestChain {
+                    dep: g.path(b.dep).to_string(),
+                    chain: names(&b.chain),
+                    verdict: b.verdict,
+                })
                 .collect(),
+            chains: chains.iter().map(|ch| names(ch)).collect(),
             edges,
-            problems: scan.problems,
+            problems: c.problems,
         }
+    }
+
+    /// The weakest verdict of a shown chain, from the edges' evidence.
+    fn chain_verdict(&self, chain: &[String]) -> Verdict {
+        chain
+            .windows(2)
+            .map(|w| {
+                self.edges
+                    .iter()
+                    .find(|e| e.referrer == w[0] && e.reference == w[1])
+                    .and_then(|e| e.evidence.iter().map(|x| x.verdict).min())
+                    .unwrap_or(Verdict::Unknown)
+            })
+            .max()
+            .unwrap_or(Verdict::Runtime)
     }
 }
 
@@ -95,60 +136,91 @@ impl Report for WhyReport {
         &self.problems
     }
 
-    /// The terminal rendering: each chain, then each edge's evidence grouped
-    /// by file.
-    fn render_text(&self, _: &TextOptions) -> String {
+    /// The terminal rendering: the chains with their verdicts, what keeps a
+    /// dependency whose shown chain is not run-time, then each edge's
+    /// evidence, grouped.
+    fn render_text(&self, opts: &TextOptions) -> String {
+        let st = opts.style;
         let mut out = String::new();
         if self.chains.is_empty() {
             out.push_str(&format!("{} does not depend on {}\n", self.root, self.dep));
             return out;
         }
+        let what = if self.deps.len() == 1 {
+            name(&self.deps[0]).to_string()
+        } else {
+            format!("{} paths matching '{}'", self.deps.len(), self.dep)
+        };
         out.push_str(&format!(
-            "{} chain(s) from {} to {}; showing {}\n\n",
+            "{} chain(s) from {} to {what}; showing {}\n\n",
             self.chain_count,
             name(&self.root),
-            self.dep,
-            if self.chains.len() == 1 {
-                "the shortest".to_string()
+            if self.chains.len() == self.best.len() {
+                if self.deps.len() == 1 {
+                    "the strongest (runtime first, then shortest)".to_string()
+                } else {
+                    "the strongest to each".to_string()
+                }
             } else {
-                format!("{}", self.chains.len())
+                format!("{}, strongest first", self.chains.len())
             }
         ));
         for c in &self.chains {
+            let v = self.chain_verdict(c);
             let names: Vec<&str> = c.iter().map(|p| name(p)).collect();
-            out.push_str(&format!("  {}\n", names.join(" → ")));
+            let line = format!("[{}] {}", v.as_str(), names.join(" → "));
+            let line = super::style::wrap_hanging(&line, opts.width, "  ", "      ");
+            out.push_str(&st.verdict(v, &line));
+            // A chain that is not run-time: say what keeps its end alive.
+            let dep = c.last().expect("chains are never empty");
+            if v != Verdict::Runtime
+                && let Some(b) = self.best.iter().find(|b| &b.dep == dep)
+            {
+                let via: Vec<&str> = b.chain[1..b.chain.len() - 1]
+                    .iter()
+                    .map(|p| name(p))
+                    .collect();
+                let note = if b.verdict == Verdict::Runtime {
+                    format!(
+                        "{} stays: runtime via {}",
+                        name(dep),
+                        if via.is_empty() {
+                            "a direct reference".to_string()
+                        } else {
+                            via.join(" → ")
+                        }
+                    )
+                } else {
+                    format!(
+                        "{} has no run-time chain; the strongest is {}",
+                        name(dep),
+                        b.verdict.as_str()
+                    )
+                };
+                out.push_str(&super::style::wrap(&note, opts.width, "    "));
+            }
         }
         for e in &self.edges {
-            out.push_str(&format!("\n{} → {}\n", name(&e.referrer), e.reference));
+            out.push_str(&format!(
+                "\n{} → {}\n",
+                name(&e.referrer),
+                st.paths(&e.reference)
+            ));
             if e.unavailable {
                 out.push_str("  (no file contents in this source: evidence unavailable)\n");
                 continue;
             }
             if e.evidence.is_empty() {
-                out.push_str("  (registered, but no occurrence found)\n");
-            }
-            let mut i = 0;
-            while i < e.evidence.len() {
-                let file = &e.evidence[i].file;
-                out.push_str(&format!("  {}\n", if file.is_empty() { "." } else { file }));
-                while i < e.evidence.len() && &e.evidence[i].file == file {
-                    let ev = &e.evidence[i];
-                    let mut tag = ev.kind.as_str().to_string();
-                    if let Some(l) = ev.line {
-                        tag.push_str(&format!(" line {l}"));
-                    }
-                    if ev.dead {
-                        tag.push_str(" DEAD");
-                    } else if !ev.serves.is_empty() {
-                        tag.push_str(&format!(" serves {}", ev.serves.join(",")));
-                    }
-                    out.push_str(&format!("    {tag} @{}: {}\n", ev.offset, ev.context));
-                    if let Some(n) = &ev.note {
-                        out.push_str(&format!("      note: {n}\n"));
-                    }
-                    i += 1;
+                match self
+                    .problems
+                    .iter()
+                    .find(|p| p.path == e.referrer && p.file.is_none())
+                {
+                    Some(p) => out.push_str(&format!("  unreadable: {}\n", p.message)),
+                    None => out.push_str("  (registered, but no occurrence found)\n"),
                 }
             }
+            out.push_str(&super::evidence_lines(&e.evidence, opts));
         }
         append_problems(&mut out, &self.problems);
         out

@@ -344,6 +344,17 @@ impl StoreSource for LocalStore {
         }))
     }
 
+    fn registration_time(&self, path: &StorePath) -> Result<Option<i64>> {
+        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        conn.prepare_cached("SELECT registrationTime FROM ValidPaths WHERE path = ?1")
+            .and_then(|mut s| {
+                s.query_row([path.as_str()], |r| r.get::<_, Option<i64>>(0))
+                    .optional()
+            })
+            .map(Option::flatten)
+            .map_err(|e| self.db_err(e))
+    }
+
     fn is_valid(&self, path: &StorePath) -> Result<bool> {
         let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
         conn.prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")

@@ -53,6 +53,12 @@ pub trait StoreSource: Send + Sync {
     fn referrers(&self, _path: &StorePath) -> Result<Option<Vec<StorePath>>> {
         Ok(None)
     }
+    /// When the path was registered (seconds since the epoch), where the
+    /// source records it (the local store's `registrationTime`); shown to
+    /// tell candidates of an ambiguous name apart.
+    fn registration_time(&self, _path: &StorePath) -> Result<Option<i64>> {
+        Ok(None)
+    }
     /// Every valid path the source holds; used to match names and globs.
     fn all_paths(&self) -> Result<Vec<StorePath>>;
     /// The closure of `roots`: every path reachable through references, each

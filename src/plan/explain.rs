@@ -1,0 +1,88 @@
+//! Explanations from verdicts: for each dependency the best chain that
+//! holds it (the one whose weakest edge is strongest: a runtime chain beats
+//! a shorter dead one), and what keeps a path in the closure once one of its
+//! holds is gone. Used by `why` and by advice that saves nothing.
+
+use crate::classify::Classified;
+use crate::evidence::Verdict;
+use crate::graph::chains::best_chain;
+use crate::graph::{Graph, NodeId};
+
+/// Order of verdicts as ranks, strongest first; an edge without evidence
+/// (unread, unreadable, or registered but not found) counts as `unknown`.
+fn rank(c: &Classified, from: NodeId, to: NodeId) -> u8 {
+    c.evidence(from, to)
+        .iter()
+        .map(|e| e.verdict)
+        .min()
+        .unwrap_or(Verdict::Unknown) as u8
+}
+
+fn verdict_of(rank: u8) -> Verdict {
+    [
+        Verdict::Runtime,
+        Verdict::Unknown,
+        Verdict::Build,
+        Verdict::Docs,
+        Verdict::Dead,
+    ][rank as usize]
+}
+
+/// A chain with the verdict of its weakest edge.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Explained {
+    /// The dependency explained.
+    pub dep: NodeId,
+    /// Root first, dependency last.
+    pub chain: Vec<NodeId>,
+    /// The weakest edge's verdict (`runtime` for a chain of one node).
+    pub verdict: Verdict,
+}
+
+/// The best chain from `roots` to each of `deps` (chains stop at the first
+/// dependency they reach).
+pub fn best_chains(g: &Graph, c: &Classified, roots: &[NodeId], deps: &[NodeId]) -> Vec<Explained> {
+    let mut stop = vec![false; g.len()];
+    for &d in deps {
+        stop[d as usize] = true;
+    }
+    let r = |a, b| rank(c, a, b);
+    deps.iter()
+        .filter_map(|&d| {
+            best_chain(g, roots, d, &stop, &r, None).map(|(chain, worst)| Explained {
+                dep: d,
+                chain,
+                verdict: verdict_of(worst),
+            })
+        })
+        .collect()
+}
+
+/// The weakest verdict along `chain`.
+pub fn chain_verdict(c: &Classified, chain: &[NodeId]) -> Verdict {
+    verdict_of(
+        chain
+            .windows(2)
+            .map(|e| rank(c, e[0], e[1]))
+            .max()
+            .unwrap_or(0),
+    )
+}
+
+/// What keeps `dep` in the closure of `roots` without the edge `skip`: the
+/// best remaining chain, or `None` when nothing else holds it.
+pub fn keeper(
+    g: &Graph,
+    c: &Classified,
+    roots: &[NodeId],
+    dep: NodeId,
+    skip: (NodeId, NodeId),
+) -> Option<Explained> {
+    let stop = vec![false; g.len()];
+    let r = |a, b| rank(c, a, b);
+    best_chain(g, roots, dep, &stop, &r, Some(skip)).map(|(chain, worst)| Explained {
+        dep,
+        chain,
+        verdict: verdict_of(worst),
+    })
+}

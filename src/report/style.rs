@@ -1,0 +1,151 @@
+//! Colour and width for text output. Colour only on a terminal (or with
+//! `--color always`), never with `NO_COLOR`; verdicts, sizes and store-path
+//! hash parts are highlighted, as `nix why-depends` highlights hashes.
+//! Width is the terminal's (or `COLUMNS`); piped output keeps full lines.
+
+use anstyle::{AnsiColor, Effects, Style as Ansi};
+
+use crate::evidence::Verdict;
+use crate::store_path::{HASH_LEN, IS_BASE32};
+
+/// How text is painted.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Style {
+    /// Whether to emit ANSI colour sequences.
+    pub color: bool,
+}
+
+fn paint(style: Ansi, text: &str) -> String {
+    format!("{}{text}{}", style.render(), style.render_reset())
+}
+
+impl Style {
+    /// A verdict word (or any text about it) in the verdict's colour.
+    pub fn verdict(&self, v: Verdict, text: &str) -> String {
+        if !self.color {
+            return text.to_string();
+        }
+        let c = match v {
+            Verdict::Runtime => AnsiColor::Green,
+            Verdict::Unknown => AnsiColor::Yellow,
+            Verdict::Build | Verdict::Docs => AnsiColor::Cyan,
+            Verdict::Dead => AnsiColor::Red,
+        };
+        paint(Ansi::new().fg_color(Some(c.into())), text)
+    }
+
+    /// A size, in bold.
+    pub fn size(&self, text: &str) -> String {
+        if !self.color {
+            return text.to_string();
+        }
+        paint(Ansi::new().effects(Effects::BOLD), text)
+    }
+
+    /// A heading, in bold.
+    pub fn heading(&self, text: &str) -> String {
+        self.size(text)
+    }
+
+    /// Text with every store hash part dimmed, so names stand out.
+    pub fn paths(&self, text: &str) -> String {
+        if !self.color {
+            return text.to_string();
+        }
+        let b = text.as_bytes();
+        let mut out = String::with_capacity(text.len() + 16);
+        let mut last = 0;
+        let mut i = 0;
+        while i + HASH_LEN <= b.len() {
+            let at_start = i == 0 || !IS_BASE32[b[i - 1] as usize];
+            let run = b[i..i + HASH_LEN].iter().all(|&c| IS_BASE32[c as usize]);
+            let ends = b.get(i + HASH_LEN) == Some(&b'-');
+            if at_start && run && ends {
+                out.push_str(&text[last..i]);
+                out.push_str(&paint(
+                    Ansi::new().effects(Effects::DIMMED),
+                    &text[i..i + HASH_LEN],
+                ));
+                i += HASH_LEN;
+                last = i;
+            } else {
+                i += 1;
+            }
+        }
+        out.push_str(&text[last..]);
+        out
+    }
+}
+
+/// Shortens `s` to at most `width` characters with `…`: in the middle for
+/// store paths (hash and name ends both tell), at the end otherwise.
+pub fn truncate(s: &str, width: usize, middle: bool) -> String {
+    let n = s.chars().count();
+    if n <= width {
+        return s.to_string();
+    }
+    if width == 0 {
+        return String::new();
+    }
+    let keep = width - 1;
+    if middle {
+        let head = keep / 2;
+        let tail = keep - head;
+        let a: String = s.chars().take(head).collect();
+        let b: String = s.chars().skip(n - tail).collect();
+        format!("{a}…{b}")
+    } else {
+        let a: String = s.chars().take(keep).collect();
+        format!("{a}…")
+    }
+}
+
+/// Wraps `text` to `width` (when given) with `indent` before every line
+/// after the first as well as the first; long words are not broken.
+pub fn wrap(text: &str, width: Option<usize>, indent: &str) -> String {
+    wrap_hanging(text, width, indent, indent)
+}
+
+/// [`wrap`] with a deeper indent for continuation lines. Breaks only at
+/// spaces: names like `rocblas-5.7.1` stay whole.
+pub fn wrap_hanging(text: &str, width: Option<usize>, first: &str, rest: &str) -> String {
+    let indent = first;
+    match width {
+        Some(w) if w > rest.len().max(first.len()) + 10 => {
+            let opts = textwrap::Options::new(w)
+                .initial_indent(first)
+                .subsequent_indent(rest)
+                .word_separator(textwrap::WordSeparator::AsciiSpace)
+                .word_splitter(textwrap::WordSplitter::NoHyphenation)
+                .break_words(false);
+            let mut s = textwrap::fill(text, opts);
+            s.push('\n');
+            s
+        }
+        _ => format!("{indent}{text}\n"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn truncation_and_hash_dimming() {
+        assert_eq!(truncate("abcdefghij", 5, false), "abcd…");
+        assert_eq!(truncate("abcdefghij", 5, true), "ab…ij");
+        assert_eq!(truncate("abc", 5, true), "abc");
+        let p = "/nix/store/aqmjhza31wwx74k1rsrnvbjqqmi0id4s-rocblas-5.7.1";
+        assert_eq!(Style { color: false }.paths(p), p);
+        let c = Style { color: true }.paths(p);
+        assert!(
+            c.contains("\u{1b}[2maqmjhza31wwx74k1rsrnvbjqqmi0id4s\u{1b}[0m-rocblas"),
+            "{c:?}"
+        );
+        assert_eq!(wrap("a b c", None, "  "), "  a b c\n");
+        assert_eq!(
+            wrap("aaaa bbbb cccc dddd", Some(15), "  "),
+            "  aaaa bbbb\n  cccc dddd\n"
+        );
+    }
+}
