@@ -128,6 +128,10 @@ pub struct Evidence {
     /// which makes it run-time data whatever its location.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub used_by: Option<String>,
+    /// The same as data: the ELF file (relative) and the directory name it
+    /// looks up, for planners that move files apart (not in JSON).
+    #[serde(skip)]
+    pub looked_up_by: Option<(String, String)>,
     /// What follows the hash, up to the first byte that cannot be part of
     /// a path (at most [`POINTED_MAX`] bytes): `-rocblas-5.7.1/lib/x.so`.
     /// Split uses it to find which file of the referenced path this hold
@@ -155,6 +159,7 @@ impl Evidence {
             serves: Vec::new(),
             note: None,
             used_by: None,
+            looked_up_by: None,
             pointed: Vec::new(),
             verdict: Verdict::Unknown,
             reason: String::new(),

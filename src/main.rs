@@ -82,6 +82,9 @@ struct AdviseArgs {
     /// Roots, in any form `size` accepts.
     #[arg(required = true, value_name = "ROOT")]
     roots: Vec<String>,
+    /// Show actions that save nothing in full, not folded into "also".
+    #[arg(long)]
+    all: bool,
 }
 
 #[derive(Args, Debug)]
@@ -310,12 +313,14 @@ fn read_and_classify(cli: &Cli, src: &dyn StoreSource, g: &Graph, wants: &Edges)
         .filter(|(_, t)| !t.is_empty())
         .map(|(&v, _)| g.nar_size(v))
         .sum();
+    // The bar counts the paths scanned, not the whole closure: paths with
+    // no references need no scan.
     let pb = spinner(cli, "");
     if !pb.is_hidden() {
         pb.set_length(total);
         pb.set_style(
             ProgressStyle::with_template(
-                "reading {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ({eta})",
+                "reading {bar:30} {bytes}/{total_bytes} to scan {bytes_per_sec} ({eta})",
             )
             .expect("static template"),
         );
@@ -323,7 +328,22 @@ fn read_and_classify(cli: &Cli, src: &dyn StoreSource, g: &Graph, wants: &Edges)
     let reads = nix_heft::read::read(src, g, wants, &|n| pb.inc(n));
     pb.finish_and_clear();
     print_warnings(src);
-    classify(g, reads)
+    let mut c = classify(g, reads);
+    // A source without file contents gives edges and chains but no
+    // evidence: that is a partial answer, never a clean one.
+    let blind = c.paths.values().filter(|p| !p.available).count();
+    if blind > 0 {
+        c.problems.push(Problem::new(
+            src.describe(),
+            nix_heft::problem::ProblemKind::NoContents,
+            format!(
+                "has no file contents: {blind} of {} paths could not be examined; \
+                 read a store or a binary cache for evidence",
+                c.paths.len()
+            ),
+        ));
+    }
+    c
 }
 
 /// How text is laid out for this run: the width of the terminal (or
@@ -518,7 +538,21 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
     let plan = nix_heft::plan::split::split(&g, &c, p, &moves, !args.no_propagate_dev, &root_ids)?;
     let mut problems = c.problems.clone();
     problems.extend(plan.sim.problems.iter().cloned());
-    let report = SplitReport::new(&g, p, moves, plan, problems);
+    let unmatched: Vec<String> = args
+        .moves
+        .iter()
+        .filter(|m| plan.sim.unmatched.contains(&m.pattern))
+        .map(|m| {
+            format!(
+                "--move '{}={}' matched no file of {}",
+                m.pattern,
+                m.output,
+                g.path(p)
+            )
+        })
+        .collect();
+    let mut report = SplitReport::new(&g, p, moves, plan, problems);
+    report.warnings.extend(unmatched);
     emit(cli, &report, text_options(cli))
 }
 
@@ -550,7 +584,15 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
 fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    let wants = edges::all_edges(&g);
+    let c = read_and_classify(cli, src, &g, &wants);
+    if !c.paths.is_empty() && c.paths.values().all(|p| !p.available) {
+        anyhow::bail!(
+            "cannot advise from {}: it has no file contents, so no reference could be examined; \
+             read the local store, a chroot store or a binary cache",
+            src.describe()
+        );
+    }
     let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c);
     let mut problems = c.problems;
     problems.extend(sim_problems);
@@ -560,5 +602,9 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
         actions,
         problems,
     };
-    emit(cli, &report, text_options(cli))
+    let opts = TextOptions {
+        every_line: args.all,
+        ..text_options(cli)
+    };
+    emit(cli, &report, opts)
 }

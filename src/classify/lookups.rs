@@ -32,6 +32,7 @@ pub(super) fn mark(pr: &PathRead, evs: &mut [(NodeId, Evidence)]) {
             e.used_by = Some(format!(
                 "{elf} looks files up under '{n}' relative to itself"
             ));
+            e.looked_up_by = Some((elf.clone(), n.to_string()));
         }
     }
 }

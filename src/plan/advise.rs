@@ -28,6 +28,17 @@ pub enum Safety {
     BreaksRuntime,
 }
 
+impl Safety {
+    /// The name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Safety::Safe => "safe",
+            Safety::CheckAtRuntime => "check-at-runtime",
+            Safety::BreaksRuntime => "breaks-runtime",
+        }
+    }
+}
+
 /// What kind of action.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -46,6 +57,20 @@ pub enum ActionKind {
     BinOutput,
 }
 
+impl ActionKind {
+    /// The name used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ActionKind::DeadRunpath => "dead-runpath",
+            ActionKind::StripDebug => "strip-debug",
+            ActionKind::SplitOutputs => "split-outputs",
+            ActionKind::RemoveReferencesTo => "remove-references-to",
+            ActionKind::PartitionTargets => "partition-targets",
+            ActionKind::BinOutput => "bin-output",
+        }
+    }
+}
+
 /// One piece of advice.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Action {
@@ -53,8 +78,14 @@ pub struct Action {
     pub kind: ActionKind,
     /// The store path whose package the action changes.
     pub package: String,
-    /// The references it cuts.
+    /// The references of `package` it cuts.
+    pub cuts: Vec<String>,
+    /// The paths that leave the roots' closure: those of `cuts` that
+    /// nothing else keeps (with their own dependencies counted in `saving`).
     pub removes: Vec<String>,
+    /// Cut references that stay in the closure, each with what keeps it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stays: Vec<Stay>,
     /// Bytes the roots' closure loses, computed by applying the action to
     /// the graph; `None` for actions that cannot be simulated.
     pub saving: Option<u64>,
@@ -70,6 +101,18 @@ pub struct Action {
     pub snippet: String,
     /// False for kinds the what-if engine cannot simulate.
     pub simulated: bool,
+}
+
+/// A cut reference that stays in the closure, and the chain that keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Stay {
+    /// The path that stays.
+    pub path: String,
+    /// The strongest remaining chain from a root to it; empty when it is a
+    /// root itself.
+    pub kept_by: Vec<String>,
+    /// The verdict of that chain's weakest edge.
+    pub verdict: Verdict,
 }
 
 /// Known per-target layouts: a regex whose match names a target, the
@@ -100,6 +143,57 @@ fn pkg_name(p: &str) -> &str {
 /// The path's full name (`rocblas-5.7.1-dev`), for messages: the output
 /// or `-source` suffix tells apart paths of one package.
 use crate::store_path::name_of as full_name;
+
+/// Which cut references leave the closure (`removes`) and what keeps the
+/// others (`stays`): `package` without its edges to `cuts`, as every action
+/// here leaves it.
+fn settle(
+    g: &Graph,
+    c: &Classified,
+    index: &std::collections::HashMap<&crate::StorePath, NodeId>,
+    a: &mut Action,
+) {
+    let Some(&from) = crate::StorePath::parse(g.path(0).store_dir(), &a.package)
+        .ok()
+        .as_ref()
+        .and_then(|p| index.get(p))
+    else {
+        return;
+    };
+    let cut: Vec<NodeId> = a
+        .cuts
+        .iter()
+        .filter_map(|p| crate::StorePath::parse(g.path(0).store_dir(), p).ok())
+        .filter_map(|p| index.get(&p).copied())
+        .collect();
+    let mut w = WhatIf::new(g);
+    for &t in &cut {
+        w.remove_edge(from, t);
+    }
+    let mut after = vec![false; g.len()];
+    for v in w.closure(g.roots()) {
+        if (v as usize) < after.len() {
+            after[v as usize] = true;
+        }
+    }
+    a.removes.clear();
+    a.stays.clear();
+    for &t in &cut {
+        if !after[t as usize] {
+            a.removes.push(g.path(t).to_string());
+            continue;
+        }
+        let kept = super::explain::keeper(g, c, g.roots(), t, (from, t));
+        a.stays.push(Stay {
+            path: g.path(t).to_string(),
+            kept_by: kept
+                .as_ref()
+                .map(|k| k.chain.iter().map(|&v| g.path(v).to_string()).collect())
+                .unwrap_or_default(),
+            verdict: kept.map_or(Verdict::Runtime, |k| k.verdict),
+        });
+    }
+}
 
 /// Computes ranked advice for the graph's roots from the classified
 /// evidence of every edge. Actions that could not be simulated are not
@@ -140,7 +234,9 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                     actions.push(if runpath {
                         Action {
                             kind: ActionKind::DeadRunpath,
-                            removes: vec![dep.clone()],
+                            cuts: vec![dep.clone()],
+                            removes: Vec::new(),
+                            stays: Vec::new(),
                             saving: Some(saving),
                             saving_percent: Some(pct(saving)),
                             safety: Safety::Safe,
@@ -160,7 +256,9 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                     } else {
                         Action {
                             kind: ActionKind::StripDebug,
-                            removes: vec![dep.clone()],
+                            cuts: vec![dep.clone()],
+                            removes: Vec::new(),
+                            stays: Vec::new(),
                             saving: Some(saving),
                             saving_percent: Some(pct(saving)),
                             safety: Safety::Safe,
@@ -186,7 +284,9 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                     let files = files_of(evs);
                     actions.push(Action {
                         kind: ActionKind::RemoveReferencesTo,
-                        removes: vec![dep.clone()],
+                        cuts: vec![dep.clone()],
+                        removes: Vec::new(),
+                        stays: Vec::new(),
                         saving: Some(saving),
                         saving_percent: Some(pct(saving)),
                         safety: Safety::CheckAtRuntime,
@@ -245,7 +345,9 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
         actions.push(Action {
             kind: ActionKind::SplitOutputs,
             package: g.path(p).to_string(),
-            removes: removed.clone(),
+            cuts: removed.clone(),
+            removes: Vec::new(),
+            stays: Vec::new(),
             saving: Some(saving),
             saving_percent: Some(pct(saving)),
             safety: if moved_runtime.is_empty() { Safety::Safe } else { Safety::BreaksRuntime },
@@ -343,7 +445,9 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
             actions.push(Action {
                 kind: ActionKind::PartitionTargets,
                 package: g.path(p).to_string(),
-                removes,
+                cuts: removes,
+                removes: Vec::new(),
+                stays: Vec::new(),
                 saving: Some(saving),
                 saving_percent: Some(pct(saving)),
                 safety: Safety::CheckAtRuntime,
@@ -390,7 +494,9 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
             actions.push(Action {
                 kind: ActionKind::BinOutput,
                 package: g.path(p).to_string(),
-                removes: bin_only.iter().map(|&t| g.path(t).to_string()).collect(),
+                cuts: bin_only.iter().map(|&t| g.path(t).to_string()).collect(),
+                removes: Vec::new(),
+                stays: Vec::new(),
                 saving: None,
                 saving_percent: None,
                 safety: Safety::CheckAtRuntime,
@@ -401,11 +507,17 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
             });
         }
     }
+    let index = g.index();
     for a in &mut actions {
-        a.removes.sort();
+        a.cuts
+            .sort_by(|x, y| full_name(x).cmp(full_name(y)).then_with(|| x.cmp(y)));
         a.evidence.sort();
         a.evidence.dedup();
+        settle(g, scan, &index, a);
     }
+    // Nothing to cut means nothing to do (a partition whose groups all
+    // point into the same paths, a split that leaves every reference).
+    actions.retain(|a| !a.cuts.is_empty());
     actions.sort_by(|a, b| {
         b.saving
             .unwrap_or(0)

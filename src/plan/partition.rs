@@ -43,6 +43,9 @@ pub struct Partition {
     pub before: u64,
     /// Closure of the roots with only the kept groups, if `--keep` was given.
     pub after_keep: Option<u64>,
+    /// The groups kept, as the path names them (`--keep` matches without
+    /// regard to case).
+    pub kept: Option<Vec<String>>,
     /// NAR size of the path with only the kept groups.
     pub kept_nar_size: Option<u64>,
     /// References the path keeps with only the kept groups.
@@ -158,6 +161,7 @@ pub fn partition_of(
         })
         .collect();
     groups.sort_by(|a, b| b.added.cmp(&a.added).then_with(|| a.key.cmp(&b.key)));
+    let mut kept = None;
     let (after_keep, kept_nar_size, kept_refs) = match keep {
         Some(wanted) => {
             // Group names are matched case-insensitively (`gfx90A` is gfx90a).
@@ -185,6 +189,7 @@ pub fn partition_of(
                 .flat_map(|(_, f)| f.iter().map(Vec::as_slice))
                 .collect();
             let (after, nar, refs) = apply(&drop);
+            kept = Some(k);
             (Some(after), Some(nar), Some(refs))
         }
         None => (None, None, None),
@@ -194,6 +199,7 @@ pub fn partition_of(
         ungrouped,
         before,
         after_keep,
+        kept,
         kept_nar_size,
         kept_refs,
     })

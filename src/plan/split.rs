@@ -89,6 +89,8 @@ pub struct Assignment {
     pub outputs: Vec<String>,
     /// For each output, the entries it holds (relative paths).
     pub files: Vec<BTreeSet<Vec<u8>>>,
+    /// Patterns of moves that matched no file.
+    pub unmatched: Vec<String>,
 }
 
 impl Assignment {
@@ -97,6 +99,7 @@ impl Assignment {
         let mut a = Assignment {
             outputs: vec!["out".to_string()],
             files: vec![tree.entries.iter().map(|e| e.path.clone()).collect()],
+            unmatched: Vec::new(),
         };
         for m in moves {
             let glob = GlobBuilder::new(&m.pattern)
@@ -115,6 +118,7 @@ impl Assignment {
                     a.files.len() - 1
                 }
             };
+            let mut matched = false;
             for src in 0..a.outputs.len() {
                 if src == dst {
                     continue;
@@ -161,6 +165,10 @@ impl Assignment {
                     }
                     moved_tops.push(t);
                 }
+                matched |= !moved_tops.is_empty();
+            }
+            if !matched {
+                a.unmatched.push(m.pattern.clone());
             }
         }
         // Outputs that received nothing are not created.
@@ -178,7 +186,11 @@ impl Assignment {
                 files.push(std::mem::take(&mut a.files[i]));
             }
         }
-        Ok(Assignment { outputs, files })
+        Ok(Assignment {
+            outputs,
+            files,
+            unmatched: a.unmatched,
+        })
     }
 
     /// The output holding `file` (an entry path); for a directory kept in
@@ -340,6 +352,11 @@ pub struct Simulation {
     pub consumers: Vec<Consumer>,
     /// Closure size of every output under the split.
     pub output_closures: Vec<u64>,
+    /// Patterns of moves that matched no file.
+    pub unmatched: Vec<String>,
+    /// Files the split parts from the ELF file that finds them by relative
+    /// path: each breaks that file at run time.
+    pub breaks: Vec<String>,
     /// What could not be simulated exactly.
     pub problems: Vec<Problem>,
 }
@@ -440,12 +457,49 @@ pub fn simulate(
             moved_runtime,
         });
     }
+    // Run-time data found by relative path must stay beside the ELF file
+    // that looks it up: a split that parts them breaks that file, and
+    // whoever uses it then needs the data's output too.
+    let mut breaks: Vec<String> = Vec::new();
+    let mut needs: BTreeSet<(usize, usize)> = BTreeSet::new();
+    for ev in evidence.values().flatten() {
+        let Some((elf, dir)) = &ev.looked_up_by else {
+            continue;
+        };
+        let (Some(of), Some(oe)) = (a.output_of(&ev.file_raw), a.output_of(elf.as_bytes())) else {
+            continue;
+        };
+        if of != oe && needs.insert((oe, of)) {
+            breaks.push(format!(
+                "breaks run time: {elf} looks files up under {dir}, which would be in output '{}' while it is in '{}'",
+                a.outputs[of], a.outputs[oe]
+            ));
+        }
+    }
+    for cons in &mut consumers {
+        let extra: Vec<usize> = needs
+            .iter()
+            .filter(|(oe, of)| cons.keeps.contains(oe) && !cons.keeps.contains(of))
+            .map(|&(_, of)| of)
+            .collect();
+        if extra.is_empty() {
+            continue;
+        }
+        cons.keeps.extend(extra.iter().copied());
+        let mut refs = w.references(cons.node).to_vec();
+        refs.extend(extra.iter().map(|&o| nodes[o]));
+        refs.sort_unstable();
+        refs.dedup();
+        w.set_refs(cons.node, refs);
+    }
     let output_closures = nodes.iter().map(|&n| w.closure_size(&[n])).collect();
     Ok(Simulation {
         outputs,
         output_nodes: nodes,
         consumers,
         output_closures,
+        unmatched: a.unmatched.clone(),
+        breaks,
         problems,
     })
 }

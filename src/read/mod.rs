@@ -327,7 +327,14 @@ fn read_path(
     }
     match src.nar(path) {
         Ok(Some(nar)) => nar_stream::read(nar, path.as_str(), wanted, scan, progress),
-        Ok(None) => (PathRead::default(), Vec::new()),
+        Ok(None) => (
+            PathRead {
+                available: false,
+                scanned: scan,
+                ..PathRead::default()
+            },
+            Vec::new(),
+        ),
         Err(e) => (
             PathRead {
                 available: true,

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions};
 use crate::plan::advise::Action;
+
 use crate::problem::Problem;
 
 /// The `advise` report; also its `--json` document.
@@ -25,19 +26,37 @@ impl Report for AdviceReport {
         &self.problems
     }
 
-    fn render_text(&self, _: &TextOptions) -> String {
+    /// Each action that saves something in full, biggest first; those that
+    /// save nothing folded into one "also" line each (in full with
+    /// `--all`), saying what keeps the path.
+    fn render_text(&self, opts: &TextOptions) -> String {
+        use super::style::{wrap, wrap_hanging};
         use crate::units::iec;
+        let st = opts.style;
         let names = super::display_names(
             self.roots
                 .iter()
                 .chain(
                     self.actions
                         .iter()
-                        .flat_map(|a| a.removes.iter().chain([&a.package])),
+                        .flat_map(|a| a.cuts.iter().chain([&a.package])),
+                )
+                .chain(
+                    self.actions
+                        .iter()
+                        .flat_map(|a| a.stays.iter().flat_map(|s| &s.kept_by)),
                 )
                 .map(String::as_str),
         );
-        let pkg_name = |p: &String| names[p].as_str();
+        fn shown<'a>(
+            names: &'a std::collections::HashMap<String, String>,
+            p: &'a String,
+        ) -> &'a str {
+            names.get(p).map_or(p.as_str(), String::as_str)
+        }
+        let pkg_name = |p: &'_ String| -> String { shown(&names, p).to_string() };
+        let folded = |a: &Action| a.saving == Some(0) && !opts.every_line;
+        let full: Vec<&Action> = self.actions.iter().filter(|a| !folded(a)).collect();
         let mut out = format!(
             "closure of {}: {}; {} action(s)\n",
             self.roots
@@ -45,52 +64,97 @@ impl Report for AdviceReport {
                 .map(&pkg_name)
                 .collect::<Vec<_>>()
                 .join(", "),
-            iec(self.closure_size),
-            self.actions.len()
+            st.size(&iec(self.closure_size)),
+            full.len()
         );
-        for (i, a) in self.actions.iter().enumerate() {
+        let stays_line = |a: &Action| -> Vec<String> {
+            a.stays
+                .iter()
+                .map(|s| {
+                    let via: Vec<String> = s
+                        .kept_by
+                        .iter()
+                        .skip(1)
+                        .take(s.kept_by.len().saturating_sub(2))
+                        .map(&pkg_name)
+                        .collect();
+                    format!(
+                        "{} stays: {} via {}",
+                        pkg_name(&s.path),
+                        s.verdict.as_str(),
+                        if via.is_empty() {
+                            "a root".to_string()
+                        } else {
+                            via.join(" → ")
+                        }
+                    )
+                })
+                .collect()
+        };
+        for (i, a) in full.iter().enumerate() {
             let saving = match (a.saving, a.saving_percent) {
-                (Some(s), Some(p)) => format!("saves {} ({p:.1}%)", iec(s)),
+                (Some(s), Some(p)) => format!("saves {} ({p:.1}%)", st.size(&iec(s))),
                 _ => "saving not simulated".to_string(),
             };
-            out.push_str(&format!(
-                "\n{}. [{}] {} in {} — {saving}, {}\n   {}\n",
+            let cuts: Vec<String> = a.cuts.iter().map(&pkg_name).collect();
+            let heading = format!(
+                "{}. [{}] {} in {} — {saving}, {}",
                 i + 1,
-                serde_json::to_value(a.kind)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                if a.removes.is_empty() {
-                    "no reference".to_string()
-                } else {
-                    a.removes
-                        .iter()
-                        .map(&pkg_name)
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                },
+                a.kind.as_str(),
+                cuts.join(", "),
                 pkg_name(&a.package),
-                serde_json::to_value(a.safety)
-                    .ok()
-                    .and_then(|v| v.as_str().map(str::to_string))
-                    .unwrap_or_default(),
-                a.reason
-            ));
+                a.safety.as_str(),
+            );
+            out.push('\n');
+            out.push_str(&st.paths(&wrap_hanging(&heading, opts.width, "", "   ")));
+            out.push_str(&wrap(&a.reason, opts.width, "   "));
+            for line in stays_line(a) {
+                out.push_str(&wrap(&line, opts.width, "   "));
+            }
             if !a.evidence.is_empty() {
                 let shown: Vec<&str> = a.evidence.iter().take(4).map(String::as_str).collect();
                 let more = a.evidence.len().saturating_sub(4);
-                out.push_str(&format!(
-                    "   evidence: {}{}\n",
+                let line = format!(
+                    "evidence: {}{}",
                     shown.join(", "),
                     if more > 0 {
                         format!(" (+{more} more)")
                     } else {
                         String::new()
                     }
-                ));
+                );
+                out.push_str(&wrap_hanging(&line, opts.width, "   ", "     "));
             }
+            // Code is never wrapped: a trailing comment goes on a line of
+            // its own above it instead, so the code fits and stays pasteable.
             for l in a.snippet.lines() {
-                out.push_str(&format!("   | {l}\n"));
+                match l.split_once("  # ") {
+                    Some((code, comment)) if opts.width.is_some_and(|w| l.len() + 5 > w) => {
+                        out.push_str(&wrap_hanging(
+                            &format!("# {comment}"),
+                            opts.width,
+                            "   | ",
+                            "   | # ",
+                        ));
+                        out.push_str(&format!("   | {code}\n"));
+                    }
+                    _ => out.push_str(&format!("   | {l}\n")),
+                }
+            }
+        }
+        let also: Vec<&Action> = self.actions.iter().filter(|a| folded(a)).collect();
+        if !also.is_empty() {
+            out.push_str("\nalso, saving nothing (the paths stay; --all shows them in full):\n");
+            for a in also {
+                let cuts: Vec<String> = a.cuts.iter().map(&pkg_name).collect();
+                let line = format!(
+                    "[{}] {} in {}: {}",
+                    a.kind.as_str(),
+                    cuts.join(", "),
+                    pkg_name(&a.package),
+                    stays_line(a).join("; ")
+                );
+                out.push_str(&wrap_hanging(&line, opts.width, "  ", "    "));
             }
         }
         super::refs::append_problems(&mut out, &self.problems);

@@ -94,7 +94,7 @@ impl PartitionReport {
                 .collect(),
             ungrouped: p.ungrouped,
             closure_before: p.before,
-            keep,
+            keep: p.kept.clone().or(keep),
             closure_after_keep: p.after_keep,
             nar_size_after_keep: p.kept_nar_size,
             references_after_keep: p
@@ -110,9 +110,9 @@ impl Report for PartitionReport {
         &self.problems
     }
 
-    fn render_text(&self, _: &TextOptions) -> String {
-        let mut out = format!(
-            "{} by /{}/: {} groups, {} entries in no group; closure of {} now {}\n\n",
+    fn render_text(&self, opts: &TextOptions) -> String {
+        let header = format!(
+            "{} by /{}/: {} groups, {} entries in no group; closure of {}: {}",
             name(&self.path),
             self.by,
             self.groups.len(),
@@ -124,6 +124,8 @@ impl Report for PartitionReport {
                 .join(", "),
             iec(self.closure_before)
         );
+        let mut out = super::style::wrap_hanging(&header, opts.width, "", "  ");
+        out.push('\n');
         let mut t = Table::new(&[
             ("GROUP", Align::Left),
             ("FILES", Align::Right),
@@ -144,20 +146,26 @@ impl Report for PartitionReport {
                     .join(" "),
             ]);
         }
-        out.push_str(&t.render());
+        out.push_str(&t.render_fit(opts.width, opts.style));
         if let (Some(k), Some(after)) = (&self.keep, self.closure_after_keep) {
             let saved = self.closure_before.saturating_sub(after);
-            out.push_str(&format!(
-                "\nkeeping only {}: closure {} → {} (saves {}, {:.1}%)\n",
-                k.join(","),
-                iec(self.closure_before),
-                iec(after),
-                iec(saved),
-                if self.closure_before > 0 {
-                    saved as f64 * 100.0 / self.closure_before as f64
-                } else {
-                    0.0
-                }
+            out.push('\n');
+            out.push_str(&super::style::wrap_hanging(
+                &format!(
+                    "keeping only {}: closure would be {} → {} (saves {}, {:.1}%)",
+                    k.join(","),
+                    iec(self.closure_before),
+                    iec(after),
+                    iec(saved),
+                    if self.closure_before > 0 {
+                        saved as f64 * 100.0 / self.closure_before as f64
+                    } else {
+                        0.0
+                    }
+                ),
+                opts.width,
+                "",
+                "  ",
             ));
         }
         append_problems(&mut out, &self.problems);

@@ -136,6 +136,7 @@ impl Report for RefsReport {
             ("VERDICT", Align::Left),
             ("FILES", Align::Left),
         ]);
+        t.keep(0).keep(1);
         for e in &self.edges {
             let held = if e.unavailable {
                 "unavailable (no file contents in this source)".to_string()
@@ -171,8 +172,8 @@ impl Report for RefsReport {
                 ),
             };
             t.cells(vec![
-                Cell::new(name(&e.referrer), Paint::Plain),
-                Cell::new(name(&e.reference), Paint::Plain),
+                Cell::new(name(&e.referrer), Paint::Path),
+                Cell::new(name(&e.reference), Paint::Path),
                 Cell::new(held, Paint::Plain),
                 verdict,
                 Cell::new(files, Paint::Plain),
@@ -183,11 +184,12 @@ impl Report for RefsReport {
             let Some(evs) = e.evidence.as_ref().filter(|v| !v.is_empty()) else {
                 continue;
             };
-            out.push_str(&format!(
-                "\n{} → {}\n",
-                name(&e.referrer),
-                opts.style.paths(&e.reference)
-            ));
+            out.push('\n');
+            out.push_str(&opts.style.paths(&super::style::fit_line(
+                &format!("{} → {}", name(&e.referrer), e.reference),
+                opts.width,
+            )));
+            out.push('\n');
             out.push_str(&super::evidence_lines(
                 evs,
                 &TextOptions {

@@ -124,8 +124,8 @@ impl Report for SizeReport {
     fn render_text(&self, opts: &TextOptions) -> String {
         let exact_bytes = opts.exact_bytes;
         let fmt = |b: u64| if exact_bytes { b.to_string() } else { iec(b) };
-        let mut out = format!(
-            "closure of {}: {} in {} paths\n\n",
+        let header = format!(
+            "closure of {}: {} in {} paths",
             match self.roots.len() {
                 1 => self.roots[0].clone(),
                 n => format!("{n} roots"),
@@ -133,6 +133,10 @@ impl Report for SizeReport {
             fmt(self.closure_size),
             self.path_count
         );
+        let mut out = opts
+            .style
+            .paths(&super::style::wrap_hanging(&header, opts.width, "", "  "));
+        out.push('\n');
         let with_refs = self.paths.iter().any(|p| p.references.is_some());
         let mut cols = vec![
             ("SELF", Align::Right),
@@ -145,14 +149,19 @@ impl Report for SizeReport {
         cols.push(("PATH", Align::Left));
         let mut t = Table::new(&cols);
         for p in &self.paths {
-            let mut row = vec![fmt(p.nar_size), fmt(p.closure_size), fmt(p.added_size)];
+            use super::table::{Cell, Paint};
+            let mut row = vec![
+                Cell::new(fmt(p.nar_size), Paint::Plain),
+                Cell::new(fmt(p.closure_size), Paint::Plain),
+                Cell::new(fmt(p.added_size), Paint::Size),
+            ];
             if let Some(r) = &p.references {
-                row.push(r.len().to_string());
+                row.push(Cell::new(r.len().to_string(), Paint::Plain));
             }
-            row.push(p.path.clone());
-            t.row(row);
+            row.push(Cell::new(p.path.clone(), Paint::Path));
+            t.cells(row);
         }
-        out.push_str(&t.render());
+        out.push_str(&t.render_fit(opts.width, opts.style));
         if self.paths.len() < self.path_count {
             out.push_str(&format!(
                 "({} of {} paths shown)\n",

@@ -112,7 +112,7 @@ impl SplitReport {
                 }
             })
             .collect();
-        let mut warnings = Vec::new();
+        let mut warnings = sim.breaks.clone();
         let consumers = sim
             .consumers
             .iter()
@@ -159,7 +159,7 @@ impl Report for SplitReport {
         &self.problems
     }
 
-    fn render_text(&self, _: &TextOptions) -> String {
+    fn render_text(&self, opts: &TextOptions) -> String {
         let mut out = format!("split of {}\n\n", self.path);
         let mut t = Table::new(&[
             ("OUTPUT", Align::Left),
@@ -181,25 +181,30 @@ impl Report for SplitReport {
                     .join(" "),
             ]);
         }
-        out.push_str(&t.render());
-        render_roots(&mut out, &self.roots);
+        out.push_str(&t.render_fit(opts.width, opts.style));
+        render_roots(&mut out, &self.roots, opts);
         if !self.consumers.is_empty() {
             out.push('\n');
             let mut t = Table::new(&[("CONSUMER", Align::Left), ("KEEPS", Align::Left)]);
             for c in &self.consumers {
                 t.row(vec![name(&c.consumer).to_string(), c.keeps.join(",")]);
             }
-            out.push_str(&t.render());
+            out.push_str(&t.render_fit(opts.width, opts.style));
         }
         for w in &self.warnings {
-            out.push_str(&format!("warning: {w}\n"));
+            out.push_str(&super::style::wrap_hanging(
+                &format!("warning: {w}"),
+                opts.width,
+                "",
+                "  ",
+            ));
         }
         append_problems(&mut out, &self.problems);
         out
     }
 }
 
-fn render_roots(out: &mut String, roots: &[RootImpact]) {
+fn render_roots(out: &mut String, roots: &[RootImpact], opts: &TextOptions) {
     if roots.is_empty() {
         return;
     }
@@ -228,5 +233,5 @@ fn render_roots(out: &mut String, roots: &[RootImpact]) {
             },
         ]);
     }
-    out.push_str(&t.render());
+    out.push_str(&t.render_fit(opts.width, opts.style));
 }

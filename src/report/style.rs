@@ -100,6 +100,14 @@ pub fn truncate(s: &str, width: usize, middle: bool) -> String {
     }
 }
 
+/// One line shortened in the middle to fit `width`, when given.
+pub fn fit_line(line: &str, width: Option<usize>) -> String {
+    match width {
+        Some(w) => truncate(line, w, true),
+        None => line.to_string(),
+    }
+}
+
 /// Wraps `text` to `width` (when given) with `indent` before every line
 /// after the first as well as the first; long words are not broken.
 pub fn wrap(text: &str, width: Option<usize>, indent: &str) -> String {

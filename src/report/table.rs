@@ -58,6 +58,8 @@ impl From<String> for Cell {
 pub struct Table {
     header: Vec<(String, Align)>,
     rows: Vec<Vec<Cell>>,
+    /// Columns shortened only once the others are at their minimum.
+    kept: Vec<usize>,
 }
 
 /// Text columns are not shortened below this many characters.
@@ -69,7 +71,14 @@ impl Table {
         Table {
             header: header.iter().map(|(h, a)| (h.to_string(), *a)).collect(),
             rows: Vec::new(),
+            kept: Vec::new(),
         }
+    }
+    /// Shortens column `col` last when fitting a width (the names a row is
+    /// read by).
+    pub fn keep(&mut self, col: usize) -> &mut Self {
+        self.kept.push(col);
+        self
     }
     /// Appends a row of plain cells; it must have one cell per column.
     pub fn row(&mut self, cells: Vec<String>) {
@@ -98,11 +107,19 @@ impl Table {
         }
         if let Some(limit) = width {
             let total = |w: &[usize]| w.iter().sum::<usize>() + 2 * cols.saturating_sub(1);
+            let shrinkable = |w: &[usize], i: usize| {
+                self.header[i].1 == Align::Left
+                    && w[i] > MIN_TEXT_COLUMN.max(self.header[i].0.chars().count())
+            };
             while total(&w) > limit {
                 let widest = (0..cols)
-                    .filter(|&i| self.header[i].1 == Align::Left)
-                    .filter(|&i| w[i] > MIN_TEXT_COLUMN.max(self.header[i].0.chars().count()))
-                    .max_by_key(|&i| w[i]);
+                    .filter(|&i| shrinkable(&w, i) && !self.kept.contains(&i))
+                    .max_by_key(|&i| w[i])
+                    .or_else(|| {
+                        (0..cols)
+                            .filter(|&i| shrinkable(&w, i))
+                            .max_by_key(|&i| w[i])
+                    });
                 let Some(i) = widest else { break };
                 w[i] -= 1;
             }

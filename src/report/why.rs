@@ -151,8 +151,8 @@ impl Report for WhyReport {
         } else {
             format!("{} paths matching '{}'", self.deps.len(), self.dep)
         };
-        out.push_str(&format!(
-            "{} chain(s) from {} to {what}; showing {}\n\n",
+        let header = format!(
+            "{} chain(s) from {} to {what}; showing {}",
             self.chain_count,
             name(&self.root),
             if self.chains.len() == self.best.len() {
@@ -164,7 +164,9 @@ impl Report for WhyReport {
             } else {
                 format!("{}, strongest first", self.chains.len())
             }
-        ));
+        );
+        out.push_str(&super::style::wrap_hanging(&header, opts.width, "", "  "));
+        out.push('\n');
         for c in &self.chains {
             let v = self.chain_verdict(c);
             let names: Vec<&str> = c.iter().map(|p| name(p)).collect();
@@ -201,11 +203,12 @@ impl Report for WhyReport {
             }
         }
         for e in &self.edges {
-            out.push_str(&format!(
-                "\n{} → {}\n",
-                name(&e.referrer),
-                st.paths(&e.reference)
-            ));
+            out.push('\n');
+            out.push_str(&st.paths(&super::style::fit_line(
+                &format!("{} → {}", name(&e.referrer), e.reference),
+                opts.width,
+            )));
+            out.push('\n');
             if e.unavailable {
                 out.push_str("  (no file contents in this source: evidence unavailable)\n");
                 continue;

@@ -28,6 +28,11 @@ pub const SMALL_ATTRS: &[&str] = &[
     "dup1",
     "dup2",
     "twins",
+    "weakapp",
+    "onetarget",
+    "multi-out",
+    "multi-dev",
+    "multi-doc",
 ];
 
 pub struct Fixture {
