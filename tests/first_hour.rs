@@ -27,7 +27,7 @@ fn json<T: serde::de::DeserializeOwned>(store: Option<&str>, args: &[&str]) -> (
     )
 }
 
-/// 1. A split that parts run-time data from the ELF file that looks it up
+/// Item 1: A split that parts run-time data from the ELF file that looks it up
 /// by relative path warns, and its consumers keep the data's output.
 #[test]
 fn split_warns_when_it_parts_data_from_its_loader() {
@@ -66,7 +66,7 @@ fn split_warns_when_it_parts_data_from_its_loader() {
     }
 }
 
-/// 2. and 5. No advice to do what is done: a package already built for one
+/// Items 2 and 5: No advice to do what is done: a package already built for one
 /// target gets no partition; `removes` lists only paths that leave; an
 /// action saving nothing is folded into an "also" line saying what keeps
 /// the path. "no reference" never appears.
@@ -129,7 +129,7 @@ fn advice_is_never_a_no_op_and_removes_only_what_leaves() {
     assert!(!o.stdout.contains("no reference"), "{}", o.stdout);
 }
 
-/// 3. and 4. `why` with a glob explains every match, and ranks a run-time
+/// Items 3 and 4: `why` with a glob explains every match, and ranks a run-time
 /// chain above a shorter dead one, saying what keeps the dependency.
 #[test]
 fn why_explains_every_match_by_its_strongest_chain() {
@@ -185,7 +185,7 @@ fn why_explains_every_match_by_its_strongest_chain() {
     );
 }
 
-/// 6. Sources without file contents never look like clean answers, and an
+/// Item 6: Sources without file contents never look like clean answers, and an
 /// unreadable referrer is not shown as a missing reference.
 #[test]
 fn no_contents_and_unreadable_are_said() {
@@ -229,7 +229,7 @@ fn no_contents_and_unreadable_are_said() {
     );
 }
 
-/// 7. and 8. Verdicts in the text, and no floods.
+/// Items 7 and 8: Verdicts in the text, and no floods.
 #[test]
 fn text_shows_verdicts_and_groups_floods() {
     let f = fixture();
@@ -262,7 +262,7 @@ fn text_shows_verdicts_and_groups_floods() {
     assert!(o.stdout.contains("symlink @"), "{}", o.stdout);
 }
 
-/// 9. and 10. Widths and colour.
+/// Items 9 and 10: Widths and colour.
 #[test]
 fn widths_and_colour() {
     let f = fixture();
@@ -306,7 +306,7 @@ fn widths_and_colour() {
     }
 }
 
-/// 11. Finding the right path.
+/// Item 11: Finding the right path.
 #[test]
 fn names_resolve_as_a_user_means_them() {
     let f = fixture();
@@ -341,7 +341,7 @@ fn names_resolve_as_a_user_means_them() {
     assert_usage_error(&o, "did you mean llama-cpp-rocm?");
 }
 
-/// 12. Small rough edges.
+/// Item 12: Small rough edges.
 #[test]
 fn small_rough_edges() {
     let f = fixture();
