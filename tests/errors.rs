@@ -545,3 +545,55 @@ fn narinfo_url_outside_the_cache_is_refused() {
         assert_eq!(o.code, 0, "{bad_url}: {}", o.stderr);
     }
 }
+
+/// Long chains in a hand-made path-info JSON (Nix never makes a chain
+/// this deep, but a file can): chain counting and listing, closure and
+/// added sizes all run without recursion, so nothing overflows the stack.
+#[test]
+fn long_chains_do_not_overflow_the_stack() {
+    let dir = scratch("long-chain");
+    std::fs::create_dir_all(&dir).unwrap();
+    let n = 100_000usize;
+    // (The closure sizes of a chain cost n²/2 steps, so `size` is asked on
+    // a shorter one below.)
+    let path = |i: usize| {
+        // 32 nix-base32 characters from the index.
+        let alphabet = b"0123456789abcdfghijklmnpqrsvwxyz";
+        let mut h = [b'0'; 32];
+        let mut x = i;
+        for c in h.iter_mut().rev() {
+            *c = alphabet[x % 32];
+            x /= 32;
+        }
+        format!("/nix/store/{}-link-{i}", String::from_utf8_lossy(&h))
+    };
+    let items: Vec<serde_json::Value> = (0..n)
+        .map(|i| {
+            let refs: Vec<String> = if i + 1 < n { vec![path(i + 1)] } else { vec![] };
+            serde_json::json!({"path": path(i), "narSize": 1000, "references": refs})
+        })
+        .collect();
+    let file = dir.join("chain.json");
+    std::fs::write(&file, serde_json::to_string(&items).unwrap()).unwrap();
+    let store = file.display().to_string();
+    let o = heft_run(Some(&store), &["--json", "why", "--all", &path(0), &path(n - 1)]);
+    assert_eq!(o.code, 3, "partial: no file contents: {}", o.stderr);
+    let w: nix_heft::report::why::WhyReport = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(w.chain_count, 1);
+    assert_eq!(w.chains[0].len(), n);
+    let o = heft_run(Some(&store), &["--json", "size", &path(n - 2000)]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let r: nix_heft::report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r.closure_size, 1000 * 2000);
+    // A closed pipe is not an error.
+    let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("nix-heft"))
+        .args(["--store", &store, "--json", "why", "--all", &path(0), &path(n - 1)])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+}

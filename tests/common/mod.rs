@@ -30,6 +30,7 @@ pub const SMALL_ATTRS: &[&str] = &[
     "twins",
     "weakapp",
     "onetarget",
+    "longuser",
     "multi-out",
     "multi-dev",
     "multi-doc",
