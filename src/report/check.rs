@@ -68,7 +68,7 @@ impl CheckReport {
         if !v.contributors.is_empty() {
             out.push("top contributors by added size:".to_string());
             for c in &v.contributors {
-                out.push(format!("  {} {}", iec(c.added_size), name_of(&c.path)));
+                out.push(format!("  {:>10}  {}", iec(c.added_size), name_of(&c.path)));
             }
         }
         if !v.actions.is_empty() {
@@ -110,11 +110,7 @@ impl CheckReport {
     }
 
     fn roots_shown(&self) -> String {
-        self.roots
-            .iter()
-            .map(|r| name_of(r))
-            .collect::<Vec<_>>()
-            .join(", ")
+        short(&self.roots.join(", "))
     }
 
     /// GitHub Actions workflow commands: one `::error` per violation (its
@@ -175,7 +171,7 @@ impl CheckReport {
         if let Some(b) = &self.baseline {
             out.push_str(&format!(
                 "| before ({}) | {} |\n",
-                cell(&b.label),
+                cell(&short(&b.label)),
                 iec(b.closure_size)
             ));
         }
@@ -236,6 +232,23 @@ impl CheckReport {
     }
 }
 
+/// Store paths in a comma-separated list shown as `name (hash8)`: short,
+/// and still apart when before and after share a name.
+fn short(list: &str) -> String {
+    list.split(", ")
+        .map(|p| {
+            let base = p.rsplit('/').next().unwrap_or(p);
+            let name = name_of(p);
+            if name.len() < base.len() && p.contains('/') {
+                format!("{name} ({})", base.get(..8).unwrap_or(base))
+            } else {
+                p.to_string()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 impl Report for CheckReport {
     fn problems(&self) -> &[Problem] {
         &self.problems
@@ -250,7 +263,7 @@ impl Report for CheckReport {
         if let Some(b) = &self.baseline {
             out.push_str(&format!(
                 " (baseline {}: {}, {})",
-                b.label,
+                short(&b.label),
                 iec(b.closure_size),
                 iec_delta(self.closure_size as i128 - b.closure_size as i128)
             ));
