@@ -93,7 +93,7 @@ mod tests {
         assert_eq!(p("1.5 KiB").unwrap(), 1536);
         assert_eq!(p("1.1GB").unwrap(), 1_100_000_000);
         assert_eq!(p("123").unwrap(), 123);
-        assert_eq!(p("16EiB").is_err(), true);
+        assert!(p("16EiB").is_err());
         assert_eq!(p("15EiB").unwrap(), 15 << 60);
         for bad in [
             "",
