@@ -371,3 +371,58 @@ fn bad_input_exit_codes() {
     );
     assert_error(&o, &missing.display().to_string());
 }
+
+/// README's recipe for nixpkgs' `passthru.tests`: inside a Nix build, the
+/// closure from `exportReferencesGraph` is enough for budgets and forbidden
+/// paths.
+#[test]
+fn check_runs_inside_a_build_on_export_references_graph() {
+    let (_, after) = diff_fixture();
+    let heft = assert_cmd::cargo::cargo_bin("nix-heft");
+    let nonce = format!("{:?}", std::time::SystemTime::now());
+    let out = run(std::process::Command::new("nix-build")
+        .arg(repo().join("tests/fixtures/check-in-build.nix"))
+        .args([
+            "--option",
+            "sandbox",
+            "false",
+            "--option",
+            "substituters",
+            "",
+        ])
+        .arg("--no-out-link")
+        .args(["--arg", "root", &format!("builtins.storePath {after}")])
+        .args(["--argstr", "heft", heft.to_str().unwrap()])
+        .args(["--argstr", "rules", "--max-closure 100KiB --forbid docdep*"])
+        .args(["--argstr", "nonce", &nonce]));
+    let dir = std::path::PathBuf::from(out.trim());
+    let rc = std::fs::read_to_string(dir.join("rc")).unwrap();
+    assert_eq!(
+        rc.trim(),
+        "4",
+        "{}",
+        std::fs::read_to_string(dir.join("stderr")).unwrap()
+    );
+    let j: Value =
+        serde_json::from_slice(&std::fs::read(dir.join("report.json")).unwrap()).unwrap();
+    let info = nix_path_info(None, &[after]);
+    assert_eq!(j["closure_size"], info[after.as_str()]["closureSize"]);
+    let rules: Vec<&str> = j["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["rule"].as_str().unwrap())
+        .collect();
+    assert_eq!(rules, ["max-closure", "forbid"]);
+    assert_eq!(
+        name_of(
+            j["violations"][0]["contributors"][0]["path"]
+                .as_str()
+                .unwrap()
+        ),
+        "docdep-3.0"
+    );
+    // No file contents in the build's JSON: the chain's files are unknown,
+    // and said so.
+    assert_eq!(j["violations"][1]["evidence"][0]["unavailable"], true);
+}

@@ -254,3 +254,32 @@ fn bad_roots_are_usage_errors() {
     let o = heft_run(None, &["diff", before, "no-such-package-xyz"]);
     assert_usage_error(&o, "no-such-package-xyz");
 }
+
+/// Profile generation links, as NixOS keeps them, are roots like any other.
+#[test]
+fn profile_generation_links_are_roots() {
+    let (before, after) = diff_fixture();
+    let dir = scratch("diff-profile");
+    let profile = dir.join("profile");
+    for p in [before, after] {
+        run(Command::new("nix-env")
+            .arg("-p")
+            .arg(&profile)
+            .args(["--set", p]));
+    }
+    let gen1 = dir.join("profile-1-link");
+    let gen2 = dir.join("profile-2-link");
+    assert_eq!(std::fs::read_link(&gen1).unwrap().to_str().unwrap(), before);
+    let o = heft_run(
+        None,
+        &[
+            "--json",
+            "diff",
+            gen1.to_str().unwrap(),
+            gen2.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let j: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(j, diff_json(&[]));
+}

@@ -320,6 +320,10 @@ pub struct EdgeFiles {
     pub reference: String,
     /// Every hold of it in the referrer's files.
     pub evidence: Vec<Evidence>,
+    /// True when the source has no file contents for the referrer (a
+    /// path-info JSON file), so the holds are unknown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unavailable: bool,
 }
 
 /// A path that adds much to the closure.
@@ -392,6 +396,7 @@ pub fn check(
         referrer: path(a),
         reference: path(b),
         evidence: c.evidence(a, b).to_vec(),
+        unavailable: c.paths.get(&a).is_none_or(|p| !p.available),
     };
     let added = if p.budgets.iter().any(|b| !b.2.is_empty()) {
         added_sizes(g)

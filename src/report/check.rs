@@ -95,8 +95,10 @@ impl CheckReport {
             out.push(format!("chain: {}", names.join(" → ")));
         }
         for e in v.evidence.iter().flatten() {
-            let held = if e.evidence.is_empty() {
-                "(no occurrence found or no file contents)".to_string()
+            let held = if e.unavailable {
+                "(no file contents in this source)".to_string()
+            } else if e.evidence.is_empty() {
+                "(registered, but no occurrence found)".to_string()
             } else {
                 files_of(&e.evidence)
             };
