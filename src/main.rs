@@ -698,6 +698,7 @@ fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         read_and_classify(cli, src, &g, &prepared.wants)
     };
     let mut problems = c.problems.clone();
+    problems.extend(chk::unchecked(&g, &c, &prepared));
     let actions = if prepared.needs_advice {
         let (a, p) = nix_heft::plan::advise::advise(&g, &c);
         problems.extend(p);

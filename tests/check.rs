@@ -425,4 +425,39 @@ fn check_runs_inside_a_build_on_export_references_graph() {
     // No file contents in the build's JSON: the chain's files are unknown,
     // and said so.
     assert_eq!(j["violations"][1]["evidence"][0]["unavailable"], true);
+    assert_eq!(j["problems"][0]["kind"], "no-contents");
+}
+
+/// A source without file contents cannot pass `--forbid-verdict`
+/// silently: the result is partial (exit 3), and still 4 when a rule is
+/// broken.
+#[test]
+fn verdicts_without_file_contents_are_a_partial_result() {
+    let (_, after) = diff_fixture();
+    let json = scratch("check-json-store").join("closure.json");
+    std::fs::write(
+        &json,
+        run(nix().args(["path-info", "-rsS", "--json", after])),
+    )
+    .unwrap();
+    let store = json.to_str().unwrap();
+    let o = heft_run(Some(store), &["check", after, "--forbid-verdict", "docs"]);
+    assert_eq!(o.code, 3, "{}{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("no file contents"), "{}", o.stderr);
+    let o = heft_run(
+        Some(store),
+        &[
+            "check",
+            after,
+            "--forbid-verdict",
+            "docs",
+            "--forbid",
+            "docdep*",
+        ],
+    );
+    assert_eq!(o.code, 4, "{}{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("no file contents"), "{}", o.stderr);
+    // Budgets need no contents: a clean pass.
+    let o = heft_run(Some(store), &["check", after, "--max-closure", "1GiB"]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
 }

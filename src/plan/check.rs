@@ -19,6 +19,7 @@ use crate::error::{Error, Result, io_err};
 use crate::evidence::{Evidence, Verdict};
 use crate::graph::{Edges, Graph, NodeId, added_sizes, edges};
 use crate::plan::advise::Action;
+use crate::problem::{Problem, ProblemKind};
 use crate::store_path::package_name;
 
 /// A growth limit: bytes, or a percentage of the baseline's closure.
@@ -378,6 +379,32 @@ pub const TOP_ACTIONS: usize = 5;
 /// Says why savings are listed one by one.
 pub const OVERLAP_NOTE: &str = "each action's saving is computed on its own; savings overlap \
      and do not add up (a joint plan of several actions is not computed yet)";
+
+/// What the rules could not check because the source has no file contents
+/// for some referrers they needed (a path-info JSON file): one problem that
+/// counts them, so that `--forbid-verdict` never passes silently unchecked.
+pub fn unchecked(g: &Graph, c: &Classified, p: &Prepared) -> Vec<Problem> {
+    let missing: Vec<NodeId> = p
+        .wants
+        .iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(&v, _)| v)
+        .filter(|v| c.paths.get(v).is_none_or(|pe| !pe.available))
+        .collect();
+    let Some(&first) = missing.first() else {
+        return Vec::new();
+    };
+    vec![Problem::new(
+        g.path(first).as_str(),
+        ProblemKind::NoContents,
+        format!(
+            "the source has no file contents for {} path(s) whose references the rules needed \
+             to read (this one{}): their holds and verdicts are unknown",
+            missing.len(),
+            if missing.len() > 1 { " and others" } else { "" }
+        ),
+    )]
+}
 
 /// Turns what [`prepare`] found and the classified evidence into
 /// violations. `actions` are advise's actions (used when a budget is
