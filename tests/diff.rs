@@ -246,6 +246,19 @@ fn sides_from_different_stores_agree() {
     let local = diff_json(&[]);
     let split = diff_json(&["--before-store", chroot.to_str().unwrap()]);
     assert_eq!(local, split);
+    // AFTER from a binary cache, as a local build against a cache's copy:
+    // the evidence then comes from the NAR stream.
+    let (_, after) = diff_fixture();
+    let cache = scratch("diff-after-cache").join("cache");
+    let url = format!("file://{}", cache.display());
+    run(nix().args(["copy", "--to", &url, after]));
+    let from_cache = diff_json(&[
+        "--before-store",
+        chroot.to_str().unwrap(),
+        "--after-store",
+        &url,
+    ]);
+    assert_eq!(local, from_cache);
 }
 
 #[test]
