@@ -82,12 +82,16 @@ impl<'g> Side<'g> {
         Side { g, key, depth }
     }
 
-    /// Every edge as a pair of package keys.
-    fn key_edges(&self) -> HashSet<(u32, u32)> {
-        let mut s = HashSet::with_capacity(self.g.edge_count());
-        for v in 0..self.g.len() as NodeId {
-            for &w in self.g.references(v) {
-                s.insert((self.key[v as usize], self.key[w as usize]));
+    /// Every edge into a path whose package key is in `targets`, as a pair
+    /// of package keys: the only pairs the other side will ask about.
+    fn key_edges(&self, targets: &HashSet<u32>) -> HashSet<(u32, u32)> {
+        let mut s = HashSet::new();
+        for w in 0..self.g.len() as NodeId {
+            let kw = self.key[w as usize];
+            if targets.contains(&kw) {
+                for &v in self.g.referrers(w) {
+                    s.insert((self.key[v as usize], kw));
+                }
             }
         }
         s
@@ -189,8 +193,11 @@ pub fn diff(before: &Graph, after: &Graph) -> ClosureDiff {
     let removed: Vec<NodeId> = (0..before.len() as NodeId)
         .filter(|v| !a_index.contains_key(before.path(*v)))
         .collect();
-    let b_edges = b.key_edges();
-    let a_edges = a.key_edges();
+    let keys_of = |side: &Side, ids: &[NodeId]| -> HashSet<u32> {
+        ids.iter().map(|&v| side.key[v as usize]).collect()
+    };
+    let b_edges = b.key_edges(&keys_of(&a, &added));
+    let a_edges = a.key_edges(&keys_of(&b, &removed));
     let mut added = explain(&a, &b, &added, &b_edges, &removed);
     let mut removed = explain(&b, &a, &removed, &a_edges, &added_ids(&added));
     added.sort_by(|x, y| order(after, x, y));
