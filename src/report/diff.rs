@@ -222,18 +222,18 @@ impl Report for DiffReport {
             }
         };
         let delta = self.closure_size_after as i128 - self.closure_size_before as i128;
+        // BEFORE and AFTER often share a name: the hash tells them apart.
+        let names = super::display_names(self.before.iter().chain(&self.after).map(String::as_str));
+        let roots = |r: &[String]| {
+            r.iter()
+                .map(|p| names[p].as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
+        };
         let mut out = format!(
             "{} → {}\npaths {} → {}, closure {} → {} ({})\n",
-            self.before
-                .iter()
-                .map(|p| name_of(p))
-                .collect::<Vec<_>>()
-                .join(", "),
-            self.after
-                .iter()
-                .map(|p| name_of(p))
-                .collect::<Vec<_>>()
-                .join(", "),
+            roots(&self.before),
+            roots(&self.after),
             self.paths_before,
             self.paths_after,
             size(self.closure_size_before),
