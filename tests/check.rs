@@ -103,9 +103,29 @@ fn doc_only_reference_fails_forbid_verdict_docs() {
     assert_eq!(name_of(e["reference"].as_str().unwrap()), "docdep-3.0");
     assert_eq!(e["evidence"][0]["file"], "share/doc/app/README");
     assert_eq!(e["evidence"][0]["verdict"], "docs");
-    // Build-time or dead holds: none in this set.
-    assert_eq!(check_json(&[after, "--forbid-verdict", "build,dead"]).0, 0);
     assert_eq!(check_json(&[before, "--forbid-verdict", "docs"]).0, 0);
+}
+
+#[test]
+fn build_only_and_dead_references_fail_their_verdicts() {
+    let (_, after) = diff_fixture();
+    for (verdict, dep, file, kind) in [
+        ("build", "devtool-0.9", "lib/pkgconfig/app.pc", "text"),
+        ("dead", "deadlib-4.0", "bin/app", "elf-runpath"),
+    ] {
+        let (code, j) = check_json(&[after, "--forbid-verdict", verdict]);
+        assert_eq!(code, 4, "{verdict}");
+        let vs = j["violations"].as_array().unwrap();
+        assert_eq!(vs.len(), 1, "{verdict}: {j}");
+        let e = &vs[0]["evidence"][0];
+        assert_eq!(name_of(e["reference"].as_str().unwrap()), dep);
+        assert!(nix_store_references(after).contains(e["reference"].as_str().unwrap()));
+        assert_eq!(e["evidence"][0]["file"], file);
+        assert_eq!(e["evidence"][0]["kind"], kind);
+        assert_eq!(e["evidence"][0]["verdict"], verdict);
+    }
+    let (_, j) = check_json(&[after, "--forbid-verdict", "docs,build,dead"]);
+    assert_eq!(j["violations"].as_array().unwrap().len(), 3);
 }
 
 #[test]

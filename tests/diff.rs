@@ -47,8 +47,9 @@ fn added_removed_and_sizes_equal_nix_path_info() {
     let removed: BTreeSet<String> = b.difference(&a).cloned().collect();
     assert_eq!(paths_of(&j["added"]), added);
     assert_eq!(paths_of(&j["removed"]), removed);
-    // The fixture's changes are all there: a bump, two new, one dropped.
-    assert_eq!(added.len(), 4, "{added:?}");
+    // The fixture's changes are all there: a bump, four new, one dropped,
+    // the rebuilt root.
+    assert_eq!(added.len(), 6, "{added:?}");
     assert_eq!(removed.len(), 3, "{removed:?}");
     let info_b = nix_path_info(None, &[before]);
     let info_a = nix_path_info(None, &[after]);
@@ -116,7 +117,7 @@ fn every_diff_closures_line_appears_with_its_transition() {
         }
         lines += 1;
     }
-    assert_eq!(lines, 4, "{nix_out}");
+    assert_eq!(lines, 6, "{nix_out}");
     // The rebuilt root is there too, which Nix leaves out under 8 KiB.
     let app = packages.iter().find(|p| p["name"] == "app").unwrap();
     assert_eq!(app["transition"], "(rebuilt)");
@@ -187,6 +188,12 @@ fn each_added_path_names_a_real_referrer_and_its_files() {
     assert_eq!(bump["evidence"], serde_json::json!([]));
     let old_bump = by_name(&j["removed"], "libbump-1.0");
     assert_eq!(bump["renamed"], serde_json::json!([old_bump["path"]]));
+    let dead = &by_name(added, "deadlib-4.0")["why"];
+    assert_eq!(dead["evidence"][0]["kind"], "elf-runpath");
+    assert_eq!(dead["evidence"][0]["verdict"], "dead");
+    let dev = &by_name(added, "devtool-0.9")["why"];
+    assert_eq!(dev["evidence"][0]["file"], "lib/pkgconfig/app.pc");
+    assert_eq!(dev["evidence"][0]["verdict"], "build");
     let old = &by_name(&j["removed"], "libold-1.0")["why"];
     assert_eq!(old["edge"], "gone");
     assert_eq!(old["evidence"][0]["file"], "share/app/deps");
