@@ -202,6 +202,23 @@ pub enum Error {
         /// The glob compiler's complaint.
         reason: String,
     },
+    /// A `--against-json` baseline that is not a saved `size --json`.
+    #[error("cannot read baseline {}: {reason}", file.display())]
+    BadBaseline {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// A `check` config file that does not parse or has an unknown key (a
+    /// usage error: the file stands for the command line).
+    #[error("bad config {}: {reason}", file.display())]
+    BadConfig {
+        /// The file.
+        file: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
 }
 
 impl Error {
@@ -216,6 +233,7 @@ impl Error {
                 | Error::Ambiguous { .. }
                 | Error::BadPattern { .. }
                 | Error::Usage(_)
+                | Error::BadConfig { .. }
         )
     }
 }

@@ -26,7 +26,7 @@ use nix_heft::source::{self, StoreSource};
     version,
     about,
     long_about = None,
-    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings)."
+    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check) a rule is broken, even when the read was also partial."
 )]
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
@@ -75,6 +75,70 @@ enum Command {
     /// saving computed by applying it to the graph, its evidence, its safety
     /// and the nixpkgs snippet that applies it.
     Advise(AdviseArgs),
+    /// What changed between two closures, per package (versions and size,
+    /// like `nix store diff-closures`) and per path, with the referrer and
+    /// files that pulled in each new path or held each path that left.
+    Diff(DiffArgs),
+    /// A closure-size gate for CI: a budget, a growth limit against a
+    /// baseline, forbidden paths and forbidden verdicts, each violation
+    /// explained. Exit code 4 when a rule is broken.
+    Check(CheckArgs),
+}
+
+#[derive(Args, Debug)]
+struct DiffArgs {
+    /// The old closure's root (store path, ./result, profile generation
+    /// link, name).
+    #[arg(value_name = "BEFORE")]
+    before: String,
+    /// The new closure's root.
+    #[arg(value_name = "AFTER")]
+    after: String,
+    /// Store to read BEFORE from (default: --store).
+    #[arg(long, value_name = "STORE")]
+    before_store: Option<String>,
+    /// Store to read AFTER from (default: --store).
+    #[arg(long, value_name = "STORE")]
+    after_store: Option<String>,
+    /// Print exact byte counts instead of IEC units.
+    #[arg(long)]
+    bytes: bool,
+}
+
+#[derive(Args, Debug)]
+struct CheckArgs {
+    /// Roots, in any form `size` accepts (or `roots` in the config file).
+    #[arg(value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Fail when the closure is larger than SIZE (IEC or SI: 1GiB, 900MB).
+    #[arg(long, value_name = "SIZE")]
+    max_closure: Option<String>,
+    /// Fail when the closure grew by more than SIZE or PCT (10%) over the
+    /// baseline given by --against or --against-json.
+    #[arg(long, value_name = "SIZE|PCT")]
+    max_growth: Option<String>,
+    /// Baseline: the closure of this root (same --store).
+    #[arg(long, value_name = "ROOT", conflicts_with = "against_json")]
+    against: Option<String>,
+    /// Baseline: a saved `nix-heft size --json`.
+    #[arg(long, value_name = "FILE")]
+    against_json: Option<std::path::PathBuf>,
+    /// Fail when a path whose name matches GLOB is in the closure, like
+    /// disallowedRequisites (`rocm-llvm*`, `*-dev`); repeatable.
+    #[arg(long, value_name = "GLOB")]
+    forbid: Vec<String>,
+    /// Fail when a reference is held only by documentation (docs), only by
+    /// build-time files (build) or only by dead holds (dead).
+    #[arg(long, value_name = "VERDICT,...", value_delimiter = ',')]
+    forbid_verdict: Vec<String>,
+    /// Rules from a TOML file (default: ./nix-heft.toml when present);
+    /// flags override its keys.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Output: text, json, github (workflow annotations) or markdown (a PR
+    /// comment).
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -224,6 +288,8 @@ struct SizeArgs {
 
 /// Exit code of a usage error, as clap gives for bad flags.
 const EXIT_USAGE: u8 = 2;
+/// Exit code of `check` when a rule is broken.
+const EXIT_VIOLATION: u8 = 4;
 /// Exit code of a run whose result is partial (some file or path could not
 /// be read or simulated; the rest is reported).
 const EXIT_PARTIAL: u8 = 3;
@@ -237,7 +303,10 @@ fn main() -> ExitCode {
             let broken = |k: Option<std::io::ErrorKind>| k == Some(std::io::ErrorKind::BrokenPipe);
             if e.chain().any(|c| {
                 broken(c.downcast_ref::<std::io::Error>().map(|io| io.kind()))
-                    || broken(c.downcast_ref::<serde_json::Error>().and_then(|j| j.io_error_kind()))
+                    || broken(
+                        c.downcast_ref::<serde_json::Error>()
+                            .and_then(|j| j.io_error_kind()),
+                    )
             }) {
                 return ExitCode::SUCCESS;
             }
@@ -262,6 +331,10 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    if let Command::Check(args) = &cli.command {
+        // `check` may take its store from its config file.
+        return check_main(cli, args);
+    }
     let src = source::open(cli.store.as_deref())?;
     let src = src.as_ref();
     match &cli.command {
@@ -271,6 +344,9 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Split(args) => split(cli, src, args),
         Command::Partition(args) => partition(cli, src, args),
         Command::Advise(args) => advise(cli, src, args),
+        Command::Diff(args) => diff(cli, src, args),
+        // Answered above, before the global store was opened.
+        Command::Check(args) => check_main(cli, args),
     }
 }
 
@@ -608,4 +684,178 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
         ..text_options(cli)
     };
     emit(cli, &report, opts)
+}
+
+fn diff(cli: &Cli, src: &dyn StoreSource, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let open = |spec: &Option<String>| -> anyhow::Result<Option<Box<dyn StoreSource>>> {
+        Ok(match spec {
+            Some(s) => Some(source::open(Some(s))?),
+            None => None,
+        })
+    };
+    let (b_own, a_own) = (open(&args.before_store)?, open(&args.after_store)?);
+    let bsrc = b_own.as_deref().unwrap_or(src);
+    let asrc = a_own.as_deref().unwrap_or(src);
+    let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(&args.before))?;
+    let aroots = nix_heft::roots::resolve_roots(asrc, std::slice::from_ref(&args.after))?;
+    let pb = spinner(cli, "reading both closures");
+    // The two sides are independent: load them at once.
+    let (bg, ag) = rayon::join(
+        || Graph::load(bsrc, &broots).context("loading BEFORE's closure"),
+        || Graph::load(asrc, &aroots).context("loading AFTER's closure"),
+    );
+    pb.finish_and_clear();
+    let (bg, ag) = (bg?, ag?);
+    let d = nix_heft::plan::diff::diff(&bg, &ag);
+    let (wb, wa) = d.wants();
+    let cb = read_and_classify(cli, bsrc, &bg, &wb);
+    let ca = read_and_classify(cli, asrc, &ag, &wa);
+    let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
+    emit(
+        cli,
+        &report,
+        TextOptions {
+            exact_bytes: args.bytes,
+            ..text_options(cli)
+        },
+    )
+}
+
+fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    use nix_heft::plan::check::{self as chk, Baseline, Config, Growth, Rules};
+    use nix_heft::report::check::{CheckReport, Format};
+    let usage = |m: String| anyhow::Error::from(nix_heft::Error::Usage(m));
+    let config = match &args.config {
+        Some(f) => Config::load(f)?,
+        None => {
+            let default = std::path::Path::new("nix-heft.toml");
+            if default.is_file() {
+                Config::load(default)?
+            } else {
+                Config::default()
+            }
+        }
+    };
+    // Flags override the file's keys; lists add to them.
+    let format = match (&args.format, cli.json) {
+        (Some(f), true) if f != "json" => {
+            return Err(usage(format!("--json and --format {f} disagree; give one")));
+        }
+        (Some(f), _) => Format::parse(f)?,
+        (None, true) => Format::Json,
+        (None, false) => Format::parse(config.format.as_deref().unwrap_or("text"))?,
+    };
+    let roots_args = if args.roots.is_empty() {
+        config.roots.clone()
+    } else {
+        args.roots.clone()
+    };
+    if roots_args.is_empty() {
+        return Err(usage(
+            "no ROOT to check: give one, or `roots` in the config file".into(),
+        ));
+    }
+    let mut forbid = config.forbid.clone();
+    forbid.extend(args.forbid.iter().cloned());
+    let mut verdicts = config.forbid_verdict.clone();
+    verdicts.extend(args.forbid_verdict.iter().cloned());
+    let max_closure = args.max_closure.as_ref().or(config.max_closure.as_ref());
+    let max_growth = args.max_growth.as_ref().or(config.max_growth.as_ref());
+    let (against, against_json) = if args.against.is_some() || args.against_json.is_some() {
+        (args.against.clone(), args.against_json.clone())
+    } else {
+        (config.against.clone(), config.against_json.clone())
+    };
+    if against.is_some() && against_json.is_some() {
+        return Err(usage(
+            "give one baseline: --against or --against-json".into(),
+        ));
+    }
+    let rules = Rules {
+        max_closure: max_closure
+            .map(|s| nix_heft::units::parse_size(s))
+            .transpose()?,
+        max_growth: max_growth.map(|s| Growth::parse(s)).transpose()?,
+        forbid: Rules::forbid_globs(&forbid)?,
+        forbid_verdict: chk::parse_verdicts(&verdicts)?,
+    };
+    if rules.max_growth.is_some() && against.is_none() && against_json.is_none() {
+        return Err(usage(
+            "--max-growth needs a baseline: --against ROOT or --against-json FILE".into(),
+        ));
+    }
+    if rules.is_empty() {
+        return Err(usage(
+            "nothing to check: give --max-closure, --max-growth, --forbid or --forbid-verdict (or a config file)".into(),
+        ));
+    }
+    let mut shown_rules = Vec::new();
+    if let Some(s) = max_closure {
+        shown_rules.push(format!("max-closure {s}"));
+    }
+    if let Some(s) = max_growth {
+        shown_rules.push(format!("max-growth {s}"));
+    }
+    shown_rules.extend(forbid.iter().map(|f| format!("forbid {f}")));
+    if !rules.forbid_verdict.is_empty() {
+        let v: Vec<&str> = rules.forbid_verdict.iter().map(|v| v.as_str()).collect();
+        shown_rules.push(format!("forbid-verdict {}", v.join(",")));
+    }
+    let baseline_file = match &against_json {
+        Some(f) => Some(Baseline::from_size_json(f)?),
+        None => None,
+    };
+    let src = source::open(cli.store.as_deref().or(config.store.as_deref()))?;
+    let src = src.as_ref();
+    let baseline = match &against {
+        Some(a) => {
+            let r = nix_heft::roots::resolve_roots(src, std::slice::from_ref(a))?;
+            Some(Baseline::from_graph(&load(cli, src, &r)?))
+        }
+        None => baseline_file,
+    };
+    let roots = nix_heft::roots::resolve_roots(src, &roots_args)?;
+    let g = load(cli, src, &roots)?;
+    let prepared = chk::prepare(&g, &rules, baseline.as_ref());
+    let c = if prepared.wants.is_empty() {
+        Classified::default()
+    } else {
+        read_and_classify(cli, src, &g, &prepared.wants)
+    };
+    let mut problems = c.problems.clone();
+    problems.extend(chk::unchecked(&g, &c, &prepared));
+    let actions = if prepared.needs_advice {
+        let (a, p) = nix_heft::plan::advise::advise(&g, &c);
+        problems.extend(p);
+        a
+    } else {
+        Vec::new()
+    };
+    let violations = chk::check(&g, &c, &rules, baseline.as_ref(), &prepared, &actions);
+    let report = CheckReport {
+        ok: violations.is_empty(),
+        roots: roots.iter().map(|r| r.to_string()).collect(),
+        closure_size: prepared.closure_size,
+        baseline,
+        rules: shown_rules,
+        violations,
+        problems,
+    };
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut out, &report)?;
+            writeln!(out)?;
+        }
+        Format::Text => out.write_all(report.render_text(&text_options(cli)).as_bytes())?,
+        Format::Github => out.write_all(report.render_github().as_bytes())?,
+        Format::Markdown => out.write_all(report.render_markdown().as_bytes())?,
+    }
+    out.flush()?;
+    let partial = partial_code(report.problems());
+    Ok(if report.ok {
+        partial
+    } else {
+        ExitCode::from(EXIT_VIOLATION)
+    })
 }

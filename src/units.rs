@@ -17,9 +17,105 @@ pub fn iec(bytes: u64) -> String {
     format!("{v:.1} {}", UNITS[u])
 }
 
+/// `1536` → `+1.5 KiB`, `-1536` → `-1.5 KiB`: a size change.
+pub fn iec_delta(delta: i128) -> String {
+    let mag = u64::try_from(delta.unsigned_abs()).unwrap_or(u64::MAX);
+    let sign = if delta < 0 { "-" } else { "+" };
+    format!("{sign}{}", iec(mag))
+}
+
+/// Parses a size as people write budgets: a number (decimals allowed) and
+/// an optional unit, IEC (`KiB`, `MiB`, `GiB`, `TiB`, `PiB`, `EiB`, powers of
+/// 1024) or SI (`kB`/`KB`, `MB`, `GB`, `TB`, `PB`, `EB`, powers of 1000), or
+/// `B` / none for bytes; spaces between number and unit are allowed.
+/// Hand-written because no size crate accepts exactly Nix users' spelling
+/// and reports the unit it did not know. Errors are usage errors naming the
+/// value.
+pub fn parse_size(s: &str) -> crate::Result<u64> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..split], t[split..].trim());
+    let bad = |why: &str| crate::Error::Usage(format!("bad size '{s}': {why}"));
+    if num.is_empty() || num.starts_with('.') || num.ends_with('.') || num.matches('.').count() > 1
+    {
+        return Err(bad("expected a number such as 900MB or 1.5GiB"));
+    }
+    let factor: u64 = match unit {
+        "" | "B" => 1,
+        "KiB" | "K" => 1 << 10,
+        "MiB" | "M" => 1 << 20,
+        "GiB" | "G" => 1 << 30,
+        "TiB" | "T" => 1 << 40,
+        "PiB" | "P" => 1 << 50,
+        "EiB" | "E" => 1 << 60,
+        "kB" | "KB" => 1_000,
+        "MB" => 1_000_000,
+        "GB" => 1_000_000_000,
+        "TB" => 1_000_000_000_000,
+        "PB" => 1_000_000_000_000_000,
+        "EB" => 1_000_000_000_000_000_000,
+        u => {
+            return Err(bad(&format!(
+                "unknown unit '{u}' (use B, KiB, MiB, GiB, TiB, or kB, MB, GB, TB)"
+            )));
+        }
+    };
+    // Exact integer arithmetic on the digits: a float would round budgets
+    // like 1.1GB, and the result must not wrap.
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let too_big = || bad("larger than 16 EiB");
+    let whole: u128 = int.parse().map_err(|_| too_big())?;
+    let mut bytes = whole.checked_mul(factor as u128).ok_or_else(too_big)?;
+    if !frac.is_empty() {
+        if frac.len() > 18 {
+            return Err(bad("too many decimals"));
+        }
+        let f: u128 = frac.parse().map_err(|_| too_big())?;
+        let scale = 10u128.pow(frac.len() as u32);
+        bytes = bytes
+            .checked_add(f * factor as u128 / scale)
+            .ok_or_else(too_big)?;
+    }
+    u64::try_from(bytes).map_err(|_| too_big())
+}
+
 #[cfg(test)]
 mod tests {
     use super::iec;
+
+    #[test]
+    fn parses_sizes() {
+        use super::parse_size as p;
+        assert_eq!(p("1GiB").unwrap(), 1 << 30);
+        assert_eq!(p("900MB").unwrap(), 900_000_000);
+        assert_eq!(p("1.5 KiB").unwrap(), 1536);
+        assert_eq!(p("1.1GB").unwrap(), 1_100_000_000);
+        assert_eq!(p("123").unwrap(), 123);
+        assert!(p("16EiB").is_err());
+        assert_eq!(p("15EiB").unwrap(), 15 << 60);
+        for bad in [
+            "",
+            "GiB",
+            "1.2.3MB",
+            "12 parsecs",
+            "1mb",
+            "-1MB",
+            ".5G",
+            "5.G",
+        ] {
+            let e = p(bad).unwrap_err();
+            assert!(e.is_usage(), "{bad}");
+            assert!(e.to_string().contains(&format!("'{bad}'")), "{e}");
+        }
+        assert!(
+            p("1 XB")
+                .unwrap_err()
+                .to_string()
+                .contains("unknown unit 'XB'")
+        );
+    }
     #[test]
     fn formats() {
         assert_eq!(iec(0), "0 B");

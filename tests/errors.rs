@@ -576,7 +576,10 @@ fn long_chains_do_not_overflow_the_stack() {
     let file = dir.join("chain.json");
     std::fs::write(&file, serde_json::to_string(&items).unwrap()).unwrap();
     let store = file.display().to_string();
-    let o = heft_run(Some(&store), &["--json", "why", "--all", &path(0), &path(n - 1)]);
+    let o = heft_run(
+        Some(&store),
+        &["--json", "why", "--all", &path(0), &path(n - 1)],
+    );
     assert_eq!(o.code, 3, "partial: no file contents: {}", o.stderr);
     let w: nix_heft::report::why::WhyReport = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(w.chain_count, 1);
@@ -587,13 +590,29 @@ fn long_chains_do_not_overflow_the_stack() {
     assert_eq!(r.closure_size, 1000 * 2000);
     // A closed pipe is not an error.
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("nix-heft"))
-        .args(["--store", &store, "--json", "why", "--all", &path(0), &path(n - 1)])
+        .args([
+            "--store",
+            &store,
+            "--json",
+            "why",
+            "--all",
+            &path(0),
+            &path(n - 1),
+        ])
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
     drop(child.stdout.take());
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(
+        out.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }

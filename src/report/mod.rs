@@ -5,6 +5,8 @@
 //! store.
 
 pub mod advise;
+pub mod check;
+pub mod diff;
 pub mod partition;
 pub mod refs;
 pub mod size;

@@ -362,3 +362,23 @@ pub fn nix_closure_paths(store: Option<&str>, roots: &[&str]) -> Vec<String> {
     }
     run(c.args(roots)).lines().map(str::to_string).collect()
 }
+
+/// `tests/fixtures/diff.nix`'s two versions of one package set, built once
+/// per test binary: (before, after) top-level paths.
+pub fn diff_fixture() -> &'static (String, String) {
+    static F: OnceLock<(String, String)> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut p = nix_build(
+            &repo().join("tests/fixtures/diff.nix"),
+            &["before", "after"],
+        );
+        let after = p.pop().unwrap();
+        let before = p.pop().unwrap();
+        (before, after)
+    })
+}
+
+/// The closure of `root` in the local store, as `nix path-info -r` lists it.
+pub fn closure_set(root: &str) -> BTreeSet<String> {
+    nix_closure_paths(None, &[root]).into_iter().collect()
+}

@@ -1,0 +1,634 @@
+//! Closure rules for CI: a size budget, a growth budget against a
+//! baseline, forbidden paths and forbidden verdicts, each violation
+//! explained from the graph and the classified evidence.
+//!
+//! Two steps, so that the read stage reads only what the rules need:
+//! [`prepare`] looks at the graph alone (sizes, forbidden matches and their
+//! shortest chains) and says which edges need evidence; [`check`] turns the
+//! classified evidence (and advise's actions, when a budget is broken) into
+//! [`Violation`]s.
+
+use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
+
+use globset::GlobMatcher;
+use serde::{Deserialize, Serialize};
+
+use crate::classify::Classified;
+use crate::error::{Error, Result, io_err};
+use crate::evidence::{Evidence, Verdict};
+use crate::graph::{Edges, Graph, NodeId, added_sizes, edges};
+use crate::plan::advise::Action;
+use crate::problem::{Problem, ProblemKind};
+use crate::store_path::package_name;
+
+/// A growth limit: bytes, or a percentage of the baseline's closure.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Growth {
+    /// At most this many bytes more.
+    Bytes(u64),
+    /// At most this percentage more.
+    Percent(f64),
+}
+
+impl Growth {
+    /// Parses `10%`, `50MiB` or `1.5GB`.
+    pub fn parse(s: &str) -> Result<Growth> {
+        if let Some(p) = s.trim().strip_suffix('%') {
+            let v: f64 = p.trim().parse().map_err(|_| {
+                Error::Usage(format!(
+                    "bad growth '{s}': expected a size (50MiB) or a percentage (10%)"
+                ))
+            })?;
+            if !v.is_finite() || v < 0.0 {
+                return Err(Error::Usage(format!(
+                    "bad growth '{s}': the percentage must be a finite number ≥ 0"
+                )));
+            }
+            return Ok(Growth::Percent(v));
+        }
+        crate::units::parse_size(s).map(Growth::Bytes)
+    }
+
+    /// The limit in bytes over a baseline of `base` bytes.
+    pub fn limit(self, base: u64) -> u64 {
+        match self {
+            Growth::Bytes(b) => b,
+            // f64 is exact enough for a budget; the cast saturates.
+            Growth::Percent(p) => (base as f64 * p / 100.0) as u64,
+        }
+    }
+}
+
+/// Parses `docs,build,dead` (any of the three).
+pub fn parse_verdicts(items: &[String]) -> Result<Vec<Verdict>> {
+    let mut out = Vec::new();
+    for s in items.iter().flat_map(|s| s.split(',')) {
+        let v = match s.trim() {
+            "docs" => Verdict::Docs,
+            "build" => Verdict::Build,
+            "dead" => Verdict::Dead,
+            other => {
+                return Err(Error::Usage(format!(
+                    "unknown verdict '{other}' for --forbid-verdict: use docs, build or dead"
+                )));
+            }
+        };
+        if !out.contains(&v) {
+            out.push(v);
+        }
+    }
+    Ok(out)
+}
+
+/// The rules to check, already parsed.
+#[derive(Debug, Clone, Default)]
+pub struct Rules {
+    /// Largest closure allowed.
+    pub max_closure: Option<u64>,
+    /// Largest growth over the baseline.
+    pub max_growth: Option<Growth>,
+    /// Forbidden names or globs, compiled.
+    pub forbid: Vec<(String, GlobMatcher)>,
+    /// Verdicts no edge may have as its strongest.
+    pub forbid_verdict: Vec<Verdict>,
+}
+
+impl Rules {
+    /// Compiles the forbidden globs (a bad one is a usage error).
+    pub fn forbid_globs(patterns: &[String]) -> Result<Vec<(String, GlobMatcher)>> {
+        patterns
+            .iter()
+            .map(|p| Ok((p.clone(), crate::roots::glob(p)?)))
+            .collect()
+    }
+
+    /// True when no rule is given.
+    pub fn is_empty(&self) -> bool {
+        self.max_closure.is_none()
+            && self.max_growth.is_none()
+            && self.forbid.is_empty()
+            && self.forbid_verdict.is_empty()
+    }
+}
+
+/// The baseline of `--max-growth`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Baseline {
+    /// What it is (the roots, or the file).
+    pub label: String,
+    /// Its closure size.
+    pub closure_size: u64,
+    /// Its paths, when known (a `size --json` lists them).
+    #[serde(skip)]
+    pub paths: Option<HashSet<String>>,
+}
+
+impl Baseline {
+    /// Reads a saved `nix-heft size --json`.
+    pub fn from_size_json(file: &Path) -> Result<Baseline> {
+        let text = std::fs::read(file).map_err(io_err(file))?;
+        let r: crate::report::size::SizeReport =
+            serde_json::from_slice(&text).map_err(|e| Error::BadBaseline {
+                file: file.to_path_buf(),
+                reason: format!("not the output of `nix-heft size --json`: {e}"),
+            })?;
+        let paths: HashSet<String> = r.paths.iter().map(|p| p.path.clone()).collect();
+        Ok(Baseline {
+            label: file.display().to_string(),
+            closure_size: r.closure_size,
+            // `size --top` keeps only some paths; the set is then unknown.
+            paths: (paths.len() == r.path_count).then_some(paths),
+        })
+    }
+
+    /// The closure of `g`'s roots as a baseline.
+    pub fn from_graph(g: &Graph) -> Baseline {
+        let all = vec![true; g.len()];
+        Baseline {
+            label: g
+                .roots()
+                .iter()
+                .map(|&r| g.path(r).to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            closure_size: g.size_of(&all),
+            paths: Some(g.paths().iter().map(|p| p.to_string()).collect()),
+        }
+    }
+}
+
+/// What `check` learns from the graph alone, and the edges it needs read.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    /// Closure size of the roots.
+    pub closure_size: u64,
+    /// Broken budgets: (rule, detail, the paths to list as contributors).
+    pub budgets: Vec<(String, String, Vec<NodeId>)>,
+    /// Forbidden paths found: (pattern, path, shortest chain from a root).
+    pub forbidden: Vec<(String, NodeId, Vec<NodeId>)>,
+    /// Edges whose evidence the violations need.
+    pub wants: Edges,
+    /// Whether advise's actions are needed (a budget is broken).
+    pub needs_advice: bool,
+}
+
+/// How many contributors a budget violation lists.
+pub const TOP_CONTRIBUTORS: usize = 5;
+
+/// Checks the size rules and finds forbidden paths; says what to read.
+pub fn prepare(g: &Graph, rules: &Rules, baseline: Option<&Baseline>) -> Prepared {
+    let all = vec![true; g.len()];
+    let closure_size = g.size_of(&all);
+    let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
+    let mut budgets = Vec::new();
+    let need_added = rules.max_closure.is_some_and(|m| closure_size > m)
+        || (rules.max_growth.is_some() && baseline.is_some());
+    let added = if need_added {
+        added_sizes(g)
+    } else {
+        Vec::new()
+    };
+    // Largest added size first, roots left out (a root's added size is the
+    // whole closure it alone holds).
+    let top = |filter: &dyn Fn(NodeId) -> bool| -> Vec<NodeId> {
+        let mut v: Vec<NodeId> = (0..g.len() as NodeId)
+            .filter(|v| !roots.contains(v) && filter(*v))
+            .collect();
+        v.sort_by(|a, b| {
+            added[*b as usize]
+                .cmp(&added[*a as usize])
+                .then_with(|| g.path(*a).cmp(g.path(*b)))
+        });
+        v.truncate(TOP_CONTRIBUTORS);
+        v
+    };
+    use crate::units::iec;
+    if let Some(max) = rules.max_closure
+        && closure_size > max
+    {
+        budgets.push((
+            "max-closure".to_string(),
+            format!(
+                "closure is {} ({closure_size} bytes), over the budget of {} ({max} bytes) by {}",
+                iec(closure_size),
+                iec(max),
+                iec(closure_size - max)
+            ),
+            top(&|_| true),
+        ));
+    }
+    if let (Some(growth), Some(base)) = (rules.max_growth, baseline) {
+        let limit = growth.limit(base.closure_size);
+        let grew = closure_size as i128 - base.closure_size as i128;
+        if grew > limit as i128 {
+            let shown = match growth {
+                Growth::Percent(p) => format!("{p}% = {}", iec(limit)),
+                Growth::Bytes(_) => iec(limit),
+            };
+            let pct = if base.closure_size > 0 {
+                format!(" (+{:.1}%)", grew as f64 * 100.0 / base.closure_size as f64)
+            } else {
+                String::new()
+            };
+            let new_only = base.paths.as_ref();
+            budgets.push((
+                "max-growth".to_string(),
+                format!(
+                    "closure grew by {}{pct}, from {} ({}) to {}, more than the allowed {shown}",
+                    crate::units::iec_delta(grew),
+                    iec(base.closure_size),
+                    base.label,
+                    iec(closure_size)
+                ),
+                // New paths first: what came in since the baseline.
+                top(&|v| new_only.is_none_or(|s| !s.contains(g.path(v).as_str()))),
+            ));
+        }
+    }
+    let mut forbidden = Vec::new();
+    if !rules.forbid.is_empty() {
+        let prev = bfs_prev(g);
+        for (pat, m) in &rules.forbid {
+            for v in 0..g.len() as NodeId {
+                let name = g.path(v).name();
+                if m.is_match(name) || m.is_match(package_name(name)) {
+                    forbidden.push((pat.clone(), v, chain_to(&prev, v)));
+                }
+            }
+        }
+    }
+    let needs_advice = !budgets.is_empty();
+    let mut wants = if needs_advice || !rules.forbid_verdict.is_empty() {
+        edges::all_edges(g)
+    } else {
+        Edges::new()
+    };
+    edges::want(
+        &mut wants,
+        forbidden
+            .iter()
+            .flat_map(|(_, _, c)| c.windows(2).map(|w| (w[0], w[1]))),
+    );
+    Prepared {
+        closure_size,
+        budgets,
+        forbidden,
+        wants,
+        needs_advice,
+    }
+}
+
+/// Breadth-first predecessors from all roots at once: one pass gives the
+/// shortest chain to every path.
+fn bfs_prev(g: &Graph) -> Vec<Option<NodeId>> {
+    let mut prev = vec![None; g.len()];
+    let mut seen = vec![false; g.len()];
+    let mut q = VecDeque::new();
+    for &r in g.roots() {
+        if !std::mem::replace(&mut seen[r as usize], true) {
+            q.push_back(r);
+        }
+    }
+    while let Some(v) = q.pop_front() {
+        for &w in g.references(v) {
+            if !std::mem::replace(&mut seen[w as usize], true) {
+                prev[w as usize] = Some(v);
+                q.push_back(w);
+            }
+        }
+    }
+    prev
+}
+
+fn chain_to(prev: &[Option<NodeId>], v: NodeId) -> Vec<NodeId> {
+    let mut c = vec![v];
+    let mut cur = v;
+    while let Some(p) = prev[cur as usize] {
+        c.push(p);
+        cur = p;
+    }
+    c.reverse();
+    c
+}
+
+/// One edge with the files that hold it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct EdgeFiles {
+    /// Holder of the reference.
+    pub referrer: String,
+    /// The referenced path.
+    pub reference: String,
+    /// Every hold of it in the referrer's files.
+    pub evidence: Vec<Evidence>,
+    /// True when the source has no file contents for the referrer (a
+    /// path-info JSON file), so the holds are unknown.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub unavailable: bool,
+}
+
+/// A path that adds much to the closure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Contributor {
+    /// The store path.
+    pub path: String,
+    /// Bytes that leave the closure without it.
+    pub added_size: u64,
+}
+
+/// One of advise's actions, judged against a budget on its own.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BudgetAction {
+    /// The action as advise gives it.
+    #[serde(flatten)]
+    pub action: Action,
+    /// The closure after this action alone.
+    pub closure_after: Option<u64>,
+    /// Whether this action alone brings the closure within the budget.
+    pub enough_alone: bool,
+}
+
+/// One broken rule.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Violation {
+    /// `max-closure`, `max-growth`, `forbid` or `forbid-verdict`.
+    pub rule: String,
+    /// What is wrong, in one line.
+    pub detail: String,
+    /// For a forbidden path: the shortest chain from a root to it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chain: Option<Vec<String>>,
+    /// For a forbidden path, each edge of the chain with its files; for a
+    /// forbidden verdict, the edge.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Vec<EdgeFiles>>,
+    /// For a budget: the largest contributors by added size.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub contributors: Vec<Contributor>,
+    /// For a budget: advise's single actions, each on its own.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub actions: Vec<BudgetAction>,
+    /// For a budget: how to read the actions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub note: Option<String>,
+}
+
+/// Most actions listed under a budget violation.
+pub const TOP_ACTIONS: usize = 5;
+
+/// Says why savings are listed one by one.
+pub const OVERLAP_NOTE: &str = "each action's saving is computed on its own; savings overlap \
+     and do not add up (a joint plan of several actions is not computed yet)";
+
+/// What the rules could not check because the source has no file contents
+/// for some referrers they needed (a path-info JSON file): one problem that
+/// counts them, so that `--forbid-verdict` never passes silently unchecked.
+pub fn unchecked(g: &Graph, c: &Classified, p: &Prepared) -> Vec<Problem> {
+    let missing: Vec<NodeId> = p
+        .wants
+        .iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(&v, _)| v)
+        .filter(|v| c.paths.get(v).is_none_or(|pe| !pe.available))
+        .collect();
+    let Some(&first) = missing.first() else {
+        return Vec::new();
+    };
+    vec![Problem::new(
+        g.path(first).as_str(),
+        ProblemKind::NoContents,
+        format!(
+            "the source has no file contents for {} path(s) whose references the rules needed \
+             to read (this one{}): their holds and verdicts are unknown",
+            missing.len(),
+            if missing.len() > 1 { " and others" } else { "" }
+        ),
+    )]
+}
+
+/// Turns what [`prepare`] found and the classified evidence into
+/// violations. `actions` are advise's actions (used when a budget is
+/// broken).
+pub fn check(
+    g: &Graph,
+    c: &Classified,
+    rules: &Rules,
+    baseline: Option<&Baseline>,
+    p: &Prepared,
+    actions: &[Action],
+) -> Vec<Violation> {
+    let mut out = Vec::new();
+    let path = |v: NodeId| g.path(v).to_string();
+    let files = |a: NodeId, b: NodeId| EdgeFiles {
+        referrer: path(a),
+        reference: path(b),
+        evidence: c.evidence(a, b).to_vec(),
+        unavailable: c.paths.get(&a).is_none_or(|p| !p.available),
+    };
+    let added = if p.budgets.iter().any(|b| !b.2.is_empty()) {
+        added_sizes(g)
+    } else {
+        Vec::new()
+    };
+    for (rule, detail, contributors) in &p.budgets {
+        let budget = match rule.as_str() {
+            "max-closure" => rules.max_closure.unwrap_or(0),
+            _ => match (rules.max_growth, baseline) {
+                (Some(gr), Some(b)) => b.closure_size.saturating_add(gr.limit(b.closure_size)),
+                _ => 0,
+            },
+        };
+        let acts: Vec<BudgetAction> = actions
+            .iter()
+            .filter(|a| a.saving.is_some_and(|s| s > 0))
+            .take(TOP_ACTIONS)
+            .map(|a| {
+                let after = a.saving.map(|s| p.closure_size.saturating_sub(s));
+                BudgetAction {
+                    action: a.clone(),
+                    closure_after: after,
+                    enough_alone: after.is_some_and(|x| x <= budget),
+                }
+            })
+            .collect();
+        out.push(Violation {
+            rule: rule.clone(),
+            detail: detail.clone(),
+            chain: None,
+            evidence: None,
+            contributors: contributors
+                .iter()
+                .map(|&v| Contributor {
+                    path: path(v),
+                    added_size: added[v as usize],
+                })
+                .collect(),
+            note: (!acts.is_empty()).then(|| OVERLAP_NOTE.to_string()),
+            actions: acts,
+        });
+    }
+    for (pat, v, chain) in &p.forbidden {
+        let names: Vec<&str> = chain.iter().map(|&x| g.path(x).name()).collect();
+        out.push(Violation {
+            rule: "forbid".into(),
+            detail: format!(
+                "{} matches the forbidden pattern '{pat}'; it is pulled in by {}",
+                g.path(*v),
+                names.join(" → ")
+            ),
+            chain: Some(chain.iter().map(|&x| path(x)).collect()),
+            evidence: Some(chain.windows(2).map(|w| files(w[0], w[1])).collect()),
+            contributors: Vec::new(),
+            actions: Vec::new(),
+            note: None,
+        });
+    }
+    if !rules.forbid_verdict.is_empty() {
+        for (&from, pe) in &c.paths {
+            for (&to, evs) in &pe.by_reference {
+                let Some(strongest) = evs.iter().map(|e| e.verdict).min() else {
+                    continue;
+                };
+                if to == from || !rules.forbid_verdict.contains(&strongest) {
+                    continue;
+                }
+                let held: BTreeSet<&str> = evs.iter().map(|e| e.file.as_str()).collect();
+                let what = match strongest {
+                    Verdict::Docs => "only by documentation",
+                    Verdict::Build => "only by build-time files",
+                    Verdict::Dead => "only by dead holds",
+                    _ => "only by",
+                };
+                out.push(Violation {
+                    rule: "forbid-verdict".into(),
+                    detail: format!(
+                        "{} references {} {what} ({}): {}",
+                        g.path(from).name(),
+                        g.path(to),
+                        strongest.as_str(),
+                        held.into_iter()
+                            .map(|f| if f.is_empty() { "." } else { f })
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    ),
+                    chain: None,
+                    evidence: Some(vec![files(from, to)]),
+                    contributors: Vec::new(),
+                    actions: Vec::new(),
+                    note: None,
+                });
+            }
+        }
+    }
+    out
+}
+
+/// The `--config` file (or `./nix-heft.toml`): every `check` flag as a key,
+/// spelled as the flag.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+pub struct Config {
+    /// Roots, when none are given on the command line.
+    #[serde(default)]
+    pub roots: Vec<String>,
+    /// `--store`.
+    pub store: Option<String>,
+    /// `--max-closure`.
+    pub max_closure: Option<String>,
+    /// `--max-growth`.
+    pub max_growth: Option<String>,
+    /// `--against`.
+    pub against: Option<String>,
+    /// `--against-json`.
+    pub against_json: Option<PathBuf>,
+    /// `--forbid`, a list.
+    #[serde(default)]
+    pub forbid: Vec<String>,
+    /// `--forbid-verdict`, a list (or one comma-separated string).
+    #[serde(default, deserialize_with = "one_or_many")]
+    pub forbid_verdict: Vec<String>,
+    /// `--format`.
+    pub format: Option<String>,
+}
+
+fn one_or_many<'de, D: serde::Deserializer<'de>>(
+    d: D,
+) -> std::result::Result<Vec<String>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum V {
+        One(String),
+        Many(Vec<String>),
+    }
+    Ok(match V::deserialize(d)? {
+        V::One(s) => vec![s],
+        V::Many(v) => v,
+    })
+}
+
+impl Config {
+    /// Reads and parses a config file. Relative paths in it (`against`,
+    /// `against-json`, `roots` that are paths) are taken relative to the
+    /// file's directory, so a config works from any working directory.
+    pub fn load(file: &Path) -> Result<Config> {
+        let text = std::fs::read_to_string(file).map_err(io_err(file))?;
+        let mut c: Config = toml::from_str(&text).map_err(|e| Error::BadConfig {
+            file: file.to_path_buf(),
+            reason: e.to_string(),
+        })?;
+        let dir = file.parent().unwrap_or(Path::new("."));
+        let rel = |s: &str| -> String {
+            if s.starts_with("./") || s.starts_with("../") {
+                dir.join(s).display().to_string()
+            } else {
+                s.to_string()
+            }
+        };
+        c.roots = c.roots.iter().map(|r| rel(r)).collect();
+        c.against = c.against.as_deref().map(rel);
+        c.against_json = c
+            .against_json
+            .map(|p| if p.is_relative() { dir.join(p) } else { p });
+        Ok(c)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn growth_and_verdicts_parse() {
+        assert_eq!(Growth::parse("10%").unwrap(), Growth::Percent(10.0));
+        assert_eq!(Growth::parse("1KiB").unwrap(), Growth::Bytes(1024));
+        assert_eq!(Growth::Percent(10.0).limit(1000), 100);
+        assert!(Growth::parse("-5%").unwrap_err().is_usage());
+        assert!(Growth::parse("5 furlongs").unwrap_err().is_usage());
+        assert_eq!(
+            parse_verdicts(&["docs,dead".into(), "docs".into()]).unwrap(),
+            [Verdict::Docs, Verdict::Dead]
+        );
+        assert!(parse_verdicts(&["runtime".into()]).unwrap_err().is_usage());
+    }
+
+    #[test]
+    fn config_takes_every_key_and_refuses_unknown_ones() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("nix-heft.toml");
+        std::fs::write(
+            &f,
+            "roots = [\"./result\"]\nmax-closure = \"1GiB\"\nmax-growth = \"5%\"\n\
+             against-json = \"base.json\"\nforbid = [\"*-dev\"]\nforbid-verdict = \"docs,build\"\n\
+             format = \"github\"\nstore = \"local\"\nagainst = \"/nix/store/x\"\n",
+        )
+        .unwrap();
+        let c = Config::load(&f).unwrap();
+        assert_eq!(c.roots, [dir.path().join("./result").display().to_string()]);
+        assert_eq!(c.against_json.unwrap(), dir.path().join("base.json"));
+        assert_eq!(c.forbid_verdict, ["docs,build"]);
+        assert_eq!(c.format.as_deref(), Some("github"));
+        std::fs::write(&f, "max-clousre = \"1GiB\"\n").unwrap();
+        let e = Config::load(&f).unwrap_err();
+        assert!(e.is_usage() && e.to_string().contains("max-clousre"), "{e}");
+    }
+}

@@ -1,0 +1,422 @@
+//! Comparing two closures, each in its own [`Graph`] (they may come from
+//! different sources): which paths appeared and left, each package's
+//! version transition grouped the way `nix store diff-closures` groups
+//! them, and for every appeared or vanished path the one edge that explains
+//! it. Which edges need evidence follows from that: only the referrers of
+//! edges that appeared (in AFTER) or vanished (from BEFORE) are read.
+//!
+//! A reference that is only renamed (the same package under a new hash or
+//! version: `libfoo-1.0` → `libfoo-1.1`, or a rebuild) is matched through
+//! its package key, so an update is reported as one transition and not as
+//! an unrelated add and remove, and its edge needs no evidence.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+
+use crate::graph::{Edges, Graph, NodeId};
+use crate::store_path::package_name;
+
+/// How `nix store diff-closures` names a path's package: the output name
+/// (`-dev`, `-lib`, `-bin`, any all-lowercase last dash part, or `-lib32` /
+/// `-lib64`) is stripped first, then the rest is split like Nix's
+/// `DrvName`. Returns (package, version, output).
+///
+/// Nix's rule is ambiguous (a name `foo-unstable` loses `unstable` as an
+/// output name); it is copied as is, so that both tools group alike.
+pub fn group_of(name: &str) -> (&str, &str, &str) {
+    let (stem, output) = match name.rfind('-') {
+        Some(i) => {
+            let suffix = &name[i + 1..];
+            let is_output = (!suffix.is_empty() && suffix.bytes().all(|b| b.is_ascii_lowercase()))
+                || suffix == "lib32"
+                || suffix == "lib64";
+            if is_output {
+                (&name[..i], suffix)
+            } else {
+                (name, "")
+            }
+        }
+        None => (name, ""),
+    };
+    let pkg = package_name(stem);
+    let version = stem.get(pkg.len() + 1..).unwrap_or("");
+    (pkg, version, output)
+}
+
+/// One side of a comparison: a graph and, per node, its package key (an
+/// index into the comparison's shared key table) and its distance from the
+/// roots.
+struct Side<'g> {
+    g: &'g Graph,
+    key: Vec<u32>,
+    depth: Vec<u32>,
+}
+
+impl<'g> Side<'g> {
+    fn new(g: &'g Graph, keys: &mut HashMap<(String, String), u32>) -> Side<'g> {
+        let key = g
+            .paths()
+            .iter()
+            .map(|p| {
+                let (pkg, _, out) = group_of(p.name());
+                let n = keys.len() as u32;
+                *keys.entry((pkg.to_string(), out.to_string())).or_insert(n)
+            })
+            .collect();
+        // Breadth-first distance from the roots: the referrer "that pulls a
+        // path in" is the one nearest to them.
+        let mut depth = vec![u32::MAX; g.len()];
+        let mut q = VecDeque::new();
+        for &r in g.roots() {
+            depth[r as usize] = 0;
+            q.push_back(r);
+        }
+        while let Some(v) = q.pop_front() {
+            let d = depth[v as usize].saturating_add(1);
+            for &w in g.references(v) {
+                if depth[w as usize] == u32::MAX {
+                    depth[w as usize] = d;
+                    q.push_back(w);
+                }
+            }
+        }
+        Side { g, key, depth }
+    }
+
+    /// Every edge into a path whose package key is in `targets`, as a pair
+    /// of package keys: the only pairs the other side will ask about.
+    fn key_edges(&self, targets: &HashSet<u32>) -> HashSet<(u32, u32)> {
+        let mut s = HashSet::new();
+        for w in 0..self.g.len() as NodeId {
+            let kw = self.key[w as usize];
+            if targets.contains(&kw) {
+                for &v in self.g.referrers(w) {
+                    s.insert((self.key[v as usize], kw));
+                }
+            }
+        }
+        s
+    }
+}
+
+/// How an edge into an appeared (or out of a vanished) path relates to the
+/// other side.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum EdgeChange {
+    /// The edge is new (AFTER) or gone (BEFORE) between these packages:
+    /// its referrer's files say why.
+    Changed,
+    /// The same two packages are linked on the other side too; only a hash
+    /// or version changed.
+    Renamed,
+}
+
+/// Why one path appeared in AFTER's closure (or left BEFORE's).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PathChange {
+    /// The path, in its own side's graph.
+    pub node: NodeId,
+    /// The referrer on the same side that pulls it in (nearest the roots,
+    /// preferring a package present on both sides); `None` for a root.
+    pub referrer: Option<NodeId>,
+    /// Whether that edge is new or gone, or only renamed.
+    pub edge: EdgeChange,
+    /// The paths of the same package on the other side that it replaces
+    /// (or that replace it), in the other side's graph.
+    pub counterparts: Vec<NodeId>,
+}
+
+/// One package's change, grouped like `nix store diff-closures`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PackageChange {
+    /// Package name (`rocblas`), without version or output name.
+    pub name: String,
+    /// Versions present before (`""` for none), sorted.
+    pub versions_before: Vec<String>,
+    /// Versions present after.
+    pub versions_after: Vec<String>,
+    /// Sum of its paths' NAR sizes after minus before.
+    pub size_delta: i128,
+    /// The versions are the same but some paths changed hash.
+    pub rebuilt: bool,
+}
+
+/// The whole comparison.
+#[derive(Debug, Clone)]
+pub struct ClosureDiff {
+    /// Paths in AFTER's closure and not in BEFORE's (AFTER ids), largest
+    /// first.
+    pub added: Vec<PathChange>,
+    /// Paths in BEFORE's closure and not in AFTER's (BEFORE ids).
+    pub removed: Vec<PathChange>,
+    /// Changed packages, largest absolute size change first.
+    pub packages: Vec<PackageChange>,
+    /// Closure size before.
+    pub closure_size_before: u64,
+    /// Closure size after.
+    pub closure_size_after: u64,
+    /// Number of paths before.
+    pub paths_before: usize,
+    /// Number of paths after.
+    pub paths_after: usize,
+}
+
+impl ClosureDiff {
+    /// The evidence to read on each side: the edge behind every appeared
+    /// path (AFTER) and every vanished one (BEFORE), where that edge is new
+    /// or gone; renamed edges and roots need none.
+    pub fn wants(&self) -> (Edges, Edges) {
+        let side = |changes: &[PathChange]| {
+            let mut e = Edges::new();
+            crate::graph::edges::want(
+                &mut e,
+                changes
+                    .iter()
+                    .filter(|c| c.edge == EdgeChange::Changed)
+                    .filter_map(|c| c.referrer.map(|r| (r, c.node))),
+            );
+            e
+        };
+        (side(&self.removed), side(&self.added))
+    }
+}
+
+/// Compares the closures of `before`'s roots and `after`'s roots.
+pub fn diff(before: &Graph, after: &Graph) -> ClosureDiff {
+    let mut keys = HashMap::new();
+    let b = Side::new(before, &mut keys);
+    let a = Side::new(after, &mut keys);
+    let b_index = before.index();
+    let a_index = after.index();
+    let added: Vec<NodeId> = (0..after.len() as NodeId)
+        .filter(|v| !b_index.contains_key(after.path(*v)))
+        .collect();
+    let removed: Vec<NodeId> = (0..before.len() as NodeId)
+        .filter(|v| !a_index.contains_key(before.path(*v)))
+        .collect();
+    let keys_of = |side: &Side, ids: &[NodeId]| -> HashSet<u32> {
+        ids.iter().map(|&v| side.key[v as usize]).collect()
+    };
+    let b_edges = b.key_edges(&keys_of(&a, &added));
+    let a_edges = a.key_edges(&keys_of(&b, &removed));
+    let mut added = explain(&a, &b, &added, &b_edges, &removed);
+    let mut removed = explain(&b, &a, &removed, &a_edges, &added_ids(&added));
+    added.sort_by(|x, y| order(after, x, y));
+    removed.sort_by(|x, y| order(before, x, y));
+    let before_all: Vec<bool> = vec![true; before.len()];
+    let after_all: Vec<bool> = vec![true; after.len()];
+    ClosureDiff {
+        packages: packages(before, after),
+        added,
+        removed,
+        closure_size_before: before.size_of(&before_all),
+        closure_size_after: after.size_of(&after_all),
+        paths_before: before.len(),
+        paths_after: after.len(),
+    }
+}
+
+fn added_ids(c: &[PathChange]) -> Vec<NodeId> {
+    c.iter().map(|c| c.node).collect()
+}
+
+/// Largest first, then by path.
+fn order(g: &Graph, x: &PathChange, y: &PathChange) -> std::cmp::Ordering {
+    g.nar_size(y.node)
+        .cmp(&g.nar_size(x.node))
+        .then_with(|| g.path(x.node).cmp(g.path(y.node)))
+}
+
+/// For each changed path of `this` side: its referrer and whether the edge
+/// from it exists between the same packages on the `other` side.
+fn explain(
+    this: &Side,
+    other: &Side,
+    changed: &[NodeId],
+    other_edges: &HashSet<(u32, u32)>,
+    other_changed: &[NodeId],
+) -> Vec<PathChange> {
+    let other_keys: HashSet<u32> = other.key.iter().copied().collect();
+    let mut by_key: HashMap<u32, Vec<NodeId>> = HashMap::new();
+    for &v in other_changed {
+        by_key.entry(other.key[v as usize]).or_default().push(v);
+    }
+    let roots: HashSet<NodeId> = this.g.roots().iter().copied().collect();
+    changed
+        .iter()
+        .map(|&v| {
+            let kv = this.key[v as usize];
+            let mut counterparts = by_key.get(&kv).cloned().unwrap_or_default();
+            counterparts.sort_by(|x, y| other.g.path(*x).cmp(other.g.path(*y)));
+            if roots.contains(&v) {
+                return PathChange {
+                    node: v,
+                    referrer: None,
+                    edge: EdgeChange::Changed,
+                    counterparts,
+                };
+            }
+            // Prefer a referrer whose package is on both sides (the package
+            // that gained or lost the reference), then the one nearest the
+            // roots, then by path for a stable answer.
+            let referrer = this.g.referrers(v).iter().copied().min_by(|x, y| {
+                let rank = |r: NodeId| {
+                    (
+                        !other_keys.contains(&this.key[r as usize]),
+                        this.depth[r as usize],
+                    )
+                };
+                rank(*x)
+                    .cmp(&rank(*y))
+                    .then_with(|| this.g.path(*x).cmp(this.g.path(*y)))
+            });
+            let edge = match referrer {
+                Some(r) if other_edges.contains(&(this.key[r as usize], kv)) => EdgeChange::Renamed,
+                _ => EdgeChange::Changed,
+            };
+            PathChange {
+                node: v,
+                referrer,
+                edge,
+                counterparts,
+            }
+        })
+        .collect()
+}
+
+/// Per package: the versions and sizes on both sides, like
+/// `nix store diff-closures`, keeping every package whose paths changed.
+fn packages(before: &Graph, after: &Graph) -> Vec<PackageChange> {
+    #[derive(Default)]
+    struct Acc {
+        before: BTreeMap<String, BTreeSet<String>>,
+        after: BTreeMap<String, BTreeSet<String>>,
+        size_before: u128,
+        size_after: u128,
+    }
+    let mut by: BTreeMap<String, Acc> = BTreeMap::new();
+    for (g, is_after) in [(before, false), (after, true)] {
+        for v in 0..g.len() as NodeId {
+            let p = g.path(v);
+            let (pkg, version, _) = group_of(p.name());
+            let acc = by.entry(pkg.to_string()).or_default();
+            let (versions, size) = if is_after {
+                (&mut acc.after, &mut acc.size_after)
+            } else {
+                (&mut acc.before, &mut acc.size_before)
+            };
+            versions
+                .entry(version.to_string())
+                .or_default()
+                .insert(p.to_string());
+            *size += g.nar_size(v) as u128;
+        }
+    }
+    let mut out: Vec<PackageChange> = by
+        .into_iter()
+        .filter_map(|(name, acc)| {
+            let paths = |m: &BTreeMap<String, BTreeSet<String>>| -> BTreeSet<String> {
+                m.values().flatten().cloned().collect()
+            };
+            if paths(&acc.before) == paths(&acc.after) {
+                return None;
+            }
+            let vb: Vec<String> = acc.before.keys().cloned().collect();
+            let va: Vec<String> = acc.after.keys().cloned().collect();
+            Some(PackageChange {
+                rebuilt: vb == va,
+                versions_before: vb,
+                versions_after: va,
+                // Both sums are at most u64::MAX (each graph checked its
+                // total), so the difference fits an i128.
+                size_delta: acc.size_after as i128 - acc.size_before as i128,
+                name,
+            })
+        })
+        .collect();
+    out.sort_by(|x, y| {
+        y.size_delta
+            .unsigned_abs()
+            .cmp(&x.size_delta.unsigned_abs())
+            .then_with(|| x.name.cmp(&y.name))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::source::RawClosure;
+    use crate::store_path::StorePath;
+
+    #[test]
+    fn groups_like_diff_closures() {
+        assert_eq!(group_of("rocblas-5.7.1-dev"), ("rocblas", "5.7.1", "dev"));
+        assert_eq!(group_of("hello-2.12"), ("hello", "2.12", ""));
+        assert_eq!(group_of("glibc-2.38-lib64"), ("glibc", "2.38", "lib64"));
+        assert_eq!(group_of("top-app-1.0"), ("top-app", "1.0", ""));
+        // Nix's ambiguity, kept: a lowercase last part is an output name.
+        assert_eq!(group_of("rocm-llvm"), ("rocm", "", "llvm"));
+        assert_eq!(group_of("hello"), ("hello", "", ""));
+        assert_eq!(group_of("foo-"), ("foo-", "", ""));
+    }
+
+    fn graph(nodes: &[(&str, u64, &[usize])], roots: usize) -> Graph {
+        let mut raw = RawClosure::default();
+        for (name, size, _) in nodes {
+            raw.push(
+                StorePath::parse("/nix/store", &format!("/nix/store/{name}")).unwrap(),
+                *size,
+            );
+        }
+        for (i, (_, _, refs)) in nodes.iter().enumerate() {
+            raw.references[i] = refs.iter().map(|&r| r as u32).collect();
+        }
+        Graph::from_raw(raw, roots)
+    }
+
+    const H1: &str = "11111111111111111111111111111111";
+    const H2: &str = "22222222222222222222222222222222";
+    const H3: &str = "33333333333333333333333333333333";
+
+    #[test]
+    fn renamed_references_are_followed_and_new_edges_explained() {
+        let app1 = format!("{H1}-app-1.0");
+        let app2 = format!("{H2}-app-1.0");
+        let lib1 = format!("{H1}-lib-1.0");
+        let lib2 = format!("{H2}-lib-1.1");
+        let old = format!("{H3}-old-1");
+        let new = format!("{H3}-new-2");
+        let before = graph(
+            &[(&app1, 10, &[1, 2]), (&lib1, 100, &[]), (&old, 50, &[])],
+            1,
+        );
+        let after = graph(
+            &[(&app2, 10, &[1, 2]), (&lib2, 120, &[]), (&new, 70, &[])],
+            1,
+        );
+        let d = diff(&before, &after);
+        assert_eq!(d.closure_size_before, 160);
+        assert_eq!(d.closure_size_after, 200);
+        let lib = d.added.iter().find(|c| c.node == 1).unwrap();
+        assert_eq!(lib.edge, EdgeChange::Renamed);
+        assert_eq!(lib.counterparts, vec![1]);
+        let newc = d.added.iter().find(|c| c.node == 2).unwrap();
+        assert_eq!(newc.edge, EdgeChange::Changed);
+        assert_eq!(newc.referrer, Some(0));
+        let oldc = d.removed.iter().find(|c| c.node == 2).unwrap();
+        assert_eq!(oldc.edge, EdgeChange::Changed);
+        let (wb, wa) = d.wants();
+        assert_eq!(wb, Edges::from([(0, vec![2])]));
+        assert_eq!(wa, Edges::from([(0, vec![2])]));
+        let names: Vec<&str> = d.packages.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names, ["new", "old", "lib", "app"]);
+        let app = d.packages.iter().find(|p| p.name == "app").unwrap();
+        assert!(app.rebuilt && app.size_delta == 0);
+        let lib = d.packages.iter().find(|p| p.name == "lib").unwrap();
+        assert_eq!(
+            (lib.versions_before.clone(), lib.versions_after.clone()),
+            (vec!["1.0".to_string()], vec!["1.1".to_string()])
+        );
+        assert_eq!(lib.size_delta, 20);
+    }
+}
