@@ -37,6 +37,7 @@ pub mod report;
 pub mod roots;
 pub mod source;
 pub mod store_path;
+pub mod trace;
 #[cfg(test)]
 pub(crate) mod testutil;
 pub mod units;

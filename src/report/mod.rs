@@ -10,6 +10,7 @@ pub mod refs;
 pub mod size;
 pub mod split;
 pub mod table;
+pub mod trace;
 pub mod why;
 
 use std::collections::{BTreeMap, HashMap};
