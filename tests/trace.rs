@@ -1,0 +1,313 @@
+//! `nix-heft trace` on real programs in a real store, checked against
+//! strace's view of the same runs, and traces given to `--trace`.
+
+mod common;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::*;
+use serde_json::Value;
+
+/// tests/fixtures/trace.nix built: attribute → store path.
+fn programs() -> &'static BTreeMap<String, String> {
+    static P: OnceLock<BTreeMap<String, String>> = OnceLock::new();
+    P.get_or_init(|| {
+        let attrs = ["hello", "spawner"];
+        let paths = nix_build(&repo().join("tests/fixtures/trace.nix"), &attrs);
+        attrs.iter().map(|s| s.to_string()).zip(paths).collect()
+    })
+}
+
+fn rocm() -> &'static str {
+    &fixture().rocm
+}
+
+const STORE: &str = "/nix/store";
+
+/// The store path a path lies in, lexically.
+fn store_of(p: &Path) -> Option<String> {
+    let rest = p.strip_prefix(STORE).ok()?;
+    let first = rest.components().next()?;
+    let name = first.as_os_str().to_str()?;
+    (!name.starts_with('.')).then(|| format!("{STORE}/{name}"))
+}
+
+/// `p` with symlinks resolved as far as it exists, the rest kept.
+fn resolve(p: &Path) -> PathBuf {
+    let mut head = p.to_path_buf();
+    let mut tail = Vec::new();
+    loop {
+        if let Ok(c) = std::fs::canonicalize(&head) {
+            let mut out = c;
+            for t in tail.iter().rev() {
+                out.push(t);
+            }
+            return out;
+        }
+        match (head.file_name().map(|f| f.to_os_string()), head.parent()) {
+            (Some(f), Some(par)) => {
+                tail.push(f);
+                head = par.to_path_buf();
+            }
+            _ => return p.to_path_buf(),
+        }
+    }
+}
+
+/// Store paths strace shows for a run of `cmd` (`-f -e trace=%file,execve`),
+/// each path counted lexically and with its symlinks resolved.
+fn strace_store_paths(
+    name: &str,
+    cmd: &[&str],
+    env: &[(&str, &str)],
+    cwd: &Path,
+) -> BTreeSet<String> {
+    let out = scratch_file(&format!("{name}.strace"));
+    let st = Command::new("strace")
+        .args(["-f", "-y", "-s", "65536", "-e", "trace=%file,execve", "-o"])
+        .arg(&out)
+        .args(cmd)
+        .envs(env.iter().copied())
+        .current_dir(cwd)
+        .output()
+        .expect("strace must be installed (scripts/test.sh installs it)");
+    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    let quoted = regex::Regex::new(r#"^\d+\s+\w+\((?:(\w+)<([^>]*)>, )?"((?:[^"\\]|\\.)*)""#).unwrap();
+    let mut set = BTreeSet::new();
+    for line in text.lines() {
+        let Some(c) = quoted.captures(line) else {
+            continue;
+        };
+        let name = &c[3];
+        let p = if name.starts_with('/') {
+            PathBuf::from(name)
+        } else if let Some(dir) = c.get(2) {
+            Path::new(dir.as_str()).join(name)
+        } else {
+            cwd.join(name)
+        };
+        set.extend(store_of(&p));
+        set.extend(store_of(&resolve(&p)));
+    }
+    set
+}
+
+fn scratch_file(name: &str) -> PathBuf {
+    let d = fixture().tmp.join("trace-files");
+    std::fs::create_dir_all(&d).unwrap();
+    d.join(format!("{}-{name}", std::process::id()))
+}
+
+/// Runs `nix-heft trace -o FILE -- cmd` and returns the outcome and the
+/// trace.
+fn trace(cmd: &[&str], env: &[(&str, &str)], extra: &[&str], file: &str) -> (Outcome, Value) {
+    let out = scratch_file(file);
+    let _ = std::fs::remove_file(&out);
+    let o_s = out.to_str().unwrap();
+    let mut args = vec!["trace", "-o", o_s];
+    args.extend_from_slice(extra);
+    args.push("--");
+    args.extend_from_slice(cmd);
+    let o = heft_run_env(env, None, &args);
+    let t: Value = serde_json::from_slice(
+        &std::fs::read(&out).unwrap_or_else(|e| panic!("no trace written ({e}): {}", o.stderr)),
+    )
+    .unwrap();
+    (o, t)
+}
+
+fn traced_paths(t: &Value) -> BTreeSet<String> {
+    t["paths"].as_object().unwrap().keys().cloned().collect()
+}
+
+fn file<'a>(t: &'a Value, path: &str, rel: &str) -> Option<&'a Value> {
+    t["paths"].get(path)?["files"].get(rel)
+}
+
+fn used(f: &Value) -> bool {
+    ["open", "exec", "mmap"]
+        .iter()
+        .any(|op| f["ops"].get(op).and_then(Value::as_u64).unwrap_or(0) > 0)
+}
+
+fn path_named(prefix_name: &str) -> String {
+    nix_closure_paths(None, &[rocm()])
+        .into_iter()
+        .find(|p| p.split_once('-').unwrap().1 == prefix_name)
+        .unwrap_or_else(|| panic!("no {prefix_name} in the example"))
+}
+
+#[test]
+fn elf_with_runpath_matches_strace() {
+    let server = format!("{}/bin/llama-server", rocm());
+    let env = [("ROCBLAS_GPU_TARGET", "gfx90a")];
+    let cwd = fixture().tmp.clone();
+    let want = strace_store_paths("server", &[&server], &env, &cwd);
+    let (o, t) = trace(&[&server], &env, &[], "server.json");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("loaded gfx90a kernels"), "{}", o.stdout);
+    assert_eq!(traced_paths(&t), want);
+    // The libraries were loaded from their RUNPATH directories: opened and
+    // mapped.
+    let glibc = path_named("glibc-2.36");
+    let libc = file(&t, &glibc, "lib/libc.so.6").expect("libc.so.6 traced");
+    assert!(libc["ops"]["open"].as_u64().unwrap() >= 1, "{libc}");
+    assert!(libc["ops"]["mmap"].as_u64().unwrap() >= 1, "{libc}");
+    // The loader's probes of hwcaps directories are failed look-ups.
+    let probes: Vec<_> = t["paths"][&glibc]["files"]
+        .as_object()
+        .unwrap()
+        .values()
+        .filter(|f| !used(f) && f["failed"].as_object().is_some_and(|m| !m.is_empty()))
+        .collect();
+    assert!(!probes.is_empty());
+    assert_eq!(t["exit"]["code"], 0);
+    assert_eq!(t["complete"], true);
+    assert_eq!(t["env"]["PATH"].as_str(), std::env::var("PATH").ok().as_deref());
+    assert!(t["kernel"].as_str().unwrap().starts_with("Linux "));
+}
+
+#[test]
+fn script_with_store_shebang_matches_strace() {
+    let convert = format!("{}/bin/llama-convert", rocm());
+    let cwd = fixture().tmp.clone();
+    let want = strace_store_paths("convert", &[&convert, "model.safetensors"], &[], &cwd);
+    let (o, t) = trace(&[&convert, "model.safetensors"], &[], &[], "convert.json");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("would convert model.safetensors"));
+    assert_eq!(traced_paths(&t), want);
+    let python = path_named("python3-3.11.6");
+    assert!(
+        t["paths"][&python]["files"]
+            .as_object()
+            .unwrap()
+            .values()
+            .any(used),
+        "the shebang's interpreter was used: {}",
+        t["paths"][&python]
+    );
+}
+
+#[test]
+fn fork_vfork_thread_and_exec_match_strace() {
+    let spawner = format!("{}/bin/spawner", programs()["spawner"]);
+    let hello = &programs()["hello"];
+    let cwd = fixture().tmp.clone();
+    let want = strace_store_paths("spawner", &[&spawner], &[], &cwd);
+    let (o, t) = trace(&[&spawner], &[], &[], "spawner.json");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, "hello: hello data\nhello: hello data\n");
+    assert_eq!(traced_paths(&t), want);
+    // main, its thread, the forked child and the posix_spawn()ed one.
+    assert!(t["processes"].as_u64().unwrap() >= 4, "{}", t["processes"]);
+    let data = file(&t, hello, "share/hello.txt").unwrap();
+    assert_eq!(data["ops"]["open"], 2, "{data}");
+    assert!(data["ops"]["stat"].as_u64().unwrap() >= 1, "the thread's stat");
+    assert_eq!(file(&t, hello, "bin/hello").unwrap()["ops"]["exec"], 2);
+    assert!(file(&t, hello, "share/unused.txt").is_none());
+}
+
+#[test]
+fn tensile_loader_opens_one_targets_kernels_through_the_farm() {
+    let server = format!("{}/bin/llama-server", rocm());
+    let (o, t) = trace(
+        &[&server],
+        &[("ROCBLAS_GPU_TARGET", "gfx90a")],
+        &[],
+        "tensile.json",
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rocblas = path_named("rocblas-5.7.1");
+    let gfx90a = path_named("rocblas-tensile-gfx90a-5.7.1");
+    let link = "lib/rocblas/library/TensileLibrary_gfx90a.dat";
+    let kernel = file(&t, &gfx90a, link).expect("the kernel file in the target's path");
+    assert_eq!(kernel["ops"]["open"], 1, "{kernel}");
+    assert_eq!(kernel["via"], serde_json::json!([format!("{rocblas}/{link}")]));
+    let l = file(&t, &rocblas, link).expect("the farm's symlink");
+    assert!(used(l), "{l}");
+    assert_eq!(l["link_to"], serde_json::json!([format!("{gfx90a}/{link}")]));
+    // Every other target was only looked at (stat through the farm).
+    let mut others = 0;
+    for (p, pt) in t["paths"].as_object().unwrap() {
+        if p.contains("-rocblas-tensile-") && *p != gfx90a {
+            others += 1;
+            for (f, ft) in pt["files"].as_object().unwrap() {
+                assert!(!used(ft), "{p}/{f} used: {ft}");
+            }
+        }
+    }
+    assert_eq!(others, 5, "gfx900, gfx906, gfx1030, gfx1100, fallback looked at");
+    // The summary: touched paths, with bytes used against the path's size.
+    assert!(o.stderr.contains("rocblas-tensile-gfx90a-5.7.1"), "{}", o.stderr);
+    assert!(o.stderr.contains("never touched"), "{}", o.stderr);
+    assert!(o.stderr.contains("rocm-docs-5.7.1"), "{}", o.stderr);
+}
+
+#[test]
+fn stdin_stdout_stderr_and_exit_code_pass_through() {
+    let out = scratch_file("pass.json");
+    let o = heft()
+        .args(["trace", "-o", out.to_str().unwrap(), "--", "sh", "-c"])
+        .arg("read x; echo \"got $x\"; echo err >&2; exit 7")
+        .write_stdin("abc\n")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(7));
+    assert_eq!(String::from_utf8_lossy(&o.stdout), "got abc\n");
+    assert!(String::from_utf8_lossy(&o.stderr).starts_with("err\n"));
+    // --json: the summary on stdout, after the workload's own output.
+    let (o, _) = trace(&["echo", "hi"], &[], &["--json", "--env-note", "CI run 42"], "j.json");
+    assert_eq!(o.code, 0);
+    let (first, rest) = o.stdout.split_once('\n').unwrap();
+    assert_eq!(first, "hi");
+    let v: Value = serde_json::from_str(rest).unwrap();
+    assert_eq!(v["exit_code"], 0);
+    let t: Value = serde_json::from_slice(&std::fs::read(scratch_file("j.json")).unwrap()).unwrap();
+    assert_eq!(t["env_note"], "CI run 42");
+    assert_eq!(t["command"], serde_json::json!(["echo", "hi"]));
+}
+
+#[test]
+fn a_command_that_does_not_exist_is_a_usage_error() {
+    let o = heft_run(None, &["trace", "-o", "/dev/null", "--", "no-such-command-xyz"]);
+    assert_usage_error(&o, "cannot run 'no-such-command-xyz': no such executable file in PATH");
+    let o = heft_run(None, &["trace", "-o", "/dev/null", "--", "/nonexistent/bin/x"]);
+    assert_usage_error(&o, "cannot run '/nonexistent/bin/x'");
+    let o = heft_run(None, &["trace", "--timeout", "-1", "--", "true"]);
+    assert_usage_error(&o, "--timeout");
+}
+
+#[test]
+fn a_workload_killed_by_a_signal_keeps_its_partial_trace() {
+    let hello = &programs()["hello"];
+    let script = format!("cat {hello}/share/hello.txt >/dev/null; kill -KILL $$");
+    let (o, t) = trace(&["sh", "-c", &script], &[], &[], "killed.json");
+    assert_eq!(o.code, 128 + 9, "{}", o.stderr);
+    assert!(o.stderr.contains("was killed by SIGKILL; the partial trace is kept in"), "{}", o.stderr);
+    assert_eq!(t["exit"]["signal"], "SIGKILL");
+    assert_eq!(t["complete"], false);
+    assert!(used(file(&t, hello, "share/hello.txt").unwrap()));
+}
+
+#[test]
+fn a_daemon_is_traced_until_it_exits() {
+    let hello = &programs()["hello"];
+    // The first process exits at once; its background child reads later.
+    let script = format!("( sleep 1; cat {hello}/share/hello.txt >/dev/null ) & exit 0");
+    let (o, t) = trace(&["sh", "-c", &script], &[], &[], "daemon.json");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(t["complete"], true);
+    assert!(used(file(&t, hello, "share/hello.txt").expect("read after the parent exited")));
+    // With --timeout, what still runs is killed and the trace kept.
+    let script = format!("cat {hello}/share/hello.txt >/dev/null; ( sleep 300 ) & exit 3");
+    let (o, t) = trace(&["sh", "-c", &script], &[], &["--timeout", "1"], "timeout.json");
+    assert_eq!(o.code, 3, "the first process's code: {}", o.stderr);
+    assert!(o.stderr.contains("--timeout reached"), "{}", o.stderr);
+    assert_eq!(t["timed_out"], true);
+    assert_eq!(t["complete"], false);
+    assert!(used(file(&t, hello, "share/hello.txt").unwrap()));
+}
