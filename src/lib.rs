@@ -37,9 +37,9 @@ pub mod report;
 pub mod roots;
 pub mod source;
 pub mod store_path;
-pub mod trace;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod trace;
 pub mod units;
 
 pub use error::{Error, Result};

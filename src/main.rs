@@ -88,7 +88,12 @@ enum Command {
 #[derive(Args, Debug)]
 struct TraceArgs {
     /// Where to write the trace file.
-    #[arg(short = 'o', long = "output", value_name = "FILE", default_value = "nix-heft-trace.json")]
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "nix-heft-trace.json"
+    )]
     output: std::path::PathBuf,
     /// Stop after S seconds (a workload that daemonizes is traced until
     /// every traced process has exited): whatever still runs is killed and
@@ -99,7 +104,12 @@ struct TraceArgs {
     #[arg(long, value_name = "TEXT")]
     env_note: Option<String>,
     /// The command and its arguments (after `--`).
-    #[arg(required = true, trailing_var_arg = true, allow_hyphen_values = true, value_name = "CMD")]
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
     cmd: Vec<std::ffi::OsString>,
 }
 
@@ -108,6 +118,36 @@ struct AdviseArgs {
     /// Roots, in any form `size` accepts.
     #[arg(required = true, value_name = "ROOT")]
     roots: Vec<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
+}
+
+/// `--trace FILE`, shared by the commands that judge holds.
+#[derive(Args, Debug, Default)]
+struct TraceOpt {
+    /// A trace written by `nix-heft trace -o FILE` (repeat to merge several):
+    /// holds the traced workload used become `runtime`, and evidence in
+    /// files it never touched is noted `traced: not used`.
+    #[arg(long = "trace", value_name = "FILE")]
+    traces: Vec<std::path::PathBuf>,
+}
+
+impl TraceOpt {
+    /// The merged traces, `None` without `--trace`; read before the store
+    /// so that a bad trace file fails at once.
+    fn load(&self) -> anyhow::Result<Option<nix_heft::trace::file::TraceSet>> {
+        if self.traces.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(nix_heft::trace::file::TraceSet::load(&self.traces)?))
+    }
+}
+
+/// Applies the traces (if any) to classified evidence.
+fn apply_traces(g: &Graph, c: &mut Classified, traces: Option<&nix_heft::trace::file::TraceSet>) {
+    if let Some(t) = traces {
+        nix_heft::classify::traced::apply(g, c, t);
+    }
 }
 
 #[derive(Args, Debug)]
@@ -133,6 +173,8 @@ struct SplitArgs {
     /// store that pulls PATH in).
     #[arg(long = "root", value_name = "ROOT")]
     roots: Vec<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 /// `--sort` values; the library's [`SortKey`] knows nothing of clap.
@@ -181,6 +223,8 @@ struct PartitionArgs {
     /// Roots whose closure to measure (default: PATH itself).
     #[arg(long = "root", value_name = "ROOT")]
     roots: Vec<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 #[derive(Args, Debug)]
@@ -195,6 +239,8 @@ struct WhyArgs {
     /// Show every chain (up to 10,000), not only the shortest.
     #[arg(long)]
     all: bool,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 #[derive(Args, Debug)]
@@ -205,6 +251,8 @@ struct RefsArgs {
     /// Include every occurrence (offset, context) in the JSON output.
     #[arg(long)]
     evidence: bool,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 #[derive(Args, Debug)]
@@ -384,21 +432,25 @@ fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<Exi
 }
 
 fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let root = one_path(src, &args.root)?;
     let g = load(cli, src, std::slice::from_ref(&root))?;
     let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
     let root = g.roots()[0];
     let found = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
     let wants = nix_heft::graph::chains::edges_on(&found.1);
-    let c = read_and_classify(cli, src, &g, &wants);
+    let mut c = read_and_classify(cli, src, &g, &wants);
+    apply_traces(&g, &mut c, traces.as_ref());
     let report = WhyReport::new(&g, root, &args.dep, &deps, found, c);
     emit(cli, &report, TextOptions::default())
 }
 
 fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    let mut c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    apply_traces(&g, &mut c, traces.as_ref());
     let report = RefsReport::new(&g, c, args.evidence);
     emit(cli, &report, TextOptions::default())
 }
@@ -434,6 +486,7 @@ fn load_with(
 }
 
 fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let path = one_path(src, &args.path)?;
     let mut moves = match args.preset {
         Some(Preset::Nixpkgs) => nix_heft::plan::split::nixpkgs_preset(),
@@ -466,7 +519,8 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
     // The path's own holds, and each consumer's holds into it.
     let mut wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
     edges::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
-    let c = read_and_classify(cli, src, &g, &wants);
+    let mut c = read_and_classify(cli, src, &g, &wants);
+    apply_traces(&g, &mut c, traces.as_ref());
     let plan = nix_heft::plan::split::split(&g, &c, p, &moves, !args.no_propagate_dev, &root_ids)?;
     let mut problems = c.problems.clone();
     problems.extend(plan.sim.problems.iter().cloned());
@@ -475,6 +529,7 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
 }
 
 fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     // A bad regex is a usage error, found before anything is read.
     regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft::Error::BadPattern {
         pattern: args.by.clone(),
@@ -488,10 +543,25 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
     };
     let (g, p, root_ids) = load_with(cli, src, &path, &roots)?;
     let wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
-    let c = read_and_classify(cli, src, &g, &wants);
+    let mut c = read_and_classify(cli, src, &g, &wants);
+    apply_traces(&g, &mut c, traces.as_ref());
     let part =
         nix_heft::plan::partition::partition(&g, &c, p, &args.by, args.keep.as_deref(), &root_ids)?;
-    let report = PartitionReport::new(
+    // The groups with a file the traces used (the link in a farm counts:
+    // the trace records the use on it too).
+    let traced_groups = traces.as_ref().map(|t| {
+        part.groups
+            .iter()
+            .filter(|gr| {
+                gr.files.iter().any(|f| {
+                    t.file(g.path(p).as_str(), &String::from_utf8_lossy(f))
+                        .is_some_and(|ft| ft.used())
+                })
+            })
+            .map(|gr| gr.key.clone())
+            .collect::<Vec<_>>()
+    });
+    let mut report = PartitionReport::new(
         &g,
         p,
         &args.by,
@@ -500,14 +570,17 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
         part,
         c.problems,
     );
+    report.traced_groups = traced_groups;
     emit(cli, &report, TextOptions::default())
 }
 
 fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
-    let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c);
+    let mut c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    apply_traces(&g, &mut c, traces.as_ref());
+    let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c, traces.as_ref());
     let mut problems = c.problems;
     problems.extend(sim_problems);
     let report = AdviceReport {
@@ -527,7 +600,9 @@ fn trace(cli: &Cli, args: &TraceArgs) -> anyhow::Result<ExitCode> {
     use nix_heft::trace::ptrace::Ended;
     let timeout = match args.timeout {
         None => None,
-        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => Some(std::time::Duration::from_secs_f64(s)),
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
         Some(s) => {
             return Err(nix_heft::Error::Usage(format!(
                 "--timeout {s}: give a positive number of seconds"
@@ -569,7 +644,11 @@ fn trace(cli: &Cli, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         _ if traced.trace.timed_out => eprintln!(
             "nix-heft: --timeout reached: {} process{} still running were killed; the partial trace is kept in {out_name}",
             traced.killed_at_timeout,
-            if traced.killed_at_timeout == 1 { "" } else { "es" }
+            if traced.killed_at_timeout == 1 {
+                ""
+            } else {
+                "es"
+            }
         ),
         _ => {}
     }

@@ -74,9 +74,14 @@ fn strace_store_paths(
         .current_dir(cwd)
         .output()
         .expect("strace must be installed (scripts/test.sh installs it)");
-    assert!(st.status.success(), "{}", String::from_utf8_lossy(&st.stderr));
+    assert!(
+        st.status.success(),
+        "{}",
+        String::from_utf8_lossy(&st.stderr)
+    );
     let text = std::fs::read_to_string(&out).unwrap();
-    let quoted = regex::Regex::new(r#"^\d+\s+\w+\((?:(\w+)<([^>]*)>, )?"((?:[^"\\]|\\.)*)""#).unwrap();
+    let quoted =
+        regex::Regex::new(r#"^\d+\s+\w+\((?:(\w+)<([^>]*)>, )?"((?:[^"\\]|\\.)*)""#).unwrap();
     let mut set = BTreeSet::new();
     for line in text.lines() {
         let Some(c) = quoted.captures(line) else {
@@ -167,7 +172,10 @@ fn elf_with_runpath_matches_strace() {
     assert!(!probes.is_empty());
     assert_eq!(t["exit"]["code"], 0);
     assert_eq!(t["complete"], true);
-    assert_eq!(t["env"]["PATH"].as_str(), std::env::var("PATH").ok().as_deref());
+    assert_eq!(
+        t["env"]["PATH"].as_str(),
+        std::env::var("PATH").ok().as_deref()
+    );
     assert!(t["kernel"].as_str().unwrap().starts_with("Linux "));
 }
 
@@ -206,7 +214,10 @@ fn fork_vfork_thread_and_exec_match_strace() {
     assert!(t["processes"].as_u64().unwrap() >= 4, "{}", t["processes"]);
     let data = file(&t, hello, "share/hello.txt").unwrap();
     assert_eq!(data["ops"]["open"], 2, "{data}");
-    assert!(data["ops"]["stat"].as_u64().unwrap() >= 1, "the thread's stat");
+    assert!(
+        data["ops"]["stat"].as_u64().unwrap() >= 1,
+        "the thread's stat"
+    );
     assert_eq!(file(&t, hello, "bin/hello").unwrap()["ops"]["exec"], 2);
     assert!(file(&t, hello, "share/unused.txt").is_none());
 }
@@ -226,10 +237,16 @@ fn tensile_loader_opens_one_targets_kernels_through_the_farm() {
     let link = "lib/rocblas/library/TensileLibrary_gfx90a.dat";
     let kernel = file(&t, &gfx90a, link).expect("the kernel file in the target's path");
     assert_eq!(kernel["ops"]["open"], 1, "{kernel}");
-    assert_eq!(kernel["via"], serde_json::json!([format!("{rocblas}/{link}")]));
+    assert_eq!(
+        kernel["via"],
+        serde_json::json!([format!("{rocblas}/{link}")])
+    );
     let l = file(&t, &rocblas, link).expect("the farm's symlink");
     assert!(used(l), "{l}");
-    assert_eq!(l["link_to"], serde_json::json!([format!("{gfx90a}/{link}")]));
+    assert_eq!(
+        l["link_to"],
+        serde_json::json!([format!("{gfx90a}/{link}")])
+    );
     // Every other target was only looked at (stat through the farm).
     let mut others = 0;
     for (p, pt) in t["paths"].as_object().unwrap() {
@@ -240,9 +257,16 @@ fn tensile_loader_opens_one_targets_kernels_through_the_farm() {
             }
         }
     }
-    assert_eq!(others, 5, "gfx900, gfx906, gfx1030, gfx1100, fallback looked at");
+    assert_eq!(
+        others, 5,
+        "gfx900, gfx906, gfx1030, gfx1100, fallback looked at"
+    );
     // The summary: touched paths, with bytes used against the path's size.
-    assert!(o.stderr.contains("rocblas-tensile-gfx90a-5.7.1"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("rocblas-tensile-gfx90a-5.7.1"),
+        "{}",
+        o.stderr
+    );
     assert!(o.stderr.contains("never touched"), "{}", o.stderr);
     assert!(o.stderr.contains("rocm-docs-5.7.1"), "{}", o.stderr);
 }
@@ -260,7 +284,12 @@ fn stdin_stdout_stderr_and_exit_code_pass_through() {
     assert_eq!(String::from_utf8_lossy(&o.stdout), "got abc\n");
     assert!(String::from_utf8_lossy(&o.stderr).starts_with("err\n"));
     // --json: the summary on stdout, after the workload's own output.
-    let (o, _) = trace(&["echo", "hi"], &[], &["--json", "--env-note", "CI run 42"], "j.json");
+    let (o, _) = trace(
+        &["echo", "hi"],
+        &[],
+        &["--json", "--env-note", "CI run 42"],
+        "j.json",
+    );
     assert_eq!(o.code, 0);
     let (first, rest) = o.stdout.split_once('\n').unwrap();
     assert_eq!(first, "hi");
@@ -273,9 +302,18 @@ fn stdin_stdout_stderr_and_exit_code_pass_through() {
 
 #[test]
 fn a_command_that_does_not_exist_is_a_usage_error() {
-    let o = heft_run(None, &["trace", "-o", "/dev/null", "--", "no-such-command-xyz"]);
-    assert_usage_error(&o, "cannot run 'no-such-command-xyz': no such executable file in PATH");
-    let o = heft_run(None, &["trace", "-o", "/dev/null", "--", "/nonexistent/bin/x"]);
+    let o = heft_run(
+        None,
+        &["trace", "-o", "/dev/null", "--", "no-such-command-xyz"],
+    );
+    assert_usage_error(
+        &o,
+        "cannot run 'no-such-command-xyz': no such executable file in PATH",
+    );
+    let o = heft_run(
+        None,
+        &["trace", "-o", "/dev/null", "--", "/nonexistent/bin/x"],
+    );
     assert_usage_error(&o, "cannot run '/nonexistent/bin/x'");
     let o = heft_run(None, &["trace", "--timeout", "-1", "--", "true"]);
     assert_usage_error(&o, "--timeout");
@@ -287,7 +325,12 @@ fn a_workload_killed_by_a_signal_keeps_its_partial_trace() {
     let script = format!("cat {hello}/share/hello.txt >/dev/null; kill -KILL $$");
     let (o, t) = trace(&["sh", "-c", &script], &[], &[], "killed.json");
     assert_eq!(o.code, 128 + 9, "{}", o.stderr);
-    assert!(o.stderr.contains("was killed by SIGKILL; the partial trace is kept in"), "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains("was killed by SIGKILL; the partial trace is kept in"),
+        "{}",
+        o.stderr
+    );
     assert_eq!(t["exit"]["signal"], "SIGKILL");
     assert_eq!(t["complete"], false);
     assert!(used(file(&t, hello, "share/hello.txt").unwrap()));
@@ -301,13 +344,306 @@ fn a_daemon_is_traced_until_it_exits() {
     let (o, t) = trace(&["sh", "-c", &script], &[], &[], "daemon.json");
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(t["complete"], true);
-    assert!(used(file(&t, hello, "share/hello.txt").expect("read after the parent exited")));
+    assert!(used(
+        file(&t, hello, "share/hello.txt").expect("read after the parent exited")
+    ));
     // With --timeout, what still runs is killed and the trace kept.
     let script = format!("cat {hello}/share/hello.txt >/dev/null; ( sleep 300 ) & exit 3");
-    let (o, t) = trace(&["sh", "-c", &script], &[], &["--timeout", "1"], "timeout.json");
+    let (o, t) = trace(
+        &["sh", "-c", &script],
+        &[],
+        &["--timeout", "1"],
+        "timeout.json",
+    );
     assert_eq!(o.code, 3, "the first process's code: {}", o.stderr);
     assert!(o.stderr.contains("--timeout reached"), "{}", o.stderr);
     assert_eq!(t["timed_out"], true);
     assert_eq!(t["complete"], false);
     assert!(used(file(&t, hello, "share/hello.txt").unwrap()));
+}
+
+/// A trace of llama-server with `ROCBLAS_GPU_TARGET=target`, written once
+/// per target.
+fn server_trace(target: &str) -> String {
+    let server = format!("{}/bin/llama-server", rocm());
+    let name = format!("server-{target}.json");
+    let (o, _) = trace(&[&server], &[("ROCBLAS_GPU_TARGET", target)], &[], &name);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    scratch_file(&name).to_str().unwrap().to_string()
+}
+
+/// A trace of what CMake does with rocblas-config.cmake: read it, then
+/// include the rocm-cmake module it names.
+fn cmake_trace() -> String {
+    let rocblas = path_named("rocblas-5.7.1");
+    let script = format!(
+        "d=$(sed -n 's/.*ROCM_CMAKE_MODULE_DIR \"\\(.*\\)\")/\\1/p' {rocblas}/lib/cmake/rocblas/rocblas-config.cmake)\n\
+         cat \"$d/ROCMPackageConfigHelpers.cmake\" >/dev/null\n"
+    );
+    let (o, _) = trace(&["sh", "-c", &script], &[], &[], "cmake.json");
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    scratch_file("cmake.json").to_str().unwrap().to_string()
+}
+
+fn json_of(o: &Outcome) -> Value {
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    serde_json::from_str(&o.stdout).unwrap()
+}
+
+fn action<'a>(advice: &'a Value, kind: &str, package: &str) -> Option<&'a Value> {
+    advice["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == kind && a["package"] == package)
+}
+
+#[test]
+fn advise_with_a_trace_keeps_the_traced_target() {
+    let t = server_trace("gfx90a");
+    let rocblas = path_named("rocblas-5.7.1");
+    let advice = json_of(&heft_run(
+        None,
+        &["--json", "advise", rocm(), "--trace", &t],
+    ));
+    let a = action(&advice, "partition-targets", &rocblas).expect("a partition action");
+    assert!(
+        a["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("gpuTargets = [ \"gfx90a\" ]"),
+        "{a}"
+    );
+    assert!(
+        a["reason"].as_str().unwrap().contains("used only gfx90a"),
+        "{a}"
+    );
+    // The saving of keeping gfx90a: the other four targets' paths leave
+    // (each referenced only by rocblas), as Nix sizes them.
+    let info = nix_path_info(None, &[rocm()]);
+    let gone: u64 = info
+        .iter()
+        .filter(|(p, _)| p.contains("-rocblas-tensile-gfx") && !p.contains("-gfx90a-"))
+        .map(|(_, v)| v["narSize"].as_u64().unwrap())
+        .sum();
+    // rocblas itself loses the other targets' links from its farm: its NAR
+    // without them, as nix-store --dump writes it.
+    let copy = scratch("rocblas-gfx90a-only").join("rocblas");
+    run(Command::new("cp").arg("-a").arg(&rocblas).arg(&copy));
+    run(Command::new("chmod").arg("-R").arg("u+w").arg(&copy));
+    let re = regex::Regex::new("gfx[0-9]+[a-z]?").unwrap();
+    for e in std::fs::read_dir(copy.join("lib/rocblas/library")).unwrap() {
+        let e = e.unwrap();
+        let name = e.file_name().to_string_lossy().into_owned();
+        let target = std::fs::read_link(e.path())
+            .map(|t| t.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let hay = format!("lib/rocblas/library/{name} {target}");
+        if re.find(&hay).is_some_and(|m| m.as_str() != "gfx90a") {
+            std::fs::remove_file(e.path()).unwrap();
+        }
+    }
+    let dump = Command::new("nix-store")
+        .arg("--dump")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(dump.status.success());
+    let shrink = info[&rocblas]["narSize"].as_u64().unwrap() - dump.stdout.len() as u64;
+    assert!(shrink > 0);
+    assert_eq!(a["saving"].as_u64().unwrap(), gone + shrink);
+    let removes: BTreeSet<&str> = a["removes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap())
+        .collect();
+    assert!(removes.iter().all(|r| !r.contains("gfx90a")), "{removes:?}");
+    assert_eq!(removes.len(), 4);
+    // Without the trace the costliest target is kept instead.
+    let plain = json_of(&heft_run(None, &["--json", "advise", rocm()]));
+    let b = action(&plain, "partition-targets", &rocblas).unwrap();
+    assert!(b["snippet"].as_str().unwrap().contains("gfx1100"), "{b}");
+    assert_ne!(a["saving"], b["saving"]);
+    // partition --trace says which groups the workload used.
+    let part = json_of(&heft_run(
+        None,
+        &[
+            "--json",
+            "partition",
+            &rocblas,
+            "--by",
+            "gfx[0-9]+[a-z]?",
+            "--trace",
+            &t,
+        ],
+    ));
+    assert_eq!(part["traced_groups"], serde_json::json!(["gfx90a"]));
+}
+
+#[test]
+fn merged_traces_keep_every_traced_target() {
+    let a = server_trace("gfx90a");
+    let b = server_trace("gfx1100");
+    let rocblas = path_named("rocblas-5.7.1");
+    let part = json_of(&heft_run(
+        None,
+        &[
+            "--json",
+            "partition",
+            &rocblas,
+            "--by",
+            "gfx[0-9]+[a-z]?",
+            "--trace",
+            &a,
+            "--trace",
+            &b,
+        ],
+    ));
+    let mut groups: Vec<&str> = part["traced_groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g.as_str().unwrap())
+        .collect();
+    groups.sort();
+    assert_eq!(groups, ["gfx1100", "gfx90a"]);
+    let advice = json_of(&heft_run(
+        None,
+        &["--json", "advise", rocm(), "--trace", &a, "--trace", &b],
+    ));
+    let act = action(&advice, "partition-targets", &rocblas).unwrap();
+    let snippet = act["snippet"].as_str().unwrap();
+    assert!(snippet.contains("\"gfx1100\", \"gfx90a\""), "{snippet}");
+    assert_eq!(act["removes"].as_array().unwrap().len(), 3);
+}
+
+fn evidence_of(refs: &Value, referrer: &str, reference_name: &str) -> Vec<Value> {
+    refs["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["referrer"] == referrer && e["reference"].as_str().unwrap().ends_with(reference_name)
+        })
+        .flat_map(|e| e["evidence"].as_array().unwrap().clone())
+        .collect()
+}
+
+#[test]
+fn a_build_file_the_trace_used_becomes_runtime_and_moving_it_breaks_runtime() {
+    let t = cmake_trace();
+    let rocblas = path_named("rocblas-5.7.1");
+    let config = "lib/cmake/rocblas/rocblas-config.cmake";
+    let plain = json_of(&heft_run(None, &["--json", "refs", rocm(), "--evidence"]));
+    let before = evidence_of(&plain, &rocblas, "-rocm-cmake-5.7.1");
+    let ev = before.iter().find(|e| e["file"] == config).unwrap();
+    assert_eq!(ev["verdict"], "build");
+    assert!(ev.get("traced").is_none());
+
+    let traced = json_of(&heft_run(
+        None,
+        &["--json", "refs", rocm(), "--evidence", "--trace", &t],
+    ));
+    let after = evidence_of(&traced, &rocblas, "-rocm-cmake-5.7.1");
+    let ev = after.iter().find(|e| e["file"] == config).unwrap();
+    assert_eq!(ev["verdict"], "runtime", "{ev}");
+    assert_eq!(ev["traced"], "used");
+    let reason = ev["reason"].as_str().unwrap();
+    assert!(
+        reason.starts_with("used by the traced workload ("),
+        "{reason}"
+    );
+    assert!(reason.contains(&t), "names the trace: {reason}");
+    // The .pc file names the same directory, but the workload never read
+    // it: a note, and its inferred verdict stays.
+    let pc = after
+        .iter()
+        .find(|e| e["file"] == "lib/pkgconfig/rocblas.pc")
+        .unwrap();
+    assert_eq!(pc["traced"], "not used");
+    assert_eq!(pc["verdict"], "build");
+    // No trace makes anything dead: every verdict is the inferred one
+    // except the holds the trace used, which are runtime.
+    for (e0, e1) in plain["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .zip(traced["edges"].as_array().unwrap())
+    {
+        for (a, b) in e0["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .zip(e1["evidence"].as_array().unwrap())
+        {
+            if b["traced"] == "used" {
+                assert_eq!(b["verdict"], "runtime");
+            } else {
+                assert_eq!(a["verdict"], b["verdict"], "{b}");
+            }
+        }
+    }
+
+    let safe = json_of(&heft_run(None, &["--json", "advise", rocm()]));
+    assert_eq!(
+        action(&safe, "split-outputs", &rocblas).unwrap()["safety"],
+        "safe"
+    );
+    let advice = json_of(&heft_run(
+        None,
+        &["--json", "advise", rocm(), "--trace", &t],
+    ));
+    let split = action(&advice, "split-outputs", &rocblas).unwrap();
+    assert_eq!(split["safety"], "breaks-runtime", "{split}");
+    let reason = split["reason"].as_str().unwrap();
+    assert!(reason.contains(config) && reason.contains(&t), "{reason}");
+    // Ranked down: after every action that does not break the workload.
+    let actions = advice["actions"].as_array().unwrap();
+    let pos = actions.iter().position(|a| a == split).unwrap();
+    assert!(
+        actions[pos..]
+            .iter()
+            .all(|a| a["safety"] == "breaks-runtime")
+    );
+    // why and split see the same evidence.
+    let why = heft_run(None, &["why", rocm(), "rocm-cmake-5.7.1", "--trace", &t]);
+    assert_eq!(why.code, 0, "{}", why.stderr);
+    assert!(
+        why.stdout.contains("used by the traced workload"),
+        "{}",
+        why.stdout
+    );
+}
+
+#[test]
+fn a_corrupt_trace_file_is_a_clear_error() {
+    let d = scratch("bad-traces");
+    let truncated = d.join("truncated.json");
+    let good = std::fs::read_to_string(server_trace("gfx906")).unwrap();
+    std::fs::write(&truncated, &good[..good.len() / 2]).unwrap();
+    let other = d.join("other.json");
+    std::fs::write(&other, "{\"paths\": {}}").unwrap();
+    let missing = d.join("missing.json");
+    let rocblas = path_named("rocblas-5.7.1");
+    for (f, needle) in [
+        (&truncated, "not JSON"),
+        (&other, "no \"version\""),
+        (&missing, "No such file"),
+    ] {
+        let f = f.to_str().unwrap();
+        for cmd in [
+            vec!["refs", rocm()],
+            vec!["why", rocm(), "rocm-cmake-5.7.1"],
+            vec!["split", &rocblas, "--preset", "nixpkgs"],
+            vec!["partition", &rocblas, "--by", "gfx[0-9]+"],
+            vec!["advise", rocm()],
+        ] {
+            let mut args = cmd.clone();
+            args.extend(["--trace", f]);
+            let o = heft_run(None, &args);
+            assert_error(&o, &format!("cannot use trace file {f}"));
+            assert!(o.stderr.contains(needle), "{:?}: {}", cmd, o.stderr);
+        }
+    }
 }

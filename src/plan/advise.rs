@@ -15,6 +15,7 @@ use crate::classify::verdict::judge;
 use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId};
 use crate::problem::{Problem, ProblemKind};
+use crate::trace::file::TraceSet;
 
 /// How safe an action is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -101,10 +102,33 @@ fn pkg_name(p: &str) -> &str {
 /// or `-source` suffix tells apart paths of one package.
 use crate::store_path::name_of as full_name;
 
+/// The first hold in `evs` that a trace proved used, as "why" text.
+fn traced_use(evs: &[Evidence]) -> Option<String> {
+    evs.iter()
+        .find(|e| e.traced == Some(crate::evidence::Traced::Used))
+        .map(|e| format!("{}: {}", e.file, e.reason))
+}
+
+/// Ranks an action down to breaks-runtime when a trace shows it removes
+/// something the workload used.
+fn rank_down(a: &mut Action, proof: Option<String>) {
+    if let Some(p) = proof {
+        a.safety = Safety::BreaksRuntime;
+        a.reason = format!("{}; but the trace proves it is used: {p}", a.reason);
+    }
+}
+
 /// Computes ranked advice for the graph's roots from the classified
-/// evidence of every edge. Actions that could not be simulated are not
-/// dropped: each leaves a problem.
-pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
+/// evidence of every edge. Candidates come from the inferred verdicts;
+/// with `traces`, an action that would move or drop something a traced
+/// workload used is ranked down to breaks-runtime (naming the trace), and
+/// a per-target partition keeps the targets the trace used. Actions that
+/// could not be simulated are not dropped: each leaves a problem.
+pub fn advise(
+    g: &Graph,
+    scan: &Classified,
+    traces: Option<&TraceSet>,
+) -> (Vec<Action>, Vec<Problem>) {
     let mut problems = Vec::new();
     let roots = g.roots();
     let base = WhatIf::new(g);
@@ -137,7 +161,8 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                     let runpath = evs.iter().any(|e| e.kind == Kind::ElfRunpath);
                     let saving = saving_of(&|w| w.remove_edge(from, to));
                     let files = files_of(evs);
-                    actions.push(if runpath {
+                    let proof = traced_use(evs);
+                    let mut action = if runpath {
                         Action {
                             kind: ActionKind::DeadRunpath,
                             removes: vec![dep.clone()],
@@ -151,7 +176,11 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                             ),
                             snippet: format!(
                                 "postFixup = ''\n  patchelf --shrink-rpath {}\n'';",
-                                files.iter().map(|f| format!("$out/{f}")).collect::<Vec<_>>().join(" ")
+                                files
+                                    .iter()
+                                    .map(|f| format!("$out/{f}"))
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
                             ),
                             evidence: files,
                             package: pkg,
@@ -164,13 +193,19 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                             saving: Some(saving),
                             saving_percent: Some(pct(saving)),
                             safety: Safety::Safe,
-                            reason: format!("{} is only mentioned in debug information or .comment", full_name(&dep)),
-                            snippet: "separateDebugInfo = true;  # or: dontStrip = false;".to_string(),
+                            reason: format!(
+                                "{} is only mentioned in debug information or .comment",
+                                full_name(&dep)
+                            ),
+                            snippet: "separateDebugInfo = true;  # or: dontStrip = false;"
+                                .to_string(),
                             evidence: files,
                             package: pkg,
                             simulated: true,
                         }
-                    });
+                    };
+                    rank_down(&mut action, proof);
+                    actions.push(action);
                 }
                 // An output that is already split off (`-dev`, `-doc` ...)
                 // is where such files belong.
@@ -184,7 +219,7 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                 {
                     let saving = saving_of(&|w| w.remove_edge(from, to));
                     let files = files_of(evs);
-                    actions.push(Action {
+                    let mut action = Action {
                         kind: ActionKind::RemoveReferencesTo,
                         removes: vec![dep.clone()],
                         saving: Some(saving),
@@ -197,12 +232,18 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                         snippet: format!(
                             "nativeBuildInputs = [ removeReferencesTo ];\npostFixup = ''\n  remove-references-to -t ${{{}}} {}\n'';",
                             pkg_name(&dep),
-                            files.iter().map(|f| format!("$out/{f}")).collect::<Vec<_>>().join(" ")
+                            files
+                                .iter()
+                                .map(|f| format!("$out/{f}"))
+                                .collect::<Vec<_>>()
+                                .join(" ")
                         ),
                         evidence: files,
                         package: pkg,
                         simulated: true,
-                    });
+                    };
+                    rank_down(&mut action, traced_use(evs));
+                    actions.push(action);
                 }
                 _ => {}
             }
@@ -242,32 +283,78 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
             .filter(|(t, _)| removed.contains(&g.path(**t).to_string()))
             .flat_map(|(_, evs)| files_of(evs))
             .collect();
-        actions.push(Action {
+        // Files the split moves out of `out` that a trace used.
+        let moved_traced: Vec<String> = traces
+            .map(|t| {
+                let pp = g.path(p).as_str();
+                sim.outputs
+                    .iter()
+                    .skip(1)
+                    .flat_map(|o| o.tree.entries.iter())
+                    .filter_map(|e| {
+                        let rel = String::from_utf8_lossy(&e.path).into_owned();
+                        t.used_by(pp, &rel)
+                            .map(|tf| format!("{rel} (trace {})", tf.display()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut action = Action {
             kind: ActionKind::SplitOutputs,
             package: g.path(p).to_string(),
             removes: removed.clone(),
             saving: Some(saving),
             saving_percent: Some(pct(saving)),
-            safety: if moved_runtime.is_empty() { Safety::Safe } else { Safety::BreaksRuntime },
+            safety: if moved_runtime.is_empty() {
+                Safety::Safe
+            } else {
+                Safety::BreaksRuntime
+            },
             reason: if moved_runtime.is_empty() {
                 format!(
                     "build-time/documentation files hold {}; consumers use only `out`",
-                    removed.iter().map(|r| full_name(r)).collect::<Vec<_>>().join(", ")
+                    removed
+                        .iter()
+                        .map(|r| full_name(r))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             } else {
                 format!(
                     "build-time/documentation files hold {}, but consumers use {} at run time",
-                    removed.iter().map(|r| full_name(r)).collect::<Vec<_>>().join(", "),
-                    moved_runtime.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
+                    removed
+                        .iter()
+                        .map(|r| full_name(r))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    moved_runtime
+                        .iter()
+                        .map(|(f, _)| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             },
             evidence,
             snippet: format!(
                 "outputs = [ {} ];  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",
-                names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(" ")
+                names
+                    .iter()
+                    .map(|n| format!("\"{n}\""))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ),
             simulated: true,
-        });
+        };
+        rank_down(
+            &mut action,
+            (!moved_traced.is_empty()).then(|| {
+                format!(
+                    "it moves files the traced workload used: {}",
+                    moved_traced.join(", ")
+                )
+            }),
+        );
+        actions.push(action);
     }
     // Per-target partitions: files or symlink targets named after targets.
     for (&p, pe) in &scan.paths {
@@ -277,6 +364,8 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
             // Only run-time files count: a target list in a build file is
             // not a per-target layout.
             let mut all_files = BTreeSet::new();
+            // Targets whose files the traces used.
+            let mut traced_keys: BTreeSet<String> = BTreeSet::new();
             for (&t, evs) in &pe.by_reference {
                 for ev in evs.iter().filter(|e| e.verdict == Verdict::Runtime) {
                     let hay = format!(
@@ -289,10 +378,14 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                         }
                     );
                     if let Some(m) = re.find(hay.as_bytes()) {
-                        by_target
-                            .entry(String::from_utf8_lossy(m.as_bytes()).into_owned())
-                            .or_default()
-                            .insert(t);
+                        let key = String::from_utf8_lossy(m.as_bytes()).into_owned();
+                        if traces.is_some_and(|tr| {
+                            tr.file(g.path(p).as_str(), &ev.file)
+                                .is_some_and(|f| f.used())
+                        }) {
+                            traced_keys.insert(key.clone());
+                        }
+                        by_target.entry(key).or_default().insert(t);
                         all_files.insert(ev.file.clone());
                     }
                 }
@@ -331,7 +424,32 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                     })
                 })
                 .min_by_key(|(_, s, _)| *s);
-            let Some((kept, saving, kept_refs)) = best else {
+            // With a trace, keep what it used; else the costliest single
+            // target, the least a user saves.
+            let traced_choice = if traced_keys.is_empty() {
+                None
+            } else {
+                let keep: Vec<String> = traced_keys.iter().cloned().collect();
+                super::partition::partition_of(
+                    g,
+                    p,
+                    tree,
+                    &pe.by_reference,
+                    pat,
+                    Some(&keep),
+                    roots,
+                )
+                .ok()
+                .and_then(|r| {
+                    Some((
+                        keep.join("\", \""),
+                        total.saturating_sub(r.after_keep?),
+                        r.kept_refs?,
+                    ))
+                })
+            };
+            let from_trace = traced_choice.is_some();
+            let Some((kept, saving, kept_refs)) = traced_choice.or(best) else {
                 continue;
             };
             let removes: Vec<String> = g
@@ -348,16 +466,33 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                 saving_percent: Some(pct(saving)),
                 safety: Safety::CheckAtRuntime,
                 reason: format!(
-                    "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them",
+                    "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them{}",
                     full_name(g.path(p).as_str()),
                     keys.len(),
-                    keys.join(", ")
+                    keys.join(", "),
+                    if from_trace {
+                        format!(
+                            "; the traced workload used only {} (trace {})",
+                            traced_keys.iter().cloned().collect::<Vec<_>>().join(", "),
+                            traces.map(|t| t.names()).unwrap_or_default()
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
                 evidence: all_files.into_iter().take(8).collect(),
-                snippet: format!(
-                    "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more",
-                    pkg_name(g.path(p).as_str())
-                ),
+                snippet: if from_trace {
+                    format!(
+                        "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets the trace ({}) used",
+                        pkg_name(g.path(p).as_str()),
+                        traces.map(|t| t.names()).unwrap_or_default()
+                    )
+                } else {
+                    format!(
+                        "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more",
+                        pkg_name(g.path(p).as_str())
+                    )
+                },
                 simulated: true,
             });
         }
@@ -406,10 +541,11 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
         a.evidence.sort();
         a.evidence.dedup();
     }
+    // Largest saving first; what would break the traced workload last.
     actions.sort_by(|a, b| {
-        b.saving
-            .unwrap_or(0)
-            .cmp(&a.saving.unwrap_or(0))
+        (a.safety == Safety::BreaksRuntime)
+            .cmp(&(b.safety == Safety::BreaksRuntime))
+            .then_with(|| b.saving.unwrap_or(0).cmp(&a.saving.unwrap_or(0)))
             .then_with(|| a.package.cmp(&b.package))
     });
     (actions, problems)

@@ -108,7 +108,11 @@ impl TraceReport {
                 }
             }
         }
-        untouched.sort_by(|a, b| b.nar_size.cmp(&a.nar_size).then_with(|| a.path.cmp(&b.path)));
+        untouched.sort_by(|a, b| {
+            b.nar_size
+                .cmp(&a.nar_size)
+                .then_with(|| a.path.cmp(&b.path))
+        });
         TraceReport {
             trace_file: trace_file.to_string(),
             command: t.command.clone(),

@@ -146,6 +146,15 @@ impl Report for WhyReport {
                     if let Some(n) = &ev.note {
                         out.push_str(&format!("      note: {n}\n"));
                     }
+                    match ev.traced {
+                        Some(crate::evidence::Traced::Used) => {
+                            out.push_str(&format!("      traced: {}\n", ev.reason));
+                        }
+                        Some(crate::evidence::Traced::NotUsed) => {
+                            out.push_str("      traced: not used (never touched in the trace)\n");
+                        }
+                        None => {}
+                    }
                     i += 1;
                 }
             }

@@ -110,7 +110,10 @@ impl FileTrace {
 
     /// Whether anything happened to the file at all.
     pub fn touched(&self) -> bool {
-        self.ops.values().chain(self.failed.values()).any(|&n| n > 0)
+        self.ops
+            .values()
+            .chain(self.failed.values())
+            .any(|&n| n > 0)
     }
 
     fn merge(&mut self, other: &FileTrace) {
@@ -205,11 +208,18 @@ impl TraceFile {
             reason,
         };
         let text = std::fs::read(file).map_err(|e| bad(e.to_string()))?;
-        let v: serde_json::Value = serde_json::from_slice(&text)
-            .map_err(|e| bad(format!("not JSON ({e}); is it a file `nix-heft trace -o` wrote?")))?;
+        let v: serde_json::Value = serde_json::from_slice(&text).map_err(|e| {
+            bad(format!(
+                "not JSON ({e}); is it a file `nix-heft trace -o` wrote?"
+            ))
+        })?;
         match v.get("version").and_then(|x| x.as_u64()) {
             Some(n) if n == u64::from(VERSION) => {}
-            Some(n) => return Err(bad(format!("format version {n}, this nix-heft reads {VERSION}"))),
+            Some(n) => {
+                return Err(bad(format!(
+                    "format version {n}, this nix-heft reads {VERSION}"
+                )));
+            }
             None => {
                 return Err(bad(
                     "no \"version\": not a trace file that `nix-heft trace -o` wrote".into(),
@@ -299,6 +309,21 @@ impl TraceSet {
         Some(&self.files[i])
     }
 
+    /// The first trace file that used `rel` in `path` or, when `rel` is a
+    /// directory, a file under it, with the file used. An empty `rel` (the
+    /// store path itself) matches only the path itself: a string naming a
+    /// package's root does not become used by any use inside it.
+    pub fn used_at_or_under(&self, path: &str, rel: &str) -> Option<(&Path, &str)> {
+        let files = self.used_in.get(path)?;
+        let under = |f: &str| {
+            f == rel || (!rel.is_empty() && f.strip_prefix(rel).is_some_and(|r| r.starts_with('/')))
+        };
+        files
+            .iter()
+            .filter(|(f, _)| under(f))
+            .find_map(|(f, idx)| Some((self.files[*idx.iter().next()?].as_path(), f.as_str())))
+    }
+
     /// The first trace file that used any file directly in directory `dir`
     /// of `path` (a library loaded from a RUNPATH directory), with the file.
     pub fn used_in_dir(&self, path: &str, dir: &str) -> Option<(&Path, &str)> {
@@ -361,12 +386,9 @@ mod tests {
             complete: true,
             timed_out: false,
             processes: 1,
-            paths: [(
-                "/nix/store/aaaa-zlib".to_string(),
-                PathTrace { files },
-            )]
-            .into_iter()
-            .collect(),
+            paths: [("/nix/store/aaaa-zlib".to_string(), PathTrace { files })]
+                .into_iter()
+                .collect(),
         }
     }
 
@@ -394,13 +416,28 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("t.json");
         std::fs::write(&f, b"{\"version\": 1, \"paths\": ").unwrap();
-        assert!(TraceFile::load(&f).unwrap_err().to_string().contains("not JSON"));
+        assert!(
+            TraceFile::load(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("not JSON")
+        );
         std::fs::write(&f, b"{\"version\": 9}").unwrap();
-        assert!(TraceFile::load(&f).unwrap_err().to_string().contains("version 9"));
+        assert!(
+            TraceFile::load(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("version 9")
+        );
         let mut t = sample();
         let pt = t.paths.remove("/nix/store/aaaa-zlib").unwrap();
         t.paths.insert("/etc/passwd".into(), pt);
         std::fs::write(&f, serde_json::to_string(&t).unwrap()).unwrap();
-        assert!(TraceFile::load(&f).unwrap_err().to_string().contains("not a store path"));
+        assert!(
+            TraceFile::load(&f)
+                .unwrap_err()
+                .to_string()
+                .contains("not a store path")
+        );
     }
 }

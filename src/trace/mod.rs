@@ -132,7 +132,9 @@ fn group(run: Run, store_dir: &str) -> BTreeMap<String, PathTrace> {
     ) -> Option<&'o mut FileTrace> {
         let (sp, rel) = split_store_path(store_dir, abs)?;
         let sp = String::from_utf8_lossy(sp).into_owned();
-        let rel = String::from_utf8_lossy(rel).trim_end_matches('/').to_string();
+        let rel = String::from_utf8_lossy(rel)
+            .trim_end_matches('/')
+            .to_string();
         Some(out.entry(sp).or_default().files.entry(rel).or_default())
     }
     let count = |m: &mut BTreeMap<Op, u64>, op: Op, n: u64| {

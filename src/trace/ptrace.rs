@@ -90,13 +90,29 @@ pub struct Command {
 #[derive(Debug, Clone, Copy)]
 enum Call {
     /// path at arg `p`, dirfd at arg `d` (or cwd), flags at arg `f`.
-    Open { d: Option<usize>, p: usize },
+    Open {
+        d: Option<usize>,
+        p: usize,
+    },
     /// openat2: dirfd 0, path 1, struct open_how at 2 (flags first).
     Openat2,
-    Exec { d: Option<usize>, p: usize },
-    Stat { d: Option<usize>, p: usize, follow: StatFollow },
-    Access { d: Option<usize>, p: usize },
-    Readlink { d: Option<usize>, p: usize },
+    Exec {
+        d: Option<usize>,
+        p: usize,
+    },
+    Stat {
+        d: Option<usize>,
+        p: usize,
+        follow: StatFollow,
+    },
+    Access {
+        d: Option<usize>,
+        p: usize,
+    },
+    Readlink {
+        d: Option<usize>,
+        p: usize,
+    },
     Getdents,
     Mmap,
 }
@@ -266,7 +282,11 @@ pub fn run(cmd: &Command) -> Result<Run> {
             let fail = |step: i32| -> ! {
                 let e = *libc::__errno_location();
                 let msg = [step, e];
-                libc::write(wr.as_raw_fd(), msg.as_ptr().cast(), std::mem::size_of_val(&msg));
+                libc::write(
+                    wr.as_raw_fd(),
+                    msg.as_ptr().cast(),
+                    std::mem::size_of_val(&msg),
+                );
                 libc::_exit(127)
             };
             if libc::ptrace(libc::PTRACE_TRACEME, 0, 0, 0) != 0 {
@@ -302,9 +322,7 @@ pub fn run(cmd: &Command) -> Result<Run> {
     let n = nix::unistd::read(&rd, &mut buf).unwrap_or(0);
     if n == 8 {
         let step = i32::from_ne_bytes(buf[0..4].try_into().unwrap_or_default());
-        let errno = Errno::from_raw(i32::from_ne_bytes(
-            buf[4..8].try_into().unwrap_or_default(),
-        ));
+        let errno = Errno::from_raw(i32::from_ne_bytes(buf[4..8].try_into().unwrap_or_default()));
         let what = match step {
             1 => "cannot trace it (PTRACE_TRACEME)".to_string(),
             2 => "cannot install the seccomp filter".to_string(),
@@ -355,7 +373,10 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
         std::thread::spawn(move || {
             if done_rx.recv_timeout(t) == Err(mpsc::RecvTimeoutError::Timeout) {
                 timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
-                let pids: Vec<Pid> = live.lock().map(|s| s.iter().copied().collect()).unwrap_or_default();
+                let pids: Vec<Pid> = live
+                    .lock()
+                    .map(|s| s.iter().copied().collect())
+                    .unwrap_or_default();
                 killed.store(pids.len(), std::sync::atomic::Ordering::SeqCst);
                 for p in pids {
                     let _ = signal::kill(p, Signal::SIGKILL);
