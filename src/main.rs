@@ -120,6 +120,11 @@ struct AdviseArgs {
     roots: Vec<String>,
     #[command(flatten)]
     trace: TraceOpt,
+    /// The GPU targets the plan keeps when it partitions (the values
+    /// `partition --keep` takes, e.g. gfx90a,gfx1100). Default: the targets
+    /// the --trace workload used, else the costliest single target.
+    #[arg(long, value_name = "TARGET,...", value_delimiter = ',')]
+    targets: Option<Vec<String>>,
 }
 
 /// `--trace FILE`, shared by the commands that judge holds.
@@ -580,13 +585,63 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
     let g = load(cli, src, &roots)?;
     let mut c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
     apply_traces(&g, &mut c, traces.as_ref());
-    let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c, traces.as_ref());
+    let (actions, sim_problems) =
+        nix_heft::plan::advise::advise(&g, &c, traces.as_ref(), args.targets.as_deref());
+    let partitions: Vec<&nix_heft::plan::advise::Action> = actions
+        .iter()
+        .filter(|a| a.kind == nix_heft::plan::advise::ActionKind::PartitionTargets)
+        .collect();
+    if let Some(t) = &args.targets {
+        for want in t {
+            if !partitions.iter().any(|a| a.keeps.contains(want)) {
+                return Err(nix_heft::Error::Usage(format!(
+                    "--targets {want}: no per-target package in the closure has that target{}",
+                    if partitions.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (the partitions found keep {})",
+                            partitions
+                                .iter()
+                                .map(|a| a.keeps.join(","))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        )
+                    }
+                ))
+                .into());
+            }
+        }
+    }
+    let note = if partitions.is_empty() {
+        None
+    } else if let Some(t) = &args.targets {
+        Some(format!("keeps {} (--targets)", t.join(", ")))
+    } else if let Some(tr) = &traces
+        && partitions
+            .iter()
+            .any(|a| a.snippet.contains("the targets the trace"))
+    {
+        Some(format!("keeps the targets the trace used ({})", tr.names()))
+    } else {
+        Some(format!(
+            "keeps {}, the costliest single target; give --targets to choose",
+            partitions
+                .iter()
+                .map(|a| a.keeps.join(","))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))
+    };
+    let (plan, plan_problems) = nix_heft::plan::joint::plan(&g, &c, &actions, note);
     let mut problems = c.problems;
     problems.extend(sim_problems);
+    problems.extend(plan_problems);
     let report = AdviceReport {
         roots: roots.iter().map(|r| r.to_string()).collect(),
         closure_size: g.size_of(&g.closure_of(g.roots())),
         actions,
+        plan: Some(plan),
         problems,
     };
     emit(cli, &report, TextOptions::default())

@@ -647,3 +647,126 @@ fn a_corrupt_trace_file_is_a_clear_error() {
         }
     }
 }
+
+/// NAR size of a copy of `path` with `remove` (relative paths) and every
+/// entry of `lib/rocblas/library` for a target other than `keep` removed,
+/// then directories left empty removed, as `nix-store --dump` writes it.
+fn nar_size_without(path: &str, remove: &[&str], keep_target: Option<&str>) -> u64 {
+    let copy = scratch(&format!("lean-{}", path.rsplit('/').next().unwrap())).join("p");
+    run(Command::new("cp").arg("-a").arg(path).arg(&copy));
+    run(Command::new("chmod").arg("-R").arg("u+w").arg(&copy));
+    for r in remove {
+        let _ = std::fs::remove_dir_all(copy.join(r));
+        let _ = std::fs::remove_file(copy.join(r));
+    }
+    if let Some(keep) = keep_target {
+        let re = regex::Regex::new("gfx[0-9]+[a-z]?").unwrap();
+        for e in std::fs::read_dir(copy.join("lib/rocblas/library")).unwrap() {
+            let e = e.unwrap();
+            let name = e.file_name().to_string_lossy().into_owned();
+            let target = std::fs::read_link(e.path())
+                .map(|t| t.to_string_lossy().into_owned())
+                .unwrap_or_default();
+            let hay = format!("lib/rocblas/library/{name} {target}");
+            if re.find(&hay).is_some_and(|m| m.as_str() != keep) {
+                std::fs::remove_file(e.path()).unwrap();
+            }
+        }
+    }
+    // Directories emptied by the moves go too.
+    run(Command::new("find").arg(&copy).args([
+        "-mindepth",
+        "1",
+        "-type",
+        "d",
+        "-empty",
+        "-delete",
+    ]));
+    let dump = Command::new("nix-store")
+        .arg("--dump")
+        .arg(&copy)
+        .output()
+        .unwrap();
+    assert!(dump.status.success());
+    dump.stdout.len() as u64
+}
+
+#[test]
+fn the_plan_applies_every_non_breaking_action_together() {
+    let rocblas = path_named("rocblas-5.7.1");
+    let hipblas = path_named("hipblas-5.7.1");
+    let advice = json_of(&heft_run(
+        None,
+        &["--json", "advise", rocm(), "--targets", "gfx90a"],
+    ));
+    let plan = &advice["plan"];
+    let kinds: Vec<(&str, &str)> = plan["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["kind"].as_str().unwrap(), a["package"].as_str().unwrap()))
+        .collect();
+    // Lowest package first: rocblas (split, then partition) before hipblas.
+    assert_eq!(
+        kinds,
+        [
+            ("split-outputs", rocblas.as_str()),
+            ("partition-targets", rocblas.as_str()),
+            ("split-outputs", hipblas.as_str()),
+            ("dead-runpath", hipblas.as_str()),
+        ]
+    );
+    let part = action(&advice, "partition-targets", &rocblas).unwrap();
+    assert_eq!(part["keeps"], serde_json::json!(["gfx90a"]));
+    // The lean closure computed without nix-heft: Nix's graph of the
+    // closure with the cut references removed, the paths that leave
+    // dropped, and rocblas and hipblas at the NAR sizes of copies with the
+    // moved and dropped files removed.
+    let info = nix_path_info(None, &[rocm()]);
+    let cut = |from: &str, to: &str| from.ends_with(to);
+    let mut seen = BTreeSet::new();
+    let mut stack = vec![rocm().to_string()];
+    let mut total = 0u64;
+    while let Some(p) = stack.pop() {
+        if !seen.insert(p.clone()) {
+            continue;
+        }
+        total += if p == rocblas {
+            nar_size_without(
+                &p,
+                &["include", "lib/cmake", "lib/pkgconfig"],
+                Some("gfx90a"),
+            )
+        } else if p == hipblas {
+            nar_size_without(&p, &["include", "share/doc"], None)
+        } else {
+            info[&p]["narSize"].as_u64().unwrap()
+        };
+        for r in info[&p]["references"].as_array().unwrap() {
+            let r = r.as_str().unwrap();
+            let dropped = (p == rocblas
+                && (cut(r, "-rocm-cmake-5.7.1")
+                    || (r.contains("-rocblas-tensile-gfx") && !r.contains("-gfx90a-"))))
+                || (p == hipblas && (cut(r, "-rocm-docs-5.7.1") || cut(r, "-rocm-smi-5.7.1")));
+            if r != p && !dropped {
+                stack.push(r.to_string());
+            }
+        }
+    }
+    assert_eq!(plan["closure_after"].as_u64().unwrap(), total);
+    assert_eq!(
+        plan["closure_before"].as_u64().unwrap(),
+        info[rocm()]["closureSize"].as_u64().unwrap()
+    );
+    // Consumers of the changed packages are rebuilt.
+    let rebuilds: Vec<&str> = plan["rebuilds"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["path"].as_str().unwrap())
+        .collect();
+    assert_eq!(rebuilds, [rocm()]);
+    // --targets must name a target that exists.
+    let o = heft_run(None, &["advise", rocm(), "--targets", "gfx9999"]);
+    assert_usage_error(&o, "--targets gfx9999");
+}

@@ -71,6 +71,21 @@ pub struct Action {
     pub snippet: String,
     /// False for kinds the what-if engine cannot simulate.
     pub simulated: bool,
+    /// For `partition-targets`: the targets the saving keeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keeps: Vec<String>,
+    /// For `partition-targets`: the regex that names the targets (not in
+    /// JSON; the plan applies the partition again with it).
+    #[serde(skip)]
+    pub pattern: Option<&'static str>,
+}
+
+/// Where a partition's kept targets come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeepSource {
+    Given,
+    Trace,
+    Costliest,
 }
 
 /// Known per-target layouts: a regex whose match names a target, the
@@ -128,6 +143,7 @@ pub fn advise(
     g: &Graph,
     scan: &Classified,
     traces: Option<&TraceSet>,
+    targets: Option<&[String]>,
 ) -> (Vec<Action>, Vec<Problem>) {
     let mut problems = Vec::new();
     let roots = g.roots();
@@ -185,6 +201,8 @@ pub fn advise(
                             evidence: files,
                             package: pkg,
                             simulated: true,
+                            keeps: Vec::new(),
+                            pattern: None,
                         }
                     } else {
                         Action {
@@ -202,6 +220,8 @@ pub fn advise(
                             evidence: files,
                             package: pkg,
                             simulated: true,
+                            keeps: Vec::new(),
+                            pattern: None,
                         }
                     };
                     rank_down(&mut action, proof);
@@ -241,6 +261,8 @@ pub fn advise(
                         evidence: files,
                         package: pkg,
                         simulated: true,
+                        keeps: Vec::new(),
+                        pattern: None,
                     };
                     rank_down(&mut action, traced_use(evs));
                     actions.push(action);
@@ -344,6 +366,8 @@ pub fn advise(
                     .join(" ")
             ),
             simulated: true,
+            keeps: Vec::new(),
+            pattern: None,
         };
         rank_down(
             &mut action,
@@ -358,7 +382,7 @@ pub fn advise(
     }
     // Per-target partitions: files or symlink targets named after targets.
     for (&p, pe) in &scan.paths {
-        for (pat, knob) in TARGET_PATTERNS {
+        for &(pat, knob) in TARGET_PATTERNS {
             let re = Regex::new(pat).expect("static pattern");
             let mut by_target: BTreeMap<String, BTreeSet<NodeId>> = BTreeMap::new();
             // Only run-time files count: a target list in a build file is
@@ -406,30 +430,7 @@ pub fn advise(
                     continue;
                 }
             };
-            let best = keys
-                .iter()
-                .filter_map(|k| {
-                    super::partition::partition_of(
-                        g,
-                        p,
-                        tree,
-                        &pe.by_reference,
-                        pat,
-                        Some(std::slice::from_ref(k)),
-                        roots,
-                    )
-                    .ok()
-                    .and_then(|r| {
-                        Some((k.clone(), total.saturating_sub(r.after_keep?), r.kept_refs?))
-                    })
-                })
-                .min_by_key(|(_, s, _)| *s);
-            // With a trace, keep what it used; else the costliest single
-            // target, the least a user saves.
-            let traced_choice = if traced_keys.is_empty() {
-                None
-            } else {
-                let keep: Vec<String> = traced_keys.iter().cloned().collect();
+            let try_keep = |keep: Vec<String>| {
                 super::partition::partition_of(
                     g,
                     p,
@@ -440,18 +441,34 @@ pub fn advise(
                     roots,
                 )
                 .ok()
-                .and_then(|r| {
-                    Some((
-                        keep.join("\", \""),
-                        total.saturating_sub(r.after_keep?),
-                        r.kept_refs?,
-                    ))
-                })
+                .and_then(|r| Some((keep, total.saturating_sub(r.after_keep?), r.kept_refs?)))
             };
-            let from_trace = traced_choice.is_some();
-            let Some((kept, saving, kept_refs)) = traced_choice.or(best) else {
+            // The targets to keep: those given (--targets), else those the
+            // trace used, else the costliest single target (the least a
+            // user saves).
+            let given: Vec<String> = targets
+                .map(|t| t.iter().filter(|k| keys.contains(k)).cloned().collect())
+                .unwrap_or_default();
+            let (choice, source) = if !given.is_empty() {
+                (try_keep(given), KeepSource::Given)
+            } else if !traced_keys.is_empty() {
+                (
+                    try_keep(traced_keys.iter().cloned().collect()),
+                    KeepSource::Trace,
+                )
+            } else {
+                (
+                    keys.iter()
+                        .filter_map(|k| try_keep(vec![k.clone()]))
+                        .min_by_key(|(_, s, _)| *s),
+                    KeepSource::Costliest,
+                )
+            };
+            let from_trace = source == KeepSource::Trace;
+            let Some((kept_list, saving, kept_refs)) = choice else {
                 continue;
             };
+            let kept = kept_list.join("\", \"");
             let removes: Vec<String> = g
                 .references(p)
                 .iter()
@@ -481,7 +498,12 @@ pub fn advise(
                     }
                 ),
                 evidence: all_files.into_iter().take(8).collect(),
-                snippet: if from_trace {
+                snippet: if source == KeepSource::Given {
+                    format!(
+                        "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets given with --targets",
+                        pkg_name(g.path(p).as_str())
+                    )
+                } else if from_trace {
                     format!(
                         "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets the trace ({}) used",
                         pkg_name(g.path(p).as_str()),
@@ -494,6 +516,8 @@ pub fn advise(
                     )
                 },
                 simulated: true,
+                keeps: kept_list.clone(),
+                pattern: Some(pat),
             });
         }
     }
@@ -533,6 +557,8 @@ pub fn advise(
                 evidence: bin_only.iter().flat_map(|t| files_of(&pe.by_reference[t])).collect(),
                 snippet: "outputs = [ \"bin\" \"out\" ];  # not simulated: install-time routing of bin/".into(),
                 simulated: false,
+                keeps: Vec::new(),
+                pattern: None,
             });
         }
     }

@@ -3,6 +3,7 @@
 //! store paths, without rebuilding and without touching the store.
 
 pub mod advise;
+pub mod joint;
 pub mod partition;
 pub mod split;
 pub mod whatif;
