@@ -41,6 +41,6 @@ for w in python findcat; do
     wall "$HEFT" trace -o "$TMP/trace.json" -- "${cmd[@]}" >> "$TMP/heft"
   done
   p=$(median < "$TMP/plain"); s=$(median < "$TMP/strace"); h=$(median < "$TMP/heft")
-  printf '%-8s untraced %6.3f s   strace %6.3f s (%.2fx)   nix-heft trace %6.3f s (%.2fx)\n' \
-    $w "$p" "$s" "$(echo "$s / $p" | bc -l)" "$h" "$(echo "$h / $p" | bc -l)"
+  awk -v w=$w -v p="$p" -v s="$s" -v h="$h" 'BEGIN {
+    printf "%-8s untraced %6.3f s   strace %6.3f s (%.2fx)   nix-heft trace %6.3f s (%.2fx)\n", w, p, s, s / p, h, h / p }'
 done
