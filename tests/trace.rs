@@ -770,3 +770,71 @@ fn the_plan_applies_every_non_breaking_action_together() {
     let o = heft_run(None, &["advise", rocm(), "--targets", "gfx9999"]);
     assert_usage_error(&o, "--targets gfx9999");
 }
+
+/// A file's size as the NAR holds it (contents padded to 8 bytes).
+fn pad8_of(path: &str) -> u64 {
+    std::fs::metadata(path).unwrap().len().div_ceil(8) * 8
+}
+
+#[test]
+fn the_plan_matches_the_lean_rebuild() {
+    // examples/rocm-mini's variants.lean: every action of the plan applied
+    // for real (rocblas for gfx90a and split, hipblas split and relinked
+    // without the dead rocm-smi entry, llama-cpp relinked).
+    let lean = nix_build(
+        &repo().join("examples/rocm-mini/default.nix"),
+        &["variants.lean"],
+    )
+    .pop()
+    .unwrap();
+    let run_it = Command::new(format!("{lean}/bin/llama-server"))
+        .env("ROCBLAS_GPU_TARGET", "gfx90a")
+        .output()
+        .unwrap();
+    assert!(run_it.status.success(), "the lean build runs");
+    let advice = json_of(&heft_run(
+        None,
+        &["--json", "advise", rocm(), "--targets", "gfx90a"],
+    ));
+    let predicted = advice["plan"]["closure_after"].as_u64().unwrap();
+    let info = nix_path_info(None, &[&lean]);
+    let real = info[&lean]["closureSize"].as_u64().unwrap();
+    let named = |name: &str| {
+        info.keys()
+            .find(|p| p.split_once('-').unwrap().1 == name)
+            .unwrap()
+            .clone()
+    };
+    let (rocblas, hipblas) = (path_named("rocblas-5.7.1"), path_named("hipblas-5.7.1"));
+    let (lean_rocblas, lean_hipblas) = (named("rocblas-5.7.1"), named("hipblas-5.7.1"));
+    // Two files differ in bytes, not only in what they are: the one-target
+    // TensileManifest.txt lists fewer kernels, and patchelf shrinks
+    // libhipblas.so when the RUNPATH is set without the dead entry (the
+    // plan keeps the file's size: --shrink-rpath rewrites in place).
+    let manifest = "lib/rocblas/library/TensileManifest.txt";
+    let residual = pad8_of(&format!("{rocblas}/{manifest}"))
+        - pad8_of(&format!("{lean_rocblas}/{manifest}"))
+        + pad8_of(&format!("{hipblas}/lib/libhipblas.so"))
+        - pad8_of(&format!("{lean_hipblas}/lib/libhipblas.so"));
+    assert_eq!(
+        predicted - real,
+        residual,
+        "predicted {predicted}, real {real}"
+    );
+    // The same paths leave: the lean closure has one Tensile target and no
+    // rocm-cmake, rocm-docs or rocm-smi.
+    let names: BTreeSet<&str> = info.keys().map(|p| p.split_once('-').unwrap().1).collect();
+    for gone in [
+        "rocm-cmake-5.7.1",
+        "rocm-docs-5.7.1",
+        "rocm-smi-5.7.1",
+        "rocblas-tensile-gfx900-5.7.1",
+        "rocblas-tensile-gfx906-5.7.1",
+        "rocblas-tensile-gfx1030-5.7.1",
+        "rocblas-tensile-gfx1100-5.7.1",
+    ] {
+        assert!(!names.contains(gone), "{gone} left in the lean closure");
+    }
+    assert!(names.contains("rocblas-tensile-gfx90a-5.7.1"));
+    assert_eq!(names.len(), 17 - 7);
+}
