@@ -707,6 +707,18 @@ fn trace(cli: &Cli, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         ),
         _ => {}
     }
+    if traced.foreign_abi > 0 {
+        eprintln!(
+            "nix-heft: warning: {} process{} ran in another ABI (a 32-bit program?) and {} not traced; the trace is incomplete",
+            traced.foreign_abi,
+            if traced.foreign_abi == 1 { "" } else { "es" },
+            if traced.foreign_abi == 1 {
+                "was"
+            } else {
+                "were"
+            }
+        );
+    }
 
     // The closure of the touched paths, for sizes and never-touched paths.
     let src = match given {

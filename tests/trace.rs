@@ -838,3 +838,27 @@ fn the_plan_matches_the_lean_rebuild() {
     assert!(names.contains("rocblas-tensile-gfx90a-5.7.1"));
     assert_eq!(names.len(), 17 - 7);
 }
+
+#[test]
+fn a_32_bit_program_runs_and_the_trace_says_it_was_not_decoded() {
+    // The filter stops calls made in another ABI instead of killing the
+    // process; the tracer cannot decode them with the 64-bit table.
+    let d = scratch("m32");
+    let src = d.join("m32.c");
+    std::fs::write(
+        &src,
+        "#include <stdio.h>\nint main(void) { FILE *f = fopen(\"/etc/hostname\", \"r\"); printf(\"32-bit %s\\n\", f ? \"ok\" : \"no\"); return 5; }\n",
+    )
+    .unwrap();
+    let exe = d.join("m32");
+    run(Command::new("gcc")
+        .arg("-m32")
+        .arg("-o")
+        .arg(&exe)
+        .arg(&src));
+    let (o, t) = trace(&[exe.to_str().unwrap()], &[], &[], "m32.json");
+    assert_eq!(o.code, 5, "{}", o.stderr);
+    assert_eq!(o.stdout, "32-bit ok\n");
+    assert!(o.stderr.contains("ran in another ABI"), "{}", o.stderr);
+    assert_eq!(t["complete"], false);
+}

@@ -261,12 +261,23 @@ pub fn plan(
     }
     let mut rebuilds: Vec<Rebuild> = because
         .into_iter()
-        .map(|(v, by)| Rebuild {
-            path: g.path(v).to_string(),
-            because: by.iter().map(|&b| g.path(b).to_string()).collect(),
+        .map(|(v, by)| {
+            // By path, not node id: ids depend on the store read.
+            let mut because: Vec<String> = by.iter().map(|&b| g.path(b).to_string()).collect();
+            because.sort();
+            Rebuild {
+                path: g.path(v).to_string(),
+                because,
+            }
         })
         .collect();
-    rebuilds.sort_by_key(|r| index.get(r.path.as_str()).map_or(0, |&v| h[v as usize]));
+    // Lowest first, then by path (node ids depend on the store read).
+    rebuilds.sort_by_key(|r| {
+        (
+            index.get(r.path.as_str()).map_or(0, |&v| h[v as usize]),
+            r.path.clone(),
+        )
+    });
     (
         Plan {
             closure_before: before,

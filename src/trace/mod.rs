@@ -31,6 +31,8 @@ pub struct Traced {
     pub ended: Ended,
     /// Processes still running at the timeout, which were killed.
     pub killed_at_timeout: usize,
+    /// Processes in another ABI (32-bit programs), not traced.
+    pub foreign_abi: usize,
 }
 
 /// Runs `cmd` under the tracer and builds its trace, recording accesses
@@ -42,6 +44,7 @@ pub fn trace(cmd: &ptrace::Command, store_dir: &str, env_note: Option<String>) -
     let seconds = clock.elapsed().as_secs_f64();
     let mut command = vec![cmd.program.to_string_lossy().into_owned()];
     command.extend(cmd.args.iter().map(|a| a.to_string_lossy().into_owned()));
+    let foreign_abi = run.foreign_abi;
     let (exit, complete) = match run.ended {
         Ended::Code(c) => (
             ExitInfo {
@@ -71,7 +74,7 @@ pub fn trace(cmd: &ptrace::Command, store_dir: &str, env_note: Option<String>) -
         kernel: kernel(),
         store_dir: store_dir.to_string(),
         exit,
-        complete,
+        complete: complete && foreign_abi == 0,
         timed_out: run.timed_out,
         processes: run.processes,
         paths: group(run, store_dir),
@@ -80,6 +83,7 @@ pub fn trace(cmd: &ptrace::Command, store_dir: &str, env_note: Option<String>) -
         trace,
         ended,
         killed_at_timeout,
+        foreign_abi,
     })
 }
 

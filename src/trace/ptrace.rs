@@ -73,6 +73,9 @@ pub struct Run {
     pub timed_out: bool,
     /// Processes still running at the timeout, which were killed.
     pub killed_at_timeout: usize,
+    /// Processes whose calls came in another ABI (32-bit programs), which
+    /// ran untraced.
+    pub foreign_abi: usize,
 }
 
 /// What to run.
@@ -210,8 +213,24 @@ fn filter(calls: &[(i64, Call)]) -> Result<BpfProgram> {
         .map_err(|_| Error::Trace(format!("no seccomp support for {}", std::env::consts::ARCH)))?;
     let f = SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Trace(0), arch)
         .map_err(err)?;
-    f.try_into().map_err(err)
+    let mut prog: BpfProgram = f.try_into().map_err(err)?;
+    // seccompiler kills a process whose calls come in another ABI (a
+    // 32-bit program on x86_64). Stop it instead: the tracer cannot decode
+    // those calls with this table, so it counts the process and lets every
+    // call run, and the trace says it is incomplete.
+    for ins in prog.iter_mut() {
+        if ins.code == (BPF_RET | BPF_K) && ins.k == libc::SECCOMP_RET_KILL_PROCESS {
+            ins.k = libc::SECCOMP_RET_TRACE | FOREIGN_ABI;
+        }
+    }
+    Ok(prog)
 }
+
+/// BPF_RET | BPF_K (linux/bpf_common.h): return a constant.
+const BPF_RET: u16 = 0x06;
+const BPF_K: u16 = 0x00;
+/// The SECCOMP_RET_DATA of a stop for a call in a foreign ABI.
+const FOREIGN_ABI: u32 = 1;
 
 /// Finds `program` as execvp(3) would: as given when it holds a `/`, else
 /// the first executable file of that name in `PATH`.
@@ -391,6 +410,7 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
     let mut known: HashSet<Pid> = [child].into_iter().collect();
     let mut ended = Ended::Running;
     let mut processes: u64 = 1;
+    let mut foreign: HashSet<Pid> = HashSet::new();
     let record = |a: RawAccess, acc: &mut HashMap<RawAccess, u64>| {
         let c = acc.entry(a).or_default();
         *c = c.saturating_add(1);
@@ -426,6 +446,11 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
             }
             WaitStatus::PtraceEvent(p, _, ev) => {
                 if ev == Event::PTRACE_EVENT_SECCOMP as i32 {
+                    if ptrace::getevent(p).is_ok_and(|d| d == i64::from(FOREIGN_ABI)) {
+                        foreign.insert(p);
+                        resume(ptrace::cont(p, None));
+                        continue;
+                    }
                     let acc = decode(p, by_nr);
                     match acc {
                         Some(pd) if !pd.accesses.is_empty() => {
@@ -542,6 +567,7 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
         processes,
         timed_out: timed_out.load(std::sync::atomic::Ordering::SeqCst),
         killed_at_timeout: killed.load(std::sync::atomic::Ordering::SeqCst),
+        foreign_abi: foreign.len(),
     })
 }
 
