@@ -261,6 +261,16 @@ fn tensile_loader_opens_one_targets_kernels_through_the_farm() {
         others, 5,
         "gfx900, gfx906, gfx1030, gfx1100, fallback looked at"
     );
+    // The loader listed the farm (getdents64) and stat()ed every file
+    // through it: look-ups, recorded on the link and on its target.
+    let farm = file(&t, &rocblas, "lib/rocblas/library").expect("the farm directory");
+    assert!(farm["ops"]["list"].as_u64().unwrap() >= 1, "{farm}");
+    let gfx1100 = path_named("rocblas-tensile-gfx1100-5.7.1");
+    let other = "lib/rocblas/library/TensileLibrary_gfx1100.dat";
+    let looked = file(&t, &gfx1100, other).unwrap();
+    assert_eq!(looked["ops"]["stat"], 1, "{looked}");
+    assert_eq!(looked["via"], serde_json::json!([format!("{rocblas}/{other}")]));
+    assert_eq!(file(&t, &rocblas, other).unwrap()["ops"]["stat"], 1);
     // The summary: touched paths, with bytes used against the path's size.
     assert!(
         o.stderr.contains("rocblas-tensile-gfx90a-5.7.1"),
