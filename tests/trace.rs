@@ -241,6 +241,10 @@ fn tensile_loader_opens_one_targets_kernels_through_the_farm() {
         kernel["via"],
         serde_json::json!([format!("{rocblas}/{link}")])
     );
+    assert_eq!(
+        kernel["chains"],
+        serde_json::json!([[format!("{rocblas}/{link}")]])
+    );
     let l = file(&t, &rocblas, link).expect("the farm's symlink");
     assert!(used(l), "{l}");
     assert_eq!(
@@ -269,7 +273,10 @@ fn tensile_loader_opens_one_targets_kernels_through_the_farm() {
     let other = "lib/rocblas/library/TensileLibrary_gfx1100.dat";
     let looked = file(&t, &gfx1100, other).unwrap();
     assert_eq!(looked["ops"]["stat"], 1, "{looked}");
-    assert_eq!(looked["via"], serde_json::json!([format!("{rocblas}/{other}")]));
+    assert_eq!(
+        looked["via"],
+        serde_json::json!([format!("{rocblas}/{other}")])
+    );
     assert_eq!(file(&t, &rocblas, other).unwrap()["ops"]["stat"], 1);
     // The summary: touched paths, with bytes used against the path's size.
     assert!(

@@ -17,7 +17,8 @@
 //! itself): successful operations and failed ones, counted. A symlink that
 //! was followed gets the operation of the access that went through it, and
 //! `link_to` the files it led to; a file reached through symlinks names
-//! them in `via` (absolute paths), so the chain is kept in both directions.
+//! them in `via` (absolute paths) and each ordered chain in `chains`, so
+//! the chain is kept in both directions.
 //! Knows nothing of tracing or of stores beyond the store directory string.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -97,6 +98,10 @@ pub struct FileTrace {
     /// For a file reached through symlinks: those symlinks (absolute).
     #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub via: BTreeSet<String>,
+    /// Each distinct chain of symlinks that led to this file, in the order
+    /// they were followed (the first is the one the process named).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
+    pub chains: BTreeSet<Vec<String>>,
     /// Size in bytes of the regular file, when it exists.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub size: Option<u64>,
@@ -127,6 +132,7 @@ impl FileTrace {
         }
         self.link_to.extend(other.link_to.iter().cloned());
         self.via.extend(other.via.iter().cloned());
+        self.chains.extend(other.chains.iter().cloned());
         if self.size.is_none() {
             self.size = other.size;
         }

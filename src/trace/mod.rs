@@ -156,6 +156,9 @@ fn group(run: Run, store_dir: &str) -> BTreeMap<String, PathTrace> {
         if let Some(f) = entry(&mut out, store_dir, &r.target) {
             count(if a.ok { &mut f.ops } else { &mut f.failed }, a.op, n);
             f.via.extend(links.iter().cloned());
+            if !links.is_empty() {
+                f.chains.insert(links.clone());
+            }
             if f.size.is_none() {
                 f.size = std::fs::symlink_metadata(Path::new(OsStr::from_bytes(&r.target)))
                     .ok()
@@ -176,6 +179,52 @@ fn group(run: Run, store_dir: &str) -> BTreeMap<String, PathTrace> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn accesses_through_a_two_link_chain_land_on_every_hop() {
+        let d = tempfile::tempdir().unwrap();
+        let sd = std::fs::canonicalize(d.path()).unwrap();
+        let sds = sd.to_str().unwrap().to_string();
+        for p in ["aaa-x", "bbb-y", "ccc-z/lib"] {
+            std::fs::create_dir_all(sd.join(p)).unwrap();
+        }
+        std::fs::write(sd.join("ccc-z/lib/f.so"), b"12345").unwrap();
+        std::os::unix::fs::symlink(sd.join("bbb-y/l2"), sd.join("aaa-x/l1")).unwrap();
+        std::os::unix::fs::symlink(sd.join("ccc-z/lib/f.so"), sd.join("bbb-y/l2")).unwrap();
+        let l1 = format!("{sds}/aaa-x/l1");
+        let run = Run {
+            accesses: [(
+                ptrace::RawAccess {
+                    path: l1.clone().into_bytes(),
+                    op: Op::Open,
+                    ok: true,
+                    follow: true,
+                },
+                2,
+            )]
+            .into_iter()
+            .collect(),
+            ended: Ended::Code(0),
+            processes: 1,
+            timed_out: false,
+            killed_at_timeout: 0,
+            foreign_abi: 0,
+        };
+        let g = group(run, &sds);
+        let f = &g[&format!("{sds}/ccc-z")].files["lib/f.so"];
+        assert_eq!(f.ops[&Op::Open], 2);
+        assert_eq!(f.size, Some(5));
+        let chain = vec![l1.clone(), format!("{sds}/bbb-y/l2")];
+        assert_eq!(f.chains.iter().collect::<Vec<_>>(), vec![&chain]);
+        for (p, rel) in [("aaa-x", "l1"), ("bbb-y", "l2")] {
+            let l = &g[&format!("{sds}/{p}")].files[rel];
+            assert!(l.used(), "{p}/{rel}");
+            assert_eq!(
+                l.link_to.iter().collect::<Vec<_>>(),
+                vec![&format!("{sds}/ccc-z/lib/f.so")]
+            );
+        }
+    }
 
     #[test]
     fn splits_store_paths() {
