@@ -623,6 +623,14 @@ fn a_build_file_the_trace_used_becomes_runtime_and_moving_it_breaks_runtime() {
             .iter()
             .all(|a| a["safety"] == "breaks-runtime")
     );
+    // The refs table marks the edge.
+    let text = heft_run(None, &["refs", rocm(), "--trace", &t]);
+    let line = text
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("rocblas-5.7.1 ") && l.contains("rocm-cmake-5.7.1"))
+        .unwrap();
+    assert!(line.contains("(traced: used)"), "{line}");
     // why and split see the same evidence.
     let why = heft_run(None, &["why", rocm(), "rocm-cmake-5.7.1", "--trace", &t]);
     assert_eq!(why.code, 0, "{}", why.stderr);
