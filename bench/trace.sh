@@ -6,8 +6,8 @@
 #   bench/trace.sh [RUNS]        (default 5)
 #
 # Workloads:
-#   python   python3 -c 'import email, json, asyncio, ...' (Debian's python3:
-#            a few thousand stat/open calls)
+#   python   /usr/bin/python3 -c 'import email, json, asyncio, ...' (Debian's
+#            python3: about a thousand stat/open calls)
 #   findcat  find DIR -type f -exec cat {} + >/dev/null over DIR (default
 #            /usr/lib/python3.11, ~54 MiB; set TRACE_BENCH_DIR), like a build
 #            reading its sources
@@ -22,7 +22,7 @@ command -v strace >/dev/null || { echo "bench/trace.sh: strace is missing (apt-g
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 
-py=(python3 -c 'import email, json, asyncio, http.client, xml.dom.minidom, decimal, logging')
+py=(/usr/bin/python3 -c 'import email, json, asyncio, http.client, xml.dom.minidom, decimal, logging')
 fc=(sh -c "find $DIR -type f -exec cat {} + >/dev/null")
 
 wall() { # prints wall seconds of "$@"
