@@ -548,7 +548,12 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
                     }
                     resume(ptrace::cont(p, None));
                 } else {
-                    // A signal for the workload: deliver it.
+                    // A signal for the workload: deliver it. A stop signal
+                    // then reports a group-stop, which this resumes too:
+                    // without PTRACE_SEIZE and PTRACE_LISTEN a tracer cannot
+                    // hold a tracee stopped and still see its SIGCONT, so
+                    // job control stops do not stop a traced workload (as
+                    // under strace without --seize).
                     resume(ptrace::cont(p, Some(sig)));
                 }
             }
