@@ -219,6 +219,17 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// A trace file (`--trace`) that cannot be read or does not parse.
+    #[error("cannot use trace file {}: {reason}", file.display())]
+    BadTrace {
+        /// The trace file.
+        file: PathBuf,
+        /// What is wrong with it.
+        reason: String,
+    },
+    /// Tracing a workload failed (the tracer itself, not the workload).
+    #[error("tracing failed: {0}")]
+    Trace(String),
 }
 
 impl Error {

@@ -40,6 +40,20 @@ impl Verdict {
     }
 }
 
+/// What a trace (`--trace`) showed of one hold.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub enum Traced {
+    /// The traced workload used the referenced path through this hold (a
+    /// symlink followed to a file it opened, a library loaded from this
+    /// RUNPATH directory, or the path this string names opened).
+    #[serde(rename = "used")]
+    Used,
+    /// The holding file is in a path the workload used, but the trace never
+    /// touched it. Only a note: a trace covers only what was run.
+    #[serde(rename = "not used")]
+    NotUsed,
+}
+
 /// What holds a reference.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -138,6 +152,9 @@ pub struct Evidence {
     /// points into (not in JSON).
     #[serde(skip)]
     pub pointed: Vec<u8>,
+    /// What the traces given with `--trace` showed of this hold.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced: Option<Traced>,
     /// Whether this hold is needed at run time.
     pub verdict: Verdict,
     /// Why, in one line.
@@ -161,6 +178,7 @@ impl Evidence {
             used_by: None,
             looked_up_by: None,
             pointed: Vec::new(),
+            traced: None,
             verdict: Verdict::Unknown,
             reason: String::new(),
         }

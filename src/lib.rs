@@ -39,6 +39,7 @@ pub mod source;
 pub mod store_path;
 #[cfg(test)]
 pub(crate) mod testutil;
+pub mod trace;
 pub mod units;
 
 pub use error::{Error, Result};

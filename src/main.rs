@@ -83,6 +83,17 @@ enum Command {
     /// baseline, forbidden paths and forbidden verdicts, each violation
     /// explained. Exit code 4 when a rule is broken.
     Check(CheckArgs),
+    /// Run CMD under a tracer (ptrace with a seccomp filter, following
+    /// every thread, fork and exec) and record which store files it uses
+    /// (opens, executes, maps) and looks at (stat, access, readlink,
+    /// directory listings, failed look-ups), through symlinks.
+    ///
+    /// CMD's stdin, stdout and stderr pass through, and nix-heft exits with
+    /// CMD's exit code (128 + the signal when a signal killed it, 124 when
+    /// --timeout ended it first). The trace (JSON) goes to -o; a summary of
+    /// the touched and never-touched paths of the closure goes to stderr
+    /// (to stdout as JSON with --json, after CMD's own output).
+    Trace(TraceArgs),
 }
 
 #[derive(Args, Debug)]
@@ -142,6 +153,34 @@ struct CheckArgs {
 }
 
 #[derive(Args, Debug)]
+struct TraceArgs {
+    /// Where to write the trace file.
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "nix-heft-trace.json"
+    )]
+    output: std::path::PathBuf,
+    /// Stop after S seconds (a workload that daemonizes is traced until
+    /// every traced process has exited): whatever still runs is killed and
+    /// the partial trace kept.
+    #[arg(long, value_name = "S")]
+    timeout: Option<f64>,
+    /// A note on the environment, kept in the trace file.
+    #[arg(long, value_name = "TEXT")]
+    env_note: Option<String>,
+    /// The command and its arguments (after `--`).
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "CMD"
+    )]
+    cmd: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
 struct AdviseArgs {
     /// Roots, in any form `size` accepts.
     #[arg(required = true, value_name = "ROOT")]
@@ -149,6 +188,41 @@ struct AdviseArgs {
     /// Show actions that save nothing in full, not folded into "also".
     #[arg(long)]
     all: bool,
+    #[command(flatten)]
+    trace: TraceOpt,
+    /// The GPU targets the plan keeps when it partitions (the values
+    /// `partition --keep` takes, e.g. gfx90a,gfx1100). Default: the targets
+    /// the --trace workload used, else the costliest single target.
+    #[arg(long, value_name = "TARGET,...", value_delimiter = ',')]
+    targets: Option<Vec<String>>,
+}
+
+/// `--trace FILE`, shared by the commands that judge holds.
+#[derive(Args, Debug, Default)]
+struct TraceOpt {
+    /// A trace written by `nix-heft trace -o FILE` (repeat to merge several):
+    /// holds the traced workload used become `runtime`, and evidence in
+    /// files it never touched is noted `traced: not used`.
+    #[arg(long = "trace", value_name = "FILE")]
+    traces: Vec<std::path::PathBuf>,
+}
+
+impl TraceOpt {
+    /// The merged traces, `None` without `--trace`; read before the store
+    /// so that a bad trace file fails at once.
+    fn load(&self) -> anyhow::Result<Option<nix_heft::trace::file::TraceSet>> {
+        if self.traces.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(nix_heft::trace::file::TraceSet::load(&self.traces)?))
+    }
+}
+
+/// Applies the traces (if any) to classified evidence.
+fn apply_traces(g: &Graph, c: &mut Classified, traces: Option<&nix_heft::trace::file::TraceSet>) {
+    if let Some(t) = traces {
+        nix_heft::classify::traced::apply(g, c, t);
+    }
 }
 
 #[derive(Args, Debug)]
@@ -174,6 +248,8 @@ struct SplitArgs {
     /// store that pulls PATH in).
     #[arg(long = "root", value_name = "ROOT")]
     roots: Vec<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 /// `--color` values.
@@ -233,6 +309,8 @@ struct PartitionArgs {
     /// Roots whose closure to measure (default: PATH itself).
     #[arg(long = "root", value_name = "ROOT")]
     roots: Vec<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 #[derive(Args, Debug)]
@@ -252,6 +330,8 @@ struct WhyArgs {
     /// in one directory.
     #[arg(long)]
     evidence: bool,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 #[derive(Args, Debug)]
@@ -263,6 +343,8 @@ struct RefsArgs {
     /// listed under the table in text.
     #[arg(long)]
     evidence: bool,
+    #[command(flatten)]
+    trace: TraceOpt,
 }
 
 #[derive(Args, Debug)]
@@ -335,6 +417,9 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         // `check` may take its store from its config file.
         return check_main(cli, args);
     }
+    if let Command::Trace(args) = &cli.command {
+        return trace(cli, args);
+    }
     let src = source::open(cli.store.as_deref())?;
     let src = src.as_ref();
     match &cli.command {
@@ -347,6 +432,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Diff(args) => diff(cli, src, args),
         // Answered above, before the global store was opened.
         Command::Check(args) => check_main(cli, args),
+        Command::Trace(args) => trace(cli, args),
     }
 }
 
@@ -496,6 +582,7 @@ fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<Exi
 }
 
 fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let root = one_path(src, &args.root)?;
     let g = load(cli, src, std::slice::from_ref(&root))?;
     let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
@@ -506,7 +593,8 @@ fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitC
     }
     // Every edge on some chain is read, so chains can be ranked by verdict.
     let wants = nix_heft::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
-    let c = read_and_classify(cli, src, &g, &wants);
+    let mut c = read_and_classify(cli, src, &g, &wants);
+    apply_traces(&g, &mut c, traces.as_ref());
     let best = nix_heft::plan::explain::best_chains(&g, &c, &[root], &deps);
     let (count, mut shown) = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
     if args.all {
@@ -523,9 +611,11 @@ fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitC
 }
 
 fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    let mut c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    apply_traces(&g, &mut c, traces.as_ref());
     let report = RefsReport::new(&g, c, args.evidence);
     emit(cli, &report, text_options(cli))
 }
@@ -585,6 +675,7 @@ fn target_and_roots(
 }
 
 fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let mut moves = match args.preset {
         Some(Preset::Nixpkgs) => nix_heft::plan::split::nixpkgs_preset(),
         None => Vec::new(),
@@ -611,7 +702,8 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
     // The path's own holds, and each consumer's holds into it.
     let mut wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
     edges::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
-    let c = read_and_classify(cli, src, &g, &wants);
+    let mut c = read_and_classify(cli, src, &g, &wants);
+    apply_traces(&g, &mut c, traces.as_ref());
     let plan = nix_heft::plan::split::split(&g, &c, p, &moves, !args.no_propagate_dev, &root_ids)?;
     let mut problems = c.problems.clone();
     problems.extend(plan.sim.problems.iter().cloned());
@@ -634,6 +726,7 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
 }
 
 fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     // A bad regex is a usage error, found before anything is read.
     regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft::Error::BadPattern {
         pattern: args.by.clone(),
@@ -643,10 +736,25 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
         Ok(vec![path.clone()])
     })?;
     let wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
-    let c = read_and_classify(cli, src, &g, &wants);
+    let mut c = read_and_classify(cli, src, &g, &wants);
+    apply_traces(&g, &mut c, traces.as_ref());
     let part =
         nix_heft::plan::partition::partition(&g, &c, p, &args.by, args.keep.as_deref(), &root_ids)?;
-    let report = PartitionReport::new(
+    // The groups with a file the traces used (the link in a farm counts:
+    // the trace records the use on it too).
+    let traced_groups = traces.as_ref().map(|t| {
+        part.groups
+            .iter()
+            .filter(|gr| {
+                gr.files.iter().any(|f| {
+                    t.file(g.path(p).as_str(), &String::from_utf8_lossy(f))
+                        .is_some_and(|ft| ft.used())
+                })
+            })
+            .map(|gr| gr.key.clone())
+            .collect::<Vec<_>>()
+    });
+    let mut report = PartitionReport::new(
         &g,
         p,
         &args.by,
@@ -655,14 +763,16 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
         part,
         c.problems,
     );
+    report.traced_groups = traced_groups;
     emit(cli, &report, text_options(cli))
 }
 
 fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
+    let traces = args.trace.load()?;
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
     let wants = edges::all_edges(&g);
-    let c = read_and_classify(cli, src, &g, &wants);
+    let mut c = read_and_classify(cli, src, &g, &wants);
     if !c.paths.is_empty() && c.paths.values().all(|p| !p.available) {
         anyhow::bail!(
             "cannot advise from {}: it has no file contents, so no reference could be examined; \
@@ -670,13 +780,64 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
             src.describe()
         );
     }
-    let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c);
+    apply_traces(&g, &mut c, traces.as_ref());
+    let (actions, sim_problems) =
+        nix_heft::plan::advise::advise(&g, &c, traces.as_ref(), args.targets.as_deref());
+    let partitions: Vec<&nix_heft::plan::advise::Action> = actions
+        .iter()
+        .filter(|a| a.kind == nix_heft::plan::advise::ActionKind::PartitionTargets)
+        .collect();
+    if let Some(t) = &args.targets {
+        for want in t {
+            if !partitions.iter().any(|a| a.keeps.contains(want)) {
+                return Err(nix_heft::Error::Usage(format!(
+                    "--targets {want}: no per-target package in the closure has that target{}",
+                    if partitions.is_empty() {
+                        String::new()
+                    } else {
+                        format!(
+                            " (the partitions found keep {})",
+                            partitions
+                                .iter()
+                                .map(|a| a.keeps.join(","))
+                                .collect::<Vec<_>>()
+                                .join("; ")
+                        )
+                    }
+                ))
+                .into());
+            }
+        }
+    }
+    let note = if partitions.is_empty() {
+        None
+    } else if let Some(t) = &args.targets {
+        Some(format!("keeps {} (--targets)", t.join(", ")))
+    } else if let Some(tr) = &traces
+        && partitions
+            .iter()
+            .any(|a| a.snippet.contains("the targets the trace"))
+    {
+        Some(format!("keeps the targets the trace used ({})", tr.names()))
+    } else {
+        Some(format!(
+            "keeps {}, the costliest single target; give --targets to choose",
+            partitions
+                .iter()
+                .map(|a| a.keeps.join(","))
+                .collect::<Vec<_>>()
+                .join("; ")
+        ))
+    };
+    let (plan, plan_problems) = nix_heft::plan::joint::plan(&g, &c, &actions, note);
     let mut problems = c.problems;
     problems.extend(sim_problems);
+    problems.extend(plan_problems);
     let report = AdviceReport {
         roots: roots.iter().map(|r| r.to_string()).collect(),
         closure_size: g.size_of(&g.closure_of(g.roots())),
         actions,
+        plan: Some(plan),
         problems,
     };
     let opts = TextOptions {
@@ -825,7 +986,7 @@ fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let mut problems = c.problems.clone();
     problems.extend(chk::unchecked(&g, &c, &prepared));
     let actions = if prepared.needs_advice {
-        let (a, p) = nix_heft::plan::advise::advise(&g, &c);
+        let (a, p) = nix_heft::plan::advise::advise(&g, &c, None, None);
         problems.extend(p);
         a
     } else {
@@ -857,5 +1018,114 @@ fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         partial
     } else {
         ExitCode::from(EXIT_VIOLATION)
+    })
+}
+
+/// Exit code when `--timeout` ended the trace before the first process
+/// exited, as timeout(1) gives.
+const EXIT_TIMEOUT: u8 = 124;
+
+fn trace(cli: &Cli, args: &TraceArgs) -> anyhow::Result<ExitCode> {
+    use nix_heft::trace::ptrace::Ended;
+    let timeout = match args.timeout {
+        None => None,
+        Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
+            Some(std::time::Duration::from_secs_f64(s))
+        }
+        Some(s) => {
+            return Err(nix_heft::Error::Usage(format!(
+                "--timeout {s}: give a positive number of seconds"
+            ))
+            .into());
+        }
+    };
+    // A --store given is opened first, so that a bad one fails before the
+    // workload runs; the default local store is only needed for sizes.
+    let given = match &cli.store {
+        Some(s) => Some(source::open(Some(s))?),
+        None => None,
+    };
+    let store_dir = given
+        .as_ref()
+        .map(|s| s.store_dir().to_string())
+        .or_else(|| std::env::var("NIX_STORE_DIR").ok())
+        .unwrap_or_else(|| "/nix/store".to_string());
+    let (program, rest) = args
+        .cmd
+        .split_first()
+        .ok_or_else(|| nix_heft::Error::Usage("no command to trace".into()))?;
+    let cmd = nix_heft::trace::ptrace::Command {
+        program: program.clone(),
+        args: rest.to_vec(),
+        timeout,
+    };
+    let traced = nix_heft::trace::trace(&cmd, &store_dir, args.env_note.clone())?;
+    let json = serde_json::to_vec_pretty(&traced.trace)?;
+    std::fs::write(&args.output, json)
+        .with_context(|| format!("writing the trace to {}", args.output.display()))?;
+    let out_name = args.output.display().to_string();
+    match traced.ended {
+        Ended::Signal(sig) => eprintln!(
+            "nix-heft: {} was killed by {}; the partial trace is kept in {out_name}",
+            traced.trace.command[0],
+            sig.as_str()
+        ),
+        _ if traced.trace.timed_out => eprintln!(
+            "nix-heft: --timeout reached: {} process{} still running were killed; the partial trace is kept in {out_name}",
+            traced.killed_at_timeout,
+            if traced.killed_at_timeout == 1 {
+                ""
+            } else {
+                "es"
+            }
+        ),
+        _ => {}
+    }
+    if traced.foreign_abi > 0 {
+        eprintln!(
+            "nix-heft: warning: {} process{} ran in another ABI (a 32-bit program?) and {} not traced; the trace is incomplete",
+            traced.foreign_abi,
+            if traced.foreign_abi == 1 { "" } else { "es" },
+            if traced.foreign_abi == 1 {
+                "was"
+            } else {
+                "were"
+            }
+        );
+    }
+
+    // The closure of the touched paths, for sizes and never-touched paths.
+    let src = match given {
+        Some(s) => Some(s),
+        None => source::open(None).ok(),
+    };
+    let mut problems = Vec::new();
+    let g = src.as_ref().and_then(|src| {
+        let mut roots = Vec::new();
+        for p in traced.trace.paths.keys() {
+            match nix_heft::StorePath::parse(src.store_dir(), p) {
+                Ok(sp) if src.is_valid(&sp).unwrap_or(false) => roots.push(sp),
+                _ => problems.push(Problem::new(
+                    p.clone(),
+                    nix_heft::problem::ProblemKind::Unreadable,
+                    format!("touched, but not a valid path in {}", src.describe()),
+                )),
+            }
+        }
+        Graph::load(src.as_ref(), &roots).ok()
+    });
+    let report =
+        nix_heft::report::trace::TraceReport::new(&out_name, &traced.trace, g.as_ref(), problems);
+    if cli.json {
+        let mut out = std::io::stdout().lock();
+        serde_json::to_writer(&mut out, &report)?;
+        writeln!(out)?;
+    } else {
+        eprint!("{}", report.render_text(&TextOptions::default()));
+    }
+    Ok(match traced.ended {
+        Ended::Code(c) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(1)),
+        Ended::Signal(sig) => ExitCode::from(u8::try_from(128 + (sig as i32)).unwrap_or(1)),
+        Ended::Running => ExitCode::from(EXIT_TIMEOUT),
     })
 }

@@ -119,7 +119,7 @@ fn advise_opens_each_nar_once_through_the_library() {
     let reads = nix_heft::read::read(&src, &g, &edges::all_edges(&g), &|_| {});
     let c = nix_heft::classify::classify(&g, reads);
     assert!(c.problems.is_empty(), "{:?}", c.problems);
-    let (actions, problems) = nix_heft::plan::advise::advise(&g, &c);
+    let (actions, problems) = nix_heft::plan::advise::advise(&g, &c, None, None);
     assert!(problems.is_empty(), "{problems:?}");
     assert!(actions.len() >= 4, "{actions:?}");
     let opens = src.opens.into_inner().unwrap();

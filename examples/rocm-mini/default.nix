@@ -262,18 +262,43 @@ let
     mkdir -p $dev/nix-support
     printf ' %s' "$out" >> $dev/nix-support/propagated-build-inputs
   '';
+  # The whole plan applied (advise --targets gfx90a): rocblas built for
+  # gfx90a and split, hipblas split, relinked against it and without the
+  # dead rocm-smi RUNPATH entry, llama-cpp relinked against both.
+  splitRocblas = base: variant base {
+    outputs = [ "out" "dev" ];
+    args = [ "-c" (script base + ''
+      mkdir -p $dev/lib
+      mv $out/include $dev/include
+      mv $out/lib/pkgconfig $dev/lib/pkgconfig
+      mv $out/lib/cmake $dev/lib/cmake
+    '' + propagate) ];
+  };
+  rocblas-lean = splitRocblas (rocblasFor "gfx90a");
+  hipblas-lean = variant hipblas {
+    outputs = [ "out" "dev" "doc" ];
+    args = [ "-c" (builtins.replaceStrings
+      [ "${rocblas}/include" "${rocm-smi}/lib:" "${rocblas}" ]
+      [ "${rocblas-lean.dev}/include" "" "${rocblas-lean}" ]
+      (script hipblas) + ''
+      mkdir -p $dev
+      mv $out/include $dev/include
+      mkdir -p $doc/share
+      mv $out/share/doc $doc/share/doc
+      rmdir $out/share
+    '' + propagate) ];
+  };
+  llama-cpp-lean = variant llama-cpp {
+    args = [ "-c" (builtins.replaceStrings
+      [ "${hipblas}" "${rocblas}" ]
+      [ "${hipblas-lean}" "${rocblas-lean}" ]
+      (script llama-cpp)) ];
+  };
   variants = {
+    lean = llama-cpp-lean;
     rocblas-gfx90a = rocblasFor "gfx90a";
     rocblas-gfx1030 = rocblasFor "gfx1030";
-    rocblas-split = variant rocblas {
-      outputs = [ "out" "dev" ];
-      args = [ "-c" (script rocblas + ''
-        mkdir -p $dev/lib
-        mv $out/include $dev/include
-        mv $out/lib/pkgconfig $dev/lib/pkgconfig
-        mv $out/lib/cmake $dev/lib/cmake
-      '' + propagate) ];
-    };
+    rocblas-split = splitRocblas rocblas;
     hipblas-split = variant hipblas {
       outputs = [ "out" "dev" "doc" ];
       args = [ "-c" (script hipblas + ''

@@ -29,6 +29,7 @@ rm -rf "$DIR/cache" "$DIR/path-info.json" "$DIR/ROOT"
 printf '%s\n' "$root" > "$DIR/ROOT"
 
 "$root/bin/llama-server"
+ROCBLAS_GPU_TARGET=gfx90a "$root/bin/llama-server"
 "$root/bin/llama-convert" model.safetensors
 
 echo "root:  $root"

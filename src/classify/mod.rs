@@ -8,6 +8,7 @@
 
 mod lookups;
 mod runpath;
+pub mod traced;
 pub mod verdict;
 
 use std::collections::BTreeMap;

@@ -15,6 +15,7 @@ use crate::classify::verdict::judge;
 use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId};
 use crate::problem::{Problem, ProblemKind};
+use crate::trace::file::TraceSet;
 
 /// How safe an action is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -101,6 +102,21 @@ pub struct Action {
     pub snippet: String,
     /// False for kinds the what-if engine cannot simulate.
     pub simulated: bool,
+    /// For `partition-targets`: the targets the saving keeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub keeps: Vec<String>,
+    /// For `partition-targets`: the regex that names the targets (not in
+    /// JSON; the plan applies the partition again with it).
+    #[serde(skip)]
+    pub pattern: Option<&'static str>,
+}
+
+/// Where a partition's kept targets come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeepSource {
+    Given,
+    Trace,
+    Costliest,
 }
 
 /// A cut reference that stays in the closure, and the chain that keeps it.
@@ -195,10 +211,34 @@ fn settle(
     }
 }
 
+/// The first hold in `evs` that a trace proved used, as "why" text.
+fn traced_use(evs: &[Evidence]) -> Option<String> {
+    evs.iter()
+        .find(|e| e.traced == Some(crate::evidence::Traced::Used))
+        .map(|e| format!("{}: {}", e.file, e.reason))
+}
+
+/// Ranks an action down to breaks-runtime when a trace shows it removes
+/// something the workload used.
+fn rank_down(a: &mut Action, proof: Option<String>) {
+    if let Some(p) = proof {
+        a.safety = Safety::BreaksRuntime;
+        a.reason = format!("{}; but the trace proves it is used: {p}", a.reason);
+    }
+}
+
 /// Computes ranked advice for the graph's roots from the classified
-/// evidence of every edge. Actions that could not be simulated are not
-/// dropped: each leaves a problem.
-pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
+/// evidence of every edge. Candidates come from the inferred verdicts;
+/// with `traces`, an action that would move or drop something a traced
+/// workload used is ranked down to breaks-runtime (naming the trace), and
+/// a per-target partition keeps the targets the trace used. Actions that
+/// could not be simulated are not dropped: each leaves a problem.
+pub fn advise(
+    g: &Graph,
+    scan: &Classified,
+    traces: Option<&TraceSet>,
+    targets: Option<&[String]>,
+) -> (Vec<Action>, Vec<Problem>) {
     let mut problems = Vec::new();
     let roots = g.roots();
     let base = WhatIf::new(g);
@@ -231,7 +271,8 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                     let runpath = evs.iter().any(|e| e.kind == Kind::ElfRunpath);
                     let saving = saving_of(&|w| w.remove_edge(from, to));
                     let files = files_of(evs);
-                    actions.push(if runpath {
+                    let proof = traced_use(evs);
+                    let mut action = if runpath {
                         Action {
                             kind: ActionKind::DeadRunpath,
                             cuts: vec![dep.clone()],
@@ -247,11 +288,17 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                             ),
                             snippet: format!(
                                 "postFixup = ''\n  patchelf --shrink-rpath {}\n'';",
-                                files.iter().map(|f| format!("$out/{f}")).collect::<Vec<_>>().join(" ")
+                                files
+                                    .iter()
+                                    .map(|f| format!("$out/{f}"))
+                                    .collect::<Vec<_>>()
+                                    .join(" ")
                             ),
                             evidence: files,
                             package: pkg,
                             simulated: true,
+                            keeps: Vec::new(),
+                            pattern: None,
                         }
                     } else {
                         Action {
@@ -262,13 +309,21 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                             saving: Some(saving),
                             saving_percent: Some(pct(saving)),
                             safety: Safety::Safe,
-                            reason: format!("{} is only mentioned in debug information or .comment", full_name(&dep)),
-                            snippet: "separateDebugInfo = true;  # or: dontStrip = false;".to_string(),
+                            reason: format!(
+                                "{} is only mentioned in debug information or .comment",
+                                full_name(&dep)
+                            ),
+                            snippet: "separateDebugInfo = true;  # or: dontStrip = false;"
+                                .to_string(),
                             evidence: files,
                             package: pkg,
                             simulated: true,
+                            keeps: Vec::new(),
+                            pattern: None,
                         }
-                    });
+                    };
+                    rank_down(&mut action, proof);
+                    actions.push(action);
                 }
                 // An output that is already split off (`-dev`, `-doc` ...)
                 // is where such files belong.
@@ -282,7 +337,7 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                 {
                     let saving = saving_of(&|w| w.remove_edge(from, to));
                     let files = files_of(evs);
-                    actions.push(Action {
+                    let mut action = Action {
                         kind: ActionKind::RemoveReferencesTo,
                         cuts: vec![dep.clone()],
                         removes: Vec::new(),
@@ -297,12 +352,20 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                         snippet: format!(
                             "nativeBuildInputs = [ removeReferencesTo ];\npostFixup = ''\n  remove-references-to -t ${{{}}} {}\n'';",
                             pkg_name(&dep),
-                            files.iter().map(|f| format!("$out/{f}")).collect::<Vec<_>>().join(" ")
+                            files
+                                .iter()
+                                .map(|f| format!("$out/{f}"))
+                                .collect::<Vec<_>>()
+                                .join(" ")
                         ),
                         evidence: files,
                         package: pkg,
                         simulated: true,
-                    });
+                        keeps: Vec::new(),
+                        pattern: None,
+                    };
+                    rank_down(&mut action, traced_use(evs));
+                    actions.push(action);
                 }
                 _ => {}
             }
@@ -342,7 +405,23 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
             .filter(|(t, _)| removed.contains(&g.path(**t).to_string()))
             .flat_map(|(_, evs)| files_of(evs))
             .collect();
-        actions.push(Action {
+        // Files the split moves out of `out` that a trace used.
+        let moved_traced: Vec<String> = traces
+            .map(|t| {
+                let pp = g.path(p).as_str();
+                sim.outputs
+                    .iter()
+                    .skip(1)
+                    .flat_map(|o| o.tree.entries.iter())
+                    .filter_map(|e| {
+                        let rel = String::from_utf8_lossy(&e.path).into_owned();
+                        t.used_by(pp, &rel)
+                            .map(|tf| format!("{rel} (trace {})", tf.display()))
+                    })
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut action = Action {
             kind: ActionKind::SplitOutputs,
             package: g.path(p).to_string(),
             cuts: removed.clone(),
@@ -350,35 +429,69 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
             stays: Vec::new(),
             saving: Some(saving),
             saving_percent: Some(pct(saving)),
-            safety: if moved_runtime.is_empty() { Safety::Safe } else { Safety::BreaksRuntime },
+            safety: if moved_runtime.is_empty() {
+                Safety::Safe
+            } else {
+                Safety::BreaksRuntime
+            },
             reason: if moved_runtime.is_empty() {
                 format!(
                     "build-time/documentation files hold {}; consumers use only `out`",
-                    removed.iter().map(|r| full_name(r)).collect::<Vec<_>>().join(", ")
+                    removed
+                        .iter()
+                        .map(|r| full_name(r))
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             } else {
                 format!(
                     "build-time/documentation files hold {}, but consumers use {} at run time",
-                    removed.iter().map(|r| full_name(r)).collect::<Vec<_>>().join(", "),
-                    moved_runtime.iter().map(|(f, _)| f.as_str()).collect::<Vec<_>>().join(", ")
+                    removed
+                        .iter()
+                        .map(|r| full_name(r))
+                        .collect::<Vec<_>>()
+                        .join(", "),
+                    moved_runtime
+                        .iter()
+                        .map(|(f, _)| f.as_str())
+                        .collect::<Vec<_>>()
+                        .join(", ")
                 )
             },
             evidence,
             snippet: format!(
                 "outputs = [ {} ];  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",
-                names.iter().map(|n| format!("\"{n}\"")).collect::<Vec<_>>().join(" ")
+                names
+                    .iter()
+                    .map(|n| format!("\"{n}\""))
+                    .collect::<Vec<_>>()
+                    .join(" ")
             ),
             simulated: true,
-        });
+            keeps: Vec::new(),
+            pattern: None,
+        };
+        rank_down(
+            &mut action,
+            (!moved_traced.is_empty()).then(|| {
+                format!(
+                    "it moves files the traced workload used: {}",
+                    moved_traced.join(", ")
+                )
+            }),
+        );
+        actions.push(action);
     }
     // Per-target partitions: files or symlink targets named after targets.
     for (&p, pe) in &scan.paths {
-        for (pat, knob) in TARGET_PATTERNS {
+        for &(pat, knob) in TARGET_PATTERNS {
             let re = Regex::new(pat).expect("static pattern");
             let mut by_target: BTreeMap<String, BTreeSet<NodeId>> = BTreeMap::new();
             // Only run-time files count: a target list in a build file is
             // not a per-target layout.
             let mut all_files = BTreeSet::new();
+            // Targets whose files the traces used.
+            let mut traced_keys: BTreeSet<String> = BTreeSet::new();
             for (&t, evs) in &pe.by_reference {
                 for ev in evs.iter().filter(|e| e.verdict == Verdict::Runtime) {
                     let hay = format!(
@@ -391,10 +504,14 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                         }
                     );
                     if let Some(m) = re.find(hay.as_bytes()) {
-                        by_target
-                            .entry(String::from_utf8_lossy(m.as_bytes()).into_owned())
-                            .or_default()
-                            .insert(t);
+                        let key = String::from_utf8_lossy(m.as_bytes()).into_owned();
+                        if traces.is_some_and(|tr| {
+                            tr.file(g.path(p).as_str(), &ev.file)
+                                .is_some_and(|f| f.used())
+                        }) {
+                            traced_keys.insert(key.clone());
+                        }
+                        by_target.entry(key).or_default().insert(t);
                         all_files.insert(ev.file.clone());
                     }
                 }
@@ -415,27 +532,45 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                     continue;
                 }
             };
-            let best = keys
-                .iter()
-                .filter_map(|k| {
-                    super::partition::partition_of(
-                        g,
-                        p,
-                        tree,
-                        &pe.by_reference,
-                        pat,
-                        Some(std::slice::from_ref(k)),
-                        roots,
-                    )
-                    .ok()
-                    .and_then(|r| {
-                        Some((k.clone(), total.saturating_sub(r.after_keep?), r.kept_refs?))
-                    })
-                })
-                .min_by_key(|(_, s, _)| *s);
-            let Some((kept, saving, kept_refs)) = best else {
+            let try_keep = |keep: Vec<String>| {
+                super::partition::partition_of(
+                    g,
+                    p,
+                    tree,
+                    &pe.by_reference,
+                    pat,
+                    Some(&keep),
+                    roots,
+                )
+                .ok()
+                .and_then(|r| Some((keep, total.saturating_sub(r.after_keep?), r.kept_refs?)))
+            };
+            // The targets to keep: those given (--targets), else those the
+            // trace used, else the costliest single target (the least a
+            // user saves).
+            let given: Vec<String> = targets
+                .map(|t| t.iter().filter(|k| keys.contains(k)).cloned().collect())
+                .unwrap_or_default();
+            let (choice, source) = if !given.is_empty() {
+                (try_keep(given), KeepSource::Given)
+            } else if !traced_keys.is_empty() {
+                (
+                    try_keep(traced_keys.iter().cloned().collect()),
+                    KeepSource::Trace,
+                )
+            } else {
+                (
+                    keys.iter()
+                        .filter_map(|k| try_keep(vec![k.clone()]))
+                        .min_by_key(|(_, s, _)| *s),
+                    KeepSource::Costliest,
+                )
+            };
+            let from_trace = source == KeepSource::Trace;
+            let Some((kept_list, saving, kept_refs)) = choice else {
                 continue;
             };
+            let kept = kept_list.join("\", \"");
             let removes: Vec<String> = g
                 .references(p)
                 .iter()
@@ -452,17 +587,41 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                 saving_percent: Some(pct(saving)),
                 safety: Safety::CheckAtRuntime,
                 reason: format!(
-                    "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them",
+                    "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them{}",
                     full_name(g.path(p).as_str()),
                     keys.len(),
-                    keys.join(", ")
+                    keys.join(", "),
+                    if from_trace {
+                        format!(
+                            "; the traced workload used only {} (trace {})",
+                            traced_keys.iter().cloned().collect::<Vec<_>>().join(", "),
+                            traces.map(|t| t.names()).unwrap_or_default()
+                        )
+                    } else {
+                        String::new()
+                    }
                 ),
                 evidence: all_files.into_iter().take(8).collect(),
-                snippet: format!(
-                    "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more",
-                    pkg_name(g.path(p).as_str())
-                ),
+                snippet: if source == KeepSource::Given {
+                    format!(
+                        "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets given with --targets",
+                        pkg_name(g.path(p).as_str())
+                    )
+                } else if from_trace {
+                    format!(
+                        "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets the trace ({}) used",
+                        pkg_name(g.path(p).as_str()),
+                        traces.map(|t| t.names()).unwrap_or_default()
+                    )
+                } else {
+                    format!(
+                        "{}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more",
+                        pkg_name(g.path(p).as_str())
+                    )
+                },
                 simulated: true,
+                keeps: kept_list.clone(),
+                pattern: Some(pat),
             });
         }
     }
@@ -504,6 +663,8 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
                 evidence: bin_only.iter().flat_map(|t| files_of(&pe.by_reference[t])).collect(),
                 snippet: "outputs = [ \"bin\" \"out\" ];  # not simulated: install-time routing of bin/".into(),
                 simulated: false,
+                keeps: Vec::new(),
+                pattern: None,
             });
         }
     }
@@ -518,10 +679,11 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
     // Nothing to cut means nothing to do (a partition whose groups all
     // point into the same paths, a split that leaves every reference).
     actions.retain(|a| !a.cuts.is_empty());
+    // Largest saving first; what would break the traced workload last.
     actions.sort_by(|a, b| {
-        b.saving
-            .unwrap_or(0)
-            .cmp(&a.saving.unwrap_or(0))
+        (a.safety == Safety::BreaksRuntime)
+            .cmp(&(b.safety == Safety::BreaksRuntime))
+            .then_with(|| b.saving.unwrap_or(0).cmp(&a.saving.unwrap_or(0)))
             .then_with(|| a.package.cmp(&b.package))
     });
     (actions, problems)

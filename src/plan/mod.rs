@@ -6,6 +6,7 @@ pub mod advise;
 pub mod check;
 pub mod diff;
 pub mod explain;
+pub mod joint;
 pub mod partition;
 pub mod split;
 pub mod whatif;

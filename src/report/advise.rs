@@ -17,6 +17,9 @@ pub struct AdviceReport {
     pub closure_size: u64,
     /// Actions, biggest saving first (unsimulated ones last).
     pub actions: Vec<Action>,
+    /// Every non-breaking action applied together.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan: Option<crate::plan::joint::Plan>,
     /// Files or paths that could not be read.
     pub problems: Vec<Problem>,
 }
@@ -155,6 +158,45 @@ impl Report for AdviceReport {
                     stays_line(a).join("; ")
                 );
                 out.push_str(&wrap_hanging(&line, opts.width, "  ", "    "));
+            }
+        }
+        if let Some(plan) = self.plan.as_ref().filter(|p| !p.actions.is_empty()) {
+            let saved = plan.closure_before.saturating_sub(plan.closure_after);
+            out.push_str(&format!(
+                "\nplan: every non-breaking action together, lowest package first: closure {} → {} (saves {})\n",
+                iec(plan.closure_before),
+                iec(plan.closure_after),
+                iec(saved)
+            ));
+            if let Some(t) = &plan.targets {
+                out.push_str(&format!("  targets: {t}\n"));
+            }
+            for (i, st) in plan.actions.iter().enumerate() {
+                out.push_str(&format!(
+                    "  {}. [{}] {}: share {} (alone {})\n",
+                    i + 1,
+                    serde_json::to_value(st.kind)
+                        .ok()
+                        .and_then(|v| v.as_str().map(str::to_string))
+                        .unwrap_or_default(),
+                    crate::store_path::name_of(&st.package),
+                    iec(st.share),
+                    iec(st.saving_alone)
+                ));
+                for l in st.snippet.lines() {
+                    out.push_str(&format!("     | {l}\n"));
+                }
+            }
+            for r in &plan.rebuilds {
+                out.push_str(&format!(
+                    "  rebuilt: {} (depends on {})\n",
+                    crate::store_path::name_of(&r.path),
+                    r.because
+                        .iter()
+                        .map(|b| crate::store_path::name_of(b))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ));
             }
         }
         super::refs::append_problems(&mut out, &self.problems);

@@ -13,6 +13,7 @@ pub mod size;
 pub mod split;
 pub mod style;
 pub mod table;
+pub mod trace;
 pub mod why;
 
 use std::collections::{BTreeMap, HashMap};
@@ -115,6 +116,13 @@ pub fn evidence_lines(evs: &[crate::evidence::Evidence], opts: &TextOptions) -> 
             out.push_str(&opts.style.paths(&line));
             out.push('\n');
             out.push_str(&verdict_line(e));
+            if e.traced == Some(crate::evidence::Traced::NotUsed) {
+                out.push_str(&style::wrap(
+                    "traced: not used (never touched in the trace)",
+                    opts.width,
+                    "      ",
+                ));
+            }
             if let Some(n) = &e.note {
                 out.push_str(&style::wrap(&format!("note: {n}"), opts.width, "      "));
             }

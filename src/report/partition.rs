@@ -57,6 +57,9 @@ pub struct PartitionReport {
     /// The path's references with only the kept groups.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub references_after_keep: Option<Vec<String>>,
+    /// With `--trace`: the groups with a file the traced workload used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced_groups: Option<Vec<String>>,
     /// Files or paths that could not be read.
     pub problems: Vec<Problem>,
 }
@@ -100,6 +103,7 @@ impl PartitionReport {
             references_after_keep: p
                 .kept_refs
                 .map(|r| r.iter().map(|&v| g.path(v).to_string()).collect()),
+            traced_groups: None,
             problems,
         }
     }
@@ -147,6 +151,27 @@ impl Report for PartitionReport {
             ]);
         }
         out.push_str(&t.render_fit(opts.width, opts.style));
+        if let Some(tg) = &self.traced_groups {
+            let untouched: Vec<&str> = self
+                .groups
+                .iter()
+                .map(|g| g.key.as_str())
+                .filter(|k| !tg.iter().any(|t| t == k))
+                .collect();
+            out.push_str(&format!(
+                "\nthe trace used: {}; never used: {}\n",
+                if tg.is_empty() {
+                    "none".to_string()
+                } else {
+                    tg.join(", ")
+                },
+                if untouched.is_empty() {
+                    "none".to_string()
+                } else {
+                    untouched.join(", ")
+                }
+            ));
+        }
         if let (Some(k), Some(after)) = (&self.keep, self.closure_after_keep) {
             let saved = self.closure_before.saturating_sub(after);
             out.push('\n');

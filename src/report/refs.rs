@@ -37,6 +37,10 @@ pub struct EdgeSummary {
     /// missing hold then means nothing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unreadable: Option<String>,
+    /// With `--trace`: `used` when the workload used any of its holds,
+    /// `not used` when some hold's file was never touched and none was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced: Option<crate::evidence::Traced>,
     /// Every occurrence (with `--evidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub evidence: Option<Vec<Evidence>>,
@@ -90,6 +94,7 @@ pub fn summarise(
         unavailable: pe.is_none_or(|p| !p.available),
         dead: !ev.is_empty() && ev.iter().all(|e| e.dead),
         verdict: ev.iter().map(|e| e.verdict).min(),
+        traced: ev.iter().filter_map(|e| e.traced).min(),
         kinds,
         files,
         evidence: keep.then(|| ev.to_vec()),
@@ -152,6 +157,11 @@ impl Report for RefsReport {
                     .collect();
                 if e.dead {
                     s.push("(dead)".into());
+                }
+                match e.traced {
+                    Some(crate::evidence::Traced::Used) => s.push("(traced: used)".into()),
+                    Some(crate::evidence::Traced::NotUsed) => s.push("(traced: not used)".into()),
+                    None => {}
                 }
                 s.join(", ")
             };

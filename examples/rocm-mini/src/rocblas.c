@@ -76,5 +76,25 @@ int rocblas_initialize(void)
   closedir(d);
   printf("  rocblas: %ld Tensile code objects (%.1f MiB) in %s\n", count,
          bytes / 1048576.0, dir);
+
+  /* Like Tensile's lazy loading, load only the kernel library of the GPU
+   * in use.  The mini has no GPU: ROCBLAS_GPU_TARGET names it (gfx90a).
+   * The file is opened through the symlink farm, so it is read from the
+   * rocblas-tensile-<target> path. */
+  const char *target = getenv("ROCBLAS_GPU_TARGET");
+  if (target && *target) {
+    char p[PATH_MAX + 64];
+    char buf[4096];
+    snprintf(p, sizeof p, "%s/TensileLibrary_%s.dat", dir, target);
+    FILE *f = fopen(p, "rb");
+    if (!f) {
+      fprintf(stderr, "  rocblas: no Tensile library for %s: %s\n", target, p);
+      return -1;
+    }
+    size_t n = fread(buf, 1, sizeof buf, f);
+    fclose(f);
+    printf("  rocblas: loaded %s kernels (%zu bytes read from %s)\n", target,
+           n, p);
+  }
   return 0;
 }
