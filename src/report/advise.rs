@@ -128,22 +128,7 @@ impl Report for AdviceReport {
                 );
                 out.push_str(&wrap_hanging(&line, opts.width, "   ", "     "));
             }
-            // Code is never wrapped: a trailing comment goes on a line of
-            // its own above it instead, so the code fits and stays pasteable.
-            for l in a.snippet.lines() {
-                match l.split_once("  # ") {
-                    Some((code, comment)) if opts.width.is_some_and(|w| l.len() + 5 > w) => {
-                        out.push_str(&wrap_hanging(
-                            &format!("# {comment}"),
-                            opts.width,
-                            "   | ",
-                            "   | # ",
-                        ));
-                        out.push_str(&format!("   | {code}\n"));
-                    }
-                    _ => out.push_str(&format!("   | {l}\n")),
-                }
-            }
+            out.push_str(&snippet_lines(&a.snippet, opts.width, "   | "));
         }
         let also: Vec<&Action> = self.actions.iter().filter(|a| folded(a)).collect();
         if !also.is_empty() {
@@ -162,44 +147,73 @@ impl Report for AdviceReport {
         }
         if let Some(plan) = self.plan.as_ref().filter(|p| !p.actions.is_empty()) {
             let saved = plan.closure_before.saturating_sub(plan.closure_after);
-            out.push_str(&format!(
-                "\nplan: every non-breaking action together, lowest package first: closure {} → {} (saves {})\n",
-                iec(plan.closure_before),
-                iec(plan.closure_after),
-                iec(saved)
+            out.push('\n');
+            out.push_str(&wrap_hanging(
+                &format!(
+                    "plan: every non-breaking action together, lowest package first: closure {} → {} (saves {})",
+                    iec(plan.closure_before),
+                    iec(plan.closure_after),
+                    st.size(&iec(saved))
+                ),
+                opts.width,
+                "",
+                "  ",
             ));
             if let Some(t) = &plan.targets {
-                out.push_str(&format!("  targets: {t}\n"));
+                out.push_str(&wrap_hanging(&format!("targets: {t}"), opts.width, "  ", "    "));
             }
-            for (i, st) in plan.actions.iter().enumerate() {
-                out.push_str(&format!(
-                    "  {}. [{}] {}: share {} (alone {})\n",
-                    i + 1,
-                    serde_json::to_value(st.kind)
-                        .ok()
-                        .and_then(|v| v.as_str().map(str::to_string))
-                        .unwrap_or_default(),
-                    crate::store_path::name_of(&st.package),
-                    iec(st.share),
-                    iec(st.saving_alone)
+            for (i, step) in plan.actions.iter().enumerate() {
+                out.push_str(&wrap_hanging(
+                    &format!(
+                        "{}. [{}] {}: share {} (alone {})",
+                        i + 1,
+                        step.kind.as_str(),
+                        crate::store_path::name_of(&step.package),
+                        iec(step.share),
+                        iec(step.saving_alone)
+                    ),
+                    opts.width,
+                    "  ",
+                    "     ",
                 ));
-                for l in st.snippet.lines() {
-                    out.push_str(&format!("     | {l}\n"));
-                }
+                out.push_str(&snippet_lines(&step.snippet, opts.width, "     | "));
             }
             for r in &plan.rebuilds {
-                out.push_str(&format!(
-                    "  rebuilt: {} (depends on {})\n",
+                let line = format!(
+                    "rebuilt: {} (depends on {})",
                     crate::store_path::name_of(&r.path),
                     r.because
                         .iter()
                         .map(|b| crate::store_path::name_of(b))
                         .collect::<Vec<_>>()
                         .join(", ")
-                ));
+                );
+                out.push_str(&wrap_hanging(&line, opts.width, "  ", "    "));
             }
         }
         super::refs::append_problems(&mut out, &self.problems);
         out
     }
+}
+
+/// A snippet's lines behind `prefix`. Code is never wrapped: a trailing
+/// comment that makes a line too wide goes on a line of its own above it,
+/// so the code fits and stays pasteable.
+fn snippet_lines(snippet: &str, width: Option<usize>, prefix: &str) -> String {
+    let mut out = String::new();
+    for l in snippet.lines() {
+        match l.split_once("  # ") {
+            Some((code, comment)) if width.is_some_and(|w| l.len() + prefix.len() > w) => {
+                out.push_str(&super::style::wrap_hanging(
+                    &format!("# {comment}"),
+                    width,
+                    prefix,
+                    &format!("{prefix}# "),
+                ));
+                out.push_str(&format!("{prefix}{code}\n"));
+            }
+            _ => out.push_str(&format!("{prefix}{l}\n")),
+        }
+    }
+    out
 }
