@@ -31,9 +31,18 @@ use nix_heft::source::{self, StoreSource};
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
     /// `local?root=DIR`, a binary cache (`file:///path` or a directory with
-    /// nix-cache-info), or a file of `nix path-info --json` output.
+    /// nix-cache-info, or `http://…` / `https://…`), or a file of
+    /// `nix path-info --json` output.
     #[arg(long, global = true, value_name = "STORE")]
     store: Option<String>,
+    /// netrc file with credentials for HTTP caches (default: nix.conf's
+    /// `netrc-file`, then ~/.netrc).
+    #[arg(long, global = true, value_name = "FILE")]
+    netrc_file: Option<std::path::PathBuf>,
+    /// Fetch narinfos and listings from HTTP caches again instead of using
+    /// the local cache ($XDG_CACHE_HOME/nix-heft).
+    #[arg(long, global = true)]
+    refresh: bool,
     /// Print machine-readable JSON instead of tables (no progress bar).
     #[arg(long, global = true)]
     json: bool,
@@ -79,6 +88,11 @@ struct AdviseArgs {
     /// Roots, in any form `size` accepts.
     #[arg(required = true, value_name = "ROOT")]
     roots: Vec<String>,
+    /// Read only referrers where some action could save at least this much
+    /// (bytes, IEC units like 10MiB, or a percentage of the closure); the
+    /// bound comes from the graph alone. `0` reads everything.
+    #[arg(long, value_name = "SIZE", default_value = "1%")]
+    min_saving: nix_heft::units::Threshold,
 }
 
 #[derive(Args, Debug)]
@@ -238,7 +252,13 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
-    let src = source::open(cli.store.as_deref())?;
+    let src = source::open_with(
+        cli.store.as_deref(),
+        &source::OpenOptions {
+            netrc_file: cli.netrc_file.clone(),
+            refresh: cli.refresh,
+        },
+    )?;
     let src = src.as_ref();
     match &cli.command {
         Command::Size(args) => size(cli, src, args),
@@ -473,14 +493,32 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
 fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    let closure_size = g.size_of(&g.closure_of(g.roots()));
+    // Graph-first pruning: only referrers where some action could reach
+    // --min-saving are read.
+    let min_saving = args.min_saving.bytes_of(closure_size);
+    let bounds = nix_heft::graph::bounds::max_savings(&g);
+    let mut wants = edges::all_edges(&g);
+    let skipped = nix_heft::graph::bounds::below(&bounds, wants.keys().copied(), min_saving);
+    for (v, _) in &skipped {
+        wants.remove(v);
+    }
+    let c = read_and_classify(cli, src, &g, &wants);
     let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c);
     let mut problems = c.problems;
     problems.extend(sim_problems);
     let report = AdviceReport {
         roots: roots.iter().map(|r| r.to_string()).collect(),
-        closure_size: g.size_of(&g.closure_of(g.roots())),
+        closure_size,
         actions,
+        min_saving,
+        not_examined: skipped
+            .into_iter()
+            .map(|(v, max_saving)| nix_heft::report::advise::NotExamined {
+                referrer: g.path(v).to_string(),
+                max_saving,
+            })
+            .collect(),
         problems,
     };
     emit(cli, &report, TextOptions::default())

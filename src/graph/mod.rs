@@ -5,6 +5,7 @@
 //! path that mentions its own hash), but they change no closure and would
 //! only make every traversal check for them.
 
+pub mod bounds;
 pub mod chains;
 mod closure_size;
 mod dominators;

@@ -220,6 +220,26 @@ fn read_path(
     if let Some(root) = src.real_path(path) {
         return disk::read(&root, path.as_str(), wanted, scan, progress);
     }
+    // A NAR listing gives the tree without the NAR: all a tree-only read
+    // needs, and all a scan needs when the path holds no file contents (a
+    // symlink farm: its holds are in names and symlink targets). A listing
+    // that cannot be fetched is no loss: the NAR has it all.
+    if let Ok(Some(tree)) = src.listing(path) {
+        if !scan {
+            return (
+                PathRead {
+                    available: true,
+                    scanned: false,
+                    tree: Some(tree),
+                    ..PathRead::default()
+                },
+                Vec::new(),
+            );
+        }
+        if let Some(pr) = holds_from_listing(tree, wanted) {
+            return (pr, Vec::new());
+        }
+    }
     match src.nar(path) {
         Ok(Some(nar)) => nar_stream::read(nar, path.as_str(), wanted, scan, progress),
         Ok(None) => (PathRead::default(), Vec::new()),
@@ -232,6 +252,37 @@ fn read_path(
             vec![Problem::new(path.as_str(), problem_kind(&e), e.to_string())],
         ),
     }
+}
+
+/// The scan of a path whose listing shows no file contents (only
+/// directories, symlinks and empty files): every hold is in a name or a
+/// symlink target, found as the NAR stream would find them, in NAR order.
+/// `None` when some file has contents to scan.
+fn holds_from_listing(tree: FileTree, wanted: &Wanted) -> Option<PathRead> {
+    use crate::nar::tree::TreeNode;
+    if tree
+        .entries
+        .iter()
+        .any(|e| matches!(e.node, TreeNode::Regular { size, .. } if size > 0))
+    {
+        return None;
+    }
+    let mut holds = Vec::new();
+    for e in &tree.entries {
+        if !e.path.is_empty() {
+            content::name_holds(&e.path, wanted, &mut holds);
+        }
+        if let TreeNode::Symlink { target } = &e.node {
+            content::symlink_holds(&e.path, target, wanted, &mut holds);
+        }
+    }
+    Some(PathRead {
+        available: true,
+        scanned: true,
+        tree: Some(tree),
+        holds,
+        elf_files: Vec::new(),
+    })
 }
 
 /// The kind of problem an error opening a path's contents is.

@@ -16,8 +16,24 @@ pub struct AdviceReport {
     pub closure_size: u64,
     /// Actions, biggest saving first (unsimulated ones last).
     pub actions: Vec<Action>,
+    /// The `--min-saving` threshold in bytes: referrers whose bound is
+    /// below it were not read.
+    pub min_saving: u64,
+    /// Referrers not read because no action on them could save
+    /// `min_saving` ([`crate::graph::bounds`]), largest bound first.
+    pub not_examined: Vec<NotExamined>,
     /// Files or paths that could not be read.
     pub problems: Vec<Problem>,
+}
+
+/// A referrer `advise` did not read, with the most any action on it could
+/// save.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotExamined {
+    /// The store path.
+    pub referrer: String,
+    /// Upper bound on any saving from changing it, in bytes.
+    pub max_saving: u64,
 }
 
 impl Report for AdviceReport {
@@ -92,6 +108,14 @@ impl Report for AdviceReport {
             for l in a.snippet.lines() {
                 out.push_str(&format!("   | {l}\n"));
             }
+        }
+        if !self.not_examined.is_empty() {
+            out.push_str(&format!(
+                "\n{} referrer(s) not examined: no action on them could save {} \
+                 (--min-saving; 0 reads everything)\n",
+                self.not_examined.len(),
+                iec(self.min_saving)
+            ));
         }
         super::refs::append_problems(&mut out, &self.problems);
         out
