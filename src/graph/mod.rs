@@ -55,7 +55,7 @@ impl Graph {
             "{} put the roots first",
             src.describe()
         );
-        Graph::try_from_raw(raw, roots.len())
+        Graph::try_from_raw(raw.canonical(roots.len()), roots.len())
     }
 
     /// Builds the graph from a closure whose first `root_count` paths are the

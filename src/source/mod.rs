@@ -136,6 +136,38 @@ impl RawClosure {
         })
     }
 
+    /// Renumbers the paths after the first `root_count` in store-path
+    /// order, so that ids, and every order that follows from them (chains,
+    /// edges), are the same whichever source the closure came from: a local
+    /// store lists references in database order, a narinfo by name.
+    pub fn canonical(self, root_count: usize) -> RawClosure {
+        let n = self.paths.len();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order[root_count.min(n)..]
+            .sort_by(|&a, &b| self.paths[a as usize].cmp(&self.paths[b as usize]));
+        let mut new_id = vec![0u32; n];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = new as u32;
+        }
+        let mut paths: Vec<Option<StorePath>> = self.paths.into_iter().map(Some).collect();
+        let mut refs: Vec<Option<Vec<u32>>> = self.references.into_iter().map(Some).collect();
+        let mut out = RawClosure::default();
+        for &old in &order {
+            let o = old as usize;
+            out.paths.push(paths[o].take().expect("each once"));
+            out.nar_sizes.push(self.nar_sizes[o]);
+            let mut r: Vec<u32> = refs[o]
+                .take()
+                .expect("each once")
+                .into_iter()
+                .map(|x| new_id[x as usize])
+                .collect();
+            r.sort_unstable();
+            out.references.push(r);
+        }
+        out
+    }
+
     /// Adds a path not yet present and returns its index.
     pub(crate) fn push(&mut self, path: StorePath, nar_size: u64) -> u32 {
         self.paths.push(path);
