@@ -346,13 +346,16 @@ fn same_answers_over_http_file_and_local_store() {
                 _ => {}
             }
         }
-        // A rerun with the same local cache asks for no narinfo or listing.
+        // A rerun with the same local cache downloads no NAR and asks for
+        // no narinfo or listing.
         let xdg = fresh(&format!("{label}-warm"));
         let args = ["--json", "advise", "--min-saving", "0", &f.rocm];
         let cold = run_in(&xdg, &server.url(), &args);
         server.clear();
         let warm = run_in(&xdg, &server.url(), &args);
+        assert_eq!(cold.code, 0, "{}", cold.stderr);
         assert_eq!(cold.stdout, warm.stdout);
+        assert_eq!(server.nars(), Vec::<String>::new(), "{label}: warm rerun");
         assert_eq!(server.count(".narinfo"), 0, "{label}: {:?}", server.log());
         assert_eq!(server.count(".ls"), 0, "{label}: {:?}", server.log());
         // --refresh fetches them again.

@@ -25,6 +25,7 @@ mod content;
 mod disk;
 mod nar_stream;
 pub mod refscan;
+mod scan_cache;
 pub mod walk;
 
 use std::collections::{BTreeMap, HashMap};
@@ -47,7 +48,7 @@ pub type Wants = Edges;
 pub(crate) type Wanted = HashMap<[u8; HASH_LEN], NodeId>;
 
 /// Where a hash occurrence sits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Site {
     /// In the name of a file or directory.
     FileName,
@@ -95,7 +96,7 @@ pub struct Hold {
 }
 
 /// What one ELF file of a path says about loading.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ElfFacts {
     /// The file (relative raw path).
     pub file: Vec<u8>,
@@ -220,6 +221,33 @@ fn read_path(
     if let Some(root) = src.real_path(path) {
         return disk::read(&root, path.as_str(), wanted, scan, progress);
     }
+    // A scan kept from an earlier run against the same NAR (sources that
+    // fetch NARs over a network keep them) needs no download at all.
+    // (A tree-only read is kept too: without a listing it costs a NAR.)
+    let kept = src.scan_cache(path);
+    if let Some((cache, nar_hash)) = &kept
+        && let Some(pr) = scan_cache::load(cache, path, nar_hash, wanted, scan)
+    {
+        return (pr, Vec::new());
+    }
+    let (pr, problems) = read_contents(src, path, wanted, scan, progress);
+    if let Some((cache, nar_hash)) = &kept
+        && problems.is_empty()
+        && pr.tree.is_some()
+    {
+        scan_cache::save(cache, path, nar_hash, wanted, &pr);
+    }
+    (pr, problems)
+}
+
+/// A path's contents from its listing or its NAR.
+fn read_contents(
+    src: &dyn StoreSource,
+    path: &crate::StorePath,
+    wanted: &Wanted,
+    scan: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (PathRead, Vec<Problem>) {
     // A NAR listing gives the tree without the NAR: all a tree-only read
     // needs, and all a scan needs when the path holds no file contents (a
     // symlink farm: its holds are in names and symlink targets). A listing

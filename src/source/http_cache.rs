@@ -355,6 +355,11 @@ impl StoreSource for HttpCache {
         }
     }
 
+    fn scan_cache(&self, path: &StorePath) -> Option<(LocalCache, String)> {
+        let info = self.narinfo(path).ok()??;
+        Some((self.local.clone(), info.nar_hash))
+    }
+
     fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn Read + Send>>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);

@@ -1,5 +1,6 @@
-//! The local cache of what HTTP caches sent: narinfos and NAR listings,
-//! under `$XDG_CACHE_HOME/nix-heft` (default `~/.cache/nix-heft`).
+//! The local cache of what HTTP caches sent: narinfos, NAR listings and
+//! the scan results of downloaded NARs (keyed by NAR hash too, see
+//! `read::scan_cache`), under `$XDG_CACHE_HOME/nix-heft` (default `~/.cache/nix-heft`).
 //!
 //! Layout: `v<FORMAT>/<escaped cache URL>/<store path base name>.<kind>`,
 //! so entries are keyed by nix-heft's cache format version, the cache URL
@@ -72,7 +73,11 @@ impl LocalCache {
     }
 
     fn file(&self, path: &StorePath, kind: &str) -> Option<PathBuf> {
-        let base = path.as_str().rsplit('/').next().unwrap_or_default();
+        let mut base = path.as_str().rsplit('/').next().unwrap_or_default();
+        // File names are at most 255 bytes; the hash part alone is unique.
+        if base.len() + kind.len() + 1 > 255 {
+            base = path.hash_part();
+        }
         self.dir.as_ref().map(|d| d.join(format!("{base}.{kind}")))
     }
 

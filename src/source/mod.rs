@@ -83,6 +83,12 @@ pub trait StoreSource: Send + Sync {
     fn listing(&self, _path: &StorePath) -> Result<Option<crate::nar::tree::FileTree>> {
         Ok(None)
     }
+    /// Where scan results of `path` may be kept across runs, with the
+    /// path's NAR hash to key them by: sources that download NARs keep
+    /// them so a rerun downloads none. `None`: not kept.
+    fn scan_cache(&self, _path: &StorePath) -> Option<(local_cache::LocalCache, String)> {
+        None
+    }
     /// Non-fatal problems met while opening or reading (printed by the CLI).
     fn warnings(&self) -> Vec<String> {
         Vec::new()
