@@ -503,8 +503,22 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
     for (v, _) in &skipped {
         wants.remove(v);
     }
+    // A split simulated on a referrer read re-points its consumers at the
+    // outputs their holds point into, so their holds into it are needed too.
+    let consumers: Vec<(NodeId, NodeId)> = wants
+        .keys()
+        .flat_map(|&v| g.referrers(v).iter().map(move |&c| (c, v)))
+        .collect();
+    edges::want(&mut wants, consumers);
     let c = read_and_classify(cli, src, &g, &wants);
-    let (actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c);
+    let (mut actions, sim_problems) = nix_heft::plan::advise::advise(&g, &c);
+    // A consumer read only for its holds into an examined referrer stays
+    // unexamined: no advice on it (none could reach --min-saving anyway).
+    let skipped_paths: std::collections::HashSet<String> = skipped
+        .iter()
+        .map(|&(v, _)| g.path(v).to_string())
+        .collect();
+    actions.retain(|a| !skipped_paths.contains(&a.package));
     let mut problems = c.problems;
     problems.extend(sim_problems);
     let report = AdviceReport {

@@ -635,3 +635,85 @@ fn a_cache_for_another_store_dir_is_refused() {
     );
     assert_error(&o, "not a Nix binary cache");
 }
+
+#[test]
+fn advise_reads_only_referrers_whose_bound_reaches_min_saving() {
+    let f = fixture();
+    let json = |o: &Outcome| -> serde_json::Value {
+        assert!(o.code == 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let full = json(&run_in(
+        &fresh("ms0"),
+        "local",
+        &["--json", "advise", "--min-saving", "0", &f.rocm],
+    ));
+    assert_eq!(full["not_examined"].as_array().unwrap().len(), 0);
+    // At 100% only a referrer dominating the whole closure could be read:
+    // every bound is listed, and every real saving is within its bound.
+    let all = json(&run_in(
+        &fresh("ms100"),
+        "local",
+        &["--json", "advise", "--min-saving", "100%", &f.rocm],
+    ));
+    let bounds: HashMap<String, u64> = all["not_examined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["referrer"].as_str().unwrap().to_string(),
+                x["max_saving"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(bounds.len() > 5, "{bounds:?}");
+    let closure = full["closure_size"].as_u64().unwrap();
+    for a in full["actions"].as_array().unwrap() {
+        let pkg = a["package"].as_str().unwrap();
+        if let Some(s) = a["saving"].as_u64() {
+            let bound = bounds.get(pkg).copied().unwrap_or(closure);
+            assert!(s <= bound, "{pkg}: saving {s} > bound {bound}");
+        }
+    }
+    // A threshold in between: over HTTP the skipped referrers' NARs are
+    // never downloaded, and the advice is that of the full run restricted
+    // to the referrers read, from every source alike.
+    let min = 20 << 20;
+    let args = ["--json", "advise", "--min-saving", "20MiB", &f.rocm];
+    let local = run_in(&fresh("ms20"), "local", &args);
+    let server = Server::start(&caches().xz_ls, Faults::default());
+    let http = run_in(&fresh("ms20-http"), &server.url(), &args);
+    same(&http.stdout, &local.stdout, "advise --min-saving 20MiB");
+    let part = json(&local);
+    let skipped: Vec<String> = part["not_examined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            assert!(x["max_saving"].as_u64().unwrap() < min);
+            x["referrer"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(!skipped.is_empty());
+    assert_eq!(part["min_saving"].as_u64(), Some(min));
+    for a in part["actions"].as_array().unwrap() {
+        assert!(!skipped.contains(&a["package"].as_str().unwrap().to_string()));
+    }
+    let nars = server.nars().len();
+    let full_server = Server::start(&caches().xz_ls, Faults::default());
+    run_in(
+        &fresh("ms0-http"),
+        &full_server.url(),
+        &["--json", "advise", "--min-saving", "0", &f.rocm],
+    );
+    assert!(nars < full_server.nars().len(), "{nars} NARs with pruning");
+    // The text output counts the referrers not examined.
+    let text = run_in(&fresh("ms20-text"), "local", &args[1..]);
+    assert!(
+        text.stdout
+            .contains(&format!("{} referrer(s) not examined", skipped.len())),
+        "{}",
+        text.stdout
+    );
+}
