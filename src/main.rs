@@ -315,12 +315,24 @@ fn read_and_classify(cli: &Cli, src: &dyn StoreSource, g: &Graph, wants: &Edges)
         pb.set_length(total);
         pb.set_style(
             ProgressStyle::with_template(
-                "reading {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ({eta})",
+                "reading {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ({eta}) {msg}",
             )
             .expect("static template"),
         );
     }
-    let reads = nix_heft::read::read(src, g, wants, &|n| pb.inc(n));
+    let scanned = wants.values().filter(|t| !t.is_empty()).count();
+    let reads = nix_heft::read::read(src, g, wants, &|n| {
+        pb.inc(n);
+        // Over a network: NARs and (compressed) bytes fetched so far.
+        if !pb.is_hidden()
+            && let Some((nars, bytes)) = src.fetched()
+        {
+            pb.set_message(format!(
+                "{nars}/{scanned} NARs, {} fetched",
+                nix_heft::units::iec(bytes)
+            ));
+        }
+    });
     pb.finish_and_clear();
     print_warnings(src);
     classify(g, reads)

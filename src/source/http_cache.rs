@@ -78,6 +78,22 @@ pub struct Stats {
     pub listings: AtomicU64,
     /// NAR requests answered.
     pub nars: AtomicU64,
+    /// Body bytes received, as sent (before any decoding).
+    pub bytes: std::sync::Arc<AtomicU64>,
+}
+
+/// Counts the bytes read through it into a shared counter.
+struct Counting<R> {
+    inner: R,
+    count: std::sync::Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
 }
 
 /// The outcome of one GET after retries.
@@ -355,6 +371,13 @@ impl StoreSource for HttpCache {
         }
     }
 
+    fn fetched(&self) -> Option<(u64, u64)> {
+        Some((
+            self.stats.nars.load(Ordering::Relaxed),
+            self.stats.bytes.load(Ordering::Relaxed),
+        ))
+    }
+
     fn scan_cache(&self, path: &StorePath) -> Option<(LocalCache, String)> {
         let info = self.narinfo(path).ok()??;
         Some((self.local.clone(), info.nar_hash))
@@ -377,7 +400,11 @@ impl StoreSource for HttpCache {
         self.stats.nars.fetch_add(1, Ordering::Relaxed);
         let (parts, body) = resp.into_parts();
         let head = ureq::http::Response::from_parts(parts, ());
-        let body = decode_content(&head, Box::new(body.into_reader()), &url)?;
+        let counted = Counting {
+            inner: body.into_reader(),
+            count: self.stats.bytes.clone(),
+        };
+        let body = decode_content(&head, Box::new(counted), &url)?;
         let nar =
             crate::nar::decompress(&info.compression, body).map_err(|source| Error::BadNar {
                 file: PathBuf::from(&url),

@@ -89,6 +89,11 @@ pub trait StoreSource: Send + Sync {
     fn scan_cache(&self, _path: &StorePath) -> Option<(local_cache::LocalCache, String)> {
         None
     }
+    /// For sources that download: how many NARs and how many bytes (as
+    /// sent, compressed) have been fetched so far, for progress display.
+    fn fetched(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// Non-fatal problems met while opening or reading (printed by the CLI).
     fn warnings(&self) -> Vec<String> {
         Vec::new()
