@@ -17,6 +17,9 @@ here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 repo="$(dirname "$here")"
 data="${NIX_HEFT_BENCH_DATA:-$here/.data}"
 nixc=(nix --extra-experimental-features nix-command)
+for tool in curl:curl bc:bc; do
+  command -v "${tool%%:*}" >/dev/null || apt-get install -y "${tool#*:}" >/dev/null
+done
 (cd "$repo" && cargo build --release --quiet)
 heft="$repo/target/release/nix-heft"
 root="${1:-}"
