@@ -22,8 +22,9 @@ struct Faults {
     fail_first: u32,
     /// Request paths answered with 404.
     not_found: Vec<String>,
-    /// NAR bodies are cut off halfway (the headers promise all of it).
-    cut_nars: bool,
+    /// NAR bodies are cut off halfway (the headers promise all of it) the
+    /// first this many times each is sent.
+    cut_nars: u32,
     /// Requests are read and never answered.
     stall: bool,
     /// The `Authorization` header every request must carry.
@@ -166,7 +167,7 @@ fn serve(
         if out.write_all(head.as_bytes()).is_err() {
             return;
         }
-        if status == 200 && faults.cut_nars && path.starts_with("/nar/") {
+        if status == 200 && n - faults.fail_first <= faults.cut_nars && path.starts_with("/nar/") {
             let _ = out.write_all(&body[..body.len() / 2]);
             let _ = out.flush();
             return; // closes the connection mid-body
@@ -480,7 +481,7 @@ fn a_nar_cut_off_midway_is_a_partial_result_naming_the_path() {
     let server = Server::start(
         &caches().xz_plain,
         Faults {
-            cut_nars: true,
+            cut_nars: u32::MAX,
             ..Faults::default()
         },
     );
@@ -499,6 +500,35 @@ fn a_nar_cut_off_midway_is_a_partial_result_naming_the_path() {
     );
     assert_eq!(o.code, 3, "{}{}", o.stdout, o.stderr);
     assert!(o.stderr.contains("/nix/store/"), "{}", o.stderr);
+    assert!(o.stderr.contains("after 3 attempts"), "{}", o.stderr);
+}
+
+#[test]
+fn a_nar_cut_off_once_is_read_again_and_results_stay_exact() {
+    let f = fixture();
+    let server = Server::start(
+        &caches().xz_plain,
+        Faults {
+            cut_nars: 1,
+            ..Faults::default()
+        },
+    );
+    let args = ["--json", "advise", "--min-saving", "0", &f.rocm];
+    let o = run_in(&fresh("cut-once"), &server.url(), &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    same(
+        &o.stdout,
+        &run_in(&fresh("cut-once-local"), "local", &args).stdout,
+        "after a cut NAR",
+    );
+    let nars = server.nars();
+    assert!(!nars.is_empty());
+    // Each NAR was sent twice: cut, then whole.
+    let mut counts: HashMap<&String, usize> = HashMap::new();
+    for n in &nars {
+        *counts.entry(n).or_default() += 1;
+    }
+    assert!(counts.values().all(|&c| c == 2), "{counts:?}");
 }
 
 #[test]

@@ -268,18 +268,54 @@ fn read_contents(
             return (pr, Vec::new());
         }
     }
-    match src.nar(path) {
-        Ok(Some(nar)) => nar_stream::read(nar, path.as_str(), wanted, scan, progress),
-        Ok(None) => (PathRead::default(), Vec::new()),
-        Err(e) => (
-            PathRead {
-                available: true,
-                scanned: scan,
-                ..PathRead::default()
-            },
-            vec![Problem::new(path.as_str(), problem_kind(&e), e.to_string())],
-        ),
+    // A NAR downloaded over a network may break off mid-body (a reset, a
+    // time-out) or arrive damaged: it is read again from the start, a
+    // bounded number of times. Local files are read once.
+    let attempts = if src.fetched().is_some() {
+        NAR_ATTEMPTS
+    } else {
+        1
+    };
+    let mut attempt = 1;
+    loop {
+        // A request that failed for good was already retried by the source.
+        let nar = match src.nar(path) {
+            Ok(Some(nar)) => nar,
+            Ok(None) => return (PathRead::default(), Vec::new()),
+            Err(e) => return unopened(path, scan, &e),
+        };
+        let (pr, mut problems) = nar_stream::read(nar, path.as_str(), wanted, scan, progress);
+        let transient = problems.iter().any(|p| {
+            matches!(
+                p.kind,
+                ProblemKind::TruncatedNar | ProblemKind::CorruptNar | ProblemKind::Unreadable
+            )
+        });
+        if !transient || attempt >= attempts {
+            if transient && attempts > 1 {
+                for p in &mut problems {
+                    p.message.push_str(&format!(" (after {attempts} attempts)"));
+                }
+            }
+            return (pr, problems);
+        }
+        attempt += 1;
     }
+}
+
+/// Downloads over a network get this many tries at a whole NAR.
+const NAR_ATTEMPTS: u32 = 3;
+
+/// The read of a path whose contents could not be opened.
+fn unopened(path: &crate::StorePath, scan: bool, e: &crate::Error) -> (PathRead, Vec<Problem>) {
+    (
+        PathRead {
+            available: true,
+            scanned: scan,
+            ..PathRead::default()
+        },
+        vec![Problem::new(path.as_str(), problem_kind(e), e.to_string())],
+    )
 }
 
 /// The scan of a path whose listing shows no file contents (only
