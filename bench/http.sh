@@ -5,10 +5,11 @@
 # user needs before any other tool can answer), and a warm rerun.
 #
 # usage: bench/http.sh [ROOT]
-#   ROOT defaults to bench/scan.nix's 4 GiB store path (built if missing).
-#   The cache is exported once with `nix copy --to file://…?compression=xz&
-#   write-nar-listing=1` into $NIX_HEFT_BENCH_DATA (default bench/.data)/
-#   http-<hash of ROOT>; xz on 2 cores takes a while for 4 GiB.
+#   ROOT defaults to bench/http.nix's 300 MiB closure (built if missing);
+#   bench/scan.nix's 4 GiB path also works, but exporting it with xz takes
+#   most of an hour on 2 shared cores. The cache is exported once with
+#   `nix copy --to file://…?compression=xz&write-nar-listing=1` into
+#   $NIX_HEFT_BENCH_DATA (default bench/.data)/http-<hash of ROOT>.
 # Prints: bytes downloaded by nix-heft (sum of the files the server sent,
 # from its log) vs the closure's total compressed NAR size (the narinfos'
 # FileSize), and wall times of the three runs.
@@ -24,8 +25,8 @@ done
 heft="$repo/target/release/nix-heft"
 root="${1:-}"
 if [ -z "$root" ]; then
-  root="$(nix-build "$here/scan.nix" --option sandbox false --option substituters '' \
-    --out-link "${TMPDIR:-/tmp}/nix-heft-bench-scan")"
+  root="$(nix-build "$here/http.nix" --option sandbox false --option substituters '' \
+    --option build-users-group "" --out-link "${TMPDIR:-/tmp}/nix-heft-bench-http")"
 fi
 h="$(basename "$root" | cut -c1-32)"
 cache="$data/http-$h"

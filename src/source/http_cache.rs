@@ -119,6 +119,7 @@ impl HttpCache {
             .filter(|s| *s > 0.0 && s.is_finite())
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
         let agent: ureq::Agent = ureq::Agent::config_builder()
+            .tls_config(tls_config(&base)?)
             .http_status_as_error(false)
             .timeout_connect(Some(timeout))
             .timeout_resolve(Some(timeout))
@@ -468,6 +469,40 @@ fn read_small(resp: ureq::http::Response<ureq::Body>, url: &str) -> Result<Vec<u
         });
     }
     Ok(out)
+}
+
+/// TLS roots: the bundled Mozilla roots, or, as Nix does, the PEM bundle
+/// named by `NIX_SSL_CERT_FILE` (else `SSL_CERT_FILE`) when one is set, for
+/// caches behind a company's own certificate authority.
+fn tls_config(base: &str) -> Result<ureq::tls::TlsConfig> {
+    let file = ["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]
+        .iter()
+        .find_map(|v| std::env::var_os(v).filter(|x| !x.is_empty()));
+    let Some(file) = file else {
+        return Ok(ureq::tls::TlsConfig::default());
+    };
+    let bad = |reason: String| Error::Http {
+        url: base.to_string(),
+        reason: format!(
+            "certificate file {}: {reason}",
+            PathBuf::from(&file).display()
+        ),
+    };
+    let pem = std::fs::read(&file).map_err(|e| bad(e.to_string()))?;
+    let certs: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad("holds no certificate".into()));
+    }
+    Ok(ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::new_with_certs(&certs))
+        .build())
 }
 
 /// Whether a transport error is worth another attempt.
