@@ -291,20 +291,10 @@ impl HttpCache {
     /// no `..` and no other host, as a narinfo is data from whoever wrote
     /// the cache.
     fn nar_url(&self, path: &StorePath, url: &str) -> Result<String> {
-        let refuse = |why: &str| Error::Http {
+        confine(&self.base, url).map_err(|why| Error::Http {
             url: format!("{}/{}.narinfo", self.base, path.hash_part()),
             reason: format!("its URL '{url}' {why}; refusing to fetch it"),
-        };
-        if url.contains("://") {
-            return match url.strip_prefix(&format!("{}/", self.base)) {
-                Some(rest) if !rest.split('/').any(|c| c == "..") => Ok(url.to_string()),
-                _ => Err(refuse("points outside the cache")),
-            };
-        }
-        if url.is_empty() || url.starts_with('/') || url.split('/').any(|c| c == "..") {
-            return Err(refuse("is not a path inside the cache"));
-        }
-        Ok(format!("{}/{url}", self.base))
+        })
     }
 }
 
@@ -527,6 +517,21 @@ fn describe_error(e: &ureq::Error) -> String {
     }
 }
 
+/// The absolute URL of a narinfo's `URL` field, which must stay inside
+/// the cache at `base`: relative without `..`, or absolute below `base`.
+fn confine(base: &str, url: &str) -> std::result::Result<String, &'static str> {
+    if url.contains("://") {
+        return match url.strip_prefix(&format!("{base}/")) {
+            Some(rest) if !rest.split('/').any(|c| c == "..") => Ok(url.to_string()),
+            _ => Err("points outside the cache"),
+        };
+    }
+    if url.is_empty() || url.starts_with('/') || url.split('/').any(|c| c == "..") {
+        return Err("is not a path inside the cache");
+    }
+    Ok(format!("{base}/{url}"))
+}
+
 /// The host of `url` (no user info, no port), for netrc.
 fn host_of(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -540,7 +545,27 @@ fn host_of(url: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::host_of;
+    use super::{confine, host_of};
+
+    #[test]
+    fn nar_urls_stay_in_the_cache() {
+        let b = "http://h/c";
+        assert_eq!(
+            confine(b, "nar/x.nar.xz").unwrap(),
+            "http://h/c/nar/x.nar.xz"
+        );
+        assert_eq!(confine(b, "http://h/c/nar/x").unwrap(), "http://h/c/nar/x");
+        for bad in [
+            "../x",
+            "/etc/passwd",
+            "nar/../../x",
+            "",
+            "http://evil/x",
+            "http://h/c/../d",
+        ] {
+            assert!(confine(b, bad).is_err(), "{bad}");
+        }
+    }
 
     #[test]
     fn hosts() {
