@@ -37,7 +37,19 @@ if [ ! -f "$cache/nix-cache-info" ]; then
 fi
 work="$(mktemp -d)"
 port=$((20000 + RANDOM % 20000))
-(cd "$cache" && exec python3 -m http.server "$port" --bind 127.0.0.1 2> "$work/server.log") &
+# Python's stock `http.server` has a listen backlog of 5: 16 parallel
+# connects overflow it and wait for a SYN retransmission (1 s). This one
+# has a deep backlog and keep-alive (HTTP/1.1), as real caches do.
+cat > "$work/server.py" <<'PY'
+import functools, http.server, sys
+class Server(http.server.ThreadingHTTPServer):
+    request_queue_size = 256
+    daemon_threads = True
+class Handler(http.server.SimpleHTTPRequestHandler):
+    protocol_version = "HTTP/1.1"
+Server(("127.0.0.1", int(sys.argv[1])), functools.partial(Handler, directory=sys.argv[2])).serve_forever()
+PY
+python3 "$work/server.py" "$port" "$cache" 2> "$work/server.log" &
 server=$!
 trap 'kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
 for _ in $(seq 50); do
