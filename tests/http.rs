@@ -22,6 +22,8 @@ struct Faults {
     fail_first: u32,
     /// Request paths answered with 404.
     not_found: Vec<String>,
+    /// Request paths answered with 403 (S3's answer for a missing key).
+    forbidden: Vec<String>,
     /// NAR bodies are cut off halfway (the headers promise all of it) the
     /// first this many times each is sent.
     cut_nars: u32,
@@ -139,6 +141,8 @@ fn serve(
             (500, b"try again".to_vec(), None)
         } else if faults.auth.is_some() && auth != faults.auth {
             (401, b"who are you".to_vec(), None)
+        } else if faults.forbidden.contains(&path) {
+            (403, b"access denied".to_vec(), None)
         } else if faults.not_found.contains(&path) || path.contains("..") || !file.is_file() {
             (404, b"no such file".to_vec(), None)
         } else {
@@ -473,6 +477,17 @@ fn missing_narinfo_is_a_clear_error() {
     assert!(o.stderr.contains("not found"), "{}", o.stderr);
     let o = run_in(&fresh("404root"), &server.url(), &["size", &glibc]);
     assert_error(&o, &glibc);
+    // 403 means the same as 404.
+    let server = Server::start(
+        &caches().xz_ls,
+        Faults {
+            forbidden: vec![format!("/{hash}.narinfo")],
+            ..Faults::default()
+        },
+    );
+    let o = run_in(&fresh("403"), &server.url(), &["size", &f.rocm]);
+    assert_error(&o, &glibc);
+    assert!(o.stderr.contains("not found"), "{}", o.stderr);
 }
 
 #[test]
