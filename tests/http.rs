@@ -762,3 +762,50 @@ fn advise_reads_only_referrers_whose_bound_reaches_min_saving() {
         text.stdout
     );
 }
+
+#[test]
+fn a_symlink_farm_is_explained_from_its_listing_alone() {
+    let dir = fresh("farm");
+    let expr = dir.join("farm.nix");
+    std::fs::write(
+        &expr,
+        r#"let
+  mk = name: script: derivation {
+    inherit name; system = builtins.currentSystem; builder = "/bin/sh";
+    args = [ "-c" script ]; PATH = "/usr/bin:/bin";
+  };
+  data = mk "farm-data-1.0" "mkdir -p $out/lib/gfx90a; echo kernel > $out/lib/gfx90a/k.co";
+in {
+  farm = mk "farm-links-1.0" ''
+    mkdir -p $out/lib/targets
+    ln -s ${data}/lib/gfx90a $out/lib/targets/gfx90a
+    ln -s ${data}/lib/gfx90a/k.co $out/lib/k.co
+    touch $out/lib/.keep
+  '';
+}
+"#,
+    )
+    .unwrap();
+    let farm = nix_build(&expr, &["farm"]).pop().unwrap();
+    let cache = dir.join("cache");
+    run(nix()
+        .args(["copy", "--to"])
+        .arg(format!(
+            "file://{}?compression=xz&write-nar-listing=1",
+            cache.display()
+        ))
+        .arg(&farm));
+    let server = Server::start(&cache, Faults::default());
+    let args = ["--json", "refs", "--evidence", &farm];
+    let http = run_in(&fresh("farm-http"), &server.url(), &args);
+    assert_eq!(http.code, 0, "{}", http.stderr);
+    same(
+        &http.stdout,
+        &run_in(&fresh("farm-local"), "local", &args).stdout,
+        "farm refs",
+    );
+    assert!(http.stdout.contains("symlink"), "{}", http.stdout);
+    // Its holds are symlink targets: the listing gives them all.
+    assert_eq!(server.nars(), Vec::<String>::new());
+    assert!(server.count(".ls") > 0);
+}
