@@ -258,7 +258,12 @@ impl HttpCache {
     /// The narinfo of `path`: from this run, the local cache, or the
     /// cache itself.
     fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
-        if let Some(n) = self.narinfos.lock().expect("no panics").get(path) {
+        if let Some(n) = self
+            .narinfos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+        {
             return Ok(Some(n.clone()));
         }
         let url = format!("{}/{}.narinfo", self.base, path.hash_part());
@@ -281,7 +286,7 @@ impl HttpCache {
         if let Some(n) = &info {
             self.narinfos
                 .lock()
-                .expect("no panics")
+                .unwrap_or_else(|e| e.into_inner())
                 .insert(path.clone(), n.clone());
         }
         Ok(info)

@@ -134,7 +134,7 @@ fn bound(root: &Path, max: u64) {
             break;
         }
         if std::fs::remove_file(&p).is_ok() {
-            total -= len;
+            total = total.saturating_sub(len);
         }
     }
 }
