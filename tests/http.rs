@@ -636,6 +636,15 @@ fn netrc_credentials_are_sent_and_never_printed() {
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
 
+    // Credentials in the URL are used, and shown nowhere.
+    let with_info = server.url().replace("://", &format!("://alice:{secret}@"));
+    let o = run_in(&fresh("userinfo"), &with_info, &["size", &f.rocm]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let bad_info = server.url().replace("://", "://alice:wrong-two@");
+    let o = run_in(&fresh("userinfo-bad"), &bad_info, &["size", &f.rocm]);
+    assert_error(&o, "401");
+    assert!(!o.stderr.contains("wrong-two"), "{}", o.stderr);
+
     // Wrong credentials: refused, and the password is not shown.
     std::fs::write(&netrc, "default login alice password wrong-one\n").unwrap();
     let o = run_in(

@@ -112,6 +112,9 @@ impl HttpCache {
             .map_or(spec, |(a, _)| a)
             .trim_end_matches('/')
             .to_string();
+        // `https://user:password@host/…`: the credentials are used, and
+        // removed from the URL that messages and the local cache show.
+        let (base, url_auth) = split_userinfo(&base);
         let host = host_of(&base).to_string();
         let timeout = std::env::var("NIX_HEFT_HTTP_TIMEOUT")
             .ok()
@@ -132,16 +135,12 @@ impl HttpCache {
             .user_agent(concat!("nix-heft/", env!("CARGO_PKG_VERSION")))
             .build()
             .into();
-        let auth = super::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
+        let netrc_auth = super::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
             let text = std::fs::read_to_string(p).ok()?;
             let c = super::netrc::lookup(&text, &host)?;
-            use base64::Engine;
-            Some(format!(
-                "Basic {}",
-                base64::engine::general_purpose::STANDARD
-                    .encode(format!("{}:{}", c.login, c.password))
-            ))
+            Some(basic(&c))
         });
+        let auth = url_auth.map(|c| basic(&c)).or(netrc_auth);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(PARALLEL_REQUESTS)
             .thread_name(|i| format!("nix-heft-http-{i}"))
@@ -537,6 +536,34 @@ fn confine(base: &str, url: &str) -> std::result::Result<String, &'static str> {
     Ok(format!("{base}/{url}"))
 }
 
+/// An `Authorization` header value for HTTP basic authentication.
+fn basic(c: &super::netrc::Credentials) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", c.login, c.password))
+    )
+}
+
+/// `url` without user info, and the credentials it held.
+fn split_userinfo(url: &str) -> (String, Option<super::netrc::Credentials>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None);
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let Some((info, host)) = authority.rsplit_once('@') else {
+        return (url.to_string(), None);
+    };
+    let (login, password) = info.split_once(':').unwrap_or((info, ""));
+    (
+        format!("{scheme}://{host}{path}"),
+        Some(super::netrc::Credentials {
+            login: login.to_string(),
+            password: password.to_string(),
+        }),
+    )
+}
+
 /// The host of `url` (no user info, no port), for netrc.
 fn host_of(url: &str) -> &str {
     let rest = url.split_once("://").map_or(url, |(_, r)| r);
@@ -551,6 +578,15 @@ fn host_of(url: &str) -> &str {
 #[cfg(test)]
 mod tests {
     use super::{confine, host_of};
+
+    #[test]
+    fn user_info_is_taken_out_of_the_url() {
+        let (u, c) = super::split_userinfo("https://al:pw@h:8/c");
+        assert_eq!(u, "https://h:8/c");
+        let c = c.unwrap();
+        assert_eq!((c.login.as_str(), c.password.as_str()), ("al", "pw"));
+        assert!(super::split_userinfo("https://h/c@x").1.is_none());
+    }
 
     #[test]
     fn nar_urls_stay_in_the_cache() {
