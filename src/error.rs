@@ -143,6 +143,15 @@ pub enum Error {
         /// The cache directory.
         cache: PathBuf,
     },
+    /// An HTTP request that failed for good (after retries), or an answer
+    /// that cannot be used. The URL never carries credentials.
+    #[error("{url}: {reason}")]
+    Http {
+        /// The URL requested.
+        url: String,
+        /// What went wrong.
+        reason: String,
+    },
     /// An I/O error on a named file.
     #[error("{}: {source}", path.display())]
     Io {

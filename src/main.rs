@@ -31,9 +31,18 @@ use nix_heft::source::{self, StoreSource};
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
     /// `local?root=DIR`, a binary cache (`file:///path` or a directory with
-    /// nix-cache-info), or a file of `nix path-info --json` output.
+    /// nix-cache-info, or `http://…` / `https://…`), or a file of
+    /// `nix path-info --json` output.
     #[arg(long, global = true, value_name = "STORE")]
     store: Option<String>,
+    /// netrc file with credentials for HTTP caches (default: nix.conf's
+    /// `netrc-file`, then ~/.netrc).
+    #[arg(long, global = true, value_name = "FILE")]
+    netrc_file: Option<std::path::PathBuf>,
+    /// Fetch narinfos and listings from HTTP caches again instead of using
+    /// the local cache ($XDG_CACHE_HOME/nix-heft).
+    #[arg(long, global = true)]
+    refresh: bool,
     /// Print machine-readable JSON instead of tables (no progress bar).
     #[arg(long, global = true)]
     json: bool,
@@ -195,6 +204,11 @@ struct AdviseArgs {
     /// the --trace workload used, else the costliest single target.
     #[arg(long, value_name = "TARGET,...", value_delimiter = ',')]
     targets: Option<Vec<String>>,
+    /// Read only referrers where some action could save at least this much
+    /// (bytes, IEC units like 10MiB, or a percentage of the closure); the
+    /// bound comes from the graph alone. `0` reads everything.
+    #[arg(long, value_name = "SIZE", default_value = "1%")]
+    min_saving: nix_heft::units::Threshold,
 }
 
 /// `--trace FILE`, shared by the commands that judge holds.
@@ -412,6 +426,18 @@ fn main() -> ExitCode {
     }
 }
 
+/// Opens a store as `--store` names it, with the HTTP options of the
+/// command line (netrc, refresh).
+fn open_store(cli: &Cli, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSource>> {
+    source::open_with(
+        spec,
+        &source::OpenOptions {
+            netrc_file: cli.netrc_file.clone(),
+            refresh: cli.refresh,
+        },
+    )
+}
+
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Command::Check(args) = &cli.command {
         // `check` may take its store from its config file.
@@ -420,7 +446,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Command::Trace(args) = &cli.command {
         return trace(cli, args);
     }
-    let src = source::open(cli.store.as_deref())?;
+    let src = open_store(cli, cli.store.as_deref())?;
     let src = src.as_ref();
     match &cli.command {
         Command::Size(args) => size(cli, src, args),
@@ -483,12 +509,24 @@ fn read_and_classify(cli: &Cli, src: &dyn StoreSource, g: &Graph, wants: &Edges)
         pb.set_length(total);
         pb.set_style(
             ProgressStyle::with_template(
-                "reading {bar:30} {bytes}/{total_bytes} to scan {bytes_per_sec} ({eta})",
+                "reading {bar:30} {bytes}/{total_bytes} to scan {bytes_per_sec} ({eta}) {msg}",
             )
             .expect("static template"),
         );
     }
-    let reads = nix_heft::read::read(src, g, wants, &|n| pb.inc(n));
+    let scanned = wants.values().filter(|t| !t.is_empty()).count();
+    let reads = nix_heft::read::read(src, g, wants, &|n| {
+        pb.inc(n);
+        // Over a network: NARs and (compressed) bytes fetched so far.
+        if !pb.is_hidden()
+            && let Some((nars, bytes)) = src.fetched()
+        {
+            pb.set_message(format!(
+                "{nars}/{scanned} NARs, {} fetched",
+                nix_heft::units::iec(bytes)
+            ));
+        }
+    });
     pb.finish_and_clear();
     print_warnings(src);
     let mut c = classify(g, reads);
@@ -771,7 +809,23 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
     let traces = args.trace.load()?;
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let wants = edges::all_edges(&g);
+    let closure_size = g.size_of(&g.closure_of(g.roots()));
+    // Graph-first pruning: only referrers where some action could reach
+    // --min-saving are read.
+    let min_saving = args.min_saving.bytes_of(closure_size);
+    let bounds = nix_heft::graph::bounds::max_savings(&g);
+    let mut wants = edges::all_edges(&g);
+    let skipped = nix_heft::graph::bounds::below(&bounds, wants.keys().copied(), min_saving);
+    for (v, _) in &skipped {
+        wants.remove(v);
+    }
+    // A split simulated on a referrer read re-points its consumers at the
+    // outputs their holds point into, so their holds into it are needed too.
+    let consumers: Vec<(NodeId, NodeId)> = wants
+        .keys()
+        .flat_map(|&v| g.referrers(v).iter().map(move |&c| (c, v)))
+        .collect();
+    edges::want(&mut wants, consumers);
     let mut c = read_and_classify(cli, src, &g, &wants);
     if !c.paths.is_empty() && c.paths.values().all(|p| !p.available) {
         anyhow::bail!(
@@ -781,8 +835,15 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
         );
     }
     apply_traces(&g, &mut c, traces.as_ref());
-    let (actions, sim_problems) =
+    let (mut actions, sim_problems) =
         nix_heft::plan::advise::advise(&g, &c, traces.as_ref(), args.targets.as_deref());
+    // A consumer read only for its holds into an examined referrer stays
+    // unexamined: no advice on it (none could reach --min-saving anyway).
+    let skipped_paths: std::collections::HashSet<String> = skipped
+        .iter()
+        .map(|&(v, _)| g.path(v).to_string())
+        .collect();
+    actions.retain(|a| !skipped_paths.contains(&a.package));
     let partitions: Vec<&nix_heft::plan::advise::Action> = actions
         .iter()
         .filter(|a| a.kind == nix_heft::plan::advise::ActionKind::PartitionTargets)
@@ -835,9 +896,17 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
     problems.extend(plan_problems);
     let report = AdviceReport {
         roots: roots.iter().map(|r| r.to_string()).collect(),
-        closure_size: g.size_of(&g.closure_of(g.roots())),
+        closure_size,
         actions,
         plan: Some(plan),
+        min_saving,
+        not_examined: skipped
+            .into_iter()
+            .map(|(v, max_saving)| nix_heft::report::advise::NotExamined {
+                referrer: g.path(v).to_string(),
+                max_saving,
+            })
+            .collect(),
         problems,
     };
     let opts = TextOptions {
@@ -850,7 +919,7 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
 fn diff(cli: &Cli, src: &dyn StoreSource, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let open = |spec: &Option<String>| -> anyhow::Result<Option<Box<dyn StoreSource>>> {
         Ok(match spec {
-            Some(s) => Some(source::open(Some(s))?),
+            Some(s) => Some(open_store(cli, Some(s))?),
             None => None,
         })
     };
@@ -966,7 +1035,7 @@ fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         Some(f) => Some(Baseline::from_size_json(f)?),
         None => None,
     };
-    let src = source::open(cli.store.as_deref().or(config.store.as_deref()))?;
+    let src = open_store(cli, cli.store.as_deref().or(config.store.as_deref()))?;
     let src = src.as_ref();
     let baseline = match &against {
         Some(a) => {

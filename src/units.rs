@@ -81,9 +81,67 @@ pub fn parse_size(s: &str) -> crate::Result<u64> {
     u64::try_from(bytes).map_err(|_| too_big())
 }
 
+/// A size threshold as a user writes it: a size [`parse_size`] reads
+/// (`1048576`, `10MiB`, `5 GB`, `0`), or a percentage of some total (`1%`,
+/// `0.5%`).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Threshold {
+    /// An absolute number of bytes.
+    Bytes(u64),
+    /// A percentage of the total it is applied to.
+    Percent(f64),
+}
+
+impl Threshold {
+    /// The threshold in bytes, against `total` for a percentage (rounded
+    /// up, so `1%` of anything non-empty is at least one byte).
+    pub fn bytes_of(self, total: u64) -> u64 {
+        match self {
+            Threshold::Bytes(b) => b,
+            Threshold::Percent(p) => {
+                ((total as f64) * p / 100.0).ceil().min(u64::MAX as f64) as u64
+            }
+        }
+    }
+}
+
+impl std::str::FromStr for Threshold {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, String> {
+        let t = s.trim();
+        if let Some(p) = t.strip_suffix('%') {
+            let v: f64 = p
+                .trim()
+                .parse()
+                .map_err(|_| format!("'{s}' is not a percentage"))?;
+            if !(0.0..=100.0).contains(&v) {
+                return Err(format!("'{s}' is not between 0% and 100%"));
+            }
+            return Ok(Threshold::Percent(v));
+        }
+        parse_size(t)
+            .map(Threshold::Bytes)
+            .map_err(|e| e.to_string())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::iec;
+
+    #[test]
+    fn thresholds() {
+        use super::Threshold;
+        assert_eq!("0".parse::<Threshold>(), Ok(Threshold::Bytes(0)));
+        assert_eq!("10MiB".parse::<Threshold>(), Ok(Threshold::Bytes(10 << 20)));
+        assert_eq!("1.5 KiB".parse::<Threshold>(), Ok(Threshold::Bytes(1536)));
+        assert_eq!("1%".parse::<Threshold>().unwrap().bytes_of(1000), 10);
+        assert_eq!("1%".parse::<Threshold>().unwrap().bytes_of(1), 1);
+        assert!("x".parse::<Threshold>().is_err());
+        assert!("5 parsecs".parse::<Threshold>().is_err());
+        assert!("200%".parse::<Threshold>().is_err());
+    }
 
     #[test]
     fn parses_sizes() {

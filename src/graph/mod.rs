@@ -5,6 +5,7 @@
 //! path that mentions its own hash), but they change no closure and would
 //! only make every traversal check for them.
 
+pub mod bounds;
 pub mod chains;
 mod closure_size;
 mod dominators;
@@ -54,7 +55,7 @@ impl Graph {
             "{} put the roots first",
             src.describe()
         );
-        Graph::try_from_raw(raw, roots.len())
+        Graph::try_from_raw(raw.canonical(roots.len()), roots.len())
     }
 
     /// Builds the graph from a closure whose first `root_count` paths are the

@@ -60,7 +60,7 @@ use crate::relpath::{is_under as is_at_or_under, parent as parent_of};
 
 /// One entry of a store path's file tree, in NAR order (sorted by raw name
 /// bytes, parents before children).
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct TreeEntry {
     /// Path relative to the store path, as raw bytes: empty for the root,
     /// `a/b` below it (no leading, trailing or doubled `/`).
@@ -77,7 +77,7 @@ impl TreeEntry {
 }
 
 /// A file system object as a NAR records it.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum TreeNode {
     /// A directory; its contents are further entries.
     Directory,
@@ -97,7 +97,7 @@ pub enum TreeNode {
 
 /// The file tree of a store path (or of a simulated output): every file,
 /// directory and symlink, in NAR order.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FileTree {
     /// The entries, root first, in NAR order. the read stage and
     /// [`FileTree::from_entries`] leave them so, and [`FileTree::under`]

@@ -25,6 +25,7 @@ mod content;
 mod disk;
 mod nar_stream;
 pub mod refscan;
+mod scan_cache;
 pub mod walk;
 
 use std::collections::{BTreeMap, HashMap};
@@ -47,7 +48,7 @@ pub type Wants = Edges;
 pub(crate) type Wanted = HashMap<[u8; HASH_LEN], NodeId>;
 
 /// Where a hash occurrence sits.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum Site {
     /// In the name of a file or directory.
     FileName,
@@ -97,7 +98,7 @@ pub struct Hold {
 /// Strings of a file, stored NUL-separated in one buffer: a read keeps
 /// many short strings for a while, and one allocation each would cost
 /// several times their bytes.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PathStrings(Vec<u8>);
 
 impl PathStrings {
@@ -131,7 +132,7 @@ impl PathStrings {
 }
 
 /// What one ELF file of a path says about loading.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct ElfFacts {
     /// The file (relative raw path).
     pub file: Vec<u8>,
@@ -325,25 +326,140 @@ fn read_path(
     if let Some(root) = src.real_path(path) {
         return disk::read(&root, path.as_str(), wanted, scan, progress);
     }
-    match src.nar(path) {
-        Ok(Some(nar)) => nar_stream::read(nar, path.as_str(), wanted, scan, progress),
-        Ok(None) => (
-            PathRead {
-                available: false,
-                scanned: scan,
-                ..PathRead::default()
-            },
-            Vec::new(),
-        ),
-        Err(e) => (
-            PathRead {
-                available: true,
-                scanned: scan,
-                ..PathRead::default()
-            },
-            vec![Problem::new(path.as_str(), problem_kind(&e), e.to_string())],
-        ),
+    // A scan kept from an earlier run against the same NAR (sources that
+    // fetch NARs over a network keep them) needs no download at all.
+    // (A tree-only read is kept too: without a listing it costs a NAR.)
+    let kept = src.scan_cache(path);
+    if let Some((cache, nar_hash)) = &kept
+        && let Some(pr) = scan_cache::load(cache, path, nar_hash, wanted, scan)
+    {
+        return (pr, Vec::new());
     }
+    let (pr, problems) = read_contents(src, path, wanted, scan, progress);
+    if let Some((cache, nar_hash)) = &kept
+        && problems.is_empty()
+        && pr.tree.is_some()
+    {
+        scan_cache::save(cache, path, nar_hash, wanted, &pr);
+    }
+    (pr, problems)
+}
+
+/// A path's contents from its listing or its NAR.
+fn read_contents(
+    src: &dyn StoreSource,
+    path: &crate::StorePath,
+    wanted: &Wanted,
+    scan: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (PathRead, Vec<Problem>) {
+    // A NAR listing gives the tree without the NAR: all a tree-only read
+    // needs, and all a scan needs when the path holds no file contents (a
+    // symlink farm: its holds are in names and symlink targets). A listing
+    // that cannot be fetched is no loss: the NAR has it all.
+    if let Ok(Some(tree)) = src.listing(path) {
+        if !scan {
+            return (
+                PathRead {
+                    available: true,
+                    scanned: false,
+                    tree: Some(tree),
+                    ..PathRead::default()
+                },
+                Vec::new(),
+            );
+        }
+        if let Some(pr) = holds_from_listing(tree, wanted) {
+            return (pr, Vec::new());
+        }
+    }
+    // A NAR downloaded over a network may break off mid-body (a reset, a
+    // time-out) or arrive damaged: it is read again from the start, a
+    // bounded number of times. Local files are read once.
+    let attempts = if src.fetched().is_some() {
+        NAR_ATTEMPTS
+    } else {
+        1
+    };
+    let mut attempt = 1;
+    loop {
+        // A request that failed for good was already retried by the source.
+        let nar = match src.nar(path) {
+            Ok(Some(nar)) => nar,
+            Ok(None) => {
+                // No file contents in this source: scanned, but blind.
+                let pr = PathRead {
+                    available: false,
+                    scanned: scan,
+                    ..PathRead::default()
+                };
+                return (pr, Vec::new());
+            }
+            Err(e) => return unopened(path, scan, &e),
+        };
+        let (pr, mut problems) = nar_stream::read(nar, path.as_str(), wanted, scan, progress);
+        let transient = problems.iter().any(|p| {
+            matches!(
+                p.kind,
+                ProblemKind::TruncatedNar | ProblemKind::CorruptNar | ProblemKind::Unreadable
+            )
+        });
+        if !transient || attempt >= attempts {
+            if transient && attempts > 1 {
+                for p in &mut problems {
+                    p.message.push_str(&format!(" (after {attempts} attempts)"));
+                }
+            }
+            return (pr, problems);
+        }
+        attempt += 1;
+    }
+}
+
+/// Downloads over a network get this many tries at a whole NAR.
+const NAR_ATTEMPTS: u32 = 3;
+
+/// The read of a path whose contents could not be opened.
+fn unopened(path: &crate::StorePath, scan: bool, e: &crate::Error) -> (PathRead, Vec<Problem>) {
+    (
+        PathRead {
+            available: true,
+            scanned: scan,
+            ..PathRead::default()
+        },
+        vec![Problem::new(path.as_str(), problem_kind(e), e.to_string())],
+    )
+}
+
+/// The scan of a path whose listing shows no file contents (only
+/// directories, symlinks and empty files): every hold is in a name or a
+/// symlink target, found as the NAR stream would find them, in NAR order.
+/// `None` when some file has contents to scan.
+fn holds_from_listing(tree: FileTree, wanted: &Wanted) -> Option<PathRead> {
+    use crate::nar::tree::TreeNode;
+    if tree
+        .entries
+        .iter()
+        .any(|e| matches!(e.node, TreeNode::Regular { size, .. } if size > 0))
+    {
+        return None;
+    }
+    let mut holds = Vec::new();
+    for e in &tree.entries {
+        if !e.path.is_empty() {
+            content::name_holds(&e.path, wanted, &mut holds);
+        }
+        if let TreeNode::Symlink { target } = &e.node {
+            content::symlink_holds(&e.path, target, wanted, &mut holds);
+        }
+    }
+    Some(PathRead {
+        available: true,
+        scanned: true,
+        tree: Some(tree),
+        holds,
+        elf_files: Vec::new(),
+    })
 }
 
 /// The kind of problem an error opening a path's contents is.

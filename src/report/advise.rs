@@ -20,8 +20,24 @@ pub struct AdviceReport {
     /// Every non-breaking action applied together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub plan: Option<crate::plan::joint::Plan>,
+    /// The `--min-saving` threshold in bytes: referrers whose bound is
+    /// below it were not read.
+    pub min_saving: u64,
+    /// Referrers not read because no action on them could save
+    /// `min_saving` ([`crate::graph::bounds`]), largest bound first.
+    pub not_examined: Vec<NotExamined>,
     /// Files or paths that could not be read.
     pub problems: Vec<Problem>,
+}
+
+/// A referrer `advise` did not read, with the most any action on it could
+/// save.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotExamined {
+    /// The store path.
+    pub referrer: String,
+    /// Upper bound on any saving from changing it, in bytes.
+    pub max_saving: u64,
 }
 
 impl Report for AdviceReport {
@@ -160,7 +176,12 @@ impl Report for AdviceReport {
                 "  ",
             ));
             if let Some(t) = &plan.targets {
-                out.push_str(&wrap_hanging(&format!("targets: {t}"), opts.width, "  ", "    "));
+                out.push_str(&wrap_hanging(
+                    &format!("targets: {t}"),
+                    opts.width,
+                    "  ",
+                    "    ",
+                ));
             }
             for (i, step) in plan.actions.iter().enumerate() {
                 out.push_str(&wrap_hanging(
@@ -190,6 +211,14 @@ impl Report for AdviceReport {
                 );
                 out.push_str(&wrap_hanging(&line, opts.width, "  ", "    "));
             }
+        }
+        if !self.not_examined.is_empty() {
+            out.push_str(&format!(
+                "\n{} referrer(s) not examined: no action on them could save {} \
+                 (--min-saving; 0 reads everything)\n",
+                self.not_examined.len(),
+                iec(self.min_saving)
+            ));
         }
         super::refs::append_problems(&mut out, &self.problems);
         out

@@ -9,10 +9,9 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::narinfo::NarInfo;
-use std::collections::HashSet;
-
 use super::{DEFAULT_STORE_DIR, PathInfo, RawClosure, StoreSource};
 use crate::error::{Error, Result, io_err};
+use crate::nar::tree::FileTree;
 use crate::store_path::{HASH_LEN, StorePath};
 
 /// A `file://` binary cache.
@@ -53,23 +52,7 @@ impl BinaryCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&file)(e)),
         };
-        let text = String::from_utf8(text).map_err(|_| Error::BadNarinfo {
-            file: file.clone(),
-            reason: "not UTF-8 text".into(),
-        })?;
-        let info = NarInfo::parse(&text, &self.store_dir, &file)?;
-        if info.store_path.hash_part() != path.hash_part() {
-            return Err(Error::BadNarinfo {
-                file,
-                reason: format!("describes {}, not {}", info.store_path, path),
-            });
-        }
-        // Same hash, other name: not the path asked for (Nix looks paths up
-        // by hash too, then checks the whole path).
-        if info.store_path != *path {
-            return Ok(None);
-        }
-        Ok(Some(info))
+        NarInfo::parse_for(text, &self.store_dir, path, &file)
     }
 
     /// The cache's root directory.
@@ -189,41 +172,25 @@ impl StoreSource for BinaryCache {
     /// Breadth-first, one level at a time, reading each level's narinfos in
     /// parallel: the cost is file opens, which overlap well.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
-        let mut queued: HashSet<StorePath> = HashSet::new();
-        let mut level: Vec<(Option<usize>, StorePath)> = Vec::new();
-        for r in roots {
-            if queued.insert(r.clone()) {
-                level.push((None, r.clone()));
-            }
+        super::closure_by_levels(
+            roots,
+            &self.describe(),
+            |p| self.path_info(p),
+            |p, referrer| Error::MissingNarinfo {
+                path: format!("{p} (referenced by {referrer})"),
+                cache: self.dir.clone(),
+                file: self.narinfo_file(p),
+            },
+        )
+    }
+
+    fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
+        let file = self.dir.join(format!("{}.ls", path.hash_part()));
+        match std::fs::read(&file) {
+            // A listing that does not parse is no loss: the NAR has it all.
+            Ok(bytes) => Ok(super::listing::parse(&bytes).ok()),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(io_err(&file)(e)),
         }
-        let mut infos: Vec<PathInfo> = Vec::new();
-        while !level.is_empty() {
-            let read: Vec<(Option<usize>, StorePath, Option<PathInfo>)> = level
-                .into_par_iter()
-                .map(|(from, p)| Ok((from, p.clone(), self.path_info(&p)?)))
-                .collect::<Result<_>>()?;
-            let mut next = Vec::new();
-            for (from, p, info) in read {
-                let info = info.ok_or_else(|| match from {
-                    None => Error::MissingPath {
-                        path: p.to_string(),
-                        store: self.describe(),
-                    },
-                    Some(f) => Error::MissingNarinfo {
-                        path: format!("{p} (referenced by {})", infos[f].path),
-                        cache: self.dir.clone(),
-                        file: self.narinfo_file(&p),
-                    },
-                })?;
-                for r in &info.references {
-                    if queued.insert(r.clone()) {
-                        next.push((Some(infos.len()), r.clone()));
-                    }
-                }
-                infos.push(info);
-            }
-            level = next;
-        }
-        RawClosure::from_infos(infos, &self.describe())
     }
 }

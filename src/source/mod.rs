@@ -6,7 +6,11 @@
 //! JSON that `nix path-info --json` prints.
 
 mod binary_cache;
+mod http_cache;
+pub mod listing;
 mod local;
+pub mod local_cache;
+pub mod netrc;
 
 pub mod narinfo;
 mod path_info_json;
@@ -15,6 +19,7 @@ use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
 
 pub use binary_cache::BinaryCache;
+pub use http_cache::HttpCache;
 pub use local::LocalStore;
 pub use path_info_json::PathInfoJson;
 
@@ -78,6 +83,23 @@ pub trait StoreSource: Send + Sync {
     fn nar(&self, _path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
         Ok(None)
     }
+    /// The file tree of `path` from a NAR listing (`<hash>.ls`), for caches
+    /// that keep one: the tree without downloading or decompressing the
+    /// NAR. `None` when there is none (the NAR then gives the tree).
+    fn listing(&self, _path: &StorePath) -> Result<Option<crate::nar::tree::FileTree>> {
+        Ok(None)
+    }
+    /// Where scan results of `path` may be kept across runs, with the
+    /// path's NAR hash to key them by: sources that download NARs keep
+    /// them so a rerun downloads none. `None`: not kept.
+    fn scan_cache(&self, _path: &StorePath) -> Option<(local_cache::LocalCache, String)> {
+        None
+    }
+    /// For sources that download: how many NARs and how many bytes (as
+    /// sent, compressed) have been fetched so far, for progress display.
+    fn fetched(&self) -> Option<(u64, u64)> {
+        None
+    }
     /// Non-fatal problems met while opening or reading (printed by the CLI).
     fn warnings(&self) -> Vec<String> {
         Vec::new()
@@ -131,6 +153,38 @@ impl RawClosure {
         })
     }
 
+    /// Renumbers the paths after the first `root_count` in store-path
+    /// order, so that ids, and every order that follows from them (chains,
+    /// edges), are the same whichever source the closure came from: a local
+    /// store lists references in database order, a narinfo by name.
+    pub fn canonical(self, root_count: usize) -> RawClosure {
+        let n = self.paths.len();
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        order[root_count.min(n)..]
+            .sort_by(|&a, &b| self.paths[a as usize].cmp(&self.paths[b as usize]));
+        let mut new_id = vec![0u32; n];
+        for (new, &old) in order.iter().enumerate() {
+            new_id[old as usize] = new as u32;
+        }
+        let mut paths: Vec<Option<StorePath>> = self.paths.into_iter().map(Some).collect();
+        let mut refs: Vec<Option<Vec<u32>>> = self.references.into_iter().map(Some).collect();
+        let mut out = RawClosure::default();
+        for &old in &order {
+            let o = old as usize;
+            out.paths.push(paths[o].take().expect("each once"));
+            out.nar_sizes.push(self.nar_sizes[o]);
+            let mut r: Vec<u32> = refs[o]
+                .take()
+                .expect("each once")
+                .into_iter()
+                .map(|x| new_id[x as usize])
+                .collect();
+            r.sort_unstable();
+            out.references.push(r);
+        }
+        out
+    }
+
     /// Adds a path not yet present and returns its index.
     pub(crate) fn push(&mut self, path: StorePath, nar_size: u64) -> u32 {
         self.paths.push(path);
@@ -173,6 +227,62 @@ pub(crate) fn closure_by_path_info<S: StoreSource + ?Sized>(
     RawClosure::from_infos(infos, &src.describe())
 }
 
+/// Breadth-first closure, one level at a time, each level's lookups in
+/// parallel (on the rayon pool the caller runs in): binary caches, where
+/// each lookup is a file open or an HTTP request and they overlap well.
+/// `missing(path, referrer)` is the error for a referenced path that
+/// `lookup` does not find; a missing root is [`Error::MissingPath`].
+pub(crate) fn closure_by_levels(
+    roots: &[StorePath],
+    describe: &str,
+    lookup: impl Fn(&StorePath) -> Result<Option<PathInfo>> + Sync,
+    missing: impl Fn(&StorePath, &StorePath) -> Error,
+) -> Result<RawClosure> {
+    use rayon::prelude::*;
+    let mut queued: HashSet<StorePath> = HashSet::new();
+    let mut level: Vec<(Option<usize>, StorePath)> = Vec::new();
+    for r in roots {
+        if queued.insert(r.clone()) {
+            level.push((None, r.clone()));
+        }
+    }
+    let mut infos: Vec<PathInfo> = Vec::new();
+    while !level.is_empty() {
+        let read: Vec<(Option<usize>, StorePath, Option<PathInfo>)> = level
+            .into_par_iter()
+            .map(|(from, p)| Ok((from, p.clone(), lookup(&p)?)))
+            .collect::<Result<_>>()?;
+        let mut next = Vec::new();
+        for (from, p, info) in read {
+            let info = info.ok_or_else(|| match from {
+                None => Error::MissingPath {
+                    path: p.to_string(),
+                    store: describe.to_string(),
+                },
+                Some(f) => missing(&p, &infos[f].path),
+            })?;
+            for r in &info.references {
+                if queued.insert(r.clone()) {
+                    next.push((Some(infos.len()), r.clone()));
+                }
+            }
+            infos.push(info);
+        }
+        level = next;
+    }
+    RawClosure::from_infos(infos, describe)
+}
+
+/// How to open a source, beyond its `--store` string.
+#[derive(Debug, Clone, Default)]
+pub struct OpenOptions {
+    /// A netrc file with credentials for HTTP caches (`--netrc-file`);
+    /// otherwise nix.conf's `netrc-file`, then `~/.netrc`.
+    pub netrc_file: Option<PathBuf>,
+    /// Ignore what the local cache holds (fetch again, then store anew).
+    pub refresh: bool,
+}
+
 /// Opens the source named by a `--store` argument, or the local store at
 /// `/` when `spec` is `None`.
 ///
@@ -182,6 +292,11 @@ pub(crate) fn closure_by_path_info<S: StoreSource + ?Sized>(
 /// holding `nix-cache-info` (a binary cache), and a file holding
 /// `nix path-info --json` output.
 pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
+    open_with(spec, &OpenOptions::default())
+}
+
+/// [`open`] with options; `http://` and `https://` open an [`HttpCache`].
+pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {
     let Some(spec) = spec else {
         return open_local_root(Path::new("/"));
     };
@@ -196,6 +311,15 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
     if let Some(rest) = scheme_part.strip_prefix("file://") {
         return Ok(Box::new(BinaryCache::open(Path::new(rest))?));
     }
+    if scheme_part.starts_with("http://") || scheme_part.starts_with("https://") {
+        return Ok(Box::new(HttpCache::open(spec, opts)?));
+    }
+    if scheme_part.starts_with("s3://") {
+        return Err(unsupported(
+            "s3:// caches are not supported yet; for a public bucket, use its HTTPS endpoint \
+             (--store https://BUCKET.s3.REGION.amazonaws.com)",
+        ));
+    }
     if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
         let root = query
             .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
@@ -204,7 +328,7 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
     }
     if scheme_part.contains("://") {
         return Err(unsupported(
-            "only local and chroot stores, file:// binary caches and path-info JSON files can be read",
+            "only local and chroot stores, file://, http:// and https:// binary caches and path-info JSON files can be read",
         ));
     }
     let p = Path::new(spec);

@@ -30,6 +30,33 @@ pub struct NarInfo {
 }
 
 impl NarInfo {
+    /// Parses the narinfo a cache gave for `path` (from a file or over
+    /// HTTP; `file` names it in errors) and checks that it describes that
+    /// path: `None` when it describes another path of the same hash (Nix
+    /// looks paths up by hash too, then checks the whole path).
+    pub fn parse_for(
+        bytes: Vec<u8>,
+        store_dir: &str,
+        path: &StorePath,
+        file: &Path,
+    ) -> Result<Option<Self>> {
+        let text = String::from_utf8(bytes).map_err(|_| Error::BadNarinfo {
+            file: file.to_path_buf(),
+            reason: "not UTF-8 text".into(),
+        })?;
+        let info = NarInfo::parse(&text, store_dir, file)?;
+        if info.store_path.hash_part() != path.hash_part() {
+            return Err(Error::BadNarinfo {
+                file: file.to_path_buf(),
+                reason: format!("describes {}, not {}", info.store_path, path),
+            });
+        }
+        if info.store_path != *path {
+            return Ok(None);
+        }
+        Ok(Some(info))
+    }
+
     /// Parses narinfo text; `file` only names the source in errors.
     pub fn parse(text: &str, store_dir: &str, file: &Path) -> Result<Self> {
         let bad = |reason: String| Error::BadNarinfo {

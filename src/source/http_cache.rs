@@ -1,0 +1,617 @@
+//! An HTTP binary cache (`http://…`, `https://…`): cache.nixos.org, Cachix,
+//! Attic, a Hydra, or `nix-serve`.
+//!
+//! What is fetched, and only when the answer needs it:
+//!
+//! 1. `nix-cache-info`, to check that the cache is for `/nix/store`;
+//! 2. `<hash>.narinfo` for each path of the closure asked for, one level of
+//!    the graph at a time, each level in parallel on a pool of threads that
+//!    share one agent's keep-alive connections;
+//! 3. `<hash>.ls`, the NAR listing, when a path's tree is needed (its file
+//!    sizes, symlink targets and names): no NAR;
+//! 4. a NAR only when its file contents must be scanned, streamed through
+//!    the decompressor and the scanner, never held whole.
+//!
+//! Narinfos and listings are kept in the [`LocalCache`], so a rerun asks
+//! the cache only for `nix-cache-info`. The narinfo format and NAR
+//! decompression are those of `file://` caches ([`NarInfo::parse_for`],
+//! [`crate::nar::decompress`]).
+//!
+//! Failures, as Nix treats them: 404 and 403 (S3's answer for a missing
+//! key) mean "not in this cache"; 5xx, 429, resets, refused connections and
+//! time-outs are retried with capped exponential backoff a bounded number
+//! of times; every transport read has a time-out, so a stalled server gives
+//! an error, never a hang. Credentials come from netrc ([`super::netrc`])
+//! and appear in no message.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::PathBuf;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
+
+use super::local_cache::LocalCache;
+use super::narinfo::NarInfo;
+use super::{DEFAULT_STORE_DIR, OpenOptions, PathInfo, RawClosure, StoreSource};
+use crate::error::{Error, Result};
+use crate::nar::tree::FileTree;
+use crate::store_path::StorePath;
+
+/// Requests in flight while loading a closure: enough to hide latency,
+/// few enough not to hammer a cache.
+const PARALLEL_REQUESTS: usize = 16;
+/// Attempts per request (the first and the retries).
+const ATTEMPTS: u32 = 4;
+/// First backoff; doubled each retry up to [`MAX_BACKOFF`].
+const FIRST_BACKOFF: Duration = Duration::from_millis(100);
+/// Cap on one backoff.
+const MAX_BACKOFF: Duration = Duration::from_secs(2);
+/// Default time-out of a connection attempt and of each read
+/// (`NIX_HEFT_HTTP_TIMEOUT`, seconds, overrides it).
+const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
+/// Largest narinfo or listing accepted (cache.nixos.org's largest listings
+/// are a few MiB).
+const MAX_SMALL_BODY: u64 = 256 << 20;
+
+/// An HTTP or HTTPS binary cache.
+pub struct HttpCache {
+    /// The cache URL without query or trailing `/`.
+    base: String,
+    agent: ureq::Agent,
+    /// `Basic …` from netrc, if any; never printed.
+    auth: Option<String>,
+    store_dir: String,
+    pool: rayon::ThreadPool,
+    local: LocalCache,
+    /// Narinfos fetched in this run, so a NAR request needs no second one.
+    narinfos: Mutex<HashMap<StorePath, NarInfo>>,
+    stats: Stats,
+}
+
+/// What this run asked the cache for, by kind.
+#[derive(Debug, Default)]
+pub struct Stats {
+    /// narinfo requests answered.
+    pub narinfos: AtomicU64,
+    /// Listing requests answered.
+    pub listings: AtomicU64,
+    /// NAR requests answered.
+    pub nars: AtomicU64,
+    /// Body bytes received, as sent (before any decoding).
+    pub bytes: std::sync::Arc<AtomicU64>,
+}
+
+/// Counts the bytes read through it into a shared counter.
+struct Counting<R> {
+    inner: R,
+    count: std::sync::Arc<AtomicU64>,
+}
+
+impl<R: Read> Read for Counting<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.count.fetch_add(n as u64, Ordering::Relaxed);
+        Ok(n)
+    }
+}
+
+/// The outcome of one GET after retries.
+enum Got {
+    Body(ureq::http::Response<ureq::Body>),
+    /// 404 or 403.
+    Absent,
+}
+
+impl HttpCache {
+    /// Opens the cache at `spec` (`http://host/path`, query ignored): reads
+    /// `nix-cache-info` and checks its `StoreDir`.
+    pub fn open(spec: &str, opts: &OpenOptions) -> Result<Self> {
+        let base = spec
+            .split_once('?')
+            .map_or(spec, |(a, _)| a)
+            .trim_end_matches('/')
+            .to_string();
+        // `https://user:password@host/…`: the credentials are used, and
+        // removed from the URL that messages and the local cache show.
+        let (base, url_auth) = split_userinfo(&base);
+        let host = host_of(&base).to_string();
+        let timeout = std::env::var("NIX_HEFT_HTTP_TIMEOUT")
+            .ok()
+            .and_then(|v| v.parse::<f64>().ok())
+            .filter(|s| *s > 0.0 && s.is_finite())
+            .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
+        let agent: ureq::Agent = ureq::Agent::config_builder()
+            .tls_config(tls_config(&base)?)
+            .http_status_as_error(false)
+            .timeout_connect(Some(timeout))
+            .timeout_resolve(Some(timeout))
+            .timeout_per_read(Some(timeout))
+            .timeout_recv_response(Some(timeout))
+            .max_idle_connections(PARALLEL_REQUESTS * 2)
+            .max_idle_connections_per_host(PARALLEL_REQUESTS * 2)
+            // Credentials are for this host only.
+            .max_redirects(5)
+            .user_agent(concat!("nix-heft/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .into();
+        let netrc_auth = super::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
+            let text = std::fs::read_to_string(p).ok()?;
+            let c = super::netrc::lookup(&text, &host)?;
+            Some(basic(&c))
+        });
+        let auth = url_auth.map(|c| basic(&c)).or(netrc_auth);
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(PARALLEL_REQUESTS)
+            .thread_name(|i| format!("nix-heft-http-{i}"))
+            .build()
+            .map_err(|e| Error::Http {
+                url: base.clone(),
+                reason: format!("cannot start threads: {e}"),
+            })?;
+        let mut cache = HttpCache {
+            local: LocalCache::open(&base, opts.refresh),
+            base,
+            agent,
+            auth,
+            store_dir: DEFAULT_STORE_DIR.to_string(),
+            pool,
+            narinfos: Mutex::new(HashMap::new()),
+            stats: Stats::default(),
+        };
+        let info_url = format!("{}/nix-cache-info", cache.base);
+        let info = match cache.get(&info_url, true)? {
+            Got::Body(r) => read_small(r, &info_url)?,
+            Got::Absent => {
+                return Err(Error::Http {
+                    url: info_url,
+                    reason: "not found: this URL is not a Nix binary cache".into(),
+                });
+            }
+        };
+        let info = String::from_utf8_lossy(&info);
+        if let Some(dir) = info.lines().find_map(|l| l.strip_prefix("StoreDir:")) {
+            let dir = dir.trim();
+            if dir != DEFAULT_STORE_DIR {
+                return Err(Error::UnsupportedStore {
+                    spec: cache.base.clone(),
+                    reason: format!(
+                        "the cache is for the store directory {dir}, not {DEFAULT_STORE_DIR}"
+                    ),
+                });
+            }
+            cache.store_dir = dir.to_string();
+        }
+        Ok(cache)
+    }
+
+    /// Requests answered so far, by kind.
+    pub fn stats(&self) -> &Stats {
+        &self.stats
+    }
+
+    /// GET `url` with retries. `small` asks for any content encoding (the
+    /// body is decoded by [`read_small`]); NARs are asked for as they are.
+    fn get(&self, url: &str, small: bool) -> Result<Got> {
+        let mut backoff = FIRST_BACKOFF;
+        let mut last = String::new();
+        for attempt in 0..ATTEMPTS {
+            if attempt > 0 {
+                std::thread::sleep(backoff);
+                backoff = (backoff * 2).min(MAX_BACKOFF);
+            }
+            let mut req = self.agent.get(url).header(
+                "Accept-Encoding",
+                if small { "br, zstd, gzip" } else { "identity" },
+            );
+            if let Some(a) = &self.auth {
+                req = req.header("Authorization", a);
+            }
+            match req.call() {
+                Ok(resp) => {
+                    let status = resp.status().as_u16();
+                    match status {
+                        200..=299 => return Ok(Got::Body(resp)),
+                        404 | 403 => return Ok(Got::Absent),
+                        401 => {
+                            return Err(Error::Http {
+                                url: url.to_string(),
+                                reason: if self.auth.is_some() {
+                                    "401 Unauthorized: the cache refused the netrc credentials \
+                                     for this host"
+                                        .into()
+                                } else {
+                                    "401 Unauthorized: the cache needs credentials; put them in \
+                                     a netrc file (--netrc-file, nix.conf's netrc-file, or \
+                                     ~/.netrc)"
+                                        .into()
+                                },
+                            });
+                        }
+                        429 | 500..=599 => last = format!("HTTP {status}"),
+                        _ => {
+                            return Err(Error::Http {
+                                url: url.to_string(),
+                                reason: format!("unexpected HTTP status {status}"),
+                            });
+                        }
+                    }
+                }
+                Err(e) => {
+                    last = describe_error(&e);
+                    if !retryable(&e) {
+                        return Err(Error::Http {
+                            url: url.to_string(),
+                            reason: last,
+                        });
+                    }
+                }
+            }
+        }
+        Err(Error::Http {
+            url: url.to_string(),
+            reason: format!("{last} (gave up after {ATTEMPTS} attempts)"),
+        })
+    }
+
+    /// The narinfo of `path`: from this run, the local cache, or the
+    /// cache itself.
+    fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
+        if let Some(n) = self
+            .narinfos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+        {
+            return Ok(Some(n.clone()));
+        }
+        let url = format!("{}/{}.narinfo", self.base, path.hash_part());
+        let file = PathBuf::from(&url);
+        let info = match self.local.get(path, "narinfo") {
+            Some(bytes) => NarInfo::parse_for(bytes, &self.store_dir, path, &file)?,
+            None => {
+                let bytes = match self.get(&url, true)? {
+                    Got::Body(r) => read_small(r, &url)?,
+                    Got::Absent => return Ok(None),
+                };
+                self.stats.narinfos.fetch_add(1, Ordering::Relaxed);
+                let info = NarInfo::parse_for(bytes.clone(), &self.store_dir, path, &file)?;
+                if info.is_some() {
+                    self.local.put(path, "narinfo", &bytes);
+                }
+                info
+            }
+        };
+        if let Some(n) = &info {
+            self.narinfos
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(path.clone(), n.clone());
+        }
+        Ok(info)
+    }
+
+    /// The URL a narinfo's `URL` field names: relative to the cache, with
+    /// no `..` and no other host, as a narinfo is data from whoever wrote
+    /// the cache.
+    fn nar_url(&self, path: &StorePath, url: &str) -> Result<String> {
+        confine(&self.base, url).map_err(|why| Error::Http {
+            url: format!("{}/{}.narinfo", self.base, path.hash_part()),
+            reason: format!("its URL '{url}' {why}; refusing to fetch it"),
+        })
+    }
+}
+
+impl StoreSource for HttpCache {
+    fn store_dir(&self) -> &str {
+        &self.store_dir
+    }
+
+    fn describe(&self) -> String {
+        format!("binary cache {}", self.base)
+    }
+
+    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
+        Ok(self.narinfo(path)?.map(|n| PathInfo {
+            path: n.store_path,
+            nar_size: n.nar_size,
+            references: n.references,
+        }))
+    }
+
+    /// An HTTP cache cannot be listed, and fetching every narinfo of
+    /// cache.nixos.org is not an option: names and globs need a store path.
+    fn all_paths(&self) -> Result<Vec<StorePath>> {
+        Err(Error::Usage(format!(
+            "{} cannot be listed, so a name or glob matches nothing there; \
+             give a store path ({}/HASH-NAME) instead",
+            self.describe(),
+            self.store_dir
+        )))
+    }
+
+    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
+        self.pool.install(|| {
+            super::closure_by_levels(
+                roots,
+                &self.describe(),
+                |p| self.path_info(p),
+                |p, referrer| Error::Http {
+                    url: format!("{}/{}.narinfo", self.base, p.hash_part()),
+                    reason: format!("not found: the cache has no {p} (referenced by {referrer})"),
+                },
+            )
+        })
+    }
+
+    fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
+        if let Some(bytes) = self.local.get(path, "ls")
+            && let Ok(t) = super::listing::parse(&bytes)
+        {
+            return Ok(Some(t));
+        }
+        let url = format!("{}/{}.ls", self.base, path.hash_part());
+        let bytes = match self.get(&url, true)? {
+            Got::Body(r) => read_small(r, &url)?,
+            Got::Absent => return Ok(None),
+        };
+        self.stats.listings.fetch_add(1, Ordering::Relaxed);
+        // A listing that does not parse is no loss: the NAR has it all.
+        match super::listing::parse(&bytes) {
+            Ok(t) => {
+                self.local.put(path, "ls", &bytes);
+                Ok(Some(t))
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn fetched(&self) -> Option<(u64, u64)> {
+        Some((
+            self.stats.nars.load(Ordering::Relaxed),
+            self.stats.bytes.load(Ordering::Relaxed),
+        ))
+    }
+
+    fn scan_cache(&self, path: &StorePath) -> Option<(LocalCache, String)> {
+        let info = self.narinfo(path).ok()??;
+        Some((self.local.clone(), info.nar_hash))
+    }
+
+    fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn Read + Send>>> {
+        let Some(info) = self.narinfo(path)? else {
+            return Ok(None);
+        };
+        let url = self.nar_url(path, &info.url)?;
+        let resp = match self.get(&url, false)? {
+            Got::Body(r) => r,
+            Got::Absent => {
+                return Err(Error::Http {
+                    url,
+                    reason: format!("not found, although the narinfo of {path} names it"),
+                });
+            }
+        };
+        self.stats.nars.fetch_add(1, Ordering::Relaxed);
+        let (parts, body) = resp.into_parts();
+        let head = ureq::http::Response::from_parts(parts, ());
+        let counted = Counting {
+            inner: body.into_reader(),
+            count: self.stats.bytes.clone(),
+        };
+        let body = decode_content(&head, Box::new(counted), &url)?;
+        let nar =
+            crate::nar::decompress(&info.compression, body).map_err(|source| Error::BadNar {
+                file: PathBuf::from(&url),
+                source,
+            })?;
+        Ok(Some(nar))
+    }
+}
+
+/// Wraps `body` in the decoder its `Content-Encoding` names: servers and
+/// CDNs send listings and narinfos compressed with br, zstd or gzip,
+/// whatever the request asked for.
+fn decode_content<T>(
+    resp: &ureq::http::Response<T>,
+    body: Box<dyn Read + Send>,
+    url: &str,
+) -> Result<Box<dyn Read + Send>> {
+    let enc = resp
+        .headers()
+        .get("content-encoding")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or("")
+        .trim()
+        .to_ascii_lowercase();
+    Ok(match enc.as_str() {
+        "" | "identity" => body,
+        "br" => Box::new(brotli_decompressor::Decompressor::new(body, 1 << 16)),
+        "zstd" => Box::new(
+            zstd::stream::read::Decoder::new(body).map_err(|e| Error::Http {
+                url: url.to_string(),
+                reason: format!("zstd: {e}"),
+            })?,
+        ),
+        "gzip" | "x-gzip" => Box::new(flate2::read::MultiGzDecoder::new(body)),
+        "deflate" => Box::new(flate2::read::ZlibDecoder::new(body)),
+        other => {
+            return Err(Error::Http {
+                url: url.to_string(),
+                reason: format!("unsupported Content-Encoding '{other}'"),
+            });
+        }
+    })
+}
+
+/// Reads a narinfo, listing or nix-cache-info body, decoded, bounded.
+fn read_small(resp: ureq::http::Response<ureq::Body>, url: &str) -> Result<Vec<u8>> {
+    let (parts, body) = resp.into_parts();
+    let head = ureq::http::Response::from_parts(parts, ());
+    let r = decode_content(&head, Box::new(body.into_reader()), url)?;
+    let mut out = Vec::new();
+    r.take(MAX_SMALL_BODY + 1)
+        .read_to_end(&mut out)
+        .map_err(|e| Error::Http {
+            url: url.to_string(),
+            reason: format!("reading the body: {e}"),
+        })?;
+    if out.len() as u64 > MAX_SMALL_BODY {
+        return Err(Error::Http {
+            url: url.to_string(),
+            reason: format!("larger than {MAX_SMALL_BODY} bytes"),
+        });
+    }
+    Ok(out)
+}
+
+/// TLS roots: the bundled Mozilla roots, or, as Nix does, the PEM bundle
+/// named by `NIX_SSL_CERT_FILE` (else `SSL_CERT_FILE`) when one is set, for
+/// caches behind a company's own certificate authority.
+fn tls_config(base: &str) -> Result<ureq::tls::TlsConfig> {
+    let file = ["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]
+        .iter()
+        .find_map(|v| std::env::var_os(v).filter(|x| !x.is_empty()));
+    let Some(file) = file else {
+        return Ok(ureq::tls::TlsConfig::default());
+    };
+    let bad = |reason: String| Error::Http {
+        url: base.to_string(),
+        reason: format!(
+            "certificate file {}: {reason}",
+            PathBuf::from(&file).display()
+        ),
+    };
+    let pem = std::fs::read(&file).map_err(|e| bad(e.to_string()))?;
+    let certs: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
+        .filter_map(|item| match item {
+            Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
+            Ok(_) => None,
+            Err(e) => Some(Err(e)),
+        })
+        .collect::<std::result::Result<_, _>>()
+        .map_err(|e| bad(e.to_string()))?;
+    if certs.is_empty() {
+        return Err(bad("holds no certificate".into()));
+    }
+    Ok(ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::new_with_certs(&certs))
+        .build())
+}
+
+/// Whether a transport error is worth another attempt.
+fn retryable(e: &ureq::Error) -> bool {
+    matches!(
+        e,
+        ureq::Error::Io(_)
+            | ureq::Error::Timeout(_)
+            | ureq::Error::ConnectionFailed
+            | ureq::Error::HostNotFound
+            | ureq::Error::Protocol(_)
+    )
+}
+
+fn describe_error(e: &ureq::Error) -> String {
+    match e {
+        ureq::Error::Timeout(t) => format!("timed out ({t})"),
+        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
+            "connection refused".into()
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The absolute URL of a narinfo's `URL` field, which must stay inside
+/// the cache at `base`: relative without `..`, or absolute below `base`.
+fn confine(base: &str, url: &str) -> std::result::Result<String, &'static str> {
+    if url.contains("://") {
+        return match url.strip_prefix(&format!("{base}/")) {
+            Some(rest) if !rest.split('/').any(|c| c == "..") => Ok(url.to_string()),
+            _ => Err("points outside the cache"),
+        };
+    }
+    if url.is_empty() || url.starts_with('/') || url.split('/').any(|c| c == "..") {
+        return Err("is not a path inside the cache");
+    }
+    Ok(format!("{base}/{url}"))
+}
+
+/// An `Authorization` header value for HTTP basic authentication.
+fn basic(c: &super::netrc::Credentials) -> String {
+    use base64::Engine;
+    format!(
+        "Basic {}",
+        base64::engine::general_purpose::STANDARD.encode(format!("{}:{}", c.login, c.password))
+    )
+}
+
+/// `url` without user info, and the credentials it held.
+fn split_userinfo(url: &str) -> (String, Option<super::netrc::Credentials>) {
+    let Some((scheme, rest)) = url.split_once("://") else {
+        return (url.to_string(), None);
+    };
+    let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
+    let Some((info, host)) = authority.rsplit_once('@') else {
+        return (url.to_string(), None);
+    };
+    let (login, password) = info.split_once(':').unwrap_or((info, ""));
+    (
+        format!("{scheme}://{host}{path}"),
+        Some(super::netrc::Credentials {
+            login: login.to_string(),
+            password: password.to_string(),
+        }),
+    )
+}
+
+/// The host of `url` (no user info, no port), for netrc.
+fn host_of(url: &str) -> &str {
+    let rest = url.split_once("://").map_or(url, |(_, r)| r);
+    let authority = rest.split('/').next().unwrap_or("");
+    let authority = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+    if let Some(v6) = authority.strip_prefix('[') {
+        return v6.split(']').next().unwrap_or("");
+    }
+    authority.split(':').next().unwrap_or("")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{confine, host_of};
+
+    #[test]
+    fn user_info_is_taken_out_of_the_url() {
+        let (u, c) = super::split_userinfo("https://al:pw@h:8/c");
+        assert_eq!(u, "https://h:8/c");
+        let c = c.unwrap();
+        assert_eq!((c.login.as_str(), c.password.as_str()), ("al", "pw"));
+        assert!(super::split_userinfo("https://h/c@x").1.is_none());
+    }
+
+    #[test]
+    fn nar_urls_stay_in_the_cache() {
+        let b = "http://h/c";
+        assert_eq!(
+            confine(b, "nar/x.nar.xz").unwrap(),
+            "http://h/c/nar/x.nar.xz"
+        );
+        assert_eq!(confine(b, "http://h/c/nar/x").unwrap(), "http://h/c/nar/x");
+        for bad in [
+            "../x",
+            "/etc/passwd",
+            "nar/../../x",
+            "",
+            "http://evil/x",
+            "http://h/c/../d",
+        ] {
+            assert!(confine(b, bad).is_err(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn hosts() {
+        assert_eq!(host_of("https://cache.nixos.org"), "cache.nixos.org");
+        assert_eq!(host_of("http://u:p@127.0.0.1:8080/x"), "127.0.0.1");
+        assert_eq!(host_of("http://[::1]:80/"), "::1");
+    }
+}

@@ -1,0 +1,171 @@
+//! The local cache of what HTTP caches sent: narinfos, NAR listings and
+//! the scan results of downloaded NARs (keyed by NAR hash too, see
+//! `read::scan_cache`), under `$XDG_CACHE_HOME/nix-heft` (default `~/.cache/nix-heft`).
+//!
+//! Layout: `v<FORMAT>/<escaped cache URL>/<store path base name>.<kind>`,
+//! so entries are keyed by nix-heft's cache format version, the cache URL
+//! and the store path. A store path's narinfo and listing never change in a
+//! cache (they describe immutable contents), so entries need no expiry;
+//! `--refresh` fetches them again and overwrites them.
+//!
+//! Writes go to a temporary file in the same directory and are renamed into
+//! place, so a reader (another run at the same time) sees a whole entry or
+//! none. The cache is bounded (`NIX_HEFT_CACHE_MAX`, bytes, default 1 GiB):
+//! when it grows past the bound, the least recently written entries are
+//! removed. Removing the directory clears it.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use crate::store_path::StorePath;
+
+/// Bumped whenever the layout or the meaning of an entry changes.
+pub const FORMAT: u32 = 1;
+
+/// Default size bound, in bytes.
+pub const DEFAULT_MAX: u64 = 1 << 30;
+
+/// One HTTP cache's entries in the local cache.
+#[derive(Debug, Clone)]
+pub struct LocalCache {
+    dir: Option<PathBuf>,
+    refresh: bool,
+}
+
+/// Where the local cache lives: `$XDG_CACHE_HOME/nix-heft`, else
+/// `~/.cache/nix-heft`; `None` without either variable.
+pub fn root() -> Option<PathBuf> {
+    std::env::var_os("XDG_CACHE_HOME")
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .map(|d| d.join("nix-heft"))
+}
+
+/// `url` as one file name, injectively: ASCII letters, digits, `-` and `.`
+/// stay, every other byte becomes `_` and two hex digits.
+fn escape(url: &str) -> String {
+    let mut s = String::with_capacity(url.len());
+    for b in url.bytes() {
+        if b.is_ascii_alphanumeric() || b == b'-' || b == b'.' {
+            s.push(b as char);
+        } else {
+            s.push_str(&format!("_{b:02x}"));
+        }
+    }
+    s
+}
+
+impl LocalCache {
+    /// The entries of the cache at `url`; with `refresh`, nothing is read
+    /// from it (but fetched entries are still stored). Disabled when there
+    /// is no cache directory.
+    pub fn open(url: &str, refresh: bool) -> Self {
+        let dir = root().map(|r| r.join(format!("v{FORMAT}")).join(escape(url)));
+        if let Some(r) = root() {
+            let max = std::env::var("NIX_HEFT_CACHE_MAX")
+                .ok()
+                .and_then(|v| v.parse().ok())
+                .unwrap_or(DEFAULT_MAX);
+            bound(&r, max);
+        }
+        LocalCache { dir, refresh }
+    }
+
+    fn file(&self, path: &StorePath, kind: &str) -> Option<PathBuf> {
+        let mut base = path.as_str().rsplit('/').next().unwrap_or_default();
+        // File names are at most 255 bytes; the hash part alone is unique.
+        if base.len() + kind.len() + 1 > 255 {
+            base = path.hash_part();
+        }
+        self.dir.as_ref().map(|d| d.join(format!("{base}.{kind}")))
+    }
+
+    /// The stored entry, unless refreshing.
+    pub fn get(&self, path: &StorePath, kind: &str) -> Option<Vec<u8>> {
+        if self.refresh {
+            return None;
+        }
+        std::fs::read(self.file(path, kind)?).ok()
+    }
+
+    /// Stores an entry, atomically. A cache that cannot be written costs
+    /// only a download next time, so failures are ignored.
+    pub fn put(&self, path: &StorePath, kind: &str, bytes: &[u8]) {
+        let (Some(dir), Some(file)) = (&self.dir, self.file(path, kind)) else {
+            return;
+        };
+        let _ = (|| -> std::io::Result<()> {
+            std::fs::create_dir_all(dir)?;
+            let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
+            tmp.write_all(bytes)?;
+            tmp.persist(&file).map_err(|e| e.error)?;
+            Ok(())
+        })();
+    }
+}
+
+/// Removes the oldest files under `root` until the total is at most
+/// `max`; leaves the cache alone when it is within bounds.
+fn bound(root: &Path, max: u64) {
+    let mut files = Vec::new();
+    let mut total: u64 = 0;
+    let mut stack = vec![root.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
+        for e in rd.flatten() {
+            let Ok(m) = e.metadata() else { continue };
+            if m.is_dir() {
+                stack.push(e.path());
+            } else {
+                total = total.saturating_add(m.len());
+                files.push((m.modified().ok(), m.len(), e.path()));
+            }
+        }
+    }
+    if total <= max {
+        return;
+    }
+    files.sort();
+    for (_, len, p) in files {
+        if total <= max {
+            break;
+        }
+        if std::fs::remove_file(&p).is_ok() {
+            total = total.saturating_sub(len);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_is_injective_on_separators() {
+        assert_ne!(escape("http://a/b_c"), escape("http://a/b/c"));
+        assert_eq!(escape("http://h:1"), "http_3a_2f_2fh_3a1");
+    }
+
+    #[test]
+    fn bound_removes_oldest_first() {
+        let d = tempfile::tempdir().unwrap();
+        for (i, name) in ["old", "mid", "new"].iter().enumerate() {
+            let p = d.path().join(name);
+            std::fs::write(&p, vec![0u8; 100]).unwrap();
+            let t =
+                std::time::SystemTime::UNIX_EPOCH + std::time::Duration::from_secs(i as u64 * 1000);
+            std::fs::File::options()
+                .write(true)
+                .open(&p)
+                .unwrap()
+                .set_modified(t)
+                .unwrap();
+        }
+        bound(d.path(), 250);
+        assert!(!d.path().join("old").exists());
+        assert!(d.path().join("mid").exists() && d.path().join("new").exists());
+    }
+}

@@ -1,0 +1,820 @@
+//! HTTP binary caches: a real HTTP/1.1 server on 127.0.0.1, started here,
+//! serves caches written by real `nix copy --to file://…` (xz with
+//! listings, zstd with listings, xz without), and injects faults. Every
+//! answer over HTTP must equal the same cache's over file:// and the local
+//! store's; the server's log shows what was downloaded.
+
+mod common;
+
+use std::collections::HashMap;
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use common::*;
+
+/// What the test server does wrong, on purpose.
+#[derive(Default, Clone)]
+struct Faults {
+    /// Every URL answers 500 this many times before it answers properly.
+    fail_first: u32,
+    /// Request paths answered with 404.
+    not_found: Vec<String>,
+    /// Request paths answered with 403 (S3's answer for a missing key).
+    forbidden: Vec<String>,
+    /// NAR bodies are cut off halfway (the headers promise all of it) the
+    /// first this many times each is sent.
+    cut_nars: u32,
+    /// Requests are read and never answered.
+    stall: bool,
+    /// The `Authorization` header every request must carry.
+    auth: Option<String>,
+    /// Listings are sent with this Content-Encoding.
+    ls_encoding: Option<&'static str>,
+}
+
+#[derive(Clone, Debug)]
+struct Logged {
+    path: String,
+    status: u16,
+    encoding: Option<&'static str>,
+}
+
+struct Server {
+    port: u16,
+    log: Arc<Mutex<Vec<Logged>>>,
+}
+
+impl Server {
+    fn start(root: &Path, faults: Faults) -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let hits = Arc::new(Mutex::new(HashMap::<String, u32>::new()));
+        let (root, l2) = (root.to_path_buf(), log.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let (root, faults, log, hits) =
+                    (root.clone(), faults.clone(), l2.clone(), hits.clone());
+                std::thread::spawn(move || serve(conn, &root, &faults, &log, &hits));
+            }
+        });
+        Server { port, log }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    fn log(&self) -> Vec<Logged> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// Paths of NARs sent whole or in part (status 200).
+    fn nars(&self) -> Vec<String> {
+        self.log()
+            .into_iter()
+            .filter(|l| l.status == 200 && l.path.starts_with("/nar/"))
+            .map(|l| l.path)
+            .collect()
+    }
+
+    fn count(&self, suffix: &str) -> usize {
+        self.log()
+            .iter()
+            .filter(|l| l.status == 200 && l.path.ends_with(suffix))
+            .count()
+    }
+
+    fn clear(&self) {
+        self.log.lock().unwrap().clear();
+    }
+}
+
+/// One keep-alive connection: requests until the client closes it.
+fn serve(
+    conn: TcpStream,
+    root: &Path,
+    faults: &Faults,
+    log: &Mutex<Vec<Logged>>,
+    hits: &Mutex<HashMap<String, u32>>,
+) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut out = conn;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        let mut auth = None;
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            let h = h.trim_end();
+            if h.is_empty() {
+                break;
+            }
+            if let Some((k, v)) = h.split_once(':')
+                && k.eq_ignore_ascii_case("authorization")
+            {
+                auth = Some(v.trim().to_string());
+            }
+        }
+        if faults.stall {
+            std::thread::sleep(Duration::from_secs(60));
+            return;
+        }
+        let n = {
+            let mut h = hits.lock().unwrap();
+            let n = h.entry(path.clone()).or_default();
+            *n += 1;
+            *n
+        };
+        let file = root.join(path.trim_start_matches('/'));
+        let (status, mut body, mut encoding) = if n <= faults.fail_first {
+            (500, b"try again".to_vec(), None)
+        } else if faults.auth.is_some() && auth != faults.auth {
+            (401, b"who are you".to_vec(), None)
+        } else if faults.forbidden.contains(&path) {
+            (403, b"access denied".to_vec(), None)
+        } else if faults.not_found.contains(&path) || path.contains("..") || !file.is_file() {
+            (404, b"no such file".to_vec(), None)
+        } else {
+            (200, std::fs::read(&file).unwrap(), None)
+        };
+        if status == 200
+            && path.ends_with(".ls")
+            && let Some(enc) = faults.ls_encoding
+        {
+            body = encode(enc, &body);
+            encoding = Some(enc);
+        }
+        log.lock().unwrap().push(Logged {
+            path: path.clone(),
+            status,
+            encoding,
+        });
+        let mut head = format!(
+            "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: keep-alive\r\n",
+            body.len()
+        );
+        if let Some(e) = encoding {
+            head.push_str(&format!("Content-Encoding: {e}\r\n"));
+        }
+        head.push_str("\r\n");
+        if out.write_all(head.as_bytes()).is_err() {
+            return;
+        }
+        if status == 200 && n - faults.fail_first <= faults.cut_nars && path.starts_with("/nar/") {
+            let _ = out.write_all(&body[..body.len() / 2]);
+            let _ = out.flush();
+            return; // closes the connection mid-body
+        }
+        if out.write_all(&body).is_err() {
+            return;
+        }
+    }
+}
+
+fn encode(enc: &str, data: &[u8]) -> Vec<u8> {
+    match enc {
+        "br" => {
+            let mut out = Vec::new();
+            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 9, 22);
+            w.write_all(data).unwrap();
+            drop(w);
+            out
+        }
+        "zstd" => zstd::encode_all(data, 3).unwrap(),
+        "gzip" => {
+            let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
+            w.write_all(data).unwrap();
+            w.finish().unwrap()
+        }
+        other => panic!("no encoder for {other}"),
+    }
+}
+
+/// The three caches, made by real `nix copy` from the local store.
+struct Caches {
+    xz_ls: PathBuf,
+    zstd_ls: PathBuf,
+    xz_plain: PathBuf,
+}
+
+fn caches() -> &'static Caches {
+    static C: OnceLock<Caches> = OnceLock::new();
+    C.get_or_init(|| {
+        let f = fixture();
+        let make = |name: &str, query: &str| {
+            let dir = f.tmp.join(name);
+            if !dir.join("nix-cache-info").exists() {
+                run(nix()
+                    .args(["copy", "--to"])
+                    .arg(format!("file://{}?{query}", dir.display()))
+                    .args(&f.all_roots));
+            }
+            dir
+        };
+        Caches {
+            xz_ls: make("http-xz-ls", "compression=xz&write-nar-listing=1"),
+            zstd_ls: make("http-zstd-ls", "compression=zstd&write-nar-listing=1"),
+            xz_plain: make("http-xz-plain", "compression=xz"),
+        }
+    })
+}
+
+fn closure_path(suffix: &str) -> String {
+    nix_path_info(None, &[&fixture().rocm])
+        .into_keys()
+        .find(|p| p.ends_with(suffix))
+        .unwrap_or_else(|| panic!("no {suffix} in the example"))
+}
+
+/// Runs with a fresh (or the given) local cache and no netrc around.
+fn run_in(xdg: &Path, store: &str, args: &[&str]) -> Outcome {
+    let home = xdg.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    heft_run_env(
+        &[
+            ("XDG_CACHE_HOME", xdg.to_str().unwrap()),
+            ("HOME", home.to_str().unwrap()),
+            ("NIX_CONF_DIR", home.to_str().unwrap()),
+            ("NIX_HEFT_HTTP_TIMEOUT", "5"),
+        ],
+        Some(store),
+        args,
+    )
+}
+
+fn fresh(name: &str) -> PathBuf {
+    scratch(&format!("xdg-{name}"))
+}
+
+/// The commands compared across sources.
+fn commands() -> Vec<(&'static str, Vec<String>)> {
+    let f = fixture();
+    let rocblas = closure_path("-rocblas-5.7.1");
+    let glibc = closure_path("-glibc-2.36");
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    vec![
+        ("size", s(&["size", "--bytes", "--references", &f.rocm])),
+        ("size-json", s(&["--json", "size", "--references", &f.rocm])),
+        ("why", s(&["--json", "why", "--all", &f.rocm, &glibc])),
+        ("refs", s(&["--json", "refs", "--evidence", &f.rocm])),
+        (
+            "split",
+            s(&[
+                "--json", "split", &rocblas, "--preset", "nixpkgs", "--root", &f.rocm,
+            ]),
+        ),
+        (
+            "partition",
+            s(&["--json", "partition", &rocblas, "--by", "gfx[0-9a-z]+"]),
+        ),
+        ("advise", s(&["--json", "advise", &f.rocm])),
+        (
+            "advise-0",
+            s(&["--json", "advise", "--min-saving", "0", &f.rocm]),
+        ),
+        ("advise-top", s(&["--json", "advise", f.small("top")])),
+    ]
+}
+
+/// Equal outputs, or a panic showing where they part (outputs are long).
+fn same(a: &str, b: &str, what: &str) {
+    if a != b {
+        let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let from = at.saturating_sub(200);
+        panic!(
+            "{what}: outputs differ at byte {at}:\n  {}\n  {}",
+            &a[from..(at + 200).min(a.len())],
+            &b[from..(at + 200).min(b.len())]
+        );
+    }
+}
+
+#[test]
+fn same_answers_over_http_file_and_local_store() {
+    let f = fixture();
+    let rocblas = closure_path("-rocblas-5.7.1");
+    let local: HashMap<&str, Outcome> = commands()
+        .into_iter()
+        .map(|(name, args)| {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            (name, run_in(&fresh("local"), "local", &a))
+        })
+        .collect();
+    let c = caches();
+    for (label, dir, listings) in [
+        ("xz", &c.xz_ls, true),
+        ("zstd", &c.zstd_ls, true),
+        ("plain", &c.xz_plain, false),
+    ] {
+        let server = Server::start(dir, Faults::default());
+        let file = format!("file://{}", dir.display());
+        for (name, args) in commands() {
+            let a: Vec<&str> = args.iter().map(String::as_str).collect();
+            server.clear();
+            let http = run_in(&fresh(label), &server.url(), &a);
+            assert_eq!(http.code, 0, "{label} {name}: {}", http.stderr);
+            let nars = server.nars();
+            let from_file = run_in(&fresh(label), &file, &a);
+            same(
+                &http.stdout,
+                &from_file.stdout,
+                &format!("{label} {name}: http vs file://"),
+            );
+            same(
+                &http.stdout,
+                &local[name].stdout,
+                &format!("{label} {name}: http vs local"),
+            );
+            let mut seen = std::collections::BTreeSet::new();
+            for n in &nars {
+                assert!(seen.insert(n), "{label} {name}: {n} downloaded twice");
+            }
+            match name {
+                "size" | "size-json" => assert!(nars.is_empty(), "{label} size: {nars:?}"),
+                // Only rocblas is scanned; the trees of its RUNPATH
+                // targets come from their listings.
+                "partition" if listings => {
+                    assert_eq!(nars.len(), 1, "{label} partition: {nars:?}")
+                }
+                "partition" => assert!(nars.len() > 1, "{label}: the trees need NARs"),
+                _ => {}
+            }
+        }
+        // A rerun with the same local cache downloads no NAR and asks for
+        // no narinfo or listing.
+        let xdg = fresh(&format!("{label}-warm"));
+        let args = ["--json", "advise", "--min-saving", "0", &f.rocm];
+        let cold = run_in(&xdg, &server.url(), &args);
+        server.clear();
+        let warm = run_in(&xdg, &server.url(), &args);
+        assert_eq!(cold.code, 0, "{}", cold.stderr);
+        assert_eq!(cold.stdout, warm.stdout);
+        assert_eq!(server.nars(), Vec::<String>::new(), "{label}: warm rerun");
+        assert_eq!(server.count(".narinfo"), 0, "{label}: {:?}", server.log());
+        assert_eq!(server.count(".ls"), 0, "{label}: {:?}", server.log());
+        // --refresh fetches them again.
+        server.clear();
+        let refreshed = run_in(&xdg, &server.url(), &["--refresh", "size", &rocblas]);
+        assert_eq!(refreshed.code, 0, "{}", refreshed.stderr);
+        assert!(server.count(".narinfo") > 0);
+    }
+}
+
+#[test]
+fn split_and_partition_sizes_come_from_listings() {
+    let f = fixture();
+    let rocblas = closure_path("-rocblas-5.7.1");
+    let server = Server::start(&caches().xz_ls, Faults::default());
+    let o = run_in(
+        &fresh("split-ls"),
+        &server.url(),
+        &[
+            "--json", "split", &rocblas, "--preset", "nixpkgs", "--root", &f.rocm,
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // Scanned: rocblas (its own references) and its referrers (their holds
+    // into it); every other tree came from a listing.
+    let info = nix_path_info(None, &[&f.rocm]);
+    let scanned: std::collections::BTreeSet<String> = info
+        .iter()
+        .filter(|(p, v)| {
+            *p == &rocblas
+                || v["references"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|r| r.as_str() == Some(&rocblas) && *p != &rocblas)
+        })
+        .map(|(p, v)| {
+            let _ = v;
+            p.clone()
+        })
+        .collect();
+    assert_eq!(
+        server.nars().len(),
+        scanned.len(),
+        "{:?} vs {scanned:?}",
+        server.nars()
+    );
+    assert!(server.count(".ls") > 0);
+}
+
+#[test]
+fn listings_in_every_content_encoding() {
+    let rocblas = closure_path("-rocblas-5.7.1");
+    let args = ["--json", "partition", &rocblas, "--by", "gfx[0-9a-z]+"];
+    let want = run_in(&fresh("enc-local"), "local", &args);
+    assert_eq!(want.code, 0, "{}", want.stderr);
+    for enc in ["br", "zstd", "gzip"] {
+        let server = Server::start(
+            &caches().xz_ls,
+            Faults {
+                ls_encoding: Some(enc),
+                ..Faults::default()
+            },
+        );
+        let o = run_in(&fresh(enc), &server.url(), &args);
+        assert_eq!(o.code, 0, "{enc}: {}", o.stderr);
+        assert_eq!(o.stdout, want.stdout, "{enc}");
+        let encoded = server
+            .log()
+            .iter()
+            .filter(|l| l.encoding == Some(enc))
+            .count();
+        assert!(encoded > 0, "{enc}: no listing was sent encoded");
+        assert_eq!(server.nars().len(), 1, "{enc}: listings were not used");
+    }
+}
+
+#[test]
+fn answers_500_twice_per_url_and_results_stay_exact() {
+    let f = fixture();
+    let server = Server::start(
+        &caches().xz_ls,
+        Faults {
+            fail_first: 2,
+            ..Faults::default()
+        },
+    );
+    for args in [
+        vec!["--json", "size", &f.rocm],
+        vec!["--json", "advise", "--min-saving", "0", &f.rocm],
+    ] {
+        let o = run_in(&fresh("flaky"), &server.url(), &args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let want = run_in(&fresh("flaky-local"), "local", &args);
+        assert_eq!(o.stdout, want.stdout);
+    }
+    assert!(server.log().iter().any(|l| l.status == 500));
+}
+
+#[test]
+fn missing_narinfo_is_a_clear_error() {
+    let f = fixture();
+    let glibc = closure_path("-glibc-2.36");
+    let hash = &glibc["/nix/store/".len()..][..32];
+    let server = Server::start(
+        &caches().xz_ls,
+        Faults {
+            not_found: vec![format!("/{hash}.narinfo")],
+            ..Faults::default()
+        },
+    );
+    let o = run_in(&fresh("404"), &server.url(), &["size", &f.rocm]);
+    assert_error(&o, &glibc);
+    assert!(o.stderr.contains("not found"), "{}", o.stderr);
+    let o = run_in(&fresh("404root"), &server.url(), &["size", &glibc]);
+    assert_error(&o, &glibc);
+    // 403 means the same as 404.
+    let server = Server::start(
+        &caches().xz_ls,
+        Faults {
+            forbidden: vec![format!("/{hash}.narinfo")],
+            ..Faults::default()
+        },
+    );
+    let o = run_in(&fresh("403"), &server.url(), &["size", &f.rocm]);
+    assert_error(&o, &glibc);
+    assert!(o.stderr.contains("not found"), "{}", o.stderr);
+}
+
+#[test]
+fn a_nar_cut_off_midway_is_a_partial_result_naming_the_path() {
+    let f = fixture();
+    let server = Server::start(
+        &caches().xz_plain,
+        Faults {
+            cut_nars: u32::MAX,
+            ..Faults::default()
+        },
+    );
+    let rocblas = closure_path("-rocblas-5.7.1");
+    let o = run_in(
+        &fresh("cut"),
+        &server.url(),
+        &["--json", "partition", &rocblas, "--by", "gfx[0-9a-z]+"],
+    );
+    assert_ne!(o.code, 0);
+    assert!(o.stderr.contains(&rocblas), "{}", o.stderr);
+    let o = run_in(
+        &fresh("cut-advise"),
+        &server.url(),
+        &["advise", "--min-saving", "0", &f.rocm],
+    );
+    assert_eq!(o.code, 3, "{}{}", o.stdout, o.stderr);
+    assert!(o.stderr.contains("/nix/store/"), "{}", o.stderr);
+    assert!(o.stderr.contains("after 3 attempts"), "{}", o.stderr);
+}
+
+#[test]
+fn a_nar_cut_off_once_is_read_again_and_results_stay_exact() {
+    let f = fixture();
+    let server = Server::start(
+        &caches().xz_plain,
+        Faults {
+            cut_nars: 1,
+            ..Faults::default()
+        },
+    );
+    let args = ["--json", "advise", "--min-saving", "0", &f.rocm];
+    let o = run_in(&fresh("cut-once"), &server.url(), &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    same(
+        &o.stdout,
+        &run_in(&fresh("cut-once-local"), "local", &args).stdout,
+        "after a cut NAR",
+    );
+    let nars = server.nars();
+    assert!(!nars.is_empty());
+    // Each NAR was sent twice: cut, then whole.
+    let mut counts: HashMap<&String, usize> = HashMap::new();
+    for n in &nars {
+        *counts.entry(n).or_default() += 1;
+    }
+    assert!(counts.values().all(|&c| c == 2), "{counts:?}");
+}
+
+#[test]
+fn refused_and_stalled_connections_are_clear_errors() {
+    let f = fixture();
+    let port = {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        l.local_addr().unwrap().port()
+    };
+    let url = format!("http://127.0.0.1:{port}");
+    let o = run_in(&fresh("refused"), &url, &["size", &f.rocm]);
+    assert_error(&o, "connection refused");
+    assert!(o.stderr.contains(&url), "{}", o.stderr);
+
+    let server = Server::start(
+        &caches().xz_ls,
+        Faults {
+            stall: true,
+            ..Faults::default()
+        },
+    );
+    let home = fresh("stall");
+    let o = heft_run_env(
+        &[
+            ("XDG_CACHE_HOME", home.to_str().unwrap()),
+            ("NIX_HEFT_HTTP_TIMEOUT", "0.5"),
+        ],
+        Some(&server.url()),
+        &["size", &f.rocm],
+    );
+    assert_error(&o, "timed out");
+}
+
+#[test]
+fn netrc_credentials_are_sent_and_never_printed() {
+    use base64::Engine;
+    let f = fixture();
+    let secret = "s3cret-Pa55";
+    let server = Server::start(
+        &caches().xz_ls,
+        Faults {
+            auth: Some(format!(
+                "Basic {}",
+                base64::engine::general_purpose::STANDARD.encode(format!("alice:{secret}"))
+            )),
+            ..Faults::default()
+        },
+    );
+    let o = run_in(&fresh("noauth"), &server.url(), &["size", &f.rocm]);
+    assert_error(&o, "401");
+    assert!(o.stderr.contains("netrc"), "{}", o.stderr);
+
+    let dir = fresh("netrc");
+    let netrc = dir.join("netrc");
+    std::fs::write(
+        &netrc,
+        format!("machine elsewhere login bob password nope\nmachine 127.0.0.1 login alice password {secret}\n"),
+    )
+    .unwrap();
+    let args = [
+        "--netrc-file",
+        netrc.to_str().unwrap(),
+        "--json",
+        "advise",
+        &f.rocm,
+    ];
+    let o = run_in(&dir, &server.url(), &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.stdout,
+        run_in(&fresh("netrc-local"), "local", &args[2..]).stdout
+    );
+    assert!(!o.stdout.contains(secret) && !o.stderr.contains(secret));
+
+    // From nix.conf's netrc-file setting.
+    let conf = fresh("netrc-conf");
+    std::fs::write(
+        conf.join("nix.conf"),
+        format!("netrc-file = {}\n", netrc.display()),
+    )
+    .unwrap();
+    let o = heft_run_env(
+        &[
+            ("XDG_CACHE_HOME", conf.to_str().unwrap()),
+            ("HOME", conf.to_str().unwrap()),
+            ("NIX_CONF_DIR", conf.to_str().unwrap()),
+        ],
+        Some(&server.url()),
+        &["size", &f.rocm],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+
+    // Credentials in the URL are used, and shown nowhere.
+    let with_info = server.url().replace("://", &format!("://alice:{secret}@"));
+    let o = run_in(&fresh("userinfo"), &with_info, &["size", &f.rocm]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let bad_info = server.url().replace("://", "://alice:wrong-two@");
+    let o = run_in(&fresh("userinfo-bad"), &bad_info, &["size", &f.rocm]);
+    assert_error(&o, "401");
+    assert!(!o.stderr.contains("wrong-two"), "{}", o.stderr);
+
+    // Wrong credentials: refused, and the password is not shown.
+    std::fs::write(&netrc, "default login alice password wrong-one\n").unwrap();
+    let o = run_in(
+        &dir,
+        &server.url(),
+        &["--netrc-file", netrc.to_str().unwrap(), "size", &f.rocm],
+    );
+    assert_error(&o, "refused the netrc credentials");
+    assert!(!o.stderr.contains("wrong-one"));
+}
+
+#[test]
+fn names_and_globs_over_http_are_usage_errors() {
+    let server = Server::start(&caches().xz_ls, Faults::default());
+    for arg in ["rocm-llvm", "rocm-llvm*"] {
+        let o = run_in(&fresh("names"), &server.url(), &["size", arg]);
+        assert_usage_error(&o, "give a store path");
+    }
+}
+
+#[test]
+fn a_cache_for_another_store_dir_is_refused() {
+    let dir = fresh("otherstore");
+    std::fs::write(
+        dir.join("nix-cache-info"),
+        "StoreDir: /gnu/store\nWantMassQuery: 1\n",
+    )
+    .unwrap();
+    let server = Server::start(&dir, Faults::default());
+    let o = run_in(
+        &fresh("otherstore-x"),
+        &server.url(),
+        &["size", &fixture().rocm],
+    );
+    assert_error(&o, "/gnu/store");
+    let empty = fresh("notacache");
+    let server = Server::start(&empty, Faults::default());
+    let o = run_in(
+        &fresh("notacache-x"),
+        &server.url(),
+        &["size", &fixture().rocm],
+    );
+    assert_error(&o, "not a Nix binary cache");
+}
+
+#[test]
+fn advise_reads_only_referrers_whose_bound_reaches_min_saving() {
+    let f = fixture();
+    let json = |o: &Outcome| -> serde_json::Value {
+        assert!(o.code == 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let full = json(&run_in(
+        &fresh("ms0"),
+        "local",
+        &["--json", "advise", "--min-saving", "0", &f.rocm],
+    ));
+    assert_eq!(full["not_examined"].as_array().unwrap().len(), 0);
+    // At 100% only a referrer dominating the whole closure could be read:
+    // every bound is listed, and every real saving is within its bound.
+    let all = json(&run_in(
+        &fresh("ms100"),
+        "local",
+        &["--json", "advise", "--min-saving", "100%", &f.rocm],
+    ));
+    let bounds: HashMap<String, u64> = all["not_examined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            (
+                x["referrer"].as_str().unwrap().to_string(),
+                x["max_saving"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert!(bounds.len() > 5, "{bounds:?}");
+    let closure = full["closure_size"].as_u64().unwrap();
+    for a in full["actions"].as_array().unwrap() {
+        let pkg = a["package"].as_str().unwrap();
+        if let Some(s) = a["saving"].as_u64() {
+            let bound = bounds.get(pkg).copied().unwrap_or(closure);
+            assert!(s <= bound, "{pkg}: saving {s} > bound {bound}");
+        }
+    }
+    // A threshold in between: over HTTP the skipped referrers' NARs are
+    // never downloaded, and the advice is that of the full run restricted
+    // to the referrers read, from every source alike.
+    let min = 20 << 20;
+    let args = ["--json", "advise", "--min-saving", "20MiB", &f.rocm];
+    let local = run_in(&fresh("ms20"), "local", &args);
+    let server = Server::start(&caches().xz_ls, Faults::default());
+    let http = run_in(&fresh("ms20-http"), &server.url(), &args);
+    same(&http.stdout, &local.stdout, "advise --min-saving 20MiB");
+    let part = json(&local);
+    let skipped: Vec<String> = part["not_examined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| {
+            assert!(x["max_saving"].as_u64().unwrap() < min);
+            x["referrer"].as_str().unwrap().to_string()
+        })
+        .collect();
+    assert!(!skipped.is_empty());
+    assert_eq!(part["min_saving"].as_u64(), Some(min));
+    for a in part["actions"].as_array().unwrap() {
+        assert!(!skipped.contains(&a["package"].as_str().unwrap().to_string()));
+    }
+    let nars = server.nars().len();
+    let full_server = Server::start(&caches().xz_ls, Faults::default());
+    run_in(
+        &fresh("ms0-http"),
+        &full_server.url(),
+        &["--json", "advise", "--min-saving", "0", &f.rocm],
+    );
+    assert!(nars < full_server.nars().len(), "{nars} NARs with pruning");
+    // The text output counts the referrers not examined.
+    let text = run_in(&fresh("ms20-text"), "local", &args[1..]);
+    assert!(
+        text.stdout
+            .contains(&format!("{} referrer(s) not examined", skipped.len())),
+        "{}",
+        text.stdout
+    );
+}
+
+#[test]
+fn a_symlink_farm_is_explained_from_its_listing_alone() {
+    let dir = fresh("farm");
+    let expr = dir.join("farm.nix");
+    std::fs::write(
+        &expr,
+        r#"let
+  mk = name: script: derivation {
+    inherit name; system = builtins.currentSystem; builder = "/bin/sh";
+    args = [ "-c" script ]; PATH = "/usr/bin:/bin";
+  };
+  data = mk "farm-data-1.0" "mkdir -p $out/lib/gfx90a; echo kernel > $out/lib/gfx90a/k.co";
+in {
+  farm = mk "farm-links-1.0" ''
+    mkdir -p $out/lib/targets
+    ln -s ${data}/lib/gfx90a $out/lib/targets/gfx90a
+    ln -s ${data}/lib/gfx90a/k.co $out/lib/k.co
+    touch $out/lib/.keep
+  '';
+}
+"#,
+    )
+    .unwrap();
+    let farm = nix_build(&expr, &["farm"]).pop().unwrap();
+    let cache = dir.join("cache");
+    run(nix()
+        .args(["copy", "--to"])
+        .arg(format!(
+            "file://{}?compression=xz&write-nar-listing=1",
+            cache.display()
+        ))
+        .arg(&farm));
+    let server = Server::start(&cache, Faults::default());
+    let args = ["--json", "refs", "--evidence", &farm];
+    let http = run_in(&fresh("farm-http"), &server.url(), &args);
+    assert_eq!(http.code, 0, "{}", http.stderr);
+    same(
+        &http.stdout,
+        &run_in(&fresh("farm-local"), "local", &args).stdout,
+        "farm refs",
+    );
+    assert!(http.stdout.contains("symlink"), "{}", http.stdout);
+    // Its holds are symlink targets: the listing gives them all.
+    assert_eq!(server.nars(), Vec::<String>::new());
+    assert!(server.count(".ls") > 0);
+}
