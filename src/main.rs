@@ -1054,14 +1054,24 @@ fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let mut problems = c.problems.clone();
     problems.extend(chk::unchecked(&g, &c, &prepared));
-    let actions = if prepared.needs_advice {
+    let (actions, plan) = if prepared.needs_advice {
         let (a, p) = nix_heft::plan::advise::advise(&g, &c, None, None);
         problems.extend(p);
-        a
+        let (plan, pp) = nix_heft::plan::joint::plan(&g, &c, &a, None);
+        problems.extend(pp);
+        (a, Some(plan))
     } else {
-        Vec::new()
+        (Vec::new(), None)
     };
-    let violations = chk::check(&g, &c, &rules, baseline.as_ref(), &prepared, &actions);
+    let violations = chk::check(
+        &g,
+        &c,
+        &rules,
+        baseline.as_ref(),
+        &prepared,
+        &actions,
+        plan.as_ref(),
+    );
     let report = CheckReport {
         ok: violations.is_empty(),
         roots: roots.iter().map(|r| r.to_string()).collect(),

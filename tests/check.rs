@@ -43,6 +43,11 @@ fn budget_breach_names_the_top_contributor() {
     let acts = v["actions"].as_array().unwrap();
     assert!(!acts.is_empty(), "{v}");
     assert!(v["note"].as_str().unwrap().contains("do not add up"), "{v}");
+    // The joint answer comes from advise's plan, the same as advise gives.
+    let o = heft_run(None, &["--json", "advise", "--min-saving", "0", after]);
+    let adv: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["plan_closure_after"], adv["plan"]["closure_after"], "{v}");
+    assert!(v["note"].as_str().unwrap().contains("advise's plan"), "{v}");
     let text = heft_run(None, &["check", after, "--max-closure", "100KiB"]);
     assert_eq!(text.code, 4);
     assert!(text.stdout.contains("[max-closure]"), "{}", text.stdout);

@@ -387,12 +387,13 @@ pub fn advise(
         };
         problems.extend(sim.problems.iter().cloned());
         let saving = total.saturating_sub(w.closure_size(roots));
-        let removed: Vec<String> = g
+        let mut removed: Vec<String> = g
             .references(p)
             .iter()
             .filter(|&&r| !sim.outputs[0].references.contains(&r))
             .map(|&r| g.path(r).to_string())
             .collect();
+        removed.sort_by(|a, b| full_name(a).cmp(full_name(b)));
         let moved_runtime: Vec<&(String, usize)> = sim
             .consumers
             .iter()

@@ -371,14 +371,18 @@ pub struct Violation {
     /// For a budget: how to read the actions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
+    /// For a budget: the closure with every non-breaking action applied
+    /// together (advise's joint plan).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub plan_closure_after: Option<u64>,
 }
 
 /// Most actions listed under a budget violation.
 pub const TOP_ACTIONS: usize = 5;
 
-/// Says why savings are listed one by one.
+/// Says why savings are listed one by one and where the joint answer is.
 pub const OVERLAP_NOTE: &str = "each action's saving is computed on its own; savings overlap \
-     and do not add up (a joint plan of several actions is not computed yet)";
+     and do not add up";
 
 /// What the rules could not check because the source has no file contents
 /// for some referrers they needed (a path-info JSON file): one problem that
@@ -416,6 +420,7 @@ pub fn check(
     baseline: Option<&Baseline>,
     p: &Prepared,
     actions: &[Action],
+    plan: Option<&crate::plan::joint::Plan>,
 ) -> Vec<Violation> {
     let mut out = Vec::new();
     let path = |v: NodeId| g.path(v).to_string();
@@ -463,7 +468,26 @@ pub fn check(
                     added_size: added[v as usize],
                 })
                 .collect(),
-            note: (!acts.is_empty()).then(|| OVERLAP_NOTE.to_string()),
+            note: (!acts.is_empty()).then(|| match plan {
+                // The joint plan answers what the single savings cannot.
+                Some(pl) if !pl.actions.is_empty() => format!(
+                    "{OVERLAP_NOTE}; all {} non-breaking actions together (advise's plan) give \
+                     {} → {}, {} the budget of {}",
+                    pl.actions.len(),
+                    crate::units::iec(pl.closure_before),
+                    crate::units::iec(pl.closure_after),
+                    if pl.closure_after <= budget {
+                        "within"
+                    } else {
+                        "still over"
+                    },
+                    crate::units::iec(budget)
+                ),
+                _ => OVERLAP_NOTE.to_string(),
+            }),
+            plan_closure_after: plan
+                .filter(|pl| !pl.actions.is_empty())
+                .map(|pl| pl.closure_after),
             actions: acts,
         });
     }
@@ -481,6 +505,7 @@ pub fn check(
             contributors: Vec::new(),
             actions: Vec::new(),
             note: None,
+            plan_closure_after: None,
         });
     }
     if !rules.forbid_verdict.is_empty() {
@@ -516,6 +541,7 @@ pub fn check(
                     contributors: Vec::new(),
                     actions: Vec::new(),
                     note: None,
+                    plan_closure_after: None,
                 });
             }
         }

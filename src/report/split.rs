@@ -91,6 +91,7 @@ impl SplitReport {
                     .iter()
                     .map(|&r| g.path(r).to_string())
                     .collect();
+                references.sort_by(|a, b| name(a).cmp(name(b)).then_with(|| a.cmp(b)));
                 references.extend(
                     o.output_refs
                         .iter()
