@@ -10,4 +10,4 @@ pub(crate) mod testsupport;
 pub mod tree;
 
 pub use decompress::decompress;
-pub use reader::{MAX_NAME_LEN, NarError, NarNode, NarVisitor, walk_nar};
+pub use reader::{MAX_NAME_LEN, MAX_PATH_LEN, NarError, NarNode, NarVisitor, walk_nar};

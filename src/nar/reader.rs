@@ -41,10 +41,16 @@ use std::io::{self, BufRead, BufReader, Read};
 
 use crate::relpath::push as push_name;
 
-/// The longest name or symlink target accepted. Nix itself has no limit, but
-/// Linux caps both below this (`NAME_MAX` 255, `PATH_MAX` 4096), and a cap
-/// keeps a corrupt length field from becoming a huge allocation.
-pub const MAX_NAME_LEN: usize = 4096;
+/// The longest file name accepted: Linux's `NAME_MAX`. Nix cannot restore
+/// a NAR with a longer one, and a cap keeps a corrupt length field from
+/// becoming a huge allocation.
+pub const MAX_NAME_LEN: usize = 255;
+
+/// The longest symlink target, and the longest path of an entry below the
+/// store path: Linux's `PATH_MAX`. Capping the path also caps the depth of
+/// a tree (every level adds at least two bytes), so a hostile NAR ten
+/// thousand directories deep is refused before it costs memory.
+pub const MAX_PATH_LEN: usize = 4096;
 
 /// The longest syntax token read in full for an error message; longer
 /// strings where a token belongs are reported by length only.
@@ -109,7 +115,19 @@ pub enum NarError {
         /// The entry before it, lossily decoded.
         previous: String,
     },
-    /// A name or symlink target longer than [`MAX_NAME_LEN`].
+    /// An entry whose path below the store path would pass
+    /// [`MAX_PATH_LEN`] (which also bounds the depth of the tree).
+    #[error("bad NAR: a path below {path}… at depth {depth} is longer than the {max}-byte limit (PATH_MAX); Nix could not restore it")]
+    PathTooLong {
+        /// The start of the path.
+        path: String,
+        /// The limit.
+        max: usize,
+        /// How many directories deep it is.
+        depth: usize,
+    },
+    /// A name longer than [`MAX_NAME_LEN`] or a symlink target longer
+    /// than [`MAX_PATH_LEN`].
     #[error("bad NAR at byte {at}: {what} of {len} bytes is longer than the {max}-byte limit")]
     TooLong {
         /// `"file name"` or `"symlink target"`.
@@ -286,7 +304,7 @@ impl<R: Read> Parser<R> {
             }
             self.expect(&["("])?;
             self.expect(&["name"])?;
-            self.string("file name")?;
+            self.string("file name", MAX_NAME_LEN)?;
             let name = &self.buf;
             if name.is_empty()
                 || name == b"."
@@ -310,6 +328,13 @@ impl<R: Read> Parser<R> {
             }
             dir.previous.clear();
             dir.previous.extend_from_slice(name);
+            if self.path.len() + 1 + name.len() > MAX_PATH_LEN {
+                return Err(NarError::PathTooLong {
+                    path: display_path(&self.path[..self.path.len().min(200)]),
+                    max: MAX_PATH_LEN,
+                    depth: open.len(),
+                });
+            }
             push_name(&mut self.path, name);
             self.expect(&["node"])?;
             if self.node(visit)? == Parsed::Directory {
@@ -372,7 +397,7 @@ impl<R: Read> Parser<R> {
             }
             1 => {
                 self.expect(&["target"])?;
-                self.string("symlink target")?;
+                self.string("symlink target", MAX_PATH_LEN)?;
                 visit(&self.path, NarNode::Symlink { target: &self.buf })?;
                 self.expect(&[")"])?;
                 Ok(Parsed::Leaf)
@@ -431,17 +456,12 @@ impl<R: Read> Parser<R> {
         Ok(())
     }
 
-    /// Reads a string of at most [`MAX_NAME_LEN`] bytes into `self.buf`.
-    fn string(&mut self, what: &'static str) -> Result<(), NarError> {
+    /// Reads a string of at most `max` bytes into `self.buf`.
+    fn string(&mut self, what: &'static str, max: usize) -> Result<(), NarError> {
         let at = self.pos;
         let len = self.u64()?;
-        if len > MAX_NAME_LEN as u64 {
-            return Err(NarError::TooLong {
-                what,
-                len,
-                max: MAX_NAME_LEN,
-                at,
-            });
+        if len > max as u64 {
+            return Err(NarError::TooLong { what, len, max, at });
         }
         self.read_body(len as usize)
     }
@@ -1031,6 +1051,44 @@ mod tests {
         paths_only(&dir_nar(&[(&ok, b"x")])[..]).unwrap();
     }
 
+    /// Nix's own limits, as hostile NARs would break them: a tree ten
+    /// thousand directories deep, and a symlink target past PATH_MAX, are
+    /// refused with an error naming the limit, in bounded memory.
+    #[test]
+    fn paths_past_path_max_are_refused() {
+        use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
+        let mut p = Vec::new();
+        for _ in 0..10_000 {
+            crate::relpath::push(&mut p, b"d");
+        }
+        let deep = FileTree::from_entries(vec![TreeEntry {
+            path: p,
+            node: TreeNode::Regular {
+                size: 1,
+                executable: false,
+            },
+        }]);
+        let nar = crate::nar::testsupport::write_nar(&deep);
+        let err = paths_only(&nar[..]).unwrap_err();
+        assert!(
+            matches!(err, NarError::PathTooLong { max: 4096, depth, .. } if depth >= 2048),
+            "{err:?}"
+        );
+        assert!(err.to_string().contains("PATH_MAX"), "{err}");
+        let link = |target: Vec<u8>| {
+            crate::nar::testsupport::write_nar(&FileTree::from_entries(vec![TreeEntry {
+                path: b"l".to_vec(),
+                node: TreeNode::Symlink { target },
+            }]))
+        };
+        let err = paths_only(&link(vec![b't'; MAX_PATH_LEN + 1])[..]).unwrap_err();
+        assert!(
+            matches!(err, NarError::TooLong { what: "symlink target", max: 4096, .. }),
+            "{err:?}"
+        );
+        paths_only(&link(vec![b't'; MAX_PATH_LEN])[..]).unwrap();
+    }
+
     #[test]
     fn unsorted_or_duplicate_entries_are_refused() {
         for entries in [
@@ -1081,7 +1139,8 @@ mod tests {
     /// Nesting depth is limited by input size only, never by the stack.
     #[test]
     fn deep_nesting_does_not_overflow() {
-        const DEPTH: usize = 50_000;
+        // As deep as PATH_MAX allows with one-byte names.
+        const DEPTH: usize = 2047;
         let mut nar = Vec::new();
         put(&mut nar, MAGIC.as_bytes());
         for _ in 0..DEPTH {

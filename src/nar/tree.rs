@@ -481,7 +481,8 @@ mod tests {
     fn deep_and_wide_trees() {
         let mut entries = Vec::new();
         let mut p = Vec::new();
-        for i in 0..3000 {
+        // As deep as PATH_MAX (which the reader enforces) lets it go.
+        for i in 0..500 {
             push_name(&mut p, if i % 2 == 0 { b"d" } else { b"dir-name-9" });
         }
         let mut leaf = p.clone();
@@ -494,7 +495,7 @@ mod tests {
             entries.push(file(format!("wide/{i}").as_bytes(), i * 7, i % 2 == 1));
         }
         let t = FileTree::from_entries(entries);
-        assert_eq!(t.entries.len(), 1 + 3000 + 2 + 1 + 500);
+        assert_eq!(t.entries.len(), 1 + 500 + 2 + 1 + 500);
         let nar = write_nar(&t);
         assert_eq!(t.nar_size(), nar.len() as u64);
         assert_eq!(tree_of_nar(&nar[..]), t);
