@@ -32,6 +32,9 @@ pub enum ProblemKind {
     NoContents,
     /// An action or what-if that could not be simulated.
     Simulation,
+    /// The NAR's bytes do not hash to the narinfo's `NarHash`: it is not
+    /// the path it claims to be, and nothing read from it is used.
+    HashMismatch,
 }
 
 impl ProblemKind {
@@ -47,6 +50,7 @@ impl ProblemKind {
             ProblemKind::BadElf => "bad-elf",
             ProblemKind::NoContents => "no-contents",
             ProblemKind::Simulation => "simulation",
+            ProblemKind::HashMismatch => "hash-mismatch",
         }
     }
 }

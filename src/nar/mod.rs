@@ -4,6 +4,7 @@
 //! read stage uses it for binary caches, the planners for sizes.
 
 mod decompress;
+pub mod hash;
 pub mod reader;
 #[cfg(test)]
 pub(crate) mod testsupport;

@@ -117,7 +117,9 @@ pub enum NarError {
     },
     /// An entry whose path below the store path would pass
     /// [`MAX_PATH_LEN`] (which also bounds the depth of the tree).
-    #[error("bad NAR: a path below {path}… at depth {depth} is longer than the {max}-byte limit (PATH_MAX); Nix could not restore it")]
+    #[error(
+        "bad NAR: a path below {path}… at depth {depth} is longer than the {max}-byte limit (PATH_MAX); Nix could not restore it"
+    )]
     PathTooLong {
         /// The start of the path.
         path: String,
@@ -1083,7 +1085,14 @@ mod tests {
         };
         let err = paths_only(&link(vec![b't'; MAX_PATH_LEN + 1])[..]).unwrap_err();
         assert!(
-            matches!(err, NarError::TooLong { what: "symlink target", max: 4096, .. }),
+            matches!(
+                err,
+                NarError::TooLong {
+                    what: "symlink target",
+                    max: 4096,
+                    ..
+                }
+            ),
             "{err:?}"
         );
         paths_only(&link(vec![b't'; MAX_PATH_LEN])[..]).unwrap();

@@ -397,11 +397,14 @@ fn read_contents(
             }
             Err(e) => return unopened(path, scan, &e),
         };
-        let (pr, mut problems) = nar_stream::read(nar, path.as_str(), wanted, scan, progress);
+        let (pr, mut problems) = read_checked(src, path, nar, wanted, scan, progress);
         let transient = problems.iter().any(|p| {
             matches!(
                 p.kind,
-                ProblemKind::TruncatedNar | ProblemKind::CorruptNar | ProblemKind::Unreadable
+                ProblemKind::TruncatedNar
+                    | ProblemKind::CorruptNar
+                    | ProblemKind::Unreadable
+                    | ProblemKind::HashMismatch
             )
         });
         if !transient || attempt >= attempts {
@@ -414,6 +417,69 @@ fn read_contents(
         }
         attempt += 1;
     }
+}
+
+/// Reads a NAR, hashing it on the way when the source says what it must
+/// hash to: a NAR whose bytes are not the narinfo's is not that path, so
+/// nothing from it is kept (and, with no problem-free read, nothing cached).
+/// `NIX_HEFT_VERIFY=0` turns the check off (to measure what it costs).
+fn read_checked(
+    src: &dyn StoreSource,
+    path: &crate::StorePath,
+    nar: Box<dyn std::io::Read + Send>,
+    wanted: &Wanted,
+    scan: bool,
+    progress: &(dyn Fn(u64) + Sync),
+) -> (PathRead, Vec<Problem>) {
+    use crate::nar::hash::{HashingReader, NarHash};
+    let verify = std::env::var_os("NIX_HEFT_VERIFY").is_none_or(|v| v != "0");
+    let expected = match src.expected_nar_hash(path).filter(|_| verify) {
+        None => return nar_stream::read(nar, path.as_str(), wanted, scan, progress),
+        Some(h) => match NarHash::parse(&h) {
+            Ok(h) => h,
+            Err(e) => {
+                let p = Problem::new(
+                    path.as_str(),
+                    ProblemKind::HashMismatch,
+                    format!("cannot check the NAR: {e}"),
+                );
+                return (
+                    PathRead {
+                        available: true,
+                        scanned: scan,
+                        ..PathRead::default()
+                    },
+                    vec![p],
+                );
+            }
+        },
+    };
+    let (reader, handle) = HashingReader::new(nar);
+    let (pr, problems) = nar_stream::read(Box::new(reader), path.as_str(), wanted, scan, progress);
+    if !problems.is_empty() {
+        return (pr, problems);
+    }
+    let (got, bytes) = handle.finish();
+    if got == expected {
+        return (pr, problems);
+    }
+    let p = Problem::new(
+        path.as_str(),
+        ProblemKind::HashMismatch,
+        format!(
+            "NAR hash mismatch: the narinfo says {}, but its {bytes} bytes hash to {}; nothing read from it is used",
+            expected.to_nix32(),
+            got.to_nix32()
+        ),
+    );
+    (
+        PathRead {
+            available: true,
+            scanned: scan,
+            ..PathRead::default()
+        },
+        vec![p],
+    )
 }
 
 /// Downloads over a network get this many tries at a whole NAR.

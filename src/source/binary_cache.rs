@@ -122,6 +122,10 @@ impl StoreSource for BinaryCache {
         }))
     }
 
+    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
+        self.narinfo(path).ok().flatten().map(|i| i.nar_hash)
+    }
+
     fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);

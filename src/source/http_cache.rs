@@ -378,6 +378,10 @@ impl StoreSource for HttpCache {
         Some((self.local.clone(), info.nar_hash))
     }
 
+    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
+        self.narinfo(path).ok().flatten().map(|i| i.nar_hash)
+    }
+
     fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn Read + Send>>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);

@@ -95,6 +95,12 @@ pub trait StoreSource: Send + Sync {
     fn scan_cache(&self, _path: &StorePath) -> Option<(local_cache::LocalCache, String)> {
         None
     }
+    /// The hash the NAR of `path` must have (the narinfo's `NarHash`), for
+    /// sources whose NARs can be damaged on their way: the read stage
+    /// checks it while streaming. `None`: nothing to check against.
+    fn expected_nar_hash(&self, _path: &StorePath) -> Option<String> {
+        None
+    }
     /// For sources that download: how many NARs and how many bytes (as
     /// sent, compressed) have been fetched so far, for progress display.
     fn fetched(&self) -> Option<(u64, u64)> {

@@ -1,0 +1,179 @@
+//! NAR hashes as Nix writes them (`NarHash` in narinfos, `hash` in the
+//! database): `sha256:` followed by nix-base32 (52 characters) or base16
+//! (64), or an SRI string `sha256-<base64>`; and a reader that hashes the
+//! NAR as it streams by, so checking costs no second pass.
+
+use std::io::Read;
+use std::sync::{Arc, Mutex};
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+
+use crate::store_path::IS_BASE32;
+
+/// Nix's base-32 alphabet (no e, o, u, t).
+const NIX32: &[u8; 32] = b"0123456789abcdfghijklmnpqrsvwxyz";
+
+/// A SHA-256 NAR hash.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct NarHash(pub [u8; 32]);
+
+impl NarHash {
+    /// Parses `sha256:<nix32>`, `sha256:<base16>` or `sha256-<base64>`.
+    /// Other algorithms are refused: Nix writes NAR hashes in SHA-256.
+    pub fn parse(s: &str) -> Result<NarHash, String> {
+        let bad = |why: &str| format!("NAR hash '{s}' {why}");
+        let mut out = [0u8; 32];
+        if let Some(b64) = s.strip_prefix("sha256-") {
+            let v = base64::engine::general_purpose::STANDARD
+                .decode(b64)
+                .map_err(|_| bad("is not valid base64"))?;
+            if v.len() != 32 {
+                return Err(bad("does not hold 32 bytes"));
+            }
+            out.copy_from_slice(&v);
+            return Ok(NarHash(out));
+        }
+        let Some(rest) = s.strip_prefix("sha256:") else {
+            return Err(bad("is not a sha256 hash"));
+        };
+        match rest.len() {
+            64 => {
+                for (i, pair) in rest.as_bytes().chunks(2).enumerate() {
+                    let hex = std::str::from_utf8(pair).map_err(|_| bad("is not base16"))?;
+                    out[i] = u8::from_str_radix(hex, 16).map_err(|_| bad("is not base16"))?;
+                }
+            }
+            52 => out = nix32_decode(rest).ok_or_else(|| bad("is not nix-base32"))?,
+            _ => return Err(bad("has the wrong length")),
+        }
+        Ok(NarHash(out))
+    }
+
+    /// `sha256:<nix32>`, as `nix path-info` prints it.
+    pub fn to_nix32(self) -> String {
+        format!("sha256:{}", nix32_encode(&self.0))
+    }
+}
+
+/// Nix's base-32 is little-endian in bits, last character first, which no
+/// base32 crate implements; 20 lines by hand (as in Nix's `hash.cc`).
+fn nix32_decode(s: &str) -> Option<[u8; 32]> {
+    let b = s.as_bytes();
+    if b.len() != 52 || !b.iter().all(|&c| IS_BASE32[c as usize]) {
+        return None;
+    }
+    let mut out = [0u8; 32];
+    for n in 0..b.len() {
+        let c = b[b.len() - 1 - n];
+        let digit = NIX32.iter().position(|&x| x == c)? as u16;
+        let bit = n * 5;
+        let (i, j) = (bit / 8, bit % 8);
+        out[i] |= (digit << j) as u8;
+        let carry = digit >> (8 - j);
+        if i + 1 < out.len() {
+            out[i + 1] |= carry as u8;
+        } else if carry != 0 {
+            return None; // bits beyond 256
+        }
+    }
+    Some(out)
+}
+
+fn nix32_encode(bytes: &[u8; 32]) -> String {
+    let len = (bytes.len() * 8).div_ceil(5);
+    (0..len)
+        .rev()
+        .map(|n| {
+            let bit = n * 5;
+            let (i, j) = (bit / 8, bit % 8);
+            let lo = (bytes[i] as u16) >> j;
+            let hi = if i + 1 < bytes.len() {
+                (bytes[i + 1] as u16) << (8 - j)
+            } else {
+                0
+            };
+            NIX32[((lo | hi) & 0x1f) as usize] as char
+        })
+        .collect()
+}
+
+/// Hashes what is read through it; the digest so far is shared, so it can
+/// be read after the reader was handed on and dropped.
+pub struct HashingReader<R> {
+    inner: R,
+    state: Arc<Mutex<(Sha256, u64)>>,
+}
+
+/// The far end of a [`HashingReader`]: the hash and the byte count.
+#[derive(Clone)]
+pub struct HashHandle(Arc<Mutex<(Sha256, u64)>>);
+
+impl HashHandle {
+    /// The hash of the bytes read so far, and how many there were.
+    pub fn finish(&self) -> (NarHash, u64) {
+        let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        (NarHash(g.0.clone().finalize().into()), g.1)
+    }
+}
+
+impl<R: Read> HashingReader<R> {
+    /// Wraps `inner`.
+    pub fn new(inner: R) -> (HashingReader<R>, HashHandle) {
+        let state = Arc::new(Mutex::new((Sha256::new(), 0)));
+        (
+            HashingReader {
+                inner,
+                state: state.clone(),
+            },
+            HashHandle(state),
+        )
+    }
+}
+
+impl<R: Read> Read for HashingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
+        g.0.update(&buf[..n]);
+        g.1 += n as u64;
+        Ok(n)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn all_three_spellings_agree() {
+        // `nix hash to-base16` / `to-sri` of one hash, as Nix prints them.
+        let nix32 = "sha256:0n751fqccr8zb9rm5m14k38944v4mp5fr8b0ylcch78bqchxvdjm";
+        let h = NarHash::parse(nix32).unwrap();
+        assert_eq!(h.to_nix32(), nix32);
+        let hex: String = h.0.iter().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(NarHash::parse(&format!("sha256:{hex}")).unwrap(), h);
+        let sri = format!(
+            "sha256-{}",
+            base64::engine::general_purpose::STANDARD.encode(h.0)
+        );
+        assert_eq!(NarHash::parse(&sri).unwrap(), h);
+        for bad in ["md5:abc", "sha256:xyz", "sha256-!!", "sha256-AAAA"] {
+            assert!(NarHash::parse(bad).is_err(), "{bad}");
+        }
+        assert!(
+            NarHash::parse("sha256:zz751fqccr8zb9rm5m14k38944v4mp5fr8b0ylcch78bqchxvdjm").is_err()
+        );
+    }
+
+    #[test]
+    fn reader_hashes_what_passes() {
+        let data = b"nix-archive-1 and more".repeat(1000);
+        let (mut r, h) = HashingReader::new(&data[..]);
+        std::io::copy(&mut r, &mut std::io::sink()).unwrap();
+        let (got, n) = h.finish();
+        assert_eq!(n, data.len() as u64);
+        let want: [u8; 32] = Sha256::digest(&data).into();
+        assert_eq!(got.0, want);
+    }
+}
