@@ -4,7 +4,6 @@
 //! NAR as it streams by, so checking costs no second pass.
 
 use std::io::Read;
-use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
@@ -98,35 +97,54 @@ fn nix32_encode(bytes: &[u8; 32]) -> String {
         .collect()
 }
 
-/// Hashes what is read through it; the digest so far is shared, so it can
-/// be read after the reader was handed on and dropped.
+/// Hashes what is read through it, on a thread of its own: decompressing
+/// and scanning one NAR already keep one core busy, and SHA-256 of the same
+/// bytes would add half again to that if done in line. Chunks go over a
+/// small bounded channel, so memory stays a few hundred KiB per NAR.
 pub struct HashingReader<R> {
     inner: R,
-    state: Arc<Mutex<(Sha256, u64)>>,
+    tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
 }
 
-/// The far end of a [`HashingReader`]: the hash and the byte count.
-#[derive(Clone)]
-pub struct HashHandle(Arc<Mutex<(Sha256, u64)>>);
+/// The far end of a [`HashingReader`]: the hash and the byte count, once
+/// the reader is dropped.
+pub struct HashHandle(Option<std::thread::JoinHandle<(Sha256, u64)>>);
+
+/// Chunks in flight to the hashing thread.
+const IN_FLIGHT: usize = 8;
 
 impl HashHandle {
-    /// The hash of the bytes read so far, and how many there were.
-    pub fn finish(&self) -> (NarHash, u64) {
-        let g = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        (NarHash(g.0.clone().finalize().into()), g.1)
+    /// The hash of every byte read, and how many there were. Call after
+    /// the reader is dropped (the thread ends when it is).
+    pub fn finish(mut self) -> (NarHash, u64) {
+        let (h, n) = self
+            .0
+            .take()
+            .and_then(|t| t.join().ok())
+            .unwrap_or_else(|| (Sha256::new(), 0));
+        (NarHash(h.finalize().into()), n)
     }
 }
 
 impl<R: Read> HashingReader<R> {
     /// Wraps `inner`.
     pub fn new(inner: R) -> (HashingReader<R>, HashHandle) {
-        let state = Arc::new(Mutex::new((Sha256::new(), 0)));
+        let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
+        let t = std::thread::spawn(move || {
+            let mut h = Sha256::new();
+            let mut n = 0u64;
+            for chunk in rx {
+                h.update(&chunk);
+                n += chunk.len() as u64;
+            }
+            (h, n)
+        });
         (
             HashingReader {
                 inner,
-                state: state.clone(),
+                tx: Some(tx),
             },
-            HashHandle(state),
+            HashHandle(Some(t)),
         )
     }
 }
@@ -134,9 +152,13 @@ impl<R: Read> HashingReader<R> {
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        let mut g = self.state.lock().unwrap_or_else(|e| e.into_inner());
-        g.0.update(&buf[..n]);
-        g.1 += n as u64;
+        if n > 0
+            && let Some(tx) = &self.tx
+            && tx.send(buf[..n].to_vec()).is_err()
+        {
+            // The hashing thread is gone (it panicked): no hash to compare.
+            self.tx = None;
+        }
         Ok(n)
     }
 }
@@ -171,6 +193,7 @@ mod tests {
         let data = b"nix-archive-1 and more".repeat(1000);
         let (mut r, h) = HashingReader::new(&data[..]);
         std::io::copy(&mut r, &mut std::io::sink()).unwrap();
+        drop(r);
         let (got, n) = h.finish();
         assert_eq!(n, data.len() as u64);
         let want: [u8; 32] = Sha256::digest(&data).into();
