@@ -75,6 +75,30 @@ enum Command {
     /// saving computed by applying it to the graph, its evidence, its safety
     /// and the nixpkgs snippet that applies it.
     Advise(AdviseArgs),
+    /// One self-contained HTML file: a treemap of the closure by added
+    /// size (following the dominator tree), each path's sizes, referrers,
+    /// references and every edge's evidence, the advice, search and a
+    /// sortable table. Opens from disk; no network.
+    Report(ReportArgs),
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Where to write the HTML file (`-` for standard output).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
+    output: std::path::PathBuf,
+    /// Sizes only: read no file, so no evidence, verdicts or advice (for
+    /// stores without contents or very large closures).
+    #[arg(long)]
+    no_evidence: bool,
 }
 
 #[derive(Args, Debug)]
@@ -270,6 +294,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Split(args) => split(cli, src, args),
         Command::Partition(args) => partition(cli, src, args),
         Command::Advise(args) => advise(cli, src, args),
+        Command::Report(args) => report(cli, src, args),
     }
 }
 
@@ -607,4 +632,107 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
         ..text_options(cli)
     };
     emit(cli, &report, opts)
+}
+
+/// What `report` prints on standard output after writing the file.
+#[derive(serde::Serialize)]
+struct ReportWritten {
+    output: String,
+    bytes: usize,
+    paths: usize,
+    edges_with_evidence: usize,
+    advice: usize,
+    evidence: nix_heft::report::html::EvidenceState,
+}
+
+fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    use nix_heft::report::html::{EvidenceState, HtmlReport};
+    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let g = load(cli, src, &roots)?;
+    let (c, actions, plan_saving, problems) = if args.no_evidence {
+        (None, Vec::new(), None, Vec::new())
+    } else {
+        let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+        let readable = c.paths.values().any(|p| p.available);
+        let (actions, sim_problems) = if readable {
+            nix_heft::plan::advise::advise(&g, &c)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let plan_saving = readable.then(|| nix_heft::plan::advise::combined_saving(&g, &actions));
+        let mut problems = c.problems.clone();
+        problems.extend(sim_problems);
+        (Some(c), actions, plan_saving, problems)
+    };
+    let model = HtmlReport::new(
+        &g,
+        src.describe(),
+        c.as_ref(),
+        actions,
+        plan_saving,
+        problems,
+    );
+    let html = model.render_html();
+    let shown = if args.output.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(html.as_bytes())?;
+        out.flush()?;
+        "-".to_string()
+    } else {
+        // Written beside the target and renamed, so a failed run never
+        // leaves half a report where the last one was.
+        let dir = match args.output.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+            .with_context(|| format!("creating a file in {}", dir.display()))?;
+        tmp.write_all(html.as_bytes())
+            .with_context(|| format!("writing {}", args.output.display()))?;
+        // A report is for sharing: readable by all, as files written
+        // without a temporary would be (tempfile creates them 0600).
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        tmp.persist(&args.output)
+            .with_context(|| format!("writing {}", args.output.display()))?;
+        args.output.display().to_string()
+    };
+    let written = ReportWritten {
+        output: shown,
+        bytes: html.len(),
+        paths: model.paths.len(),
+        edges_with_evidence: model
+            .edges
+            .iter()
+            .filter(|e| !e.evidence.is_empty())
+            .count(),
+        advice: model.advice.len(),
+        evidence: model.evidence_state,
+    };
+    if args.output.as_os_str() != "-" {
+        let mut out = std::io::stdout().lock();
+        if cli.json {
+            serde_json::to_writer(&mut out, &written)?;
+            writeln!(out)?;
+        } else {
+            writeln!(
+                out,
+                "wrote {} ({}, {} paths, {} edges with evidence, {} actions{})",
+                written.output,
+                nix_heft::units::iec(written.bytes as u64),
+                written.paths,
+                written.edges_with_evidence,
+                written.advice,
+                match written.evidence {
+                    EvidenceState::Unavailable => ", evidence unavailable",
+                    EvidenceState::Partial => ", evidence partial",
+                    EvidenceState::Available => "",
+                }
+            )?;
+        }
+    }
+    Ok(partial_code(&model.problems))
 }

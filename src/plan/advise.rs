@@ -526,3 +526,25 @@ pub fn advise(g: &Graph, scan: &Classified) -> (Vec<Action>, Vec<Problem>) {
     });
     (actions, problems)
 }
+
+/// What the roots' closure loses when every simulated action's cut
+/// references are removed at once: the plan's combined saving, counting
+/// each path once. A lower bound: it removes edges only, so a split
+/// package keeps the size of the files it would move out.
+pub fn combined_saving(g: &Graph, actions: &[Action]) -> u64 {
+    let index = g.index();
+    let id = |s: &str| {
+        crate::StorePath::parse(g.path(0).store_dir(), s)
+            .ok()
+            .and_then(|p| index.get(&p).copied())
+    };
+    let mut w = WhatIf::new(g);
+    for a in actions.iter().filter(|a| a.simulated) {
+        let Some(from) = id(&a.package) else { continue };
+        for t in a.cuts.iter().filter_map(|c| id(c)) {
+            w.remove_edge(from, t);
+        }
+    }
+    let before = g.size_of(&g.closure_of(g.roots()));
+    before.saturating_sub(w.closure_size(g.roots()))
+}

@@ -5,6 +5,7 @@
 //! store.
 
 pub mod advise;
+pub mod html;
 pub mod partition;
 pub mod refs;
 pub mod size;
