@@ -80,6 +80,28 @@ enum Command {
     /// references and every edge's evidence, the advice, search and a
     /// sortable table. Opens from disk; no network.
     Report(ReportArgs),
+    /// Print a shell completion script (bash, zsh or fish) on standard output.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on standard output.
+    Man,
+}
+
+#[derive(Args, Debug)]
+struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    shell: CompletionShell,
+}
+
+/// Shells `completions` writes for.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum CompletionShell {
+    /// bash (`source <(nix-heft completions bash)`).
+    Bash,
+    /// zsh (save as `_nix-heft` on `$fpath`).
+    Zsh,
+    /// fish (save under `~/.config/fish/completions/`).
+    Fish,
 }
 
 #[derive(Args, Debug)]
@@ -285,6 +307,12 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    // Generated from the clap definitions; no store is opened for these.
+    match &cli.command {
+        Command::Completions(args) => return completions(args),
+        Command::Man => return man(),
+        _ => {}
+    }
     let src = source::open(cli.store.as_deref())?;
     let src = src.as_ref();
     match &cli.command {
@@ -295,6 +323,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Partition(args) => partition(cli, src, args),
         Command::Advise(args) => advise(cli, src, args),
         Command::Report(args) => report(cli, src, args),
+        Command::Completions(args) => completions(args),
+        Command::Man => man(),
     }
 }
 
@@ -735,4 +765,25 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
         }
     }
     Ok(partial_code(&model.problems))
+}
+
+fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let shell = match args.shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(shell, &mut Cli::command(), "nix-heft", &mut out);
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn man() -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
 }
