@@ -80,10 +80,25 @@ enum Command {
     /// references and every edge's evidence, the advice, search and a
     /// sortable table. Opens from disk; no network.
     Report(ReportArgs),
+    /// Browse the closure in the terminal (like nix-tree): referrers |
+    /// references | details; sizes at once, evidence filling in from a
+    /// background read; `w` why-chains with the files holding each edge,
+    /// `a` advice, `y` copy, `?` help.
+    Browse(BrowseArgs),
     /// Print a shell completion script (bash, zsh or fish) on standard output.
     Completions(CompletionsArgs),
     /// Print the manual page (roff) on standard output.
     Man,
+}
+
+#[derive(Args, Debug)]
+struct BrowseArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Sizes only: read no file (no evidence, verdicts or advice).
+    #[arg(long)]
+    no_evidence: bool,
 }
 
 #[derive(Args, Debug)]
@@ -313,8 +328,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Man => return man(),
         _ => {}
     }
-    let src = source::open(cli.store.as_deref())?;
-    let src = src.as_ref();
+    let shared: std::sync::Arc<dyn StoreSource> = source::open(cli.store.as_deref())?.into();
+    let src = shared.as_ref();
     match &cli.command {
         Command::Size(args) => size(cli, src, args),
         Command::Why(args) => why(cli, src, args),
@@ -323,6 +338,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Partition(args) => partition(cli, src, args),
         Command::Advise(args) => advise(cli, src, args),
         Command::Report(args) => report(cli, src, args),
+        Command::Browse(args) => browse(cli, std::sync::Arc::clone(&shared), args),
         Command::Completions(args) => completions(args),
         Command::Man => man(),
     }
@@ -785,5 +801,66 @@ fn man() -> anyhow::Result<ExitCode> {
     let mut out = std::io::stdout().lock();
     clap_mangen::Man::new(Cli::command()).render(&mut out)?;
     out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn browse(
+    cli: &Cli,
+    src: std::sync::Arc<dyn StoreSource>,
+    args: &BrowseArgs,
+) -> anyhow::Result<ExitCode> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(nix_heft::Error::Usage(
+            "browse needs a terminal; use size, refs or report when piped".into(),
+        )
+        .into());
+    }
+    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &args.roots)?;
+    let g = load(cli, src.as_ref(), &roots)?;
+    let no_color = matches!(cli.color, Color::Never)
+        || (matches!(cli.color, Color::Auto)
+            && std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
+    let g = Arc::new(g);
+    let progress = Arc::new(AtomicU64::new(0));
+    let wants = edges::all_edges(&g);
+    let total: u64 = if args.no_evidence {
+        0
+    } else {
+        wants
+            .iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(&v, _)| g.nar_size(v))
+            .sum()
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    if args.no_evidence {
+        let _ = tx.send(nix_heft::browse::Loaded::default());
+    } else {
+        // Detached: quitting never waits for the read to finish.
+        let (g2, src2, p2) = (Arc::clone(&g), Arc::clone(&src), Arc::clone(&progress));
+        std::thread::spawn(move || {
+            let reads = nix_heft::read::read(src2.as_ref(), &g2, &wants, &|n| {
+                p2.fetch_add(n, Ordering::Relaxed);
+            });
+            let c = classify(&g2, reads);
+            let available = c.paths.values().any(|p| p.available);
+            let (actions, sim) = if available {
+                nix_heft::plan::advise::advise(&g2, &c)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let problems = c.problems.len() + sim.len();
+            let _ = tx.send(nix_heft::browse::Loaded {
+                classified: c,
+                actions,
+                problems,
+                available,
+            });
+        });
+    }
+    nix_heft::browse::term::run(&g, rx, &progress, total, no_color)?;
+    print_warnings(src.as_ref());
     Ok(ExitCode::SUCCESS)
 }
