@@ -860,7 +860,20 @@ fn browse(
             });
         });
     }
-    nix_heft::browse::term::run(&g, rx, &progress, total, no_color)?;
+    // Closure sizes on their own thread: the first screen needs only self
+    // and added sizes.
+    let (ctx, crx) = std::sync::mpsc::channel();
+    let g3 = Arc::clone(&g);
+    std::thread::spawn(move || {
+        let _ = ctx.send(nix_heft::graph::closure_sizes(&g3));
+    });
+    let feeds = nix_heft::browse::term::Feeds {
+        closure: crx,
+        evidence: rx,
+        progress: &progress,
+        total,
+    };
+    nix_heft::browse::term::run(&g, feeds, no_color)?;
     print_warnings(src.as_ref());
     Ok(ExitCode::SUCCESS)
 }

@@ -286,3 +286,19 @@ fn browse_without_a_terminal_is_a_usage_error() {
     let o = heft_run(Some(&cache), &["browse", &example_root()]);
     assert_usage_error(&o, "needs a terminal");
 }
+
+#[test]
+fn first_screen_draws_before_closure_sizes_arrive() {
+    let (g, _) = example_graph();
+    let mut app = App::without_closure_sizes(&g, false);
+    let s = screen(&app);
+    assert!(s.contains("closure … (computing)"), "{s}");
+    assert!(s.contains("65.0 MiB rocblas-5.7.1"), "{s}");
+    let by_added = app.items.clone();
+    press(&mut app, &[KeyCode::Char('s')]);
+    assert_eq!(app.items, by_added, "closure order before closure sizes");
+    assert!(app.status.contains("still computing"));
+    app.set_closure_sizes(nix_heft::graph::closure_sizes(&g));
+    assert_ne!(app.items, by_added);
+    assert!(screen(&app).contains("closure 108.1 MiB"));
+}

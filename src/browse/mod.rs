@@ -108,8 +108,10 @@ pub enum Outcome {
 pub struct App<'g> {
     /// The closure.
     pub g: &'g Graph,
-    /// Closure size per path.
+    /// Closure size per path (zeros until `closure_ready`).
     pub closure: Vec<u64>,
+    /// False while closure sizes are still being computed elsewhere.
+    pub closure_ready: bool,
     /// Added size per path.
     pub added: Vec<u64>,
     /// Short unambiguous names.
@@ -145,6 +147,15 @@ pub struct App<'g> {
 impl<'g> App<'g> {
     /// A browser over `g`, sizes computed, no evidence yet.
     pub fn new(g: &'g Graph, no_color: bool) -> App<'g> {
+        let mut app = App::without_closure_sizes(g, no_color);
+        app.set_closure_sizes(closure_sizes(g));
+        app
+    }
+
+    /// A browser that draws at once with self and added sizes; closure
+    /// sizes (the slow part on a large closure) come later through
+    /// [`App::set_closure_sizes`].
+    pub fn without_closure_sizes(g: &'g Graph, no_color: bool) -> App<'g> {
         let names = super::report::display_names(g.paths().iter().map(|p| p.as_str()));
         let names = g
             .paths()
@@ -158,7 +169,8 @@ impl<'g> App<'g> {
             .collect();
         let mut app = App {
             g,
-            closure: closure_sizes(g),
+            closure: vec![0; g.len()],
+            closure_ready: false,
             added: added_sizes(g),
             names,
             current: match g.roots() {
@@ -182,8 +194,19 @@ impl<'g> App<'g> {
         app
     }
 
+    /// Installs the closure sizes and re-sorts.
+    pub fn set_closure_sizes(&mut self, closure: Vec<u64>) {
+        if closure.len() == self.g.len() {
+            self.closure = closure;
+            self.closure_ready = true;
+            self.refill();
+        }
+    }
+
     fn key_of(&self, v: NodeId) -> u64 {
         match self.sort {
+            // Until closure sizes arrive, that order falls back to added.
+            SortBy::Closure if !self.closure_ready => self.added[v as usize],
             SortBy::Added => self.added[v as usize],
             SortBy::Closure => self.closure[v as usize],
             SortBy::SelfSize => self.g.nar_size(v),
@@ -393,7 +416,11 @@ impl<'g> App<'g> {
             KeyCode::Char('s') => {
                 self.sort = self.sort.next();
                 self.refill();
-                self.status = format!("sorted by {} size", self.sort.as_str());
+                self.status = if self.sort == SortBy::Closure && !self.closure_ready {
+                    "closure sizes still computing: sorted by added until then".into()
+                } else {
+                    format!("sorted by {} size", self.sort.as_str())
+                };
             }
             KeyCode::Char('/') => {
                 self.mode = Mode::Search {

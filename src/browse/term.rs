@@ -23,22 +23,39 @@ pub fn osc52(text: &str) -> String {
     )
 }
 
-/// Runs the browser until the user quits. `progress` counts bytes read
-/// so far out of `total`; `evidence` delivers the classified evidence once.
-pub fn run(
-    g: &Graph,
-    evidence: Receiver<Loaded>,
-    progress: &AtomicU64,
-    total: u64,
-    no_color: bool,
-) -> std::io::Result<()> {
-    let mut app = App::new(g, no_color);
+/// Where the browser's late data comes from.
+pub struct Feeds<'a> {
+    /// Closure sizes, once computed.
+    pub closure: Receiver<Vec<u64>>,
+    /// The classified evidence and advice, once read.
+    pub evidence: Receiver<Loaded>,
+    /// Bytes read so far.
+    pub progress: &'a AtomicU64,
+    /// Bytes to read.
+    pub total: u64,
+}
+
+/// Runs the browser until the user quits, drawing the first screen before
+/// closure sizes and evidence arrive through `feeds`.
+pub fn run(g: &Graph, feeds: Feeds, no_color: bool) -> std::io::Result<()> {
+    let Feeds {
+        closure,
+        evidence,
+        progress,
+        total,
+    } = feeds;
+    let mut app = App::without_closure_sizes(g, no_color);
     app.progress = (0, total);
     let mut terminal = ratatui::try_init()?;
     let result = (|| -> std::io::Result<()> {
         let mut waiting = true;
         loop {
             app.progress.0 = progress.load(Ordering::Relaxed);
+            if !app.closure_ready
+                && let Ok(c) = closure.try_recv()
+            {
+                app.set_closure_sizes(c);
+            }
             if waiting {
                 match evidence.try_recv() {
                     Ok(l) => {
@@ -56,7 +73,8 @@ pub fn run(
             }
             terminal.draw(|f| super::ui::draw(f, &app))?;
             // Poll briefly while evidence loads, so the indicator moves.
-            if !event::poll(Duration::from_millis(if waiting { 150 } else { 1000 }))? {
+            let busy = waiting || !app.closure_ready;
+            if !event::poll(Duration::from_millis(if busy { 150 } else { 1000 }))? {
                 continue;
             }
             match event::read()? {

@@ -88,6 +88,7 @@ fn short(v: Verdict) -> &'static str {
 
 fn size_of(app: &App, v: NodeId) -> u64 {
     match app.sort {
+        super::SortBy::Closure if !app.closure_ready => app.added[v as usize],
         super::SortBy::Added => app.added[v as usize],
         super::SortBy::Closure => app.closure[v as usize],
         super::SortBy::SelfSize => app.g.nar_size(v),
@@ -161,7 +162,11 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
         Line::from(""),
         Line::from(format!("added   {}", iec(app.added[v as usize]))),
         Line::from(format!("self    {}", iec(g.nar_size(v)))),
-        Line::from(format!("closure {}", iec(app.closure[v as usize]))),
+        Line::from(if app.closure_ready {
+            format!("closure {}", iec(app.closure[v as usize]))
+        } else {
+            "closure … (computing)".to_string()
+        }),
         Line::from(format!(
             "{} references, {} referrers",
             g.references(v).len(),
