@@ -101,8 +101,8 @@ fn row<'a>(app: &'a App, v: NodeId, edge: Option<(NodeId, NodeId)>, width: u16) 
     let tag = match (edge, verdict, &app.loaded) {
         (None, _, _) => String::new(),
         (Some(_), Some(v), _) => format!(" [{}]", short(v)),
-        (Some(_), None, Some(_)) => " [-]".to_string(),
-        (Some(_), None, None) => String::new(),
+        (Some(_), None, Some(l)) if l.available => " [-]".to_string(),
+        (Some(_), None, _) => String::new(),
     };
     let room = (width as usize).saturating_sub(size.chars().count() + tag.chars().count() + 2);
     let mut name = app.names[v as usize].clone();
