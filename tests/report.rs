@@ -435,3 +435,32 @@ fn ten_thousand_paths_stay_under_5_mb_and_paint() {
     assert!(cells(&b.dom).len() > 100, "too few cells drawn");
     assert!(b.dom.contains("evidence unavailable"));
 }
+
+/// From a `nix path-info --json` file there are no file contents: the page
+/// is still written, says evidence is unavailable, has no advice, and the
+/// run is partial (exit 3) as `refs` is.
+#[test]
+fn without_file_contents_the_page_says_so_and_the_run_is_partial() {
+    let json_store = repo().join("examples/rocm-mini/path-info.json");
+    let tmp = tempfile::tempdir().unwrap();
+    let page = tmp.path().join("r.html");
+    let o = heft_run(
+        Some(json_store.to_str().unwrap()),
+        &[
+            "--json",
+            "report",
+            &example_root(),
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    assert!(o.stderr.contains("no file contents"), "{}", o.stderr);
+    let w: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(w["evidence"], "unavailable");
+    assert_eq!(w["advice"], 0);
+    let b = chromium(&format!("file://{}#view=advice", page.display()), None);
+    assert_clean(&b);
+    assert!(b.dom.contains("evidence unavailable"));
+    assert!(b.dom.contains("No advice: it needs file-level evidence"));
+}
