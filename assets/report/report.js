@@ -297,7 +297,7 @@
   }
   function evidenceList(e) {
     const ul = el("ul", { class: "plain" });
-    for (const x of e.evidence) {
+    for (const x of e.evidence || []) {
       ul.append(
         el(
           "li",
@@ -324,7 +324,7 @@
       return el("div", { class: "edge", "data-edge": P[from].n + ">" + P[to].n }, ...head,
         el("span", { text: noEvidence ? "evidence unavailable (no file contents)" : "not read" }));
     }
-    const kinds = Object.entries(e.kinds).map(([k, n]) => k + " ×" + n).join(", ");
+    const kinds = Object.entries(e.kinds || {}).map(([k, n]) => k + " ×" + n).join(", ");
     const summary = el("summary", null, ...head, verdictBadge(e.verdict),
       " " + (e.reason || "registered, but no file holds it") + (kinds ? "; " + kinds + "; " + e.files + " file" + (e.files === 1 ? "" : "s") : ""));
     return el("details", { class: "edge", open: open, "data-edge": P[from].n + ">" + P[to].n }, summary, evidenceList(e));

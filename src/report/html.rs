@@ -26,6 +26,15 @@ use crate::store_path::name_of;
 /// bound.
 pub const EVIDENCE_PER_EDGE: usize = 40;
 
+/// Pieces of evidence the whole page keeps, about 200 bytes each: with
+/// many edges each keeps fewer (at least [`EVIDENCE_MIN_PER_EDGE`]), so a
+/// 10,000-path closure with evidence stays within a few megabytes.
+pub const EVIDENCE_BUDGET: usize = 8_000;
+
+/// The fewest pieces of evidence kept per edge however many edges there
+/// are: the strongest ones, which decide its verdict.
+pub const EVIDENCE_MIN_PER_EDGE: usize = 2;
+
 /// Whether the page has file-level evidence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "kebab-case")]
@@ -127,10 +136,13 @@ pub struct EdgeNode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Occurrences per kind.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub kinds: BTreeMap<Kind, usize>,
     /// Distinct files holding it.
     pub files: usize,
-    /// The first [`EVIDENCE_PER_EDGE`] pieces of evidence, strongest first.
+    /// The first pieces of evidence, strongest first (at most
+    /// [`EVIDENCE_PER_EDGE`], fewer on large closures).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<EvidenceItem>,
     /// How many more there are.
     #[serde(skip_serializing_if = "is_zero")]
@@ -231,6 +243,15 @@ impl HtmlReport {
         let mut edges = Vec::new();
         let mut read_any = false;
         let mut blind_any = false;
+        let per_edge = c.map_or(EVIDENCE_PER_EDGE, |c| {
+            let with = c
+                .paths
+                .values()
+                .flat_map(|p| p.by_reference.values())
+                .filter(|e| !e.is_empty())
+                .count();
+            (EVIDENCE_BUDGET / with.max(1)).clamp(EVIDENCE_MIN_PER_EDGE, EVIDENCE_PER_EDGE)
+        });
         if let Some(c) = c {
             for (&from, pe) in &c.paths {
                 if !pe.available {
@@ -260,10 +281,10 @@ impl HtmlReport {
                         reason: sorted.first().map(|e| e.reason.clone()),
                         kinds,
                         files: files.len(),
-                        more: sorted.len().saturating_sub(EVIDENCE_PER_EDGE),
+                        more: sorted.len().saturating_sub(per_edge),
                         evidence: sorted
                             .into_iter()
-                            .take(EVIDENCE_PER_EDGE)
+                            .take(per_edge)
                             .map(EvidenceItem::from)
                             .collect(),
                     });
