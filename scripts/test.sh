@@ -2,8 +2,7 @@
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
 # (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, chromium,
-# tmux), which
-# takes root.
+# tmux), which takes root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
