@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
-# (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace), which
-# takes root.
+# (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, chromium,
+# tmux), which takes root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -15,6 +15,9 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 # The 32-bit ELF test links with gcc -m32.
 dpkg -s gcc-multilib >/dev/null 2>&1 || need+=(gcc-multilib)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The report tests render pages in a real browser; browse runs once in tmux.
+command -v chromium >/dev/null 2>&1 || need+=(chromium)
+command -v tmux >/dev/null 2>&1 || need+=(tmux)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2

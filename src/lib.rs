@@ -23,6 +23,7 @@
 
 #![warn(missing_docs)]
 
+pub mod browse;
 pub mod classify;
 pub mod elf;
 pub mod error;

@@ -103,6 +103,20 @@ enum Command {
     /// the touched and never-touched paths of the closure goes to stderr
     /// (to stdout as JSON with --json, after CMD's own output).
     Trace(TraceArgs),
+    /// One self-contained HTML file: a treemap of the closure by added
+    /// size (following the dominator tree), each path's sizes, referrers,
+    /// references and every edge's evidence, the advice, search and a
+    /// sortable table. Opens from disk; no network.
+    Report(ReportArgs),
+    /// Browse the closure in the terminal (like nix-tree): referrers |
+    /// references | details; sizes at once, evidence filling in from a
+    /// background read; `w` why-chains with the files holding each edge,
+    /// `a` advice, `y` copy, `?` help.
+    Browse(BrowseArgs),
+    /// Print a shell completion script (bash, zsh or fish) on standard output.
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff) on standard output.
+    Man,
 }
 
 #[derive(Args, Debug)]
@@ -187,6 +201,53 @@ struct TraceArgs {
         value_name = "CMD"
     )]
     cmd: Vec<std::ffi::OsString>,
+}
+
+#[derive(Args, Debug)]
+struct BrowseArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Sizes only: read no file (no evidence, verdicts or advice).
+    #[arg(long)]
+    no_evidence: bool,
+}
+
+#[derive(Args, Debug)]
+struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum, value_name = "SHELL")]
+    shell: CompletionShell,
+}
+
+/// Shells `completions` writes for.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum CompletionShell {
+    /// bash (`source <(nix-heft completions bash)`).
+    Bash,
+    /// zsh (save as `_nix-heft` on `$fpath`).
+    Zsh,
+    /// fish (save under `~/.config/fish/completions/`).
+    Fish,
+}
+
+#[derive(Args, Debug)]
+struct ReportArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Where to write the HTML file (`-` for standard output).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
+    output: std::path::PathBuf,
+    /// Sizes only: read no file, so no evidence, verdicts or advice (for
+    /// stores without contents or very large closures).
+    #[arg(long)]
+    no_evidence: bool,
 }
 
 #[derive(Args, Debug)]
@@ -439,6 +500,12 @@ fn open_store(cli: &Cli, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSo
 }
 
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+    // Generated from the clap definitions; no store is opened for these.
+    match &cli.command {
+        Command::Completions(args) => return completions(args),
+        Command::Man => return man(),
+        _ => {}
+    }
     if let Command::Check(args) = &cli.command {
         // `check` may take its store from its config file.
         return check_main(cli, args);
@@ -446,8 +513,9 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     if let Command::Trace(args) = &cli.command {
         return trace(cli, args);
     }
-    let src = open_store(cli, cli.store.as_deref())?;
-    let src = src.as_ref();
+    // Shared, so that `browse` can read on a thread of its own.
+    let shared: std::sync::Arc<dyn StoreSource> = open_store(cli, cli.store.as_deref())?.into();
+    let src = shared.as_ref();
     match &cli.command {
         Command::Size(args) => size(cli, src, args),
         Command::Why(args) => why(cli, src, args),
@@ -459,6 +527,10 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         // Answered above, before the global store was opened.
         Command::Check(args) => check_main(cli, args),
         Command::Trace(args) => trace(cli, args),
+        Command::Report(args) => report(cli, src, args),
+        Command::Browse(args) => browse(cli, std::sync::Arc::clone(&shared), args),
+        Command::Completions(args) => completions(args),
+        Command::Man => man(),
     }
 }
 
@@ -1207,4 +1279,208 @@ fn trace(cli: &Cli, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         Ended::Signal(sig) => ExitCode::from(u8::try_from(128 + (sig as i32)).unwrap_or(1)),
         Ended::Running => ExitCode::from(EXIT_TIMEOUT),
     })
+}
+
+/// What `report` prints on standard output after writing the file.
+#[derive(serde::Serialize)]
+struct ReportWritten {
+    output: String,
+    bytes: usize,
+    paths: usize,
+    edges_with_evidence: usize,
+    advice: usize,
+    evidence: nix_heft::report::html::EvidenceState,
+}
+
+fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    use nix_heft::report::html::{EvidenceState, HtmlReport};
+    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let g = load(cli, src, &roots)?;
+    let (c, actions, plan_saving, problems) = if args.no_evidence {
+        (None, Vec::new(), None, Vec::new())
+    } else {
+        let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+        let readable = c.paths.values().any(|p| p.available);
+        let (actions, sim_problems) = if readable {
+            nix_heft::plan::advise::advise(&g, &c, None, None)
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        let mut problems = c.problems.clone();
+        problems.extend(sim_problems);
+        // The total is advise's joint plan: every non-breaking action
+        // applied together, each path counted once.
+        let plan_saving = readable.then(|| {
+            let (plan, pp) = nix_heft::plan::joint::plan(&g, &c, &actions, None);
+            problems.extend(pp);
+            plan.closure_before.saturating_sub(plan.closure_after)
+        });
+        (Some(c), actions, plan_saving, problems)
+    };
+    let model = HtmlReport::new(
+        &g,
+        src.describe(),
+        c.as_ref(),
+        actions,
+        plan_saving,
+        problems,
+    );
+    let html = model.render_html();
+    let shown = if args.output.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(html.as_bytes())?;
+        out.flush()?;
+        "-".to_string()
+    } else {
+        // Written beside the target and renamed, so a failed run never
+        // leaves half a report where the last one was.
+        let dir = match args.output.parent() {
+            Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+            _ => std::path::PathBuf::from("."),
+        };
+        let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+            .with_context(|| format!("creating a file in {}", dir.display()))?;
+        tmp.write_all(html.as_bytes())
+            .with_context(|| format!("writing {}", args.output.display()))?;
+        // A report is for sharing: readable by all, as files written
+        // without a temporary would be (tempfile creates them 0600).
+        {
+            use std::os::unix::fs::PermissionsExt;
+            tmp.as_file()
+                .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+        }
+        tmp.persist(&args.output)
+            .with_context(|| format!("writing {}", args.output.display()))?;
+        args.output.display().to_string()
+    };
+    let written = ReportWritten {
+        output: shown,
+        bytes: html.len(),
+        paths: model.paths.len(),
+        edges_with_evidence: model
+            .edges
+            .iter()
+            .filter(|e| !e.evidence.is_empty())
+            .count(),
+        advice: model.advice.len(),
+        evidence: model.evidence_state,
+    };
+    if args.output.as_os_str() != "-" {
+        let mut out = std::io::stdout().lock();
+        if cli.json {
+            serde_json::to_writer(&mut out, &written)?;
+            writeln!(out)?;
+        } else {
+            writeln!(
+                out,
+                "wrote {} ({}, {} paths, {} edges with evidence, {} actions{})",
+                written.output,
+                nix_heft::units::iec(written.bytes as u64),
+                written.paths,
+                written.edges_with_evidence,
+                written.advice,
+                match written.evidence {
+                    EvidenceState::Unavailable => ", evidence unavailable",
+                    EvidenceState::Partial => ", evidence partial",
+                    EvidenceState::Available => "",
+                }
+            )?;
+        }
+    }
+    Ok(partial_code(&model.problems))
+}
+
+fn completions(args: &CompletionsArgs) -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let shell = match args.shell {
+        CompletionShell::Bash => clap_complete::Shell::Bash,
+        CompletionShell::Zsh => clap_complete::Shell::Zsh,
+        CompletionShell::Fish => clap_complete::Shell::Fish,
+    };
+    let mut out = std::io::stdout().lock();
+    clap_complete::generate(shell, &mut Cli::command(), "nix-heft", &mut out);
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn man() -> anyhow::Result<ExitCode> {
+    use clap::CommandFactory;
+    let mut out = std::io::stdout().lock();
+    clap_mangen::Man::new(Cli::command()).render(&mut out)?;
+    out.flush()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+fn browse(
+    cli: &Cli,
+    src: std::sync::Arc<dyn StoreSource>,
+    args: &BrowseArgs,
+) -> anyhow::Result<ExitCode> {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU64, Ordering};
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(nix_heft::Error::Usage(
+            "browse needs a terminal; use size, refs or report when piped".into(),
+        )
+        .into());
+    }
+    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &args.roots)?;
+    let g = load(cli, src.as_ref(), &roots)?;
+    let no_color = matches!(cli.color, Color::Never)
+        || (matches!(cli.color, Color::Auto)
+            && std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
+    let g = Arc::new(g);
+    let progress = Arc::new(AtomicU64::new(0));
+    let wants = edges::all_edges(&g);
+    let total: u64 = if args.no_evidence {
+        0
+    } else {
+        wants
+            .iter()
+            .filter(|(_, t)| !t.is_empty())
+            .map(|(&v, _)| g.nar_size(v))
+            .sum()
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    if args.no_evidence {
+        let _ = tx.send(nix_heft::browse::Loaded::default());
+    } else {
+        // Detached: quitting never waits for the read to finish.
+        let (g2, src2, p2) = (Arc::clone(&g), Arc::clone(&src), Arc::clone(&progress));
+        std::thread::spawn(move || {
+            let reads = nix_heft::read::read(src2.as_ref(), &g2, &wants, &|n| {
+                p2.fetch_add(n, Ordering::Relaxed);
+            });
+            let c = classify(&g2, reads);
+            let available = c.paths.values().any(|p| p.available);
+            let (actions, sim) = if available {
+                nix_heft::plan::advise::advise(&g2, &c, None, None)
+            } else {
+                (Vec::new(), Vec::new())
+            };
+            let problems = c.problems.len() + sim.len();
+            let _ = tx.send(nix_heft::browse::Loaded {
+                classified: c,
+                actions,
+                problems,
+                available,
+            });
+        });
+    }
+    // Closure sizes on their own thread: the first screen needs only self
+    // and added sizes.
+    let (ctx, crx) = std::sync::mpsc::channel();
+    let g3 = Arc::clone(&g);
+    std::thread::spawn(move || {
+        let _ = ctx.send(nix_heft::graph::closure_sizes(&g3));
+    });
+    let feeds = nix_heft::browse::term::Feeds {
+        closure: crx,
+        evidence: rx,
+        progress: &progress,
+        total,
+    };
+    nix_heft::browse::term::run(&g, feeds, no_color)?;
+    print_warnings(src.as_ref());
+    Ok(ExitCode::SUCCESS)
 }

@@ -7,6 +7,7 @@
 pub mod advise;
 pub mod check;
 pub mod diff;
+pub mod html;
 pub mod partition;
 pub mod refs;
 pub mod size;

@@ -1,0 +1,602 @@
+// nix-heft report: draws the embedded data (one JSON document) as a
+// treemap over the dominator tree, a detail panel, a sortable table and the
+// advice list. Layout is d3-hierarchy's treemap; everything else is plain
+// DOM, so the page works from disk with no network.
+(function () {
+  "use strict";
+
+  // Errors are kept in the page (and logged) so that a headless browser's
+  // DOM dump shows them.
+  const errBox = document.getElementById("js-errors");
+  const errors = [];
+  function recordError(msg) {
+    errors.push(String(msg));
+    errBox.textContent = errors.join("\n");
+    errBox.hidden = false;
+  }
+  window.addEventListener("error", (e) => recordError(e.message));
+  window.addEventListener("unhandledrejection", (e) => recordError(e.reason));
+
+  const D = JSON.parse(document.getElementById("heft-data").textContent);
+  const P = D.paths;
+  const N = P.length;
+  const UNITS = ["KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+  const VERDICTS = ["root", "runtime", "unknown", "build", "docs", "dead", "none"];
+  const VERDICT_TEXT = {
+    root: "a root",
+    runtime: "runtime: a program uses it",
+    unknown: "unknown: could be either",
+    build: "build: only builds use it",
+    docs: "docs: only documentation mentions it",
+    dead: "dead: nothing uses it",
+    none: "no evidence read",
+  };
+  const KINDS = ["out", "lib", "bin", "dev", "doc", "man", "source", "static", "debug", "drv"];
+
+  // ---- derived indices -------------------------------------------------
+  const referrers = Array.from({ length: N }, () => []);
+  const kids = Array.from({ length: N }, () => []);
+  const tops = [];
+  P.forEach((p, i) => {
+    p.r.forEach((t) => referrers[t].push(i));
+    (p.d < 0 ? tops : kids[p.d]).push(i);
+  });
+  const byAdded = (a, b) => P[b].a - P[a].a || (P[a].n < P[b].n ? -1 : 1);
+  tops.sort(byAdded);
+  kids.forEach((k) => k.sort(byAdded));
+  const edgeAt = new Map();
+  D.edges.forEach((e) => edgeAt.set(e.from + ">" + e.to, e));
+  const adviceOf = Array.from({ length: N }, () => []);
+  D.advice.forEach((a, ai) => a.touches.forEach((t) => adviceOf[t].push(ai)));
+  const isRoot = new Uint8Array(N);
+  D.roots.forEach((r) => (isRoot[r] = 1));
+  const noEvidence = D.evidence_state === "unavailable";
+
+  // ---- formatting ------------------------------------------------------
+  // The same text as nix-heft's units::iec: the unit chosen with the same
+  // floating-point test, the tenths rounded half to even from the exact
+  // value, as Rust's formatter does.
+  function iec(b) {
+    if (b < 1024) return b + " B";
+    let v = b / 1024;
+    let u = 0;
+    while (Math.round(v * 10) >= 10240 && u + 1 < UNITS.length) {
+      v /= 1024;
+      u += 1;
+    }
+    const num = BigInt(b) * 10n;
+    const den = 1n << BigInt(10 * (u + 1));
+    let q = num / den;
+    const r2 = (num % den) * 2n;
+    if (r2 > den || (r2 === den && q % 2n === 1n)) q += 1n;
+    return (q / 10n).toString() + "." + (q % 10n).toString() + " " + UNITS[u];
+  }
+  function pct(part, whole) {
+    return whole > 0 ? ((100 * part) / whole).toFixed(1) + "%" : "-";
+  }
+  function el(tag, attrs, ...children) {
+    const e = document.createElement(tag);
+    if (attrs) {
+      for (const [k, v] of Object.entries(attrs)) {
+        if (v === undefined || v === null || v === false) continue;
+        if (k === "class") e.className = v;
+        else if (k === "text") e.textContent = v;
+        else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+        else e.setAttribute(k, v === true ? "" : v);
+      }
+    }
+    for (const c of children) if (c !== null && c !== undefined) e.append(c);
+    return e;
+  }
+  function colourOf(i) {
+    return colourBy === "kind" ? "var(--k-" + P[i].k + ")" : "var(--" + P[i].v + ")";
+  }
+  function verdictBadge(v) {
+    const name = v || "none";
+    return el("span", {
+      class: "verdict pat-" + name,
+      style: "background-color: var(--" + name + ")",
+      text: name,
+      title: VERDICT_TEXT[name] || name,
+    });
+  }
+  function pathLink(i, label) {
+    return el("button", {
+      class: "linkish",
+      type: "button",
+      "data-select": P[i].p,
+      text: label || P[i].n,
+      title: P[i].p,
+      onclick: () => select(i, true),
+    });
+  }
+  async function copyText(text, button) {
+    let ok = false;
+    try {
+      if (navigator.clipboard && window.isSecureContext) {
+        await navigator.clipboard.writeText(text);
+        ok = true;
+      }
+    } catch (_) {
+      ok = false;
+    }
+    if (!ok) {
+      // Fallback for pages opened where the clipboard API is refused.
+      const ta = el("textarea", { style: "position:fixed;left:-9999px" });
+      ta.value = text;
+      document.body.append(ta);
+      ta.select();
+      try {
+        ok = document.execCommand("copy");
+      } catch (_) {
+        ok = false;
+      }
+      ta.remove();
+    }
+    if (button) {
+      const old = button.textContent;
+      button.textContent = ok ? "Copied" : "Select and copy by hand";
+      setTimeout(() => (button.textContent = old), 1500);
+    }
+  }
+  function copyButton(text, label) {
+    const b = el("button", { type: "button", class: "copy", text: label || "Copy" });
+    b.addEventListener("click", () => copyText(text, b));
+    return b;
+  }
+
+  // ---- state -----------------------------------------------------------
+  let zoom = -1; // -1 = the virtual root over all roots
+  let selected = -1;
+  let colourBy = "verdict";
+  const mapEl = document.getElementById("map");
+  const searchEl = document.getElementById("search");
+  const detailEl = document.getElementById("detail");
+
+  // ---- summary and legend ------------------------------------------------
+  document.getElementById("summary").textContent =
+    D.roots.length + " root" + (D.roots.length === 1 ? "" : "s") + ", " +
+    N + " paths, closure " + iec(D.closure_size) + "; evidence " + D.evidence_state +
+    " (" + D.source + "); " + D.generator;
+
+  function drawLegend() {
+    const lg = document.getElementById("legend");
+    lg.replaceChildren();
+    const items = colourBy === "kind" ? KINDS.filter((k) => P.some((p) => p.k === k)) : VERDICTS;
+    lg.append(el("strong", { text: colourBy === "kind" ? "Output kind:" : "Verdict of the edge holding it:" }));
+    for (const k of items) {
+      const sw = el("span", {
+        class: "sw" + (colourBy === "kind" ? "" : " pat-" + k),
+        style: "background-color: var(--" + (colourBy === "kind" ? "k-" : "") + k + ")",
+      });
+      lg.append(el("span", { "data-legend": k }, sw, colourBy === "kind" ? k : VERDICT_TEXT[k]));
+    }
+  }
+
+  // ---- treemap -----------------------------------------------------------
+  const MAX_DEPTH = 3;
+  function subtree(i, depth) {
+    const c = i < 0 ? tops : kids[i];
+    const node = { i: i };
+    if (depth < MAX_DEPTH && c.length) {
+      node.children = c.map((j) => subtree(j, depth + 1));
+      node.own = i < 0 ? 0 : P[i].s;
+    } else {
+      node.own = i < 0 ? D.closure_size : P[i].a;
+    }
+    return node;
+  }
+  function crumbs() {
+    const nav = document.getElementById("crumbs");
+    nav.replaceChildren();
+    const chain = [];
+    for (let i = zoom; i >= 0; i = P[i].d) chain.unshift(i);
+    nav.append(
+      el("button", {
+        type: "button",
+        text: "All roots (" + iec(D.closure_size) + ")",
+        onclick: () => zoomTo(-1),
+        "aria-current": zoom < 0 ? "page" : null,
+      }),
+    );
+    chain.forEach((i, k) => {
+      nav.append(el("span", { class: "sep", text: "›", "aria-hidden": "true" }));
+      nav.append(
+        el("button", {
+          type: "button",
+          text: P[i].n + " (" + iec(P[i].a) + ")",
+          title: P[i].p,
+          onclick: () => zoomTo(i),
+          "aria-current": k === chain.length - 1 ? "page" : null,
+        }),
+      );
+    });
+  }
+  function drawMap() {
+    crumbs();
+    const W = mapEl.clientWidth || 800;
+    const H = mapEl.clientHeight || 500;
+    const root = d3
+      .hierarchy(subtree(zoom, 0))
+      .sum((d) => d.own)
+      .sort((a, b) => b.value - a.value);
+    d3.treemap().size([W, H]).paddingOuter(2).paddingTop(15).paddingInner(1).round(true)(root);
+    const frag = document.createDocumentFragment();
+    const query = searchEl.value.trim().toLowerCase();
+    for (const d of root.descendants()) {
+      if (d.depth === 0) continue;
+      const w = d.x1 - d.x0;
+      const h = d.y1 - d.y0;
+      if (w < 3 || h < 3) continue;
+      const i = d.data.i;
+      const p = P[i];
+      const label = p.n + " " + iec(p.a) + " [" + (colourBy === "kind" ? p.k : p.v) + "]";
+      const cell = el("div", {
+        role: "button",
+        tabindex: "0",
+        class: "cell pat-" + (colourBy === "kind" ? "none-k" : p.v) +
+          (i === selected ? " sel" : "") + (query && p.n.toLowerCase().includes(query) ? " hit" : ""),
+        style: "left:" + d.x0 + "px;top:" + d.y0 + "px;width:" + w + "px;height:" + h + "px;background-color:" + colourOf(i),
+        "data-path": p.p,
+        "data-added": p.a,
+        "aria-label": p.n + ", added " + iec(p.a) + ", self " + iec(p.s) + ", closure " + iec(p.c) +
+          ", " + (colourBy === "kind" ? "kind " + p.k : "verdict " + p.v) +
+          (kids[i].length ? ", contains " + kids[i].length + " paths" : ""),
+        title: p.p + "\nadded " + iec(p.a) + " · self " + iec(p.s) + " · closure " + iec(p.c) + " · " + VERDICT_TEXT[p.v],
+      });
+      if (w > 28 && h > 11) cell.append(el("span", { class: "lbl", text: label }));
+      const activate = (ev) => {
+        ev.stopPropagation();
+        select(i, false);
+        if (kids[i].length) zoomTo(i);
+        const again = mapEl.querySelector('[data-path="' + CSS.escape(p.p) + '"]');
+        if (ev.type === "keydown") (again || mapEl.querySelector(".cell") || mapEl).focus();
+      };
+      cell.addEventListener("click", activate);
+      cell.addEventListener("keydown", (ev) => {
+        if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); activate(ev); }
+      });
+      frag.append(cell);
+    }
+    mapEl.replaceChildren(frag);
+  }
+  function zoomTo(i) {
+    zoom = i;
+    drawMap();
+    writeHash();
+  }
+  mapEl.addEventListener("keydown", (ev) => {
+    if (ev.key === "Backspace" || ev.key === "u") {
+      ev.preventDefault();
+      if (zoom >= 0) zoomTo(P[zoom].d);
+    }
+  });
+  new ResizeObserver(() => drawMap()).observe(mapEl);
+
+  // ---- details -----------------------------------------------------------
+  function shortestChain(i) {
+    // Breadth-first from the path up its referrers to the nearest root.
+    const prev = new Int32Array(N).fill(-2);
+    prev[i] = -1;
+    const queue = [i];
+    for (let h = 0; h < queue.length; h++) {
+      const v = queue[h];
+      if (isRoot[v]) {
+        const chain = [];
+        for (let x = v; x !== -1; x = prev[x]) chain.push(x);
+        return chain;
+      }
+      for (const r of referrers[v]) {
+        if (prev[r] === -2) {
+          prev[r] = v;
+          queue.push(r);
+        }
+      }
+    }
+    return [i];
+  }
+  function evidenceList(e) {
+    const ul = el("ul", { class: "plain" });
+    for (const x of e.evidence || []) {
+      ul.append(
+        el(
+          "li",
+          { class: "ev" },
+          el("code", { text: x.f || "(the path itself)" }),
+          " ",
+          el("span", { text: x.k }),
+          x.l ? el("span", { text: " line " + x.l }) : el("span", { text: " offset " + x.o }),
+          " ",
+          verdictBadge(x.v),
+          " " + x.r,
+          el("br"),
+          el("code", { class: "mono", text: x.x }),
+        ),
+      );
+    }
+    if (e.more) ul.append(el("li", { class: "ev", text: "… and " + e.more + " more (nix-heft refs --evidence lists all)" }));
+    return ul;
+  }
+  function edgeBlock(from, to, open) {
+    const e = edgeAt.get(from + ">" + to);
+    const head = [pathLink(from), " → ", pathLink(to), " "];
+    if (!e) {
+      return el("div", { class: "edge", "data-edge": P[from].n + ">" + P[to].n }, ...head,
+        el("span", { text: noEvidence ? "evidence unavailable (no file contents)" : "not read" }));
+    }
+    const kinds = Object.entries(e.kinds || {}).map(([k, n]) => k + " ×" + n).join(", ");
+    const summary = el("summary", null, ...head, verdictBadge(e.verdict),
+      " " + (e.reason || "registered, but no file holds it") + (kinds ? "; " + kinds + "; " + e.files + " file" + (e.files === 1 ? "" : "s") : ""));
+    return el("details", { class: "edge", open: open, "data-edge": P[from].n + ">" + P[to].n }, summary, evidenceList(e));
+  }
+  function select(i, reveal) {
+    selected = i;
+    if (reveal && zoom !== P[i].d && !(zoom === i && kids[i].length)) {
+      zoom = P[i].d;
+    }
+    drawMap();
+    writeHash();
+    const p = P[i];
+    const chain = shortestChain(i);
+    const rootPath = P[chain[0]].p;
+    const whyCmd = "nix-heft why " + rootPath + " " + p.p;
+    const parts = [
+      el("h2", { id: "detail-name", text: p.n }),
+      el("p", null, el("code", { id: "detail-path", text: p.p }), " ", copyButton(p.p, "Copy path")),
+      el("dl", { class: "dl" },
+        el("dt", { text: "Added" }), el("dd", { id: "detail-added", "data-bytes": p.a, text: iec(p.a) + " (" + pct(p.a, D.closure_size) + " of the closure)" }),
+        el("dt", { text: "Self" }), el("dd", { id: "detail-self", "data-bytes": p.s, text: iec(p.s) }),
+        el("dt", { text: "Closure" }), el("dd", { id: "detail-closure", "data-bytes": p.c, text: iec(p.c) }),
+        el("dt", { text: "Held as" }), el("dd", null, verdictBadge(p.v), " " + VERDICT_TEXT[p.v]),
+        el("dt", { text: "Kind" }), el("dd", { text: p.k }),
+        el("dt", { text: "Kept alone by" }), el("dd", null, p.d < 0 ? "the roots together" : pathLink(p.d)),
+        el("dt", { text: "Keeps alone" }), el("dd", { text: kids[i].length + " paths" }),
+      ),
+      el("h3", { text: "Why it is here (shortest chain)" }),
+    ];
+    const ch = el("ol", { class: "plain", id: "detail-chain" });
+    chain.forEach((v, k) => {
+      const li = el("li", null, pathLink(v));
+      if (k + 1 < chain.length) {
+        const e = edgeAt.get(v + ">" + chain[k + 1]);
+        li.append(" ", verdictBadge(e ? e.verdict : null), " ↓");
+      }
+      ch.append(li);
+    });
+    parts.push(ch, el("p", null, el("code", { text: whyCmd }), " ", copyButton(whyCmd, "Copy why command")));
+    const refs = referrers[i].slice().sort((a, b) => (P[a].n < P[b].n ? -1 : 1));
+    parts.push(el("h3", { text: "Referrers: edges holding it (" + refs.length + ")" }));
+    if (noEvidence) parts.push(el("p", { class: "hint", text: "Evidence unavailable: the report was made without file contents." }));
+    const inBox = el("div", { id: "detail-referrers" });
+    refs.forEach((r) => inBox.append(edgeBlock(r, i, refs.length <= 3)));
+    parts.push(inBox);
+    const outs = p.r.slice().sort((a, b) => (P[a].n < P[b].n ? -1 : 1));
+    parts.push(el("h3", { text: "References (" + outs.length + ")" }));
+    const outBox = el("div", { id: "detail-references" });
+    outs.forEach((t) => outBox.append(edgeBlock(i, t, false)));
+    parts.push(outBox);
+    parts.push(el("h3", { text: "Advice touching it (" + adviceOf[i].length + ")" }));
+    const adv = el("div", { id: "detail-advice" });
+    adviceOf[i].forEach((ai) => adv.append(adviceBlock(D.advice[ai])));
+    if (!adviceOf[i].length) adv.append(el("p", { class: "hint", text: "None." }));
+    parts.push(adv);
+    detailEl.replaceChildren(...parts);
+  }
+
+  // ---- advice ------------------------------------------------------------
+  const indexOf = new Map(P.map((p, i) => [p.p, i]));
+  function nameOf(path) {
+    const i = indexOf.get(path);
+    return i === undefined ? path : P[i].n;
+  }
+  function adviceBlock(a) {
+    const i = indexOf.get(a.package);
+    const saving = a.saving === null || a.saving === undefined
+      ? "not simulated"
+      : iec(a.saving) + " (" + (a.saving_percent || 0).toFixed(1) + "%)";
+    const box = el("div", { class: "advice", "data-kind": a.kind },
+      el("div", null, el("span", { class: "saving", text: saving }), " · ", el("strong", { text: a.kind }), " · ",
+        i === undefined ? a.package : pathLink(i), " · safety: ", el("span", { text: a.safety })),
+      el("p", { text: a.reason }));
+    if (a.cuts.length) box.append(el("p", null, "Cuts: " + a.cuts.map(nameOf).join(", ")));
+    if (a.removes.length) box.append(el("p", null, "Removes: " + a.removes.map(nameOf).join(", ")));
+    for (const s of a.stays || []) {
+      box.append(el("p", null, "Stays: " + nameOf(s.path) + (s.kept_by.length ? ", kept by " + s.kept_by.map(nameOf).join(" → ") : "") + " (" + s.verdict + ")"));
+    }
+    if (a.evidence.length) box.append(el("p", null, "Evidence: ", el("code", { text: a.evidence.slice(0, 8).join(" ") + (a.evidence.length > 8 ? " … (" + a.evidence.length + " files)" : "") })));
+    if (a.snippet) box.append(el("pre", { class: "snippet", text: a.snippet }), copyButton(a.snippet, "Copy snippet"));
+    return box;
+  }
+  function drawAdvice() {
+    const v = document.getElementById("view-advice");
+    const parts = [el("h2", { text: "Advice (" + D.advice.length + ")" })];
+    if (noEvidence) parts.push(el("p", { text: "No advice: it needs file-level evidence, which this report was made without." }));
+    else {
+      parts.push(el("p", { id: "plan-total", text: "Closure now " + iec(D.closure_size) +
+        (D.plan_saving !== null && D.plan_saving !== undefined
+          ? "; every non-breaking action together (advise's plan) saves " + iec(D.plan_saving) + " (" + pct(D.plan_saving, D.closure_size) + ")."
+          : ".") }));
+    }
+    D.advice.forEach((a) => parts.push(adviceBlock(a)));
+    v.replaceChildren(...parts);
+  }
+  function drawProblems() {
+    const v = document.getElementById("view-problems");
+    const ul = el("ul");
+    D.problems.forEach((p) => ul.append(el("li", null, el("code", { text: p.path + (p.file ? "/" + p.file : "") }), " " + p.kind + ": " + p.message)));
+    v.replaceChildren(el("h2", { text: "Problems (" + D.problems.length + ")" }), D.problems.length ? ul : el("p", { text: "None: everything was read." }));
+  }
+
+  // ---- table -------------------------------------------------------------
+  const COLS = [
+    ["name", "Name", (i) => P[i].n, false],
+    ["self", "Self", (i) => P[i].s, true],
+    ["closure", "Closure", (i) => P[i].c, true],
+    ["added", "Added", (i) => P[i].a, true],
+    ["kind", "Kind", (i) => P[i].k, false],
+    ["verdict", "Held as", (i) => P[i].v, false],
+    ["refs", "Refs", (i) => P[i].r.length, true],
+    ["referrers", "Referrers", (i) => referrers[i].length, true],
+  ];
+  let sortCol = 3;
+  let sortDesc = true;
+  const ROW_LIMIT = 1000;
+  const filterEl = document.getElementById("filter");
+  function drawTable() {
+    const t = document.getElementById("table");
+    const tr = t.tHead.rows[0];
+    tr.replaceChildren();
+    COLS.forEach(([id, label, , num], k) => {
+      const sortState = k === sortCol ? (sortDesc ? "descending" : "ascending") : "none";
+      tr.append(el("th", { class: num ? "num" : null, "aria-sort": sortState, scope: "col" },
+        el("button", { type: "button", "data-sort": id, text: label + (k === sortCol ? (sortDesc ? " ▼" : " ▲") : ""),
+          onclick: () => { if (sortCol === k) sortDesc = !sortDesc; else { sortCol = k; sortDesc = num; } drawTable(); } })));
+    });
+    const q = filterEl.value.trim().toLowerCase();
+    const key = COLS[sortCol][2];
+    const rows = [];
+    for (let i = 0; i < N; i++) if (!q || P[i].p.toLowerCase().includes(q)) rows.push(i);
+    rows.sort((a, b) => {
+      const x = key(a), y = key(b);
+      const c = x < y ? -1 : x > y ? 1 : 0;
+      return (sortDesc ? -c : c) || (P[a].p < P[b].p ? -1 : 1);
+    });
+    const body = document.createDocumentFragment();
+    for (const i of rows.slice(0, ROW_LIMIT)) {
+      const row = el("tr", { tabindex: "0", "data-path": P[i].p });
+      row.addEventListener("click", () => { select(i, true); showTab("map", false); });
+      row.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { select(i, true); showTab("map", false); detailEl.focus(); } });
+      row.append(el("td", { text: P[i].n, title: P[i].p }), el("td", { class: "num", text: iec(P[i].s) }),
+        el("td", { class: "num", text: iec(P[i].c) }), el("td", { class: "num", text: iec(P[i].a) }),
+        el("td", { text: P[i].k }), el("td", null, verdictBadge(P[i].v)),
+        el("td", { class: "num", text: P[i].r.length }), el("td", { class: "num", text: referrers[i].length }));
+      body.append(row);
+    }
+    t.tBodies[0].replaceChildren(body);
+    document.getElementById("rowcount").textContent = rows.length > ROW_LIMIT
+      ? "showing " + ROW_LIMIT + " of " + rows.length + " rows (filter to narrow)"
+      : rows.length + " rows";
+  }
+  filterEl.addEventListener("input", drawTable);
+
+  // ---- tabs ----------------------------------------------------------------
+  const TABS = ["map", "table", "advice", "problems"];
+  let tableDrawn = false;
+  function showTab(name, focus) {
+    for (const t of TABS) {
+      const b = document.getElementById("tab-" + t);
+      const on = t === name;
+      b.setAttribute("aria-selected", on);
+      b.tabIndex = on ? 0 : -1;
+      document.getElementById("view-" + t).hidden = !on;
+      if (on && focus) b.focus();
+    }
+    if (name === "table" && !tableDrawn) { drawTable(); tableDrawn = true; }
+    if (name === "map") drawMap();
+  }
+  TABS.forEach((t, k) => {
+    const b = document.getElementById("tab-" + t);
+    b.addEventListener("click", () => showTab(t, false));
+    b.addEventListener("keydown", (ev) => {
+      if (ev.key === "ArrowRight" || ev.key === "ArrowLeft") {
+        const n = (k + (ev.key === "ArrowRight" ? 1 : TABS.length - 1)) % TABS.length;
+        showTab(TABS[n], true);
+      }
+    });
+  });
+
+  // ---- search --------------------------------------------------------------
+  const resultsEl = document.getElementById("results");
+  let hits = [];
+  let hitAt = 0;
+  function search(q) {
+    q = q.trim().toLowerCase();
+    hits = [];
+    if (q) for (let i = 0; i < N && hits.length < 50; i++) if (P[i].p.toLowerCase().includes(q)) hits.push(i);
+    hits.sort(byAdded);
+    hitAt = 0;
+    resultsEl.replaceChildren();
+    hits.forEach((i, k) => {
+      const li = el("li", { role: "option", id: "hit-" + k, "aria-selected": k === 0, "data-path": P[i].p, text: P[i].n + " — added " + iec(P[i].a) });
+      li.addEventListener("mousedown", (ev) => { ev.preventDefault(); choose(i); });
+      resultsEl.append(li);
+    });
+    if (q && !hits.length) resultsEl.append(el("li", { id: "no-hits", text: "No path matches “" + q + "”." }));
+    resultsEl.hidden = !q;
+    drawMap();
+  }
+  function choose(i) {
+    resultsEl.hidden = true;
+    select(i, true);
+    showTab("map", false);
+  }
+  searchEl.addEventListener("input", () => search(searchEl.value));
+  searchEl.addEventListener("keydown", (ev) => {
+    if (ev.key === "ArrowDown" || ev.key === "ArrowUp") {
+      ev.preventDefault();
+      if (!hits.length) return;
+      hitAt = (hitAt + (ev.key === "ArrowDown" ? 1 : hits.length - 1)) % hits.length;
+      [...resultsEl.children].forEach((li, k) => li.setAttribute("aria-selected", k === hitAt));
+      searchEl.setAttribute("aria-activedescendant", "hit-" + hitAt);
+    } else if (ev.key === "Enter" && hits.length) {
+      choose(hits[hitAt]);
+    } else if (ev.key === "Escape") {
+      resultsEl.hidden = true;
+    }
+  });
+  document.getElementById("colour").addEventListener("change", (ev) => {
+    colourBy = ev.target.value;
+    drawLegend();
+    drawMap();
+  });
+
+  // ---- URL hash: #select=PATH-or-NAME&search=TEXT&zoom=PATH&view=TAB&click=PATH
+  function find(s) {
+    if (indexOf.has(s)) return indexOf.get(s);
+    const exact = P.findIndex((p) => p.n === s);
+    if (exact >= 0) return exact;
+    const low = s.toLowerCase();
+    let best = -1;
+    P.forEach((p, i) => { if (p.p.toLowerCase().includes(low) && (best < 0 || p.a > P[best].a)) best = i; });
+    return best;
+  }
+  let writing = false;
+  function writeHash() {
+    const parts = [];
+    if (selected >= 0) parts.push("select=" + encodeURIComponent(P[selected].p));
+    if (zoom >= 0) parts.push("zoom=" + encodeURIComponent(P[zoom].p));
+    writing = true;
+    history.replaceState(null, "", parts.length ? "#" + parts.join("&") : location.pathname + location.search);
+    writing = false;
+  }
+  function readHash() {
+    if (writing) return;
+    const h = new URLSearchParams(location.hash.slice(1));
+    if (h.has("view")) showTab(h.get("view"), false);
+    if (h.has("zoom")) { const z = find(h.get("zoom")); if (z >= 0) zoom = z; }
+    if (h.has("search")) { searchEl.value = h.get("search"); search(searchEl.value); }
+    if (h.has("select")) {
+      const i = find(h.get("select"));
+      if (i >= 0) select(i, !h.has("zoom"));
+      else recordError("select: no path matches " + h.get("select"));
+    }
+    // A real click on a drawn cell, through its event handler (what a
+    // headless test without a DevTools connection can ask for).
+    if (h.has("click")) {
+      const i = find(h.get("click"));
+      const cell = i >= 0 && mapEl.querySelector('[data-path="' + CSS.escape(P[i].p) + '"]');
+      if (cell) cell.click();
+      else recordError("click: no drawn cell for " + h.get("click"));
+    }
+  }
+  window.addEventListener("hashchange", readHash);
+
+  drawLegend();
+  drawAdvice();
+  drawProblems();
+  drawMap();
+  readHash();
+  document.body.setAttribute("data-ready", "true");
+  // Time from navigation start to the first drawing, for benchmarks.
+  document.body.setAttribute("data-painted-ms", Math.round(performance.now()));
+})();

@@ -1,0 +1,444 @@
+//! The `report` command's model: everything the self-contained HTML page
+//! shows, as one serde struct embedded once as JSON, and the page itself
+//! (template, styles, script and the vendored d3-hierarchy, all under
+//! `assets/`, inlined by `include_str!`).
+//!
+//! Formatting only: it gets the graph's sizes, the classified evidence and
+//! the advice from the pipeline and reads nothing else. The page lays out
+//! its treemap from the dominator tree given here (`idom` per path), so a
+//! path's rectangle holds exactly the paths it alone keeps alive and its
+//! area is its added size.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::classify::Classified;
+use crate::evidence::{Evidence, Kind, Verdict};
+use crate::graph::{Dominators, Graph, NodeId, closure_sizes};
+use crate::plan::advise::Action;
+use crate::problem::Problem;
+use crate::store_path::name_of;
+
+/// Most pieces of evidence kept per edge in the page; the rest are
+/// counted (`more`) and `nix-heft refs --evidence` lists them all. Keeps a
+/// closure whose every file names glibc from growing the page without
+/// bound.
+pub const EVIDENCE_PER_EDGE: usize = 40;
+
+/// Pieces of evidence the whole page keeps, about 200 bytes each: with
+/// many edges each keeps fewer (at least [`EVIDENCE_MIN_PER_EDGE`]), so a
+/// 10,000-path closure with evidence stays within a few megabytes.
+pub const EVIDENCE_BUDGET: usize = 8_000;
+
+/// The fewest pieces of evidence kept per edge however many edges there
+/// are: the strongest ones, which decide its verdict.
+pub const EVIDENCE_MIN_PER_EDGE: usize = 2;
+
+/// Whether the page has file-level evidence.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum EvidenceState {
+    /// Every referrer was read.
+    Available,
+    /// Some referrers could not be read (see the problems).
+    Partial,
+    /// No file was read: a source without contents, or `--no-evidence`.
+    Unavailable,
+}
+
+/// One store path of the closure.
+#[derive(Debug, Clone, Serialize)]
+pub struct PathNode {
+    /// The store path.
+    #[serde(rename = "p")]
+    pub path: String,
+    /// Short unambiguous name (the full name, with a hash prefix where two
+    /// paths share one).
+    #[serde(rename = "n")]
+    pub name: String,
+    /// Own NAR size.
+    #[serde(rename = "s")]
+    pub nar_size: u64,
+    /// Closure size (`nix path-info -S`).
+    #[serde(rename = "c")]
+    pub closure_size: u64,
+    /// Added size: its subtree in the dominator tree.
+    #[serde(rename = "a")]
+    pub added_size: u64,
+    /// Immediate dominator (index into `paths`), `-1` under the virtual
+    /// root over all roots.
+    #[serde(rename = "d")]
+    pub idom: i64,
+    /// Output kind from the name (`out`, `dev`, `lib`, `doc` ...).
+    #[serde(rename = "k")]
+    pub kind: &'static str,
+    /// The strongest verdict of the edges that hold this path (what keeps
+    /// it in the closure); `root` for a root, `none` without evidence.
+    #[serde(rename = "v")]
+    pub verdict: &'static str,
+    /// References, as indices into `paths` (itself excluded).
+    #[serde(rename = "r")]
+    pub references: Vec<NodeId>,
+}
+
+/// One piece of evidence, short field names to keep the page small.
+#[derive(Debug, Clone, Serialize)]
+pub struct EvidenceItem {
+    /// File relative to the referrer.
+    #[serde(rename = "f")]
+    pub file: String,
+    /// Kind of hold.
+    #[serde(rename = "k")]
+    pub kind: Kind,
+    /// Verdict.
+    #[serde(rename = "v")]
+    pub verdict: Verdict,
+    /// Why.
+    #[serde(rename = "r")]
+    pub reason: String,
+    /// Byte offset of the hash.
+    #[serde(rename = "o")]
+    pub offset: u64,
+    /// Line, for text.
+    #[serde(rename = "l", skip_serializing_if = "Option::is_none")]
+    pub line: Option<u64>,
+    /// Excerpt around the hash.
+    #[serde(rename = "x")]
+    pub context: String,
+}
+
+impl From<&Evidence> for EvidenceItem {
+    fn from(e: &Evidence) -> Self {
+        EvidenceItem {
+            file: e.file.clone(),
+            kind: e.kind,
+            verdict: e.verdict,
+            reason: e.reason.clone(),
+            offset: e.offset,
+            line: e.line,
+            context: e.context.clone(),
+        }
+    }
+}
+
+/// One reference edge that was read.
+#[derive(Debug, Clone, Serialize)]
+pub struct EdgeNode {
+    /// Referrer index.
+    pub from: NodeId,
+    /// Reference index.
+    pub to: NodeId,
+    /// Strongest verdict; `None` when the reference was registered but no
+    /// hold was found.
+    pub verdict: Option<Verdict>,
+    /// Reason of the strongest piece of evidence.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Occurrences per kind.
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    pub kinds: BTreeMap<Kind, usize>,
+    /// Distinct files holding it.
+    pub files: usize,
+    /// The first pieces of evidence, strongest first (at most
+    /// [`EVIDENCE_PER_EDGE`], fewer on large closures).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<EvidenceItem>,
+    /// How many more there are.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub more: usize,
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
+}
+
+/// One piece of advice, with the paths it touches.
+#[derive(Debug, Clone, Serialize)]
+pub struct AdviceItem {
+    /// The action, as `advise --json` prints it.
+    #[serde(flatten)]
+    pub action: Action,
+    /// Indices of the package, the references it cuts and the paths that
+    /// leave: the paths whose detail panel lists this advice.
+    pub touches: Vec<NodeId>,
+}
+
+/// The report's data: the JSON embedded in the page.
+#[derive(Debug, Clone, Serialize)]
+pub struct HtmlReport {
+    /// Format version of this JSON.
+    pub version: u32,
+    /// `nix-heft VERSION`.
+    pub generator: String,
+    /// Where the closure was read from.
+    pub source: String,
+    /// Root indices.
+    pub roots: Vec<NodeId>,
+    /// The roots' combined closure size.
+    pub closure_size: u64,
+    /// Whether evidence is there.
+    pub evidence_state: EvidenceState,
+    /// Every path of the closure.
+    pub paths: Vec<PathNode>,
+    /// Every edge that was read.
+    pub edges: Vec<EdgeNode>,
+    /// Advice, biggest saving first.
+    pub advice: Vec<AdviceItem>,
+    /// What advise's joint plan saves: every non-breaking action applied
+    /// together, each path counted once.
+    pub plan_saving: Option<u64>,
+    /// What could not be read or simulated.
+    pub problems: Vec<Problem>,
+}
+
+/// The output kind a path's name says (`-dev`, `-lib`, `-doc` ...), `out`
+/// otherwise; `source` for unpacked sources and tarballs.
+pub fn output_kind(name: &str) -> &'static str {
+    const SUFFIXES: &[(&str, &str)] = &[
+        ("-dev", "dev"),
+        ("-devdoc", "doc"),
+        ("-doc", "doc"),
+        ("-man", "man"),
+        ("-devman", "man"),
+        ("-info", "doc"),
+        ("-lib", "lib"),
+        ("-bin", "bin"),
+        ("-static", "static"),
+        ("-debug", "debug"),
+        ("-source", "source"),
+        (".tar.gz", "source"),
+        (".tar.xz", "source"),
+        (".tar.bz2", "source"),
+        (".patch", "source"),
+        (".drv", "drv"),
+    ];
+    SUFFIXES
+        .iter()
+        .find(|(s, _)| name.ends_with(s))
+        .map_or("out", |(_, k)| k)
+}
+
+impl HtmlReport {
+    /// Builds the model from the pipeline's results. `c` is `None` when no
+    /// file was read (`--no-evidence`).
+    pub fn new(
+        g: &Graph,
+        source: String,
+        c: Option<&Classified>,
+        advice: Vec<Action>,
+        plan_saving: Option<u64>,
+        problems: Vec<Problem>,
+    ) -> HtmlReport {
+        let closure = closure_sizes(g);
+        let dom = Dominators::compute(g);
+        let added = dom.subtree_sizes(g);
+        let names = super::display_names(g.paths().iter().map(|p| p.as_str()));
+        let mut is_root = vec![false; g.len()];
+        for &r in g.roots() {
+            is_root[r as usize] = true;
+        }
+        // Strongest verdict over each path's incoming edges.
+        let mut holding: Vec<Option<Verdict>> = vec![None; g.len()];
+        let mut edges = Vec::new();
+        let mut read_any = false;
+        let mut blind_any = false;
+        let per_edge = c.map_or(EVIDENCE_PER_EDGE, |c| {
+            let with = c
+                .paths
+                .values()
+                .flat_map(|p| p.by_reference.values())
+                .filter(|e| !e.is_empty())
+                .count();
+            (EVIDENCE_BUDGET / with.max(1)).clamp(EVIDENCE_MIN_PER_EDGE, EVIDENCE_PER_EDGE)
+        });
+        if let Some(c) = c {
+            for (&from, pe) in &c.paths {
+                if !pe.available {
+                    blind_any = true;
+                    continue;
+                }
+                read_any = true;
+                for &to in g.references(from) {
+                    let ev = c.evidence(from, to);
+                    let mut kinds = BTreeMap::new();
+                    let mut files = std::collections::HashSet::new();
+                    for e in ev {
+                        *kinds.entry(e.kind).or_insert(0) += 1;
+                        files.insert(e.file.as_str());
+                    }
+                    let mut sorted: Vec<&Evidence> = ev.iter().collect();
+                    sorted.sort_by_key(|e| e.verdict);
+                    let strongest = sorted.first().map(|e| e.verdict);
+                    if let Some(v) = strongest {
+                        let h = &mut holding[to as usize];
+                        *h = Some(h.map_or(v, |h| h.min(v)));
+                    }
+                    edges.push(EdgeNode {
+                        from,
+                        to,
+                        verdict: strongest,
+                        reason: sorted.first().map(|e| e.reason.clone()),
+                        kinds,
+                        files: files.len(),
+                        more: sorted.len().saturating_sub(per_edge),
+                        evidence: sorted
+                            .into_iter()
+                            .take(per_edge)
+                            .map(EvidenceItem::from)
+                            .collect(),
+                    });
+                }
+            }
+        }
+        let evidence_state = match (read_any, blind_any) {
+            (false, _) => EvidenceState::Unavailable,
+            (true, true) => EvidenceState::Partial,
+            (true, false) if problems.is_empty() => EvidenceState::Available,
+            (true, false) => EvidenceState::Partial,
+        };
+        let paths = (0..g.len() as NodeId)
+            .map(|v| {
+                let p = g.path(v).as_str();
+                PathNode {
+                    path: p.to_string(),
+                    name: names.get(p).cloned().unwrap_or_else(|| name_of(p).into()),
+                    nar_size: g.nar_size(v),
+                    closure_size: closure[v as usize],
+                    added_size: added[v as usize],
+                    idom: dom.idom(v).map_or(-1, i64::from),
+                    kind: output_kind(name_of(p)),
+                    verdict: if is_root[v as usize] {
+                        "root"
+                    } else {
+                        holding[v as usize].map_or("none", Verdict::as_str)
+                    },
+                    references: g.references(v).to_vec(),
+                }
+            })
+            .collect();
+        let index = g.index();
+        let id_of = |s: &str| {
+            crate::StorePath::parse(g.path(0).store_dir(), s)
+                .ok()
+                .and_then(|p| index.get(&p).copied())
+        };
+        let advice = advice
+            .into_iter()
+            .map(|a| {
+                let mut touches: Vec<NodeId> = std::iter::once(&a.package)
+                    .chain(&a.cuts)
+                    .chain(&a.removes)
+                    .filter_map(|s| id_of(s))
+                    .collect();
+                touches.sort_unstable();
+                touches.dedup();
+                AdviceItem { action: a, touches }
+            })
+            .collect();
+        HtmlReport {
+            version: 1,
+            generator: format!("nix-heft {}", env!("CARGO_PKG_VERSION")),
+            source,
+            roots: g.roots().to_vec(),
+            closure_size: g.size_of(&g.closure_of(g.roots())),
+            evidence_state,
+            paths,
+            edges,
+            advice,
+            plan_saving,
+            problems,
+        }
+    }
+
+    /// The whole page: template with styles, d3-hierarchy, the data (once,
+    /// as JSON in a `<script type="application/json">`) and the script.
+    pub fn render_html(&self) -> String {
+        const TEMPLATE: &str = include_str!("../../assets/report/report.html");
+        const CSS: &str = include_str!("../../assets/report/report.css");
+        const JS: &str = include_str!("../../assets/report/report.js");
+        const D3: &str = include_str!("../../assets/vendor/d3-hierarchy.min.js");
+        const D3_LICENSE: &str = include_str!("../../assets/vendor/d3-hierarchy.LICENSE");
+        let data = serde_json::to_string(self).expect("report model serialises");
+        // Inside <script>, "</" could end the element early and "<!--"
+        // could open a comment: escape "<" in the JSON (valid JSON still).
+        let data = data.replace('<', "\\u003c");
+        let title = match self.roots.as_slice() {
+            [r] => name_of(&self.paths[*r as usize].path).to_string(),
+            rs => format!("{} roots", rs.len()),
+        };
+        TEMPLATE
+            .replace("{{TITLE}}", &html_escape(&title))
+            .replace("{{CSS}}", CSS)
+            .replace("{{D3_LICENSE}}", &D3_LICENSE.replace("*/", "* /"))
+            .replace("{{D3}}", D3)
+            .replace("{{JS}}", JS)
+            .replacen("{{DATA}}", &data, 1)
+    }
+}
+
+/// Escapes text for HTML element content.
+fn html_escape(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::graph::testgraph::random_dag;
+
+    #[test]
+    fn kinds_from_names() {
+        assert_eq!(output_kind("rocblas-5.7.1-dev"), "dev");
+        assert_eq!(output_kind("rocblas-5.7.1"), "out");
+        assert_eq!(output_kind("glibc-2.36-bin"), "bin");
+        assert_eq!(output_kind("hello-2.12.tar.gz"), "source");
+    }
+
+    #[test]
+    fn added_sizes_nest_under_dominators_and_data_is_embedded_once() {
+        let g = random_dag(7, 300, 3);
+        let r = HtmlReport::new(&g, "test".into(), None, Vec::new(), None, Vec::new());
+        // A path's added size is its own size plus its dominator-tree
+        // children's added sizes: what the treemap draws.
+        let mut sum: Vec<u64> = r.paths.iter().map(|p| p.nar_size).collect();
+        for p in &r.paths {
+            if p.idom >= 0 {
+                sum[p.idom as usize] += p.added_size;
+            }
+        }
+        for (p, s) in r.paths.iter().zip(&sum) {
+            assert_eq!(p.added_size, *s, "{}", p.path);
+        }
+        let roots_added: u64 = r
+            .paths
+            .iter()
+            .filter(|p| p.idom < 0)
+            .map(|p| p.added_size)
+            .sum();
+        assert_eq!(roots_added, r.closure_size);
+        assert_eq!(r.evidence_state, EvidenceState::Unavailable);
+        let html = r.render_html();
+        assert_eq!(html.matches(&r.paths[0].path).count(), 1);
+        assert!(!html.contains("{{"), "unfilled placeholder");
+    }
+
+    #[test]
+    fn script_end_in_data_is_escaped() {
+        let g = random_dag(1, 5, 1);
+        let mut r = HtmlReport::new(
+            &g,
+            "</script><!--".into(),
+            None,
+            Vec::new(),
+            None,
+            Vec::new(),
+        );
+        r.generator = "x".into();
+        let html = r.render_html();
+        assert!(!html.contains("</script><!--"));
+        assert!(html.contains("\\u003c/script>"));
+    }
+}
