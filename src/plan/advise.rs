@@ -151,6 +151,15 @@ fn files_of(evs: &[Evidence]) -> Vec<String> {
     v
 }
 
+/// `$out/a $out/b`: files of the package as a builder's shell names them.
+fn out_paths(files: &[String]) -> String {
+    files
+        .iter()
+        .map(|f| format!("$out/{f}"))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The attribute-like package name (`rocblas`), for nixpkgs snippets.
 fn pkg_name(p: &str) -> &str {
     crate::store_path::package_name(full_name(p))
@@ -288,11 +297,7 @@ pub fn advise(
                             ),
                             snippet: format!(
                                 "postFixup = ''\n  patchelf --shrink-rpath {}\n'';",
-                                files
-                                    .iter()
-                                    .map(|f| format!("$out/{f}"))
-                                    .collect::<Vec<_>>()
-                                    .join(" ")
+                                out_paths(&files)
                             ),
                             evidence: files,
                             package: pkg,
@@ -352,11 +357,7 @@ pub fn advise(
                         snippet: format!(
                             "nativeBuildInputs = [ removeReferencesTo ];\npostFixup = ''\n  remove-references-to -t ${{{}}} {}\n'';",
                             pkg_name(&dep),
-                            files
-                                .iter()
-                                .map(|f| format!("$out/{f}"))
-                                .collect::<Vec<_>>()
-                                .join(" ")
+                            out_paths(&files)
                         ),
                         evidence: files,
                         package: pkg,
