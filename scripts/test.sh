@@ -18,6 +18,8 @@ command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The report tests render pages in a real browser; browse runs once in tmux.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
+# The resource tests measure peak RSS with GNU time.
+[ -x /usr/bin/time ] || need+=(time)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
