@@ -257,7 +257,7 @@
         by + " references it as before";
     }
     return by + " no longer references it" + (r.unavailable
-      ? " (no file contents in BEFORE's source)"
+      ? " (BEFORE's files were not read: no file contents there, or --no-evidence)"
       : r.held_by ? " (held before by " + r.held_by + ")" : " (registered, but no occurrence found)");
   }
 
