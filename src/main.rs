@@ -234,8 +234,25 @@ enum CompletionShell {
 #[derive(Args, Debug)]
 struct ReportArgs {
     /// Roots, in any form `size` accepts.
-    #[arg(required = true, value_name = "ROOT")]
+    #[arg(required_unless_present = "diff", value_name = "ROOT")]
     roots: Vec<String>,
+    /// The page of AFTER's closure, marking the paths new since BEFORE and
+    /// listing those that left (what `diff BEFORE AFTER` compares).
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["BEFORE", "AFTER"],
+        conflicts_with = "roots"
+    )]
+    diff: Option<Vec<String>>,
+    /// With --diff: store to read BEFORE from (default: --store).
+    #[arg(long, value_name = "STORE")]
+    before_store: Option<String>,
+    /// With --diff: store to read AFTER from (default: --store).
+    #[arg(long, value_name = "STORE")]
+    after_store: Option<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
     /// Where to write the HTML file (`-` for standard output).
     #[arg(
         short = 'o',
@@ -1290,19 +1307,61 @@ struct ReportWritten {
     edges_with_evidence: usize,
     advice: usize,
     evidence: nix_heft::report::html::EvidenceState,
+    /// With --diff: paths new since BEFORE.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    added: Option<usize>,
+    /// With --diff: BEFORE's paths that left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed: Option<usize>,
 }
 
 fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     use nix_heft::report::html::{EvidenceState, HtmlReport};
-    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
-    let g = load(cli, src, &roots)?;
+    // Checked here: clap waives `requires` on "diff" when ROOTs, which
+    // conflict with it, are given.
+    if args.diff.is_none() && (args.before_store.is_some() || args.after_store.is_some()) {
+        return Err(nix_heft::Error::Usage(
+            "--before-store and --after-store go with --diff BEFORE AFTER; give --store for ROOT"
+                .into(),
+        )
+        .into());
+    }
+    let traces = args.trace.load()?;
+    let open = |spec: &Option<String>| -> anyhow::Result<Option<Box<dyn StoreSource>>> {
+        Ok(match spec {
+            Some(s) => Some(open_store(cli, Some(s))?),
+            None => None,
+        })
+    };
+    let (b_own, a_own) = (open(&args.before_store)?, open(&args.after_store)?);
+    let bsrc = b_own.as_deref().unwrap_or(src);
+    // With --diff the page is AFTER's closure, read from AFTER's store.
+    let src = a_own.as_deref().unwrap_or(src);
+    let (g, before) = match args.diff.as_deref() {
+        Some([before, after]) => {
+            let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(before))?;
+            let aroots = nix_heft::roots::resolve_roots(src, std::slice::from_ref(after))?;
+            let pb = spinner(cli, "reading both closures");
+            let (bg, ag) = rayon::join(
+                || Graph::load(bsrc, &broots).context("loading BEFORE's closure"),
+                || Graph::load(src, &aroots).context("loading AFTER's closure"),
+            );
+            pb.finish_and_clear();
+            (ag?, Some(bg?))
+        }
+        _ => {
+            let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+            (load(cli, src, &roots)?, None)
+        }
+    };
     let (c, actions, plan_saving, problems) = if args.no_evidence {
         (None, Vec::new(), None, Vec::new())
     } else {
-        let c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+        let mut c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
         let readable = c.paths.values().any(|p| p.available);
+        apply_traces(&g, &mut c, traces.as_ref());
         let (actions, sim_problems) = if readable {
-            nix_heft::plan::advise::advise(&g, &c, None, None)
+            nix_heft::plan::advise::advise(&g, &c, traces.as_ref(), None)
         } else {
             (Vec::new(), Vec::new())
         };
@@ -1317,7 +1376,7 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
         });
         (Some(c), actions, plan_saving, problems)
     };
-    let model = HtmlReport::new(
+    let mut model = HtmlReport::new(
         &g,
         src.describe(),
         c.as_ref(),
@@ -1325,6 +1384,19 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
         plan_saving,
         problems,
     );
+    model.traces = traces.as_ref().map(|t| t.names());
+    if let Some(bg) = before {
+        let d = nix_heft::plan::diff::diff(&bg, &g);
+        // BEFORE is read only for the edges that held the paths that
+        // left; the page's own evidence explains the new ones.
+        let cb = if args.no_evidence {
+            Classified::default()
+        } else {
+            read_and_classify(cli, bsrc, &bg, &d.wants().0)
+        };
+        let dr = nix_heft::report::diff::DiffReport::new(&bg, &g, d, cb, Classified::default());
+        model.set_diff(&g, dr);
+    }
     let html = model.render_html();
     let shown = if args.output.as_os_str() == "-" {
         let mut out = std::io::stdout().lock();
@@ -1364,6 +1436,8 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
             .count(),
         advice: model.advice.len(),
         evidence: model.evidence_state,
+        added: model.diff.as_ref().map(|d| d.added.len()),
+        removed: model.diff.as_ref().map(|d| d.removed.len()),
     };
     if args.output.as_os_str() != "-" {
         let mut out = std::io::stdout().lock();
@@ -1373,10 +1447,14 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
         } else {
             writeln!(
                 out,
-                "wrote {} ({}, {} paths, {} edges with evidence, {} actions{})",
+                "wrote {} ({}, {} paths, {}{} edges with evidence, {} actions{})",
                 written.output,
                 nix_heft::units::iec(written.bytes as u64),
                 written.paths,
+                match (written.added, written.removed) {
+                    (Some(a), Some(r)) => format!("{a} added, {r} removed, "),
+                    _ => String::new(),
+                },
                 written.edges_with_evidence,
                 written.advice,
                 match written.evidence {

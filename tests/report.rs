@@ -11,7 +11,7 @@
 
 mod common;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -463,4 +463,382 @@ fn without_file_contents_the_page_says_so_and_the_run_is_partial() {
     assert_clean(&b);
     assert!(b.dom.contains("evidence unavailable"));
     assert!(b.dom.contains("No advice: it needs file-level evidence"));
+}
+
+/// The embedded JSON of a page.
+fn page_data(page: &Path) -> Value {
+    let html = std::fs::read_to_string(page).unwrap();
+    let data = html
+        .split_once(r#"<script type="application/json" id="heft-data">"#)
+        .unwrap()
+        .1
+        .split_once("</script>")
+        .unwrap()
+        .0;
+    serde_json::from_str(data).unwrap()
+}
+
+/// The element with attribute `attr="value"`: its opening tag through
+/// the close that matches it, nested elements of the same name counted.
+fn element<'a>(dom: &'a str, attr: &str, value: &str) -> &'a str {
+    let needle = format!("{attr}=\"{value}\"");
+    let at = dom
+        .find(&needle)
+        .unwrap_or_else(|| panic!("no element with {needle}"));
+    let start = dom[..at].rfind('<').unwrap();
+    let tag: String = dom[start + 1..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric())
+        .collect();
+    let tags = regex::Regex::new(&format!(r"<(/?){tag}[\s>]")).unwrap();
+    let mut depth = 0usize;
+    for m in tags.captures_iter(&dom[start..]) {
+        if m[1].is_empty() {
+            depth += 1;
+        } else {
+            depth -= 1;
+            if depth == 0 {
+                let end = start + m.get(0).unwrap().end();
+                return &dom[start..end];
+            }
+        }
+    }
+    panic!("unclosed <{tag}> at {needle}")
+}
+
+/// The example built in the local store (where its programs can run) and
+/// a trace of its server loading rocblas' kernels for gfx90a, as
+/// tests/trace.rs makes it.
+fn traced_example() -> (String, PathBuf) {
+    let root = nix_build(&repo().join("examples/rocm-mini/default.nix"), &[])
+        .pop()
+        .unwrap();
+    let trace = scratch("report-trace").join("server-gfx90a.json");
+    let server = format!("{root}/bin/llama-server");
+    let o = heft_run_env(
+        &[("ROCBLAS_GPU_TARGET", "gfx90a")],
+        None,
+        &["trace", "-o", trace.to_str().unwrap(), "--", &server],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(o.stdout.contains("loaded gfx90a kernels"), "{}", o.stdout);
+    (root, trace)
+}
+
+#[test]
+fn a_traced_report_shows_the_holds_the_trace_used_and_the_traced_advice() {
+    let (root, trace) = traced_example();
+    let t = trace.to_str().unwrap();
+    let page = out_dir().join("traced.html");
+    let w = json(&heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            &root,
+            "--trace",
+            t,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(w["evidence"], "available");
+    // The hold the loader used: the farm's symlink to gfx90a's kernel file,
+    // as `refs --trace` sees it.
+    let refs = json(&heft_run(
+        None,
+        &["--json", "refs", &root, "--evidence", "--trace", t],
+    ));
+    let edge = refs["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|e| {
+            e["referrer"].as_str().unwrap().ends_with("-rocblas-5.7.1")
+                && e["reference"]
+                    .as_str()
+                    .unwrap()
+                    .ends_with("-rocblas-tensile-gfx90a-5.7.1")
+        })
+        .unwrap();
+    assert_eq!(edge["traced"], "used");
+    let used: Vec<&str> = edge["evidence"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| e["traced"] == "used")
+        .map(|e| e["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(used, ["lib/rocblas/library/TensileLibrary_gfx90a.dat"]);
+    let tensile = edge["reference"].as_str().unwrap();
+    let b = chromium(&format!("file://{}#click={tensile}", page.display()), None);
+    assert_clean(&b);
+    assert_eq!(by_id(&b.dom, "detail-path"), tensile);
+    // Attributes escape ">" as "&gt;".
+    let block = element(
+        &b.dom,
+        "data-edge",
+        "rocblas-5.7.1&gt;rocblas-tensile-gfx90a-5.7.1",
+    );
+    assert!(block.contains("traced: used"), "edge not marked: {block}");
+    let item = block
+        .split(r#"<li class="ev">"#)
+        .find(|li| li.contains(&format!("<code>{}</code>", used[0])))
+        .unwrap_or_else(|| panic!("{} not shown: {block}", used[0]));
+    assert!(
+        item.contains(r#"data-traced="used">traced: used</span>"#),
+        "{item}"
+    );
+    assert!(item.contains("used by the traced workload"), "{item}");
+    assert!(by_id(&b.dom, "summary").contains(&format!("traced by {t}")));
+    // The advice is advise's with the same trace: the partition keeps the
+    // target the workload used.
+    let advice = json(&heft_run(None, &["--json", "advise", &root, "--trace", t]));
+    let key = |a: &Value| {
+        (
+            a["kind"].clone(),
+            a["package"].clone(),
+            a["safety"].clone(),
+            a["saving"].clone(),
+            a["snippet"].clone(),
+        )
+    };
+    let data = page_data(&page);
+    let on_page: Vec<_> = data["advice"].as_array().unwrap().iter().map(key).collect();
+    let want: Vec<_> = advice["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(key)
+        .collect();
+    assert_eq!(on_page, want);
+    let part = data["advice"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["kind"] == "partition-targets")
+        .expect("a partition");
+    assert!(
+        part["snippet"]
+            .as_str()
+            .unwrap()
+            .contains("gpuTargets = [ \"gfx90a\" ]"),
+        "{part}"
+    );
+    // Without --trace, nothing on the page says traced.
+    let plain = out_dir().join("untraced.html");
+    json(&heft_run(
+        None,
+        &["--json", "report", &root, "-o", plain.to_str().unwrap()],
+    ));
+    let b = chromium(&format!("file://{}#click={tensile}", plain.display()), None);
+    assert_clean(&b);
+    // (The DOM dump includes the page's script, so look for the markup.)
+    assert!(!b.dom.contains(r#"<span class="traced""#));
+    assert!(
+        b.dom
+            .contains(r#"data-edge="rocblas-5.7.1&gt;rocblas-tensile-gfx90a-5.7.1""#)
+    );
+    assert!(page_data(&plain).get("traces").is_none());
+}
+
+#[test]
+fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
+    let (before, after) = diff_fixture();
+    let d = json(&heft_run(None, &["--json", "diff", before, after]));
+    let set = |side: &str| -> BTreeMap<String, u64> {
+        d[side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                (
+                    c["path"].as_str().unwrap().to_string(),
+                    c["nar_size"].as_u64().unwrap(),
+                )
+            })
+            .collect()
+    };
+    let (added, removed) = (set("added"), set("removed"));
+    assert!(!added.is_empty() && !removed.is_empty());
+    let page = out_dir().join("diff.html");
+    let w = json(&heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            "--diff",
+            before,
+            after,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    ));
+    assert_eq!(w["added"].as_u64(), Some(added.len() as u64));
+    assert_eq!(w["removed"].as_u64(), Some(removed.len() as u64));
+    let closure = closure_set(after);
+    assert_eq!(w["paths"].as_u64(), Some(closure.len() as u64));
+
+    // The table: one row per path of AFTER's closure, marked added exactly
+    // when `diff` lists it as added.
+    let b = chromium(&format!("file://{}#view=table", page.display()), None);
+    assert_clean(&b);
+    let row =
+        regex::Regex::new(r#"<tr tabindex="0" data-path="([^"]+)" data-change="(\w+)""#).unwrap();
+    let rows: BTreeMap<String, String> = row
+        .captures_iter(&b.dom)
+        .map(|c| (c[1].to_string(), c[2].to_string()))
+        .collect();
+    assert_eq!(rows.keys().cloned().collect::<BTreeSet<_>>(), closure);
+    for (p, change) in &rows {
+        let want = if added.contains_key(p) {
+            "added"
+        } else {
+            "same"
+        };
+        assert_eq!(change, want, "{p}");
+    }
+    assert!(!b.dom.contains(r#"id="tab-changes" aria-controls="view-changes" aria-selected="false" tabindex="-1" hidden"#));
+
+    // The treemap: every drawn cell says whether it is new, in a label
+    // (not only a colour) as well as in its data.
+    let first = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&first);
+    let cell = regex::Regex::new(
+        r#"<div role="button" tabindex="0" class="cell ([^"]*)" style="[^"]*" data-path="([^"]+)" data-added="\d+" data-change="(\w+)"[^>]*>(?:<span class="lbl">([^<]*)</span>)?"#,
+    )
+    .unwrap();
+    let mut drawn_added = BTreeSet::new();
+    for c in cell.captures_iter(&first.dom) {
+        let (class, p, change) = (&c[1], &c[2], &c[3]);
+        let label = c.get(4).map_or("", |m| m.as_str());
+        if added.contains_key(p) {
+            assert_eq!(change, "added", "{p}");
+            assert!(
+                class.contains("pat-added") && class.contains("is-added"),
+                "{p}: {class}"
+            );
+            if !label.is_empty() {
+                assert!(
+                    label.starts_with("+ ") && label.ends_with("[added]"),
+                    "{p}: {label}"
+                );
+            }
+            drawn_added.insert(p.to_string());
+        } else {
+            assert_eq!(change, "same", "{p}");
+            assert!(
+                !label.starts_with("+ ") && !class.contains("is-added"),
+                "{p}"
+            );
+        }
+    }
+    assert_eq!(
+        drawn_added,
+        added.keys().cloned().collect::<BTreeSet<_>>(),
+        "every added path is drawn in this small closure"
+    );
+    // The legend names what left, with sizes.
+    let legend = unescape(element(&first.dom, "data-legend", "removed"));
+    assert!(
+        legend.contains(&format!("{} paths", removed.len())),
+        "{legend}"
+    );
+    for (p, s) in &removed {
+        let name = nix_heft::store_path::name_of(p);
+        assert!(
+            legend.contains(&format!("{name} ({})", nix_heft::units::iec(*s))),
+            "{legend}"
+        );
+    }
+
+    // The Changes view: the added paths and every removed one with its
+    // size, as `diff --json` gives them.
+    let ch = chromium(&format!("file://{}#view=changes", page.display()), None);
+    assert_clean(&ch);
+    let item = regex::Regex::new(
+        r#"<li data-change="(added|removed)" data-path="([^"]+)" data-bytes="(\d+)">(.*?)</li>"#,
+    )
+    .unwrap();
+    let mut listed: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
+    for c in item.captures_iter(&ch.dom) {
+        let bytes: u64 = c[3].parse().unwrap();
+        assert!(
+            c[4].contains(&nix_heft::units::iec(bytes)),
+            "size not shown: {}",
+            &c[4]
+        );
+        let side = if &c[1] == "added" { "added" } else { "removed" };
+        listed
+            .entry(side)
+            .or_default()
+            .insert(c[2].to_string(), bytes);
+    }
+    assert_eq!(listed.get("added"), Some(&added));
+    assert_eq!(listed.get("removed"), Some(&removed));
+    // The dropped library says what held it before.
+    let libold = ch
+        .dom
+        .split(r#"<li data-change="removed""#)
+        .skip(1)
+        .find(|li| li.contains("libold-1.0"))
+        .unwrap();
+    assert!(
+        libold.contains("no longer references it (held before by share/app/deps"),
+        "{libold}"
+    );
+    let summary = unescape(by_id(&ch.dom, "diff-summary"));
+    assert!(
+        summary.contains(&nix_heft::units::iec(
+            d["closure_size_before"].as_u64().unwrap()
+        )),
+        "{summary}"
+    );
+
+    // BEFORE from a chroot store and AFTER from a binary cache: the same
+    // comparison and the same paths, read from the NAR stream.
+    let chroot = scratch("report-diff-before").join("store");
+    run(nix()
+        .args(["copy", "--no-check-sigs", "--to"])
+        .arg(&chroot)
+        .arg(before));
+    let url = format!(
+        "file://{}",
+        scratch("report-diff-after").join("cache").display()
+    );
+    run(nix().args(["copy", "--to", &url, after]));
+    let split = out_dir().join("diff-split.html");
+    let o = heft_run(
+        None,
+        &[
+            "report",
+            "--diff",
+            before,
+            after,
+            "--before-store",
+            chroot.to_str().unwrap(),
+            "--after-store",
+            &url,
+            "-o",
+            split.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let (local, other) = (page_data(&page), page_data(&split));
+    assert_eq!(local["diff"], other["diff"]);
+    assert_eq!(local["paths"], other["paths"]);
+    assert_eq!(local["edges"], other["edges"]);
+    assert_ne!(local["source"], other["source"]);
+
+    // The command line: --diff takes two roots, and not beside ROOT.
+    let o = heft_run(None, &["report", "--diff", before]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let o = heft_run(None, &["report", after, "--diff", before, after]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    let o = heft_run(None, &["report", after, "--before-store", "/nix/store"]);
+    assert_usage_error(&o, "--diff BEFORE AFTER");
+    // A plain page has no Changes view.
+    let o = heft_run(None, &["report", after, "-o", "-"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(!o.stdout.contains(r#""diff""#));
 }

@@ -51,6 +51,18 @@
   const isRoot = new Uint8Array(N);
   D.roots.forEach((r) => (isRoot[r] = 1));
   const noEvidence = D.evidence_state === "unavailable";
+  // report --diff: the page is AFTER's closure; these paths are new since
+  // BEFORE (with why), and BEFORE's paths that left are listed apart.
+  const DF = D.diff || null;
+  const addedWhy = new Map();
+  if (DF) DF.added.forEach((a) => addedWhy.set(a.i, a));
+  const isNew = (i) => addedWhy.has(i);
+  const changeOf = (i) => (isNew(i) ? "added" : "same");
+  const CHANGE_TEXT = {
+    added: "added: new since BEFORE",
+    same: "unchanged: in BEFORE's closure too",
+    removed: "removed: in BEFORE's closure only",
+  };
 
   // ---- formatting ------------------------------------------------------
   // The same text as nix-heft's units::iec: the unit chosen with the same
@@ -89,6 +101,7 @@
     return e;
   }
   function colourOf(i) {
+    if (colourBy === "change") return "var(--" + changeOf(i) + ")";
     return colourBy === "kind" ? "var(--k-" + P[i].k + ")" : "var(--" + P[i].v + ")";
   }
   function verdictBadge(v) {
@@ -99,6 +112,22 @@
       text: name,
       title: VERDICT_TEXT[name] || name,
     });
+  }
+  function changeBadge(c) {
+    return el("span", {
+      class: "change pat-" + c,
+      style: "background-color: var(--" + c + ")",
+      text: c === "same" ? "unchanged" : c,
+      title: CHANGE_TEXT[c],
+    });
+  }
+  function iecDelta(d) {
+    return (d < 0 ? "-" : "+") + iec(Math.abs(d));
+  }
+  // A store path's name without its directory and hash.
+  function baseName(p) {
+    const b = p.slice(p.lastIndexOf("/") + 1);
+    return b.slice(b.indexOf("-") + 1);
   }
   function pathLink(i, label) {
     return el("button", {
@@ -148,7 +177,7 @@
   // ---- state -----------------------------------------------------------
   let zoom = -1; // -1 = the virtual root over all roots
   let selected = -1;
-  let colourBy = "verdict";
+  let colourBy = DF ? "change" : "verdict";
   const mapEl = document.getElementById("map");
   const searchEl = document.getElementById("search");
   const detailEl = document.getElementById("detail");
@@ -157,11 +186,23 @@
   document.getElementById("summary").textContent =
     D.roots.length + " root" + (D.roots.length === 1 ? "" : "s") + ", " +
     N + " paths, closure " + iec(D.closure_size) + "; evidence " + D.evidence_state +
-    " (" + D.source + "); " + D.generator;
+    " (" + D.source + ")" +
+    (D.traces ? "; traced by " + D.traces : "") +
+    (DF ? "; since " + DF.before.map(baseName).join(", ") + ": closure " + iec(DF.closure_size_before) +
+      " → " + iec(D.closure_size) + " (" + iecDelta(D.closure_size - DF.closure_size_before) + "), " +
+      DF.added.length + " paths added, " + DF.removed.length + " removed" : "") +
+    "; " + D.generator;
+  const colourEl = document.getElementById("colour");
+  if (DF) {
+    colourEl.prepend(el("option", { value: "change", text: "change since BEFORE" }));
+    colourEl.value = "change";
+  }
 
   function drawLegend() {
     const lg = document.getElementById("legend");
     lg.replaceChildren();
+    if (DF) drawChangeLegend(lg);
+    if (colourBy === "change") return;
     const items = colourBy === "kind" ? KINDS.filter((k) => P.some((p) => p.k === k)) : VERDICTS;
     lg.append(el("strong", { text: colourBy === "kind" ? "Output kind:" : "Verdict of the edge holding it:" }));
     for (const k of items) {
@@ -171,6 +212,53 @@
       });
       lg.append(el("span", { "data-legend": k }, sw, colourBy === "kind" ? k : VERDICT_TEXT[k]));
     }
+  }
+
+  function drawChangeLegend(lg) {
+    if (colourBy === "change") {
+      lg.append(el("strong", { text: "Change since BEFORE:" }));
+      const addedBytes = DF.added.reduce((t, a) => t + P[a.i].s, 0);
+      for (const k of ["added", "same"]) {
+        const sw = el("span", { class: "sw pat-" + k, style: "background-color: var(--" + k + ")" });
+        lg.append(el("span", { "data-legend": k }, sw, CHANGE_TEXT[k] +
+          (k === "added" ? " (" + DF.added.length + " paths, " + iec(addedBytes) + ")" : "")));
+      }
+    } else {
+      lg.append(el("span", { "data-legend": "added" }, "“+” before a name: new since BEFORE."));
+    }
+    // What left cannot be drawn in AFTER's map: named here, in full in
+    // the Changes tab.
+    const removedBytes = DF.removed.reduce((t, r) => t + r.nar_size, 0);
+    const SHOWN = 12;
+    const names = DF.removed.slice(0, SHOWN).map((r) => r.name + " (" + iec(r.nar_size) + ")").join(", ");
+    lg.append(el("span", { class: "removed-list", "data-legend": "removed" },
+      el("span", { class: "sw pat-removed", style: "background-color: var(--removed)" }),
+      "Removed since BEFORE, not drawn: " + DF.removed.length + " paths, " + iec(removedBytes) +
+        (names ? ": " + names + (DF.removed.length > SHOWN ? ", …" : "") : "") + " ",
+      el("button", { type: "button", class: "linkish", text: "list in Changes", onclick: () => showTab("changes", true) })));
+  }
+  // Why a path of the page is new since BEFORE, as DOM nodes.
+  function addedWhyNodes(i) {
+    const a = addedWhy.get(i);
+    if (a.edge === "root") return ["new since BEFORE: a root"];
+    if (a.referrer === undefined) return ["new since BEFORE"];
+    if (a.edge === "renamed") {
+      return ["new since BEFORE: " + (a.replaces.length ? "replaces " + a.replaces.map(baseName).join(", ") + "; " : ""),
+        pathLink(a.referrer), " references it as before"];
+    }
+    const e = edgeAt.get(a.referrer + ">" + i);
+    return ["new since BEFORE: new edge from ", pathLink(a.referrer), " ", verdictBadge(e ? e.verdict : null)];
+  }
+  function removedWhyText(r) {
+    if (r.edge === "root") return "was a root";
+    const by = r.referrer ? baseName(r.referrer) : "?";
+    if (r.edge === "renamed") {
+      return (r.replaced_by.length ? "replaced by " + r.replaced_by.map((j) => P[j].n).join(", ") + "; " : "") +
+        by + " references it as before";
+    }
+    return by + " no longer references it" + (r.unavailable
+      ? " (BEFORE's files were not read: no file contents there, or --no-evidence)"
+      : r.held_by ? " (held before by " + r.held_by + ")" : " (registered, but no occurrence found)");
   }
 
   // ---- treemap -----------------------------------------------------------
@@ -230,19 +318,24 @@
       if (w < 3 || h < 3) continue;
       const i = d.data.i;
       const p = P[i];
-      const label = p.n + " " + iec(p.a) + " [" + (colourBy === "kind" ? p.k : p.v) + "]";
+      const fresh = isNew(i);
+      const tag = colourBy === "change" ? (fresh ? "added" : "unchanged") : colourBy === "kind" ? p.k : p.v;
+      const label = (fresh ? "+ " : "") + p.n + " " + iec(p.a) + " [" + tag + "]";
       const cell = el("div", {
         role: "button",
         tabindex: "0",
-        class: "cell pat-" + (colourBy === "kind" ? "none-k" : p.v) +
+        class: "cell pat-" + (colourBy === "change" ? changeOf(i) : colourBy === "kind" ? "none-k" : p.v) +
+          (fresh ? " is-added" : "") +
           (i === selected ? " sel" : "") + (query && p.n.toLowerCase().includes(query) ? " hit" : ""),
         style: "left:" + d.x0 + "px;top:" + d.y0 + "px;width:" + w + "px;height:" + h + "px;background-color:" + colourOf(i),
         "data-path": p.p,
         "data-added": p.a,
-        "aria-label": p.n + ", added " + iec(p.a) + ", self " + iec(p.s) + ", closure " + iec(p.c) +
-          ", " + (colourBy === "kind" ? "kind " + p.k : "verdict " + p.v) +
+        "data-change": DF ? changeOf(i) : null,
+        "aria-label": p.n + (fresh ? ", new since BEFORE" : "") + ", added " + iec(p.a) + ", self " + iec(p.s) +
+          ", closure " + iec(p.c) + ", " + (colourBy === "kind" ? "kind " + p.k : "verdict " + p.v) +
           (kids[i].length ? ", contains " + kids[i].length + " paths" : ""),
-        title: p.p + "\nadded " + iec(p.a) + " · self " + iec(p.s) + " · closure " + iec(p.c) + " · " + VERDICT_TEXT[p.v],
+        title: p.p + "\nadded " + iec(p.a) + " · self " + iec(p.s) + " · closure " + iec(p.c) + " · " + VERDICT_TEXT[p.v] +
+          (DF ? "\n" + CHANGE_TEXT[changeOf(i)] : ""),
       });
       if (w > 28 && h > 11) cell.append(el("span", { class: "lbl", text: label }));
       const activate = (ev) => {
@@ -308,6 +401,7 @@
           x.l ? el("span", { text: " line " + x.l }) : el("span", { text: " offset " + x.o }),
           " ",
           verdictBadge(x.v),
+          x.t ? el("span", { class: "traced", "data-traced": x.t, text: "traced: " + x.t }) : null,
           " " + x.r,
           el("br"),
           el("code", { class: "mono", text: x.x }),
@@ -326,6 +420,7 @@
     }
     const kinds = Object.entries(e.kinds || {}).map(([k, n]) => k + " ×" + n).join(", ");
     const summary = el("summary", null, ...head, verdictBadge(e.verdict),
+      e.traced ? el("span", { class: "traced", text: "traced: " + e.traced }) : null,
       " " + (e.reason || "registered, but no file holds it") + (kinds ? "; " + kinds + "; " + e.files + " file" + (e.files === 1 ? "" : "s") : ""));
     return el("details", { class: "edge", open: open, "data-edge": P[from].n + ">" + P[to].n }, summary, evidenceList(e));
   }
@@ -348,6 +443,9 @@
         el("dt", { text: "Self" }), el("dd", { id: "detail-self", "data-bytes": p.s, text: iec(p.s) }),
         el("dt", { text: "Closure" }), el("dd", { id: "detail-closure", "data-bytes": p.c, text: iec(p.c) }),
         el("dt", { text: "Held as" }), el("dd", null, verdictBadge(p.v), " " + VERDICT_TEXT[p.v]),
+        DF ? el("dt", { text: "Change" }) : null,
+        DF ? el("dd", { id: "detail-change", "data-change": changeOf(i) }, changeBadge(changeOf(i)), " ",
+          ...(isNew(i) ? addedWhyNodes(i) : ["in BEFORE's closure too"])) : null,
         el("dt", { text: "Kind" }), el("dd", { text: p.k }),
         el("dt", { text: "Kept alone by" }), el("dd", null, p.d < 0 ? "the roots together" : pathLink(p.d)),
         el("dt", { text: "Keeps alone" }), el("dd", { text: kids[i].length + " paths" }),
@@ -427,6 +525,41 @@
     v.replaceChildren(el("h2", { text: "Problems (" + D.problems.length + ")" }), D.problems.length ? ul : el("p", { text: "None: everything was read." }));
   }
 
+  // ---- changes (report --diff) ---------------------------------------------
+  function drawChanges() {
+    const v = document.getElementById("view-changes");
+    const parts = [
+      el("h2", { text: "Changes since " + DF.before.map(baseName).join(", ") }),
+      el("p", { id: "diff-summary", text: "Closure " + iec(DF.closure_size_before) + " → " + iec(D.closure_size) +
+        " (" + iecDelta(D.closure_size - DF.closure_size_before) + "); paths " + DF.paths_before + " → " + N + "." }),
+      el("h3", { text: "Packages (" + DF.packages.length + ")" }),
+    ];
+    if (DF.packages.length) {
+      const t = el("table", { id: "diff-packages" },
+        el("thead", null, el("tr", null, el("th", { scope: "col", text: "Package" }), el("th", { scope: "col", text: "Versions" }),
+          el("th", { scope: "col", class: "num", text: "Size Δ" }))));
+      const body = el("tbody");
+      DF.packages.forEach((pk) => body.append(el("tr", null, el("td", { text: pk.name }), el("td", { text: pk.transition }),
+        el("td", { class: "num", text: iecDelta(pk.size_delta) }))));
+      t.append(body);
+      parts.push(t);
+    } else parts.push(el("p", { text: "No package changed." }));
+    const addedBytes = DF.added.reduce((t, a) => t + P[a.i].s, 0);
+    parts.push(el("h3", { text: "Added (" + DF.added.length + " paths, " + iec(addedBytes) + ")" }));
+    const al = el("ul", { class: "plain", id: "added-list" });
+    DF.added.forEach((a) => al.append(el("li", { "data-change": "added", "data-path": P[a.i].p, "data-bytes": P[a.i].s },
+      changeBadge("added"), " ", pathLink(a.i), " " + iec(P[a.i].s) + " · ", ...addedWhyNodes(a.i))));
+    parts.push(DF.added.length ? al : el("p", { text: "None." }));
+    const removedBytes = DF.removed.reduce((t, r) => t + r.nar_size, 0);
+    parts.push(el("h3", { text: "Removed (" + DF.removed.length + " paths, " + iec(removedBytes) + ")" }));
+    const rl = el("ul", { class: "plain", id: "removed-list" });
+    DF.removed.forEach((r) => rl.append(el("li", { "data-change": "removed", "data-path": r.path, "data-bytes": r.nar_size },
+      changeBadge("removed"), " ", el("strong", { text: r.name, title: r.path }), " " + iec(r.nar_size) + " · " + removedWhyText(r),
+      " ", copyButton(r.path, "Copy path"))));
+    parts.push(DF.removed.length ? rl : el("p", { text: "None." }));
+    v.replaceChildren(...parts);
+  }
+
   // ---- table -------------------------------------------------------------
   const COLS = [
     ["name", "Name", (i) => P[i].n, false],
@@ -438,6 +571,7 @@
     ["refs", "Refs", (i) => P[i].r.length, true],
     ["referrers", "Referrers", (i) => referrers[i].length, true],
   ];
+  if (DF) COLS.push(["change", "Change", (i) => changeOf(i), false]);
   let sortCol = 3;
   let sortDesc = true;
   const ROW_LIMIT = 1000;
@@ -463,13 +597,14 @@
     });
     const body = document.createDocumentFragment();
     for (const i of rows.slice(0, ROW_LIMIT)) {
-      const row = el("tr", { tabindex: "0", "data-path": P[i].p });
+      const row = el("tr", { tabindex: "0", "data-path": P[i].p, "data-change": DF ? changeOf(i) : null });
       row.addEventListener("click", () => { select(i, true); showTab("map", false); });
       row.addEventListener("keydown", (ev) => { if (ev.key === "Enter") { select(i, true); showTab("map", false); detailEl.focus(); } });
       row.append(el("td", { text: P[i].n, title: P[i].p }), el("td", { class: "num", text: iec(P[i].s) }),
         el("td", { class: "num", text: iec(P[i].c) }), el("td", { class: "num", text: iec(P[i].a) }),
         el("td", { text: P[i].k }), el("td", null, verdictBadge(P[i].v)),
         el("td", { class: "num", text: P[i].r.length }), el("td", { class: "num", text: referrers[i].length }));
+      if (DF) row.append(el("td", null, changeBadge(changeOf(i))));
       body.append(row);
     }
     t.tBodies[0].replaceChildren(body);
@@ -480,9 +615,14 @@
   filterEl.addEventListener("input", drawTable);
 
   // ---- tabs ----------------------------------------------------------------
-  const TABS = ["map", "table", "advice", "problems"];
+  const TABS = DF ? ["map", "table", "advice", "changes", "problems"] : ["map", "table", "advice", "problems"];
+  if (DF) document.getElementById("tab-changes").hidden = false;
   let tableDrawn = false;
   function showTab(name, focus) {
+    if (!TABS.includes(name)) {
+      recordError("view: no " + name + " view in this report");
+      return;
+    }
     for (const t of TABS) {
       const b = document.getElementById("tab-" + t);
       const on = t === name;
@@ -544,7 +684,7 @@
       resultsEl.hidden = true;
     }
   });
-  document.getElementById("colour").addEventListener("change", (ev) => {
+  colourEl.addEventListener("change", (ev) => {
     colourBy = ev.target.value;
     drawLegend();
     drawMap();
@@ -594,6 +734,7 @@
   drawLegend();
   drawAdvice();
   drawProblems();
+  if (DF) drawChanges();
   drawMap();
   readHash();
   document.body.setAttribute("data-ready", "true");

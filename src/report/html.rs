@@ -14,10 +14,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::classify::Classified;
-use crate::evidence::{Evidence, Kind, Verdict};
+use crate::evidence::{Evidence, Kind, Traced, Verdict};
 use crate::graph::{Dominators, Graph, NodeId, closure_sizes};
 use crate::plan::advise::Action;
 use crate::problem::Problem;
+use crate::report::diff::{DiffReport, Package};
 use crate::store_path::name_of;
 
 /// Most pieces of evidence kept per edge in the page; the rest are
@@ -106,6 +107,9 @@ pub struct EvidenceItem {
     /// Excerpt around the hash.
     #[serde(rename = "x")]
     pub context: String,
+    /// What `--trace` showed of this hold.
+    #[serde(rename = "t", skip_serializing_if = "Option::is_none")]
+    pub traced: Option<Traced>,
 }
 
 impl From<&Evidence> for EvidenceItem {
@@ -118,6 +122,7 @@ impl From<&Evidence> for EvidenceItem {
             offset: e.offset,
             line: e.line,
             context: e.context.clone(),
+            traced: e.traced,
         }
     }
 }
@@ -135,6 +140,11 @@ pub struct EdgeNode {
     /// Reason of the strongest piece of evidence.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
+    /// With `--trace`: `used` when the workload used any of its holds,
+    /// `not used` when some hold's file was never touched and none was
+    /// used (as `refs --json` says it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traced: Option<Traced>,
     /// Occurrences per kind.
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     pub kinds: BTreeMap<Kind, usize>,
@@ -188,8 +198,77 @@ pub struct HtmlReport {
     /// What advise's joint plan saves: every non-breaking action applied
     /// together, each path counted once.
     pub plan_saving: Option<u64>,
+    /// The traces applied (`--trace`), as `advise` names them; `None`
+    /// without.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub traces: Option<String>,
+    /// With `report --diff`: what came and went since BEFORE (this page
+    /// is AFTER's closure).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub diff: Option<DiffSection>,
     /// What could not be read or simulated.
     pub problems: Vec<Problem>,
+}
+
+/// Why a path of the page is new since BEFORE.
+#[derive(Debug, Clone, Serialize)]
+pub struct AddedNode {
+    /// Index into `paths`.
+    pub i: NodeId,
+    /// The referrer (index into `paths`) that pulls it in; `None` for a
+    /// root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub referrer: Option<NodeId>,
+    /// `new` (the edge appeared: the page's evidence for it says why),
+    /// `renamed` (the same packages were linked before; only a hash or
+    /// version changed) or `root`, as `diff --json` says it.
+    pub edge: String,
+    /// BEFORE's paths of the same package that it replaces.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaces: Vec<String>,
+}
+
+/// A path of BEFORE's closure that is not in this page's closure.
+#[derive(Debug, Clone, Serialize)]
+pub struct RemovedNode {
+    /// The store path.
+    pub path: String,
+    /// Its name (as `paths` names them).
+    pub name: String,
+    /// Its NAR size.
+    pub nar_size: u64,
+    /// The referrer in BEFORE that held it; `None` for a root.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub referrer: Option<String>,
+    /// `gone`, `renamed` or `root`, as `diff --json` says it.
+    pub edge: String,
+    /// The paths of the page (indices) that replace it.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub replaced_by: Vec<NodeId>,
+    /// The files of the referrer that held it before, with their kinds and
+    /// verdicts (`diff`'s text), for a `gone` edge.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub held_by: String,
+    /// BEFORE's source has no file contents for the referrer.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub unavailable: bool,
+}
+
+/// `report --diff`: the comparison with BEFORE, from `diff`'s report.
+#[derive(Debug, Clone, Serialize)]
+pub struct DiffSection {
+    /// BEFORE's roots.
+    pub before: Vec<String>,
+    /// BEFORE's closure size.
+    pub closure_size_before: u64,
+    /// Paths in BEFORE's closure.
+    pub paths_before: usize,
+    /// Changed packages, largest absolute size change first.
+    pub packages: Vec<Package>,
+    /// Paths new since BEFORE, largest first.
+    pub added: Vec<AddedNode>,
+    /// Paths that left, largest first.
+    pub removed: Vec<RemovedNode>,
 }
 
 /// The output kind a path's name says (`-dev`, `-lib`, `-doc` ...), `out`
@@ -268,7 +347,10 @@ impl HtmlReport {
                         files.insert(e.file.as_str());
                     }
                     let mut sorted: Vec<&Evidence> = ev.iter().collect();
-                    sorted.sort_by_key(|e| e.verdict);
+                    // Strongest first, and among equals the holds a trace
+                    // saw used: what decides the verdict is kept when the
+                    // rest is cut.
+                    sorted.sort_by_key(|e| (e.verdict, e.traced != Some(Traced::Used)));
                     let strongest = sorted.first().map(|e| e.verdict);
                     if let Some(v) = strongest {
                         let h = &mut holding[to as usize];
@@ -279,6 +361,7 @@ impl HtmlReport {
                         to,
                         verdict: strongest,
                         reason: sorted.first().map(|e| e.reason.clone()),
+                        traced: ev.iter().filter_map(|e| e.traced).min(),
                         kinds,
                         files: files.len(),
                         more: sorted.len().saturating_sub(per_edge),
@@ -347,8 +430,57 @@ impl HtmlReport {
             edges,
             advice,
             plan_saving,
+            traces: None,
+            diff: None,
             problems,
         }
+    }
+
+    /// Adds what came and went since BEFORE: `d` is `diff`'s report of
+    /// BEFORE against this page's graph `g` (AFTER), with BEFORE's evidence
+    /// for the removed paths; its problems join the page's.
+    pub fn set_diff(&mut self, g: &Graph, d: DiffReport) {
+        let index = g.index();
+        let id_of = |s: &str| {
+            crate::StorePath::parse(g.path(0).store_dir(), s)
+                .ok()
+                .and_then(|p| index.get(&p).copied())
+        };
+        let added = d
+            .added
+            .iter()
+            .filter_map(|c| {
+                Some(AddedNode {
+                    i: id_of(&c.path)?,
+                    referrer: c.why.referrer.as_deref().and_then(id_of),
+                    edge: c.why.edge.clone(),
+                    replaces: c.why.renamed.clone(),
+                })
+            })
+            .collect();
+        let removed = d
+            .removed
+            .iter()
+            .map(|c| RemovedNode {
+                name: name_of(&c.path).to_string(),
+                path: c.path.clone(),
+                nar_size: c.nar_size,
+                referrer: c.why.referrer.clone(),
+                edge: c.why.edge.clone(),
+                replaced_by: c.why.renamed.iter().filter_map(|s| id_of(s)).collect(),
+                held_by: super::diff::files_of(&c.why.evidence),
+                unavailable: c.why.unavailable,
+            })
+            .collect();
+        self.problems.extend(d.problems);
+        self.diff = Some(DiffSection {
+            before: d.before,
+            closure_size_before: d.closure_size_before,
+            paths_before: d.paths_before,
+            packages: d.packages,
+            added,
+            removed,
+        });
     }
 
     /// The whole page: template with styles, d3-hierarchy, the data (once,
@@ -423,6 +555,48 @@ mod tests {
         let html = r.render_html();
         assert_eq!(html.matches(&r.paths[0].path).count(), 1);
         assert!(!html.contains("{{"), "unfilled placeholder");
+    }
+
+    #[test]
+    fn diff_marks_the_new_paths_by_index_and_lists_the_gone_ones_once() {
+        // random_dag names paths by index: the larger graph has paths the
+        // smaller lacks, so each direction adds or removes some.
+        for (nb, na) in [(60, 45), (45, 60)] {
+            let before = random_dag(3, nb, 2);
+            let after = random_dag(4, na, 3);
+            let d = crate::plan::diff::diff(&before, &after);
+            let dr = DiffReport::new(
+                &before,
+                &after,
+                d,
+                Classified::default(),
+                Classified::default(),
+            );
+            let (want_added, want_removed) = (dr.added.len(), dr.removed.len());
+            assert!(want_added + want_removed > 0);
+            let mut r = HtmlReport::new(&after, "t".into(), None, Vec::new(), None, Vec::new());
+            r.set_diff(&after, dr);
+            let section = r.diff.as_ref().unwrap();
+            let in_before: std::collections::HashSet<&str> =
+                before.paths().iter().map(|p| p.as_str()).collect();
+            let added: std::collections::BTreeSet<usize> =
+                section.added.iter().map(|a| a.i as usize).collect();
+            assert_eq!(added.len(), want_added);
+            for (i, p) in r.paths.iter().enumerate() {
+                assert_eq!(
+                    added.contains(&i),
+                    !in_before.contains(p.path.as_str()),
+                    "{}",
+                    p.path
+                );
+            }
+            assert_eq!(section.removed.len(), want_removed);
+            let html = r.render_html();
+            for g in &section.removed {
+                assert_eq!(html.matches(&g.path).count(), 1, "{}", g.path);
+                assert!(g.nar_size > 0);
+            }
+        }
     }
 
     #[test]
