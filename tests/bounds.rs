@@ -30,7 +30,7 @@ fn bomb_cache(name: &str, compression: &str) -> (std::path::PathBuf, String) {
     let size = 2 * GIB + tail.len() as u64;
     let file = cache.join(format!("nar/bomb.nar.{compression}"));
     let out = std::fs::File::create(&file).unwrap();
-    let mut w: Box<dyn Write> = match compression {
+    let w: Box<dyn Write> = match compression {
         "xz" => Box::new(xz2::write::XzEncoder::new(out, 0)),
         _ => Box::new(
             zstd::stream::write::Encoder::new(out, 1)
@@ -54,7 +54,7 @@ fn bomb_cache(name: &str, compression: &str) -> (std::path::PathBuf, String) {
     }
     w.put(&size.to_le_bytes());
     let zeros = vec![0u8; 1 << 20];
-    for _ in 0..(2 * GIB >> 20) {
+    for _ in 0..((2 * GIB) >> 20) {
         w.put(&zeros);
     }
     w.put(tail.as_bytes());
