@@ -28,6 +28,8 @@ pub mod classify;
 pub mod elf;
 pub mod error;
 pub mod evidence;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod graph;
 pub mod nar;
 pub mod plan;

@@ -40,12 +40,17 @@ impl PathInfoJson {
     /// Loads and validates the whole file, whichever of the three shapes it
     /// has.
     pub fn open(file: &Path) -> Result<Self> {
+        let text = std::fs::read(file).map_err(io_err(file))?;
+        Self::from_bytes(&text, file)
+    }
+
+    /// Parses `text`, the contents of `file` (named in errors).
+    pub fn from_bytes(text: &[u8], file: &Path) -> Result<Self> {
         let bad = |reason: String| Error::BadPathInfoJson {
             file: file.to_path_buf(),
             reason,
         };
-        let text = std::fs::read(file).map_err(io_err(file))?;
-        let v: Value = serde_json::from_slice(&text).map_err(|e| bad(e.to_string()))?;
+        let v: Value = serde_json::from_slice(text).map_err(|e| bad(e.to_string()))?;
         // (key as written, entry); keys are full paths except in version 2.
         let (entries, explicit_store_dir): (Vec<(String, &Value)>, Option<String>) = match &v {
             Value::Array(items) => (

@@ -1,0 +1,1 @@
+{"version":1,"root":{"type":"directory","entries":{"nix-support":{"type":"directory","entries":{"propagated-build-inputs":{"type":"regular","size":53,"narOffset":392}}},"share":{"type":"directory","entries":{"a":{"type":"symlink","target":"b"},"b":{"type":"symlink","target":"a"},"vjl1sz18wxkzwmkfsla54pl8vsnbfc8i-base-lib-1.0":{"type":"regular","size":0,"narOffset":1224}}}}}}

@@ -1,0 +1,1 @@
+{"version":1,"root":{"type":"directory","entries":{"lib":{"type":"directory","entries":{"oddÿname":{"type":"regular","size":57,"narOffset":368}}},"share":{"type":"directory","entries":{"doc":{"type":"directory","entries":{"README":{"type":"regular","size":53,"narOffset":920}}}}}}}}

@@ -1,0 +1,1 @@
+{"version":1,"root":{"type":"directory","entries":{"blob":{"type":"regular","size":3000,"narOffset":232},"share":{"type":"directory","entries":{"ref":{"type":"regular","size":72,"narOffset":3552}}}}}}

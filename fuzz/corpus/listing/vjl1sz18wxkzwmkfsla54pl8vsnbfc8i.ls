@@ -1,0 +1,1 @@
+{"version":1,"root":{"type":"directory","entries":{"lib":{"type":"directory","entries":{"libbase.so":{"type":"regular","size":100000,"narOffset":376}}}}}}
