@@ -72,8 +72,11 @@ pub fn decompress(data: &[u8]) {
     }
 }
 
+/// A fuzz target's entry point.
+pub type Target = fn(&[u8]);
+
 /// Every target by name, for the replay test.
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("nar", nar),
     ("narinfo", narinfo),
     ("listing", listing),
