@@ -154,6 +154,18 @@ pub fn nix_store_references(path: &str) -> BTreeSet<String> {
         .collect()
 }
 
+/// The fixture's scratch directory, removed when the test binary exits:
+/// each binary makes its own copy of the stores (hundreds of MiB), and a
+/// static has no destructor.
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_scratch() {
+    if let Some(d) = SCRATCH.get() {
+        let _ = Command::new("chmod").arg("-R").arg("u+w").arg(d).status();
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 pub fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
@@ -172,6 +184,11 @@ pub fn fixture() -> &'static Fixture {
             .tempdir()
             .unwrap()
             .keep();
+        let _ = SCRATCH.set(tmp.clone());
+        // SAFETY: registering a plain function with no captured state.
+        unsafe {
+            libc::atexit(remove_scratch);
+        }
         let chroot = tmp.join("chroot");
         let cache = tmp.join("cache");
         let all_roots: Vec<String> = small.values().cloned().chain([rocm.clone()]).collect();
