@@ -516,6 +516,16 @@ fn open_store(cli: &Cli, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSo
     )
 }
 
+/// The store a `--before-store` / `--after-store` flag names, if given.
+fn optional_store(
+    cli: &Cli,
+    spec: &Option<String>,
+) -> nix_heft::Result<Option<Box<dyn StoreSource>>> {
+    spec.as_deref()
+        .map(|s| open_store(cli, Some(s)))
+        .transpose()
+}
+
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     // Generated from the clap definitions; no store is opened for these.
     match &cli.command {
@@ -1006,13 +1016,10 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
 }
 
 fn diff(cli: &Cli, src: &dyn StoreSource, args: &DiffArgs) -> anyhow::Result<ExitCode> {
-    let open = |spec: &Option<String>| -> anyhow::Result<Option<Box<dyn StoreSource>>> {
-        Ok(match spec {
-            Some(s) => Some(open_store(cli, Some(s))?),
-            None => None,
-        })
-    };
-    let (b_own, a_own) = (open(&args.before_store)?, open(&args.after_store)?);
+    let (b_own, a_own) = (
+        optional_store(cli, &args.before_store)?,
+        optional_store(cli, &args.after_store)?,
+    );
     let bsrc = b_own.as_deref().unwrap_or(src);
     let asrc = a_own.as_deref().unwrap_or(src);
     let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(&args.before))?;
@@ -1327,13 +1334,10 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
         .into());
     }
     let traces = args.trace.load()?;
-    let open = |spec: &Option<String>| -> anyhow::Result<Option<Box<dyn StoreSource>>> {
-        Ok(match spec {
-            Some(s) => Some(open_store(cli, Some(s))?),
-            None => None,
-        })
-    };
-    let (b_own, a_own) = (open(&args.before_store)?, open(&args.after_store)?);
+    let (b_own, a_own) = (
+        optional_store(cli, &args.before_store)?,
+        optional_store(cli, &args.after_store)?,
+    );
     let bsrc = b_own.as_deref().unwrap_or(src);
     // With --diff the page is AFTER's closure, read from AFTER's store.
     let src = a_own.as_deref().unwrap_or(src);

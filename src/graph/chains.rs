@@ -62,14 +62,7 @@ pub fn chains(g: &Graph, root: NodeId, deps: &[NodeId], all: bool) -> (u128, Vec
         seen[root as usize] = true;
         while let Some(v) = q.pop_front() {
             if is_dep[v as usize] {
-                let mut chain = vec![v];
-                let mut cur = v;
-                while let Some(p) = prev[cur as usize] {
-                    chain.push(p);
-                    cur = p;
-                }
-                chain.reverse();
-                return (total, vec![chain]);
+                return (total, vec![walk_back(&prev, v)]);
             }
             for &w in g.references(v) {
                 if !std::mem::replace(&mut seen[w as usize], true) {
@@ -252,13 +245,7 @@ pub fn best_chain(
         }
         while let Some(v) = q.pop_front() {
             if v == dep {
-                let mut chain = vec![v];
-                let mut cur = v;
-                while let Some(p) = prev[cur as usize] {
-                    chain.push(p);
-                    cur = p;
-                }
-                chain.reverse();
+                let chain = walk_back(&prev, v);
                 let worst = chain
                     .windows(2)
                     .map(|e| rank(e[0], e[1]))
@@ -281,4 +268,16 @@ pub fn best_chain(
         }
     }
     None
+}
+
+/// The chain a breadth-first search reached `v` by, root first.
+fn walk_back(prev: &[Option<NodeId>], v: NodeId) -> Vec<NodeId> {
+    let mut chain = vec![v];
+    let mut cur = v;
+    while let Some(p) = prev[cur as usize] {
+        chain.push(p);
+        cur = p;
+    }
+    chain.reverse();
+    chain
 }

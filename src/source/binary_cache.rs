@@ -18,6 +18,9 @@ use crate::store_path::{HASH_LEN, StorePath};
 pub struct BinaryCache {
     dir: PathBuf,
     store_dir: String,
+    /// Narinfos parsed so far: loading the closure, opening a NAR and
+    /// checking its hash each need one, and the file is read only once.
+    narinfos: std::sync::Mutex<std::collections::HashMap<StorePath, NarInfo>>,
 }
 
 impl BinaryCache {
@@ -36,6 +39,7 @@ impl BinaryCache {
         Ok(BinaryCache {
             dir: dir.to_path_buf(),
             store_dir,
+            narinfos: Default::default(),
         })
     }
 
@@ -46,13 +50,29 @@ impl BinaryCache {
 
     /// The full narinfo of `path`, or `None` if the cache has none.
     pub fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
+        let known = |m: &std::sync::Mutex<std::collections::HashMap<StorePath, NarInfo>>| {
+            m.lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(path)
+                .cloned()
+        };
+        if let Some(n) = known(&self.narinfos) {
+            return Ok(Some(n));
+        }
         let file = self.narinfo_file(path);
         let text = match std::fs::read(&file) {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&file)(e)),
         };
-        NarInfo::parse_for(text, &self.store_dir, path, &file)
+        let info = NarInfo::parse_for(text, &self.store_dir, path, &file)?;
+        if let Some(n) = &info {
+            self.narinfos
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(path.clone(), n.clone());
+        }
+        Ok(info)
     }
 
     /// The cache's root directory.
