@@ -912,12 +912,7 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
     // Graph-first pruning: only referrers where some action could reach
     // --min-saving are read.
     let min_saving = args.min_saving.bytes_of(closure_size);
-    let bounds = nix_heft::graph::bounds::max_savings(&g);
-    let mut wants = edges::all_edges(&g);
-    let skipped = nix_heft::graph::bounds::below(&bounds, wants.keys().copied(), min_saving);
-    for (v, _) in &skipped {
-        wants.remove(v);
-    }
+    let (mut wants, mut skipped, after_read) = prune(src, &g, min_saving);
     // A split simulated on a referrer read re-points its consumers at the
     // outputs their holds point into, so their holds into it are needed too.
     let consumers: Vec<(NodeId, NodeId)> = wants
@@ -933,6 +928,18 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
             src.describe()
         );
     }
+    // A referrer whose tree came only with its NAR is judged now, by the
+    // same bound: every source gives the same advice.
+    let added = nix_heft::graph::bounds::max_savings(&g);
+    for v in after_read {
+        if let Some(t) = c.trees.get(&v) {
+            let b = nix_heft::plan::prune::with_tree(&g, &added, v, t);
+            if b < min_saving {
+                skipped.push((v, b));
+            }
+        }
+    }
+    skipped.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
     apply_traces(&g, &mut c, traces.as_ref());
     let (mut actions, sim_problems) =
         nix_heft::plan::advise::advise(&g, &c, traces.as_ref(), args.targets.as_deref());
@@ -1013,6 +1020,42 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
         ..text_options(cli)
     };
     emit(cli, &report, opts)
+}
+
+/// Graph-first pruning for `advise`: the edges to read, the referrers no
+/// action on which can reach `min` (with their bounds), and the referrers
+/// whose bound needs a tree the source gives only with the NAR (read in
+/// full, judged after). See `nix_heft::plan::prune`.
+fn prune(src: &dyn StoreSource, g: &Graph, min: u64) -> (Edges, Vec<(NodeId, u64)>, Vec<NodeId>) {
+    use nix_heft::plan::prune::{FirstCut, first_cut, with_tree};
+    let added = nix_heft::graph::bounds::max_savings(g);
+    let mut wants = edges::all_edges(g);
+    let mut skipped = Vec::new();
+    let mut needs_tree = Vec::new();
+    for &v in wants.keys() {
+        match first_cut(g, &added, v, min) {
+            FirstCut::Skip(b) => skipped.push((v, b)),
+            FirstCut::Read => {}
+            FirstCut::NeedsTree => needs_tree.push(v),
+        }
+    }
+    let trees = nix_heft::read::cheap_trees(src, g, &needs_tree);
+    let mut after_read = Vec::new();
+    for v in needs_tree {
+        match trees.get(&v) {
+            Some(t) => {
+                let b = with_tree(g, &added, v, t);
+                if b < min {
+                    skipped.push((v, b));
+                }
+            }
+            None => after_read.push(v),
+        }
+    }
+    for (v, _) in &skipped {
+        wants.remove(v);
+    }
+    (wants, skipped, after_read)
 }
 
 fn diff(cli: &Cli, src: &dyn StoreSource, args: &DiffArgs) -> anyhow::Result<ExitCode> {

@@ -754,6 +754,53 @@ fn advise_reads_only_referrers_whose_bound_reaches_min_saving() {
     for a in part["actions"].as_array().unwrap() {
         assert!(!skipped.contains(&a["package"].as_str().unwrap().to_string()));
     }
+    // Without listings the borderline referrers are read whole and judged
+    // by the same bound after: the same advice.
+    let plain = Server::start(&caches().xz_plain, Faults::default());
+    let http_plain = run_in(&fresh("ms20-plain"), &plain.url(), &args);
+    same(
+        &http_plain.stdout,
+        &local.stdout,
+        "advise --min-saving 20MiB, no listings",
+    );
+    // rocm-llvm is over 20 MiB itself, but its only reference (glibc) stays
+    // anyway and it has no file a split or a partition would move: its
+    // tree (from the listing) bounds every action on it below its own size,
+    // and its NAR is never fetched.
+    let llvm = closure_path("-rocm-llvm-5.7.1");
+    let llvm_nar = nix_path_info(None, &[&llvm])[&llvm]["narSize"]
+        .as_u64()
+        .unwrap();
+    assert!(llvm_nar >= min, "rocm-llvm is {llvm_nar} bytes");
+    let llvm_bound = part["not_examined"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|x| x["referrer"] == llvm.as_str())
+        .unwrap_or_else(|| panic!("{llvm} examined: {}", part["not_examined"]))["max_saving"]
+        .as_u64()
+        .unwrap();
+    assert!(llvm_bound < llvm_nar, "{llvm_bound} vs its own {llvm_nar}");
+    let narinfo = std::fs::read_to_string(
+        caches()
+            .xz_ls
+            .join(format!("{}.narinfo", &llvm["/nix/store/".len()..][..32])),
+    )
+    .unwrap();
+    let url = narinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("URL: "))
+        .unwrap()
+        .to_string();
+    assert!(
+        !server.nars().iter().any(|n| n.ends_with(&url)),
+        "{url} fetched: {:?}",
+        server.nars()
+    );
+    assert!(
+        plain.nars().iter().any(|n| n.ends_with(&url)),
+        "without a listing the NAR gives the tree"
+    );
     let nars = server.nars().len();
     let full_server = Server::start(&caches().xz_ls, Faults::default());
     run_in(

@@ -11,9 +11,10 @@
 //! (its dominator subtree), `v` included. `v`'s own size belongs in the bound
 //! because a split or partition removes part of `v` itself; leaving it
 //! out (the closure difference if all of `v`'s references were gone) would
-//! bound reference removals only.
+//! bound reference removals only. [`crate::plan::prune`] tightens the own
+//! part with `v`'s file tree where one costs no NAR.
 
-use super::{Graph, NodeId, dominators};
+use super::{Graph, dominators};
 
 /// For each node, the most any action on it can save (see the module
 /// documentation): its added size with respect to the graph's roots.
@@ -21,25 +22,10 @@ pub fn max_savings(g: &Graph) -> Vec<u64> {
     dominators::added_sizes(g)
 }
 
-/// The nodes among `referrers` whose bound is below `min`, with their
-/// bounds, largest first: those `advise` need not read.
-pub fn below(
-    bounds: &[u64],
-    referrers: impl IntoIterator<Item = NodeId>,
-    min: u64,
-) -> Vec<(NodeId, u64)> {
-    let mut out: Vec<(NodeId, u64)> = referrers
-        .into_iter()
-        .map(|v| (v, bounds[v as usize]))
-        .filter(|&(_, b)| b < min)
-        .collect();
-    out.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::graph::NodeId;
     use crate::graph::testgraph::random_dag;
 
     /// The closure of the roots when `v` keeps only `keep` of its own size
@@ -82,12 +68,6 @@ mod tests {
                     "seed {seed} node {v}"
                 );
             }
-            let low = below(&b, 0..g.len() as NodeId, all / 100);
-            assert!(
-                low.iter()
-                    .all(|&(v, x)| x == b[v as usize] && x < all / 100)
-            );
-            assert!(below(&b, 0..g.len() as NodeId, 0).is_empty());
         }
     }
 }

@@ -133,7 +133,7 @@ pub struct Stay {
 
 /// Known per-target layouts: a regex whose match names a target, the
 /// nixpkgs knob that selects targets.
-const TARGET_PATTERNS: &[(&str, &str)] = &[
+pub(crate) const TARGET_PATTERNS: &[(&str, &str)] = &[
     ("gfx[0-9]+[a-z]?", "gpuTargets"),
     ("sm_[0-9]+", "cudaCapabilities"),
 ];

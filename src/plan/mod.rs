@@ -8,6 +8,7 @@ pub mod diff;
 pub mod explain;
 pub mod joint;
 pub mod partition;
+pub mod prune;
 pub mod split;
 pub mod whatif;
 

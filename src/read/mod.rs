@@ -287,6 +287,29 @@ pub fn read(
     out
 }
 
+/// The file trees of `nodes` where they cost no NAR: from the disk (names
+/// and sizes only, no file is opened) or a NAR listing. `advise`'s pruning
+/// uses them to bound what a split or a partition could remove before it
+/// decides what to read (see [`crate::plan::prune`]); a node missing from
+/// the answer has no such tree. Problems are left to the full read.
+pub fn cheap_trees(
+    src: &dyn StoreSource,
+    g: &Graph,
+    nodes: &[NodeId],
+) -> BTreeMap<NodeId, FileTree> {
+    nodes
+        .par_iter()
+        .filter_map(|&v| {
+            let path = g.path(v);
+            let tree = match src.real_path(path) {
+                Some(root) => walk::walk(&root, path.as_str()).0,
+                None => src.listing(path).ok().flatten(),
+            };
+            tree.map(|t| (v, t))
+        })
+        .collect()
+}
+
 fn read_into(
     src: &dyn StoreSource,
     g: &Graph,
