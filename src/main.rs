@@ -43,6 +43,12 @@ struct Cli {
     /// the local cache ($XDG_CACHE_HOME/nix-heft).
     #[arg(long, global = true)]
     refresh: bool,
+    /// Check every local store path read against the NAR hash its database
+    /// recorded (as `nix-store --verify --check-contents`): a file edited
+    /// in place is reported. Costs a NAR serialisation of each path read;
+    /// binary caches are always checked.
+    #[arg(long, global = true)]
+    verify: bool,
     /// Print machine-readable JSON instead of tables (no progress bar).
     #[arg(long, global = true)]
     json: bool,
@@ -512,6 +518,7 @@ fn open_store(cli: &Cli, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSo
         &source::OpenOptions {
             netrc_file: cli.netrc_file.clone(),
             refresh: cli.refresh,
+            verify: cli.verify,
         },
     )
 }

@@ -138,3 +138,81 @@ fn mutated_nars_never_pass_and_never_crash() {
 fn memchr_find(hay: &[u8], needle: &[u8]) -> Option<usize> {
     hay.windows(needle.len()).position(|w| w == needle)
 }
+
+/// `--verify` on a local (chroot) store: every path read is serialised as
+/// a NAR from disk and checked against the hash its database recorded. An
+/// intact store gives the same answer as without it; a file edited in
+/// place (as `nix-store --verify --check-contents` finds) is a
+/// `hash-mismatch` problem naming the path, exit 3, while a plain run does
+/// not notice.
+#[test]
+fn verify_finds_a_local_store_path_edited_in_place() {
+    let f = fixture();
+    let dir = scratch("verify-local");
+    let root = dir.join("store");
+    copy_tree(&f.chroot, &root);
+    let store = root.display().to_string();
+    let plain = heft_run(Some(&store), &["--json", "refs", &f.rocm]);
+    let verified = heft_run(Some(&store), &["--verify", "--json", "refs", &f.rocm]);
+    assert_eq!(plain.code, 0, "{}", plain.stderr);
+    assert_eq!(
+        verified.code, 0,
+        "an intact store verifies: {}",
+        verified.stderr
+    );
+    assert_eq!(verified.stdout, plain.stdout);
+    // Nix's own check agrees that the store is intact.
+    let nix_check = |root: &std::path::Path| {
+        nix()
+            .args(["--store"])
+            .arg(root)
+            .args(["store", "verify", "--no-trust", "--all"])
+            .output()
+            .unwrap()
+    };
+    assert!(nix_check(&root).status.success());
+    // Edit one byte of a file of a referrer that refs reads, in place.
+    let hipblas = nix_path_info(None, &[&f.rocm])
+        .into_keys()
+        .find(|p| p.contains("-hipblas-"))
+        .unwrap();
+    let file = root
+        .join(hipblas.trim_start_matches('/'))
+        .join("lib/libhipblas.so");
+    let mut bytes = std::fs::read(&file).unwrap();
+    let at = bytes.len() / 2;
+    bytes[at] ^= 0x20;
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o644)).unwrap();
+    std::fs::write(&file, &bytes).unwrap();
+    std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(0o555)).unwrap();
+    let nix = nix_check(&root);
+    let nix_err = String::from_utf8_lossy(&nix.stderr);
+    assert!(
+        !nix.status.success() && nix_err.contains(&hipblas) && nix_err.contains("modified"),
+        "Nix finds the edit: {nix_err}"
+    );
+    let unchecked = heft_run(Some(&store), &["--json", "refs", &f.rocm]);
+    assert_eq!(unchecked.code, 0, "without --verify nothing is hashed");
+    let o = heft_run(Some(&store), &["--verify", "--json", "refs", &f.rocm]);
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let problems = v["problems"].as_array().unwrap();
+    assert!(
+        problems.iter().any(|p| p["path"] == hipblas.as_str()
+            && p["kind"] == "hash-mismatch"
+            && p["message"]
+                .as_str()
+                .unwrap()
+                .contains("the store database records")),
+        "{problems:?}"
+    );
+    // Only the edited path is a problem.
+    assert_eq!(
+        problems
+            .iter()
+            .filter(|p| p["kind"] == "hash-mismatch")
+            .count(),
+        1,
+        "{problems:?}"
+    );
+}

@@ -346,7 +346,12 @@ fn read_path(
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     let path = g.path(v);
-    if let Some(root) = src.real_path(path) {
+    // Files on disk are walked and read in parallel, unless the source
+    // wants them checked against a NAR hash (`--verify`): then they are read
+    // as the NAR they serialise to, hashed as it streams.
+    if let Some(root) = src.real_path(path)
+        && src.expected_nar_hash(path).is_none()
+    {
         return disk::read(&root, path.as_str(), wanted, scan, progress);
     }
     // A scan kept from an earlier run against the same NAR (sources that
@@ -490,7 +495,12 @@ fn read_checked(
         path.as_str(),
         ProblemKind::HashMismatch,
         format!(
-            "NAR hash mismatch: the narinfo says {}, but its {bytes} bytes hash to {}; nothing read from it is used",
+            "NAR hash mismatch: {} {}, but its {bytes} bytes hash to {}; nothing read from it is used",
+            if src.real_path(path).is_some() {
+                "the store database records"
+            } else {
+                "the narinfo says"
+            },
             expected.to_nix32(),
             got.to_nix32()
         ),

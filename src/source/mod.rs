@@ -287,6 +287,9 @@ pub struct OpenOptions {
     pub netrc_file: Option<PathBuf>,
     /// Ignore what the local cache holds (fetch again, then store anew).
     pub refresh: bool,
+    /// Check local store paths against the hashes their database records
+    /// (`--verify`; binary caches are always checked).
+    pub verify: bool,
 }
 
 /// Opens the source named by a `--store` argument, or the local store at
@@ -304,7 +307,7 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
 /// [`open`] with options; `http://` and `https://` open an [`HttpCache`].
 pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {
     let Some(spec) = spec else {
-        return open_local_root(Path::new("/"));
+        return open_local_root(Path::new("/"), opts.verify);
     };
     let unsupported = |reason: &str| Error::UnsupportedStore {
         spec: spec.to_string(),
@@ -330,7 +333,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         let root = query
             .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
             .unwrap_or("/");
-        return open_local_root(Path::new(root));
+        return open_local_root(Path::new(root), opts.verify);
     }
     if scheme_part.contains("://") {
         return Err(unsupported(
@@ -347,7 +350,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
             return Ok(Box::new(BinaryCache::open(p)?));
         }
         if p.join("nix/var/nix/db/db.sqlite").exists() {
-            return open_local_root(p);
+            return open_local_root(p, opts.verify);
         }
         return Err(unsupported(
             "the directory holds neither nix-cache-info (binary cache) nor nix/var/nix/db/db.sqlite (chroot store)",
@@ -356,10 +359,10 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
     Ok(Box::new(PathInfoJson::open(p)?))
 }
 
-fn open_local_root(root: &Path) -> Result<Box<dyn StoreSource>> {
+fn open_local_root(root: &Path, verify: bool) -> Result<Box<dyn StoreSource>> {
     let db = root.join("nix/var/nix/db/db.sqlite");
     if std::fs::symlink_metadata(&db).is_err() {
         return Err(Error::NoLocalStore(db));
     }
-    Ok(Box::new(LocalStore::open(root)?))
+    Ok(Box::new(LocalStore::open(root)?.with_verify(verify)))
 }
