@@ -101,9 +101,13 @@ fn nix32_encode(bytes: &[u8; 32]) -> String {
 /// and scanning one NAR already keep one core busy, and SHA-256 of the same
 /// bytes would add half again to that if done in line. Chunks go over a
 /// small bounded channel, so memory stays a few hundred KiB per NAR.
-pub struct HashingReader<R> {
+pub struct HashingReader<R: Read> {
     inner: R,
     tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    // Bytes read but not sent yet: the NAR reader reads headers 8 bytes at
+    // a time, and one channel message per read would cost more than the
+    // hash itself.
+    pending: Vec<u8>,
 }
 
 /// The far end of a [`HashingReader`]: the hash and the byte count, once
@@ -112,6 +116,9 @@ pub struct HashHandle(Option<std::thread::JoinHandle<(Sha256, u64)>>);
 
 /// Chunks in flight to the hashing thread.
 const IN_FLIGHT: usize = 8;
+
+/// Bytes gathered before they go to the hashing thread.
+const CHUNK: usize = 256 << 10;
 
 impl HashHandle {
     /// The hash of every byte read, and how many there were. Call after
@@ -143,6 +150,7 @@ impl<R: Read> HashingReader<R> {
             HashingReader {
                 inner,
                 tx: Some(tx),
+                pending: Vec::with_capacity(CHUNK),
             },
             HashHandle(Some(t)),
         )
@@ -152,14 +160,31 @@ impl<R: Read> HashingReader<R> {
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
-        if n > 0
-            && let Some(tx) = &self.tx
-            && tx.send(buf[..n].to_vec()).is_err()
+        self.pending.extend_from_slice(&buf[..n]);
+        if self.pending.len() >= CHUNK {
+            self.send();
+        }
+        Ok(n)
+    }
+}
+
+impl<R: Read> HashingReader<R> {
+    fn send(&mut self) {
+        let chunk = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
+        if let Some(tx) = &self.tx
+            && tx.send(chunk).is_err()
         {
             // The hashing thread is gone (it panicked): no hash to compare.
             self.tx = None;
         }
-        Ok(n)
+    }
+}
+
+impl<R: Read> Drop for HashingReader<R> {
+    fn drop(&mut self) {
+        if !self.pending.is_empty() {
+            self.send();
+        }
     }
 }
 
