@@ -15,6 +15,8 @@ command -v strace >/dev/null 2>&1 || need+=(strace)
 # The 32-bit ELF test links with gcc -m32.
 dpkg -s gcc-multilib >/dev/null 2>&1 || need+=(gcc-multilib)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
+# The HTTPS test makes its own certificate authority.
+command -v openssl >/dev/null 2>&1 || need+=(openssl)
 # The report tests render pages in a real browser; browse runs once in tmux.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)

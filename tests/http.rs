@@ -10,6 +10,7 @@ use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::{Path, PathBuf};
+use std::process::Command;
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
@@ -864,4 +865,93 @@ in {
     // Its holds are symlink targets: the listing gives them all.
     assert_eq!(server.nars(), Vec::<String>::new());
     assert!(server.count(".ls") > 0);
+}
+
+/// `https://` against a real TLS server on 127.0.0.1 (Python's `ssl`, a
+/// certificate from a CA the test makes with `openssl`): trusted through
+/// `NIX_SSL_CERT_FILE` as Nix is, the answers are the `file://` cache's; an
+/// untrusted certificate is a clear error, never a silent fallback.
+#[test]
+fn https_with_the_ca_nix_ssl_cert_file_names() {
+    let f = fixture();
+    let dir = fresh("https");
+    let sh = |script: &str| {
+        run(Command::new("sh").arg("-c").arg(script).current_dir(&dir));
+    };
+    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+          -keyout ca.key -out ca.pem -days 2 -subj /CN=nix-heft-test-ca 2>/dev/null
+        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+          -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 2>/dev/null
+        printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > ext
+        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+          -out srv.pem -days 2 -extfile ext 2>/dev/null");
+    std::fs::write(
+        dir.join("server.py"),
+        "import functools, http.server, ssl, sys\n\
+         class H(http.server.SimpleHTTPRequestHandler):\n\
+         \x20   protocol_version = 'HTTP/1.1'\n\
+         \x20   def log_message(self, *a): pass\n\
+         srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(H, directory=sys.argv[1]))\n\
+         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
+         ctx.load_cert_chain(sys.argv[2], sys.argv[3])\n\
+         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)\n\
+         print(srv.server_address[1], flush=True)\n\
+         srv.serve_forever()\n",
+    )
+    .unwrap();
+    let mut server = Command::new("python3")
+        .arg(dir.join("server.py"))
+        .arg(&caches().xz_ls)
+        .arg(dir.join("srv.pem"))
+        .arg(dir.join("srv.key"))
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("python3 is needed for the HTTPS test");
+    let mut port = String::new();
+    BufReader::new(server.stdout.take().unwrap())
+        .read_line(&mut port)
+        .unwrap();
+    let url = format!("https://127.0.0.1:{}", port.trim());
+    let ca = dir.join("ca.pem");
+    let with_ca = |args: &[&str]| {
+        heft_run_env(
+            &[
+                ("XDG_CACHE_HOME", dir.join("xdg").to_str().unwrap()),
+                ("NIX_SSL_CERT_FILE", ca.to_str().unwrap()),
+                ("NIX_HEFT_HTTP_TIMEOUT", "10"),
+            ],
+            Some(&url),
+            args,
+        )
+    };
+    let file = format!("file://{}", caches().xz_ls.display());
+    for args in [
+        vec!["--json", "size", f.rocm.as_str()],
+        vec!["--json", "refs", f.rocm.as_str()],
+    ] {
+        let o = with_ca(&args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        same(
+            &o.stdout,
+            &heft_run(Some(&file), &args).stdout,
+            "https vs file://",
+        );
+    }
+    // The bundled roots do not know the test CA.
+    let o = heft_run_env(
+        &[
+            ("XDG_CACHE_HOME", dir.join("xdg2").to_str().unwrap()),
+            ("NIX_HEFT_HTTP_TIMEOUT", "10"),
+        ],
+        Some(&url),
+        &["size", &f.rocm],
+    );
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(&url) && o.stderr.to_lowercase().contains("certificate"),
+        "{}",
+        o.stderr
+    );
 }
