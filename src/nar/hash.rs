@@ -108,6 +108,10 @@ pub struct HashingReader<R: Read> {
     // a time, and one channel message per read would cost more than the
     // hash itself.
     pending: Vec<u8>,
+    // Buffers the hashing thread is done with, to fill again: a fresh
+    // 256 KiB allocation per chunk would be an mmap, page faults and an
+    // munmap each time.
+    free: std::sync::mpsc::Receiver<Vec<u8>>,
 }
 
 /// The far end of a [`HashingReader`]: the hash and the byte count, once
@@ -137,12 +141,17 @@ impl<R: Read> HashingReader<R> {
     /// Wraps `inner`.
     pub fn new(inner: R) -> (HashingReader<R>, HashHandle) {
         let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT);
+        let (back, free) = std::sync::mpsc::sync_channel::<Vec<u8>>(IN_FLIGHT + 1);
         let t = std::thread::spawn(move || {
             let mut h = Sha256::new();
             let mut n = 0u64;
-            for chunk in rx {
+            for mut chunk in rx {
                 h.update(&chunk);
                 n += chunk.len() as u64;
+                chunk.clear();
+                // The reader may be gone or have enough spares: then the
+                // buffer is simply dropped.
+                let _ = back.try_send(chunk);
             }
             (h, n)
         });
@@ -151,6 +160,7 @@ impl<R: Read> HashingReader<R> {
                 inner,
                 tx: Some(tx),
                 pending: Vec::with_capacity(CHUNK),
+                free,
             },
             HashHandle(Some(t)),
         )
@@ -170,7 +180,11 @@ impl<R: Read> Read for HashingReader<R> {
 
 impl<R: Read> HashingReader<R> {
     fn send(&mut self) {
-        let chunk = std::mem::replace(&mut self.pending, Vec::with_capacity(CHUNK));
+        let spare = self
+            .free
+            .try_recv()
+            .unwrap_or_else(|_| Vec::with_capacity(CHUNK));
+        let chunk = std::mem::replace(&mut self.pending, spare);
         if let Some(tx) = &self.tx
             && tx.send(chunk).is_err()
         {
