@@ -5,7 +5,8 @@
 #
 #   glibc       the host's libc and loader
 #   rocm-llvm   /usr/lib/llvm-14 (356 MiB); libLLVM's RUNPATH points at glibc
-#   clr         /usr/lib/jvm (562 MiB, the "HIP runtime"); links rocm-llvm
+#   clr         /usr/lib/jvm (562 MiB, the "HIP runtime"); its RUNPATH names
+#               rocm-llvm, which stays anyway (rocm-comgr links it)
 #   rocsparse   /usr/lib/chromium (348 MiB); links clr and glibc, which stay
 #               anyway: no action on it can save 1%, so it is never read
 #   rocblas-tensile-gfx908 / gfx90a / gfx1100
@@ -15,9 +16,10 @@
 #   rocblas     librocblas.so (RUNPATH clr, glibc), headers, a CMake config
 #               naming rocm-cmake, and the symlink farm into every Tensile
 #               path
+#   rocm-comgr  links rocm-llvm too: rocm-llvm stays whatever clr does
 #   rocm-smi    a library nothing needs: hipblas' RUNPATH keeps it (dead)
 #   rocm-docs   /usr/share/doc (129 MiB), named only by hipblas' README
-#   hipblas     libhipblas.so (RUNPATH rocblas, clr, rocm-smi, glibc)
+#   hipblas     libhipblas.so (RUNPATH rocblas, clr, rocm-comgr, rocm-smi, glibc)
 #   rocm-data   /usr/share/locale (193 MiB), no references
 #   llama-cpp   a program linking hipblas, the root
 #
@@ -87,6 +89,14 @@ let
     done
     echo 'include("${rocm-cmake}/share/rocm/cmake/ROCMConfig.cmake")' > $out/lib/cmake/rocblas/rocblas-config.cmake
   '';
+  # The code-object manager: links libLLVM too, so rocm-llvm stays whatever
+  # clr does (as in nixpkgs, where several ROCm libraries link it).
+  rocm-comgr = mk "rocm-comgr-5.7.1" ''
+    mkdir -p $out/lib
+    cp "$(readlink -f ${lib}/libexpat.so.1)" $out/lib/libamd_comgr.so
+    patchelf --set-rpath ${rocm-llvm}/lib:${glibc}/lib $out/lib/libamd_comgr.so
+    patchelf --add-needed libLLVM-14.so.1 $out/lib/libamd_comgr.so
+  '';
   rocm-smi = mk "rocm-smi-5.7.1" ''
     mkdir -p $out/lib
     cp "$(readlink -f ${lib}/libpopt.so.0)" $out/lib/librocm_smi64.so
@@ -98,8 +108,8 @@ let
   hipblas = mk "hipblas-5.7.1" ''
     mkdir -p $out/lib $out/share/doc/hipblas
     cp "$(readlink -f ${lib}/libzstd.so.1)" $out/lib/libhipblas.so
-    patchelf --set-rpath ${rocblas}/lib:${clr}/lib:${rocm-smi}/lib:${glibc}/lib $out/lib/libhipblas.so
-    patchelf --add-needed librocblas.so $out/lib/libhipblas.so
+    patchelf --set-rpath ${rocblas}/lib:${clr}/lib:${rocm-comgr}/lib:${rocm-smi}/lib:${glibc}/lib $out/lib/libhipblas.so
+    patchelf --add-needed librocblas.so --add-needed libamd_comgr.so $out/lib/libhipblas.so
     echo "See ${rocm-docs}/share/doc for the ROCm documentation." > $out/share/doc/hipblas/README
   '';
   rocm-data = mk "rocm-data-5.7.1" ''

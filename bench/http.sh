@@ -6,8 +6,9 @@
 #
 # usage: bench/http.sh [ROOT]
 #   ROOT defaults to bench/http.nix's 300 MiB closure (built if missing);
-#   bench/scan.nix's 4 GiB path also works, but exporting it with xz takes
-#   most of an hour on 2 shared cores. The cache is exported once with
+#   bench/http-large.nix builds the 2 GiB ROCm-shaped one (exporting it with
+#   xz takes about 35 minutes on 2 busy cores); bench/scan.nix's 4 GiB path
+#   also works (one referrer, so advise must read all of it). The cache is exported once with
 #   `nix copy --to file://…?compression=xz&write-nar-listing=1` into
 #   $NIX_HEFT_BENCH_DATA (default bench/.data)/http-<hash of ROOT>.
 # Prints: bytes downloaded by nix-heft (sum of the files the server sent,
@@ -86,13 +87,16 @@ l1=$(lines)
 t_warm=$(timed advise-warm "$heft" --store "$url" --json advise "$root")
 b_warm=$(sent_since $((l1 + 1)))
 l2=$(lines)
+t_all=$(XDG_CACHE_HOME="$work/xdg-all" timed advise-all "$heft" --store "$url" --json advise --min-saving 0 "$root")
+b_all=$(sent_since $((l2 + 1)))
+l2=$(lines)
 t_copy=$(timed nix-copy "${nixc[@]}" copy --no-check-sigs --from "$url" --to "$work/chroot" "$root")
 b_copy=$(sent_since $((l2 + 1)))
 
 echo "closure: $root, $paths paths, NAR total $nar_total bytes, compressed (xz) $total_xz bytes"
 echo "| run | wall (s) | bytes downloaded | of the compressed closure |"
 echo "| --- | ---: | ---: | ---: |"
-for r in "advise-cold:$t_cold:$b_cold" "advise-warm:$t_warm:$b_warm" "nix-copy:$t_copy:$b_copy"; do
+for r in "advise-cold:$t_cold:$b_cold" "advise-warm:$t_warm:$b_warm" "advise-min-saving-0:$t_all:$b_all" "nix-copy:$t_copy:$b_copy"; do
   IFS=: read -r name t b <<< "$r"
   echo "| $name | ${t#* } | $b | $(echo "scale=1; 100 * $b / $total_xz" | bc)% |"
 done
