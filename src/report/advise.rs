@@ -213,12 +213,14 @@ impl Report for AdviceReport {
             }
         }
         if !self.not_examined.is_empty() {
-            out.push_str(&format!(
-                "\n{} referrer(s) not examined: no action on them could save {} \
-                 (--min-saving; 0 reads everything)\n",
+            let line = format!(
+                "{} referrer(s) not examined: no action on them could save {} \
+                 (--min-saving; 0 reads everything)",
                 self.not_examined.len(),
                 iec(self.min_saving)
-            ));
+            );
+            out.push('\n');
+            out.push_str(&wrap_hanging(&line, opts.width, "", "  "));
         }
         super::refs::append_problems(&mut out, &self.problems);
         out
