@@ -10,6 +10,9 @@
 //!   normal locking. Every read is one read transaction, so a closure's
 //!   paths and edges all come from one snapshot, and a writer's lock is
 //!   waited for (busy timeout), never reported as "database is locked".
+//!   From seeing the side files until SQLite holds its own lock, nix-heft
+//!   holds a reader's lock on SQLite's shared range, so a writer closing
+//!   meanwhile cannot remove them and make the open create them again.
 //! - A WAL database without its side files: the normal state between
 //!   builds, but a plain read-only open would make SQLite create them. It is
 //!   read `immutable`, which ignores other processes, so each read is
@@ -18,8 +21,9 @@
 //!   side files are taken before and after, and a read during which any of
 //!   it changed is thrown away and done again on a fresh connection (with
 //!   locking, once the side files exist). A writer writes into the `-wal`
-//!   it creates first and rewrites the database only in a checkpoint, so it
-//!   cannot touch the file without one of these changing.
+//!   it creates first and rewrites the database only in a checkpoint, so a
+//!   change shows (short of a whole writer session within one tick of the
+//!   file system's clock after the write before it).
 //! - Only when neither works (a lock held past the timeout, a file system
 //!   that refuses the side files, a `-wal` without its `-shm`) is the
 //!   database read `immutable` unchecked, with a warning.
@@ -55,6 +59,10 @@ pub struct LocalStore {
     // mutex around one connection is simpler than a pool.
     db: Mutex<Db>,
     warnings: Mutex<Vec<String>>,
+    // Declared after `db`, so it is closed after the connection: closing
+    // any descriptor of the file drops the process's POSIX locks on it,
+    // SQLite's included.
+    lock_file: std::fs::File,
 }
 
 /// The open connection and what it can be trusted for.
@@ -114,13 +122,16 @@ static PAUSED: AtomicBool = AtomicBool::new(false);
 
 /// Opens `db` the way its state allows (see the module docs); the warning
 /// says why when it had to be read unchecked.
-fn connect(db: &Path) -> Result<(Db, Option<String>)> {
+fn connect(db: &Path, lock_file: &std::fs::File) -> Result<(Db, Option<String>)> {
     let db_err = |source| Error::Database {
         path: db.to_path_buf(),
         source,
     };
     let header = read_header(db)?;
     let wal = header[18] == 2 || header[19] == 2;
+    // Held until SQLite holds its own lock: side files seen now cannot be
+    // removed by a closing writer before the open below uses them.
+    let _hold = wal.then(|| SharedHold::take(lock_file));
     // Taken before the open, so a change during the open shows too.
     let stamp = Stamp::take(db)?;
     let forced = |why: String| -> Result<(Db, Option<String>)> {
@@ -172,6 +183,62 @@ fn connect(db: &Path) -> Result<(Db, Option<String>)> {
     }
 }
 
+/// SQLite's lock bytes (os_unix.c): readers lock the shared range, and a
+/// connection closing must lock it exclusively before it removes the WAL
+/// side files.
+const SHARED_FIRST: i64 = 0x4000_0000 + 2;
+const SHARED_SIZE: i64 = 510;
+
+/// A read lock on SQLite's shared range, as an open-file-description lock:
+/// it blocks a writer's close from removing the side files, like any
+/// reader's, and, unlike a process-wide POSIX lock, neither disturbs nor is
+/// disturbed by SQLite's own locks in this process. Released (never by
+/// closing the file) when dropped. Without it, side files seen a moment
+/// before the open could be removed by a closing writer, and the open would
+/// make SQLite create them again.
+struct SharedHold<'a> {
+    file: Option<&'a std::fs::File>,
+}
+
+impl<'a> SharedHold<'a> {
+    /// Waits up to the busy timeout for a writer's exclusive lock (a close
+    /// in progress). Best effort: where the lock cannot be had, the open
+    /// goes on without it.
+    fn take(file: &'a std::fs::File) -> SharedHold<'a> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match set_lock(file, libc::F_RDLCK) {
+                Ok(()) => return SharedHold { file: Some(file) },
+                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EACCES)
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return SharedHold { file: None },
+            }
+        }
+    }
+}
+
+impl Drop for SharedHold<'_> {
+    fn drop(&mut self) {
+        if let Some(f) = self.file {
+            let _ = set_lock(f, libc::F_UNLCK);
+        }
+    }
+}
+
+fn set_lock(file: &std::fs::File, kind: libc::c_int) -> nix::Result<()> {
+    let lock = libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: SHARED_FIRST,
+        l_len: SHARED_SIZE,
+        l_pid: 0,
+    };
+    nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock)).map(|_| ())
+}
+
 /// Runs `f` inside one read transaction, so all it reads is one snapshot.
 fn in_transaction<T>(c: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
     let begin = |e| Error::Database {
@@ -195,12 +262,14 @@ impl LocalStore {
     /// store), i.e. the database `root/nix/var/nix/db/db.sqlite`.
     pub fn open(root: &Path) -> Result<Self> {
         let db_path = root.join("nix/var/nix/db/db.sqlite");
-        let (db, warning) = connect(&db_path)?;
+        let lock_file = std::fs::File::open(&db_path).map_err(io_err(&db_path))?;
+        let (db, warning) = connect(&db_path, &lock_file)?;
         let store = LocalStore {
             root: root.to_path_buf(),
             db_path,
             db: Mutex::new(db),
             warnings: Mutex::new(warning.into_iter().collect()),
+            lock_file,
         };
         store.read(false, |c| probe(c).map_err(|e| store.db_err(e)))?;
         Ok(store)
@@ -237,7 +306,7 @@ impl LocalStore {
                         }
                     }
                     // Changed: whatever was read may be torn or stale.
-                    let (fresh, warning) = connect(&self.db_path)?;
+                    let (fresh, warning) = connect(&self.db_path, &self.lock_file)?;
                     *db = fresh;
                     if let Some(w) = warning {
                         self.warnings
@@ -799,6 +868,23 @@ mod tests {
         add(&Connection::open(&db).unwrap(), 3);
         assert_eq!(store.read(false, count).unwrap(), 3);
         assert!(store.warnings().is_empty());
+    }
+
+    #[test]
+    fn a_closing_writer_keeps_the_side_files_while_a_connection_is_made() {
+        let (d, w) = store_with_writer();
+        let db = d.path().join("nix/var/nix/db/db.sqlite");
+        let file = std::fs::File::open(&db).unwrap();
+        let hold = SharedHold::take(&file);
+        assert!(hold.file.is_some());
+        drop(w);
+        assert!(side_file(&db, "-wal").exists() && side_file(&db, "-shm").exists());
+        drop(hold);
+        // Released: the next writer to close, the last one, removes them.
+        let w = Connection::open(&db).unwrap();
+        count(&w).unwrap();
+        drop(w);
+        assert!(!side_file(&db, "-wal").exists() && !side_file(&db, "-shm").exists());
     }
 
     #[test]
