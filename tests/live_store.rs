@@ -112,12 +112,45 @@ fn answers_stay_exact_while_nix_build_registers_paths() {
         o.stdout
     };
     let want: Vec<String> = commands.iter().map(|a| answer(None, a)).collect();
+    // `size --references` agrees with `nix path-info -rsS` path by path
+    // (every answer later is compared with this one, byte for byte).
     let r: SizeReport = serde_json::from_str(&want[0]).unwrap();
-    assert_eq!(r.closure_size, nix_closure_size(None, &f.rocm));
-    assert_eq!(
-        r.closure_size,
-        nix_closure_size(Some(&chroot_store), &f.rocm)
-    );
+    for store in stores {
+        let nix = nix_path_info(store, &[&f.rocm]);
+        assert_eq!(r.path_count, nix.len());
+        assert_eq!(
+            r.closure_size,
+            nix[&f.rocm]["closureSize"].as_u64().unwrap()
+        );
+        for p in &r.paths {
+            let n = &nix[&p.path];
+            assert_eq!(p.nar_size, n["narSize"].as_u64().unwrap(), "{}", p.path);
+            assert_eq!(
+                p.closure_size,
+                n["closureSize"].as_u64().unwrap(),
+                "{}",
+                p.path
+            );
+            let mut refs: Vec<&str> = n["references"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|v| v.as_str().unwrap())
+                .filter(|x| *x != p.path)
+                .collect();
+            let mut ours: Vec<&str> = p
+                .references
+                .as_ref()
+                .unwrap()
+                .iter()
+                .map(String::as_str)
+                .collect();
+            refs.sort();
+            ours.sort();
+            ours.retain(|x| *x != p.path);
+            assert_eq!(ours, refs, "{}", p.path);
+        }
+    }
 
     let stop = Arc::new(AtomicBool::new(false));
     let built = Arc::new(AtomicUsize::new(0));
@@ -440,6 +473,23 @@ fn files_under(dir: &Path) -> Vec<PathBuf> {
     out
 }
 
+/// Whether `bytes` are a whole local-cache entry: the header line
+/// `nix-heft-cache LEN SHA256` and a body of that length and hash.
+fn whole_entry(bytes: &[u8]) -> bool {
+    use sha2::Digest;
+    let Some(nl) = bytes.iter().position(|&b| b == b'\n') else {
+        return false;
+    };
+    let head = String::from_utf8_lossy(&bytes[..nl]);
+    let f: Vec<&str> = head.split(' ').collect();
+    let body = &bytes[nl + 1..];
+    let hex: String = sha2::Sha256::digest(body)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect();
+    f.len() == 3 && f[0] == "nix-heft-cache" && f[1] == body.len().to_string() && f[2] == hex
+}
+
 /// The arguments of the cached runs: evidence of every edge of the
 /// example, so every NAR is downloaded and scanned (and its scan kept).
 fn scan_args(f: &Fixture) -> Vec<&str> {
@@ -490,7 +540,31 @@ fn runs_killed_mid_write_leave_no_entry_a_later_run_trusts() {
     let want = cached_run(&scratch("xdg-kill-want"), &server.url(), &args);
     assert_eq!(want.code, 0, "{}", want.stderr);
     let xdg = scratch("xdg-kill");
+    // Killed for certain halfway through writing an entry (each run's
+    // first write pauses, so nothing whole is written): the half-written
+    // file is a temporary one, never an entry, and nothing a later run
+    // reads.
+    for _ in 0..3 {
+        let mut c = cached_command(&xdg, &server.url(), &args)
+            .env("NIX_HEFT_TEST_CACHE_PAUSE_MS", "5000")
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        BufReader::new(c.stderr.as_mut().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        assert_eq!(line.trim(), "nix-heft: test: paused in a cache write");
+        let now = files_under(&xdg.join("nix-heft"));
+        let _ = c.kill();
+        assert!(c.wait().unwrap().code().is_none());
+        assert!(
+            now.iter()
+                .any(|p| p.file_name().unwrap().to_string_lossy().starts_with(".tmp")),
+            "no half-written temporary file: {now:?}"
+        );
+    }
     let mut killed = 0;
+    let mut temporaries = 0;
     for delay in [0u64, 2, 5, 10, 20, 35, 50, 80, 120, 200, 300, 500] {
         let mut c = cached_command(&xdg, &server.url(), &args).spawn().unwrap();
         std::thread::sleep(Duration::from_millis(delay));
@@ -505,16 +579,18 @@ fn runs_killed_mid_write_leave_no_entry_a_later_run_trusts() {
         for file in files_under(&xdg.join("nix-heft")) {
             let name = file.file_name().unwrap().to_string_lossy().into_owned();
             if name.starts_with(".tmp") {
+                temporaries += 1;
                 continue;
             }
             let bytes = std::fs::read(&file).unwrap();
             assert!(
-                bytes.starts_with(b"nix-heft-cache "),
-                "{} is not a sealed entry",
+                whole_entry(&bytes),
+                "{} is not a whole entry",
                 file.display()
             );
         }
     }
+    eprintln!("{killed} runs killed; temporary files seen after kills: {temporaries}");
     assert!(
         killed >= 3,
         "only {killed} runs were killed before finishing"
