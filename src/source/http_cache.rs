@@ -267,8 +267,15 @@ impl HttpCache {
         }
         let url = format!("{}/{}.narinfo", self.base, path.hash_part());
         let file = PathBuf::from(&url);
-        let info = match self.local.get(path, "narinfo") {
-            Some(bytes) => NarInfo::parse_for(bytes, &self.store_dir, path, &file)?,
+        // A kept narinfo passed its check and parsed when it was written;
+        // one that does not parse now is fetched again, never an error.
+        let kept = self
+            .local
+            .get(path, "narinfo")
+            .and_then(|bytes| NarInfo::parse_for(bytes, &self.store_dir, path, &file).ok())
+            .flatten();
+        let info = match kept {
+            Some(info) => Some(info),
             None => {
                 let bytes = match self.get(&url, true)? {
                     Got::Body(r) => read_small(r, &url)?,

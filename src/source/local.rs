@@ -1,17 +1,39 @@
 //! A local or chroot Nix store, read straight from its SQLite database
 //! (`ValidPaths`, `Refs`; schema in Nix's libstore/schema.sql).
 //!
-//! The database is opened read-only and nix-heft never makes SQLite create a
-//! file next to it: Nix keeps its database in WAL mode, and a plain read-only
-//! open of a WAL database whose `-wal`/`-shm` files are absent creates them.
-//! So when they are absent (no live writer), the file is opened `immutable`;
-//! when they exist, it is opened `mode=ro` with normal locking, and only if
-//! that fails because another process holds a lock does nix-heft fall back to
-//! `immutable` and say so.
+//! The database is opened read-only, and nix-heft never makes SQLite create
+//! a file next to it. That and a writer (a `nix-build` registering paths
+//! while nix-heft reads) decide how it is opened:
+//!
+//! - `-wal` and `-shm` exist (a writer or reader is around, or was killed),
+//!   or the database uses a rollback journal: `mode=ro` with SQLite's
+//!   normal locking. Every read is one read transaction, so a closure's
+//!   paths and edges all come from one snapshot, and a writer's lock is
+//!   waited for (busy timeout), never reported as "database is locked".
+//!   From seeing the side files until SQLite holds its own lock, nix-heft
+//!   holds a reader's lock on SQLite's shared range, so a writer closing
+//!   meanwhile cannot remove them and make the open create them again.
+//! - A WAL database without its side files: the normal state between
+//!   builds, but a plain read-only open would make SQLite create them. It is
+//!   read `immutable`, which ignores other processes, so each read is
+//!   checked instead: the database file's identity (device, inode, size,
+//!   modification and change times in nanoseconds) and the absence of the
+//!   side files are taken before and after, and a read during which any of
+//!   it changed is thrown away and done again on a fresh connection (with
+//!   locking, once the side files exist). A writer writes into the `-wal`
+//!   it creates first and rewrites the database only in a checkpoint, so a
+//!   change shows (short of a whole writer session within one tick of the
+//!   file system's clock after the write before it).
+//! - Only when neither works (a lock held past the timeout, a file system
+//!   that refuses the side files, a `-wal` without its `-shm`) is the
+//!   database read `immutable` unchecked, with a warning.
 
 use std::collections::HashMap;
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
@@ -19,17 +41,223 @@ use super::{DEFAULT_STORE_DIR, PathInfo, RawClosure, StoreSource};
 use crate::error::{Error, Result, io_err};
 use crate::store_path::StorePath;
 
+/// How long a read waits for a writer's lock. Nix holds its write lock for
+/// one registration at a time; a few seconds covers a busy machine.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How many times a checked immutable read is done again after the
+/// database changed under it. After the first change the side files
+/// normally exist and the next read takes the locking path, so running out
+/// means a store being rewritten over and over.
+const ATTEMPTS: usize = 5;
+
 /// A local store (root `/`) or chroot store (any other root).
 pub struct LocalStore {
     root: PathBuf,
     db_path: PathBuf,
     // rusqlite connections are Send but not Sync; queries are short, so one
     // mutex around one connection is simpler than a pool.
-    conn: Mutex<Connection>,
-    warnings: Vec<String>,
+    db: Mutex<Db>,
+    warnings: Mutex<Vec<String>>,
+    // Declared after `db`, so it is closed after the connection: closing
+    // any descriptor of the file drops the process's POSIX locks on it,
+    // SQLite's included.
+    lock_file: std::fs::File,
     // `--verify`: NARs are serialised from disk and checked against the
     // database's `hash` column.
     verify: bool,
+}
+
+/// The open connection and what it can be trusted for.
+struct Db {
+    conn: Connection,
+    mode: Mode,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Mode {
+    /// `mode=ro` with locking: each read is one read transaction.
+    Locking,
+    /// `immutable=1`, valid while the file is as it was at the open.
+    Checked(Stamp),
+    /// `immutable=1` because nothing else worked; warned about.
+    Forced,
+}
+
+/// What a writer cannot avoid changing: the database file's identity and
+/// times, and whether its WAL side files exist.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Stamp {
+    dev: u64,
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+    wal: bool,
+    shm: bool,
+}
+
+/// `db` with `ext` appended (`-wal`, `-shm`).
+fn side_file(db: &Path, ext: &str) -> PathBuf {
+    let mut s = db.as_os_str().to_owned();
+    s.push(ext);
+    PathBuf::from(s)
+}
+
+impl Stamp {
+    fn take(db: &Path) -> Result<Stamp> {
+        let m = std::fs::metadata(db).map_err(io_err(db))?;
+        let exists = |ext: &str| std::fs::symlink_metadata(side_file(db, ext)).is_ok();
+        Ok(Stamp {
+            dev: m.dev(),
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+            wal: exists("-wal"),
+            shm: exists("-shm"),
+        })
+    }
+}
+
+/// Set once the test pause (`NIX_HEFT_TEST_DB_PAUSE_MS`) has been taken.
+static PAUSED: AtomicBool = AtomicBool::new(false);
+
+/// Opens `db` the way its state allows (see the module docs); the warning
+/// says why when it had to be read unchecked.
+fn connect(db: &Path, lock_file: &std::fs::File) -> Result<(Db, Option<String>)> {
+    let db_err = |source| Error::Database {
+        path: db.to_path_buf(),
+        source,
+    };
+    let header = read_header(db)?;
+    let wal = header[18] == 2 || header[19] == 2;
+    // Held until SQLite holds its own lock: side files seen now cannot be
+    // removed by a closing writer before the open below uses them.
+    let _hold = wal.then(|| SharedHold::take(lock_file));
+    // Taken before the open, so a change during the open shows too.
+    let stamp = Stamp::take(db)?;
+    let forced = |why: String| -> Result<(Db, Option<String>)> {
+        let conn = open_db(db, true).map_err(db_err)?;
+        let warning = format!(
+            "database {} {why}; reading it in immutable mode, so changes being made right \
+             now may not be seen",
+            db.display()
+        );
+        Ok((
+            Db {
+                conn,
+                mode: Mode::Forced,
+            },
+            Some(warning),
+        ))
+    };
+    if wal && !(stamp.wal && stamp.shm) {
+        if stamp.wal {
+            // Committed transactions can sit in a `-wal` whose writer was
+            // killed; reading them needs the `-shm` SQLite would create.
+            return forced("has a -wal file but no -shm file".into());
+        }
+        let conn = open_db(db, true).map_err(db_err)?;
+        return Ok((
+            Db {
+                conn,
+                mode: Mode::Checked(stamp),
+            },
+            None,
+        ));
+    }
+    let conn = open_db(db, false).map_err(db_err)?;
+    match in_transaction(&conn, |c| probe(c).map_err(db_err)) {
+        Ok(()) => Ok((
+            Db {
+                conn,
+                mode: Mode::Locking,
+            },
+            None,
+        )),
+        Err(Error::Database { source, .. }) if is_lock_error(&source) => {
+            forced(format!("is locked ({source})"))
+        }
+        Err(Error::Database { source, .. }) if is_read_only_error(&source) => {
+            forced(format!("cannot be opened with locking ({source})"))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// SQLite's lock bytes (os_unix.c): readers lock the shared range, and a
+/// connection closing must lock it exclusively before it removes the WAL
+/// side files.
+const SHARED_FIRST: i64 = 0x4000_0000 + 2;
+const SHARED_SIZE: i64 = 510;
+
+/// A read lock on SQLite's shared range, as an open-file-description lock:
+/// it blocks a writer's close from removing the side files, like any
+/// reader's, and, unlike a process-wide POSIX lock, neither disturbs nor is
+/// disturbed by SQLite's own locks in this process. Released (never by
+/// closing the file) when dropped. Without it, side files seen a moment
+/// before the open could be removed by a closing writer, and the open would
+/// make SQLite create them again.
+struct SharedHold<'a> {
+    file: Option<&'a std::fs::File>,
+}
+
+impl<'a> SharedHold<'a> {
+    /// Waits up to the busy timeout for a writer's exclusive lock (a close
+    /// in progress). Best effort: where the lock cannot be had, the open
+    /// goes on without it.
+    fn take(file: &'a std::fs::File) -> SharedHold<'a> {
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match set_lock(file, libc::F_RDLCK) {
+                Ok(()) => return SharedHold { file: Some(file) },
+                Err(nix::errno::Errno::EAGAIN | nix::errno::Errno::EACCES)
+                    if std::time::Instant::now() < deadline =>
+                {
+                    std::thread::sleep(Duration::from_millis(5));
+                }
+                Err(_) => return SharedHold { file: None },
+            }
+        }
+    }
+}
+
+impl Drop for SharedHold<'_> {
+    fn drop(&mut self) {
+        if let Some(f) = self.file {
+            let _ = set_lock(f, libc::F_UNLCK);
+        }
+    }
+}
+
+fn set_lock(file: &std::fs::File, kind: libc::c_int) -> nix::Result<()> {
+    let lock = libc::flock {
+        l_type: kind as libc::c_short,
+        l_whence: libc::SEEK_SET as libc::c_short,
+        l_start: SHARED_FIRST,
+        l_len: SHARED_SIZE,
+        l_pid: 0,
+    };
+    nix::fcntl::fcntl(file, nix::fcntl::FcntlArg::F_OFD_SETLK(&lock)).map(|_| ())
+}
+
+/// Runs `f` inside one read transaction, so all it reads is one snapshot.
+fn in_transaction<T>(c: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
+    let begin = |e| Error::Database {
+        path: c.path().map(PathBuf::from).unwrap_or_default(),
+        source: e,
+    };
+    c.execute_batch("BEGIN DEFERRED").map_err(begin)?;
+    let r = f(c);
+    // A read transaction has nothing to undo; ending it releases the
+    // snapshot either way.
+    let end = c.execute_batch(if r.is_ok() { "COMMIT" } else { "ROLLBACK" });
+    match (r, end) {
+        (Ok(v), Ok(())) => Ok(v),
+        (Ok(_), Err(e)) => Err(begin(e)),
+        (Err(e), _) => Err(e),
+    }
 }
 
 impl LocalStore {
@@ -37,44 +265,18 @@ impl LocalStore {
     /// store), i.e. the database `root/nix/var/nix/db/db.sqlite`.
     pub fn open(root: &Path) -> Result<Self> {
         let db_path = root.join("nix/var/nix/db/db.sqlite");
-        let db_err = |source| Error::Database {
-            path: db_path.clone(),
-            source,
-        };
-        let header = read_header(&db_path)?;
-        let wal = header[18] == 2 || header[19] == 2;
-        let side = |ext: &str| {
-            let mut s = db_path.clone().into_os_string();
-            s.push(ext);
-            PathBuf::from(s).exists()
-        };
-        let live_wal = side("-wal") && side("-shm");
-        let mut warnings = Vec::new();
-        let conn = if wal && !live_wal {
-            open_db(&db_path, true).map_err(db_err)?
-        } else {
-            let c = open_db(&db_path, false).map_err(db_err)?;
-            match probe(&c) {
-                Ok(()) => c,
-                Err(e) if is_lock_error(&e) => {
-                    warnings.push(format!(
-                        "database {} is locked ({e}); reading it in immutable mode, so changes \
-                         being made right now may not be seen",
-                        db_path.display()
-                    ));
-                    open_db(&db_path, true).map_err(db_err)?
-                }
-                Err(e) => return Err(db_err(e)),
-            }
-        };
-        probe(&conn).map_err(db_err)?;
-        Ok(LocalStore {
+        let lock_file = std::fs::File::open(&db_path).map_err(io_err(&db_path))?;
+        let (db, warning) = connect(&db_path, &lock_file)?;
+        let store = LocalStore {
             root: root.to_path_buf(),
             db_path,
-            conn: Mutex::new(conn),
-            warnings,
+            db: Mutex::new(db),
+            warnings: Mutex::new(warning.into_iter().collect()),
+            lock_file,
             verify: false,
-        })
+        };
+        store.read(false, |c| probe(c).map_err(|e| store.db_err(e)))?;
+        Ok(store)
     }
 
     /// With `verify`, every path read is serialised as a NAR from disk and
@@ -84,6 +286,56 @@ impl LocalStore {
     pub fn with_verify(mut self, verify: bool) -> Self {
         self.verify = verify;
         self
+    }
+
+    /// Runs `f` on one consistent snapshot of the database: inside one
+    /// read transaction, or, on an immutable connection (where SQLite
+    /// checks nothing), checked against the file's [`Stamp`] before and
+    /// after and run again on a fresh connection when the database
+    /// changed. `f` may run more than once, so it must only read. `pause`
+    /// marks the closure read, where tests pause (see [`test_pause`]).
+    fn read<T>(&self, pause: bool, mut f: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
+        let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
+        for _ in 0..ATTEMPTS {
+            match db.mode {
+                Mode::Locking => {
+                    return in_transaction(&db.conn, |c| {
+                        let r = f(c);
+                        if pause {
+                            test_pause();
+                        }
+                        r
+                    });
+                }
+                Mode::Forced => return f(&db.conn),
+                Mode::Checked(stamp) => {
+                    if Stamp::take(&self.db_path)? == stamp {
+                        let r = f(&db.conn);
+                        if pause {
+                            test_pause();
+                        }
+                        if Stamp::take(&self.db_path)? == stamp {
+                            return r;
+                        }
+                    }
+                    // Changed: whatever was read may be torn or stale.
+                    let (fresh, warning) = connect(&self.db_path, &self.lock_file)?;
+                    *db = fresh;
+                    if let Some(w) = warning {
+                        self.warnings
+                            .lock()
+                            .unwrap_or_else(|e| e.into_inner())
+                            .push(w);
+                    }
+                }
+            }
+        }
+        Err(self.db_err(rusqlite::Error::SqliteFailure(
+            rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_BUSY),
+            Some(format!(
+                "the database changed during each of {ATTEMPTS} reads; try again"
+            )),
+        )))
     }
 
     fn db_err(&self, source: rusqlite::Error) -> Error {
@@ -293,7 +545,7 @@ fn open_db(db: &Path, immutable: bool) -> rusqlite::Result<Connection> {
             | OpenFlags::SQLITE_OPEN_URI
             | OpenFlags::SQLITE_OPEN_NO_MUTEX,
     )?;
-    c.busy_timeout(std::time::Duration::from_millis(500))?;
+    c.busy_timeout(BUSY_TIMEOUT)?;
     Ok(c)
 }
 
@@ -311,6 +563,31 @@ fn is_lock_error(e: &rusqlite::Error) -> bool {
     )
 }
 
+/// SQLite could not use the side files with locking (a read-only file
+/// system, or side files nix-heft may not open for writing).
+fn is_read_only_error(e: &rusqlite::Error) -> bool {
+    matches!(
+        e.sqlite_error_code(),
+        Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
+    )
+}
+
+/// Tests change the database while nix-heft holds a read: with
+/// `NIX_HEFT_TEST_DB_PAUSE_MS` set, the first closure read says so on
+/// stderr and waits that long before it is checked and ended.
+fn test_pause() {
+    if PAUSED.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if let Some(ms) = std::env::var("NIX_HEFT_TEST_DB_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        eprintln!("nix-heft: test: paused in a database read");
+        std::thread::sleep(Duration::from_millis(ms));
+    }
+}
+
 impl StoreSource for LocalStore {
     fn store_dir(&self) -> &str {
         DEFAULT_STORE_DIR
@@ -325,7 +602,90 @@ impl StoreSource for LocalStore {
     }
 
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+        self.read(false, |conn| self.path_info_in(conn, path))
+    }
+
+    fn registration_time(&self, path: &StorePath) -> Result<Option<i64>> {
+        self.read(false, |conn| {
+            conn.prepare_cached("SELECT registrationTime FROM ValidPaths WHERE path = ?1")
+                .and_then(|mut s| {
+                    s.query_row([path.as_str()], |r| r.get::<_, Option<i64>>(0))
+                        .optional()
+                })
+                .map(Option::flatten)
+                .map_err(|e| self.db_err(e))
+        })
+    }
+
+    fn is_valid(&self, path: &StorePath) -> Result<bool> {
+        self.read(false, |conn| {
+            conn.prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")
+                .and_then(|mut s| s.exists([path.as_str()]))
+                .map_err(|e| self.db_err(e))
+        })
+    }
+
+    fn referrers(&self, path: &StorePath) -> Result<Option<Vec<StorePath>>> {
+        self.read(false, |conn| self.referrers_in(conn, path))
+    }
+
+    fn all_paths(&self) -> Result<Vec<StorePath>> {
+        self.read(false, |conn| {
+            let mut stmt = conn
+                .prepare("SELECT path FROM ValidPaths")
+                .map_err(|e| self.db_err(e))?;
+            let rows = stmt
+                .query_map([], |r| r.get::<_, String>(0))
+                .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+                .map_err(|e| self.db_err(e))?;
+            rows.iter().map(|s| self.parse_db_path(s)).collect()
+        })
+    }
+
+    /// One snapshot of the database for the whole closure (see
+    /// [`LocalStore::read`]).
+    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
+        self.read(true, |conn| self.closure_in(conn, roots))
+    }
+
+    fn real_path(&self, path: &StorePath) -> Option<PathBuf> {
+        Some(self.root.join(path.as_str().trim_start_matches('/')))
+    }
+
+    fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
+        let real = self.root.join(path.as_str().trim_start_matches('/'));
+        crate::nar::dump::reader(&real)
+            .map(Some)
+            .map_err(io_err(&real))
+    }
+
+    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
+        if !self.verify {
+            return None;
+        }
+        // A path without a recorded hash cannot be checked: the empty
+        // string makes that a problem for the path, not a silent pass.
+        let hash = self.read(false, |c| {
+            c.query_row(
+                "SELECT hash FROM ValidPaths WHERE path = ?1",
+                [path.as_str()],
+                |r| r.get::<_, String>(0),
+            )
+            .map_err(|e| self.db_err(e))
+        });
+        Some(hash.unwrap_or_default())
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        self.warnings
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+}
+
+impl LocalStore {
+    fn path_info_in(&self, conn: &Connection, path: &StorePath) -> Result<Option<PathInfo>> {
         let row: Option<(i64, Option<i64>)> = conn
             .prepare_cached("SELECT id, narSize FROM ValidPaths WHERE path = ?1")
             .and_then(|mut s| {
@@ -357,26 +717,7 @@ impl StoreSource for LocalStore {
         }))
     }
 
-    fn registration_time(&self, path: &StorePath) -> Result<Option<i64>> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        conn.prepare_cached("SELECT registrationTime FROM ValidPaths WHERE path = ?1")
-            .and_then(|mut s| {
-                s.query_row([path.as_str()], |r| r.get::<_, Option<i64>>(0))
-                    .optional()
-            })
-            .map(Option::flatten)
-            .map_err(|e| self.db_err(e))
-    }
-
-    fn is_valid(&self, path: &StorePath) -> Result<bool> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        conn.prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")
-            .and_then(|mut s| s.exists([path.as_str()]))
-            .map_err(|e| self.db_err(e))
-    }
-
-    fn referrers(&self, path: &StorePath) -> Result<Option<Vec<StorePath>>> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+    fn referrers_in(&self, conn: &Connection, path: &StorePath) -> Result<Option<Vec<StorePath>>> {
         let mut stmt = conn
             .prepare_cached(
                 "SELECT v.path FROM Refs r JOIN ValidPaths v ON v.id = r.referrer \
@@ -393,22 +734,9 @@ impl StoreSource for LocalStore {
             .map(Some)
     }
 
-    fn all_paths(&self) -> Result<Vec<StorePath>> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
-        let mut stmt = conn
-            .prepare("SELECT path FROM ValidPaths")
-            .map_err(|e| self.db_err(e))?;
-        let rows = stmt
-            .query_map([], |r| r.get::<_, String>(0))
-            .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
-            .map_err(|e| self.db_err(e))?;
-        rows.iter().map(|s| self.parse_db_path(s)).collect()
-    }
-
     /// Walks `Refs` by integer id, so each path's string is read and parsed
     /// once, not once per edge that points at it.
-    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
-        let conn = self.conn.lock().unwrap_or_else(|e| e.into_inner());
+    fn closure_in(&self, conn: &Connection, roots: &[StorePath]) -> Result<RawClosure> {
         let mut by_id: HashMap<i64, u32> = HashMap::new();
         let mut ids: Vec<i64> = Vec::new();
         let mut out = RawClosure::default();
@@ -458,11 +786,7 @@ impl StoreSource for LocalStore {
                 drop(refs_stmt);
                 drop(by_id_stmt);
                 drop(get_path);
-                return self.closure_by_table_scan(
-                    &conn,
-                    &roots_ids,
-                    &out.paths[..roots_ids.len()],
-                );
+                return self.closure_by_table_scan(conn, &roots_ids, &out.paths[..roots_ids.len()]);
             }
             let mut rows = refs_stmt.query([ids[next]]).map_err(|e| self.db_err(e))?;
             let mut refs = Vec::new();
@@ -492,36 +816,127 @@ impl StoreSource for LocalStore {
         }
         Ok(out)
     }
+}
 
-    fn real_path(&self, path: &StorePath) -> Option<PathBuf> {
-        Some(self.root.join(path.as_str().trim_start_matches('/')))
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A store root whose database has Nix's two tables, in WAL mode, and
+    /// a writer connection to it (which keeps the side files while open).
+    fn store_with_writer() -> (tempfile::TempDir, Connection) {
+        let d = tempfile::tempdir().unwrap();
+        let dir = d.path().join("nix/var/nix/db");
+        std::fs::create_dir_all(&dir).unwrap();
+        let w = Connection::open(dir.join("db.sqlite")).unwrap();
+        w.pragma_update(None, "journal_mode", "wal").unwrap();
+        w.execute_batch(
+            "CREATE TABLE ValidPaths (id INTEGER PRIMARY KEY, path TEXT UNIQUE NOT NULL, \
+             narSize INTEGER, registrationTime INTEGER);
+             CREATE TABLE Refs (referrer INTEGER, reference INTEGER);",
+        )
+        .unwrap();
+        add(&w, 1);
+        (d, w)
     }
 
-    fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
-        let real = self.root.join(path.as_str().trim_start_matches('/'));
-        crate::nar::dump::reader(&real)
-            .map(Some)
-            .map_err(io_err(&real))
+    fn add(w: &Connection, n: usize) {
+        w.execute(
+            "INSERT INTO ValidPaths (path, narSize) VALUES (?1, 1)",
+            [format!("/nix/store/{}-p{n}", "a".repeat(32))],
+        )
+        .unwrap();
     }
 
-    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
-        if !self.verify {
-            return None;
-        }
-        let conn = self.conn.lock().unwrap_or_else(|p| p.into_inner());
-        // A path without a recorded hash cannot be checked: the empty
-        // string makes that a problem for the path, not a silent pass.
-        Some(
-            conn.query_row(
-                "SELECT hash FROM ValidPaths WHERE path = ?1",
-                [path.as_str()],
-                |r| r.get::<_, String>(0),
-            )
-            .unwrap_or_default(),
+    fn count(c: &Connection) -> Result<i64> {
+        Ok(
+            c.query_row("SELECT count(*) FROM ValidPaths", [], |r| r.get(0))
+                .unwrap(),
         )
     }
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+    #[test]
+    fn with_a_live_writer_each_read_is_one_snapshot() {
+        let (d, w) = store_with_writer();
+        let store = LocalStore::open(d.path()).unwrap();
+        assert_eq!(store.db.lock().unwrap().mode, Mode::Locking);
+        let mut n = 0;
+        let (a, b) = store
+            .read(false, |c| {
+                let a = count(c)?;
+                n += 1;
+                add(&w, n + 1);
+                Ok((a, count(c)?))
+            })
+            .unwrap();
+        assert_eq!((a, b), (1, 1), "a commit showed inside the read");
+        assert_eq!(store.read(false, count).unwrap(), 2);
+        assert!(store.warnings().is_empty());
+    }
+
+    #[test]
+    fn without_side_files_a_read_the_database_changed_under_is_redone() {
+        let (d, w) = store_with_writer();
+        drop(w);
+        let db = d.path().join("nix/var/nix/db/db.sqlite");
+        assert!(!side_file(&db, "-wal").exists() && !side_file(&db, "-shm").exists());
+        let store = LocalStore::open(d.path()).unwrap();
+        assert!(matches!(store.db.lock().unwrap().mode, Mode::Checked(_)));
+        // The first read lets a writer in and commit; its result is thrown
+        // away, and the read again (with locking now) sees the commit.
+        let mut writer = None;
+        let got = store
+            .read(false, |c| {
+                let seen = count(c)?;
+                if writer.is_none() {
+                    let w = Connection::open(&db).unwrap();
+                    add(&w, 2);
+                    writer = Some(w);
+                }
+                Ok(seen)
+            })
+            .unwrap();
+        assert_eq!(got, 2);
+        assert_eq!(store.db.lock().unwrap().mode, Mode::Locking);
+        // nix-heft's own connection now keeps the side files (a closing
+        // writer is not the last user), so later commits are seen too.
+        drop(writer);
+        assert!(side_file(&db, "-wal").exists());
+        add(&Connection::open(&db).unwrap(), 3);
+        assert_eq!(store.read(false, count).unwrap(), 3);
+        assert!(store.warnings().is_empty());
+    }
+
+    #[test]
+    fn a_closing_writer_keeps_the_side_files_while_a_connection_is_made() {
+        let (d, w) = store_with_writer();
+        let db = d.path().join("nix/var/nix/db/db.sqlite");
+        let file = std::fs::File::open(&db).unwrap();
+        let hold = SharedHold::take(&file);
+        assert!(hold.file.is_some());
+        drop(w);
+        assert!(side_file(&db, "-wal").exists() && side_file(&db, "-shm").exists());
+        drop(hold);
+        // Released: the next writer to close, the last one, removes them.
+        let w = Connection::open(&db).unwrap();
+        count(&w).unwrap();
+        drop(w);
+        assert!(!side_file(&db, "-wal").exists() && !side_file(&db, "-shm").exists());
+    }
+
+    #[test]
+    fn a_wal_without_its_shm_is_read_immutable_with_a_warning() {
+        let (d, w) = store_with_writer();
+        drop(w);
+        let db = d.path().join("nix/var/nix/db/db.sqlite");
+        std::fs::write(side_file(&db, "-wal"), b"").unwrap();
+        let store = LocalStore::open(d.path()).unwrap();
+        assert_eq!(store.db.lock().unwrap().mode, Mode::Forced);
+        let w = store.warnings();
+        assert!(
+            w.len() == 1 && w[0].contains("-wal file but no -shm"),
+            "{w:?}"
+        );
+        assert!(!side_file(&db, "-shm").exists());
     }
 }

@@ -10,7 +10,12 @@
 //!
 //! Writes go to a temporary file in the same directory and are renamed into
 //! place, so a reader (another run at the same time) sees a whole entry or
-//! none. The cache is bounded (`NIX_HEFT_CACHE_MAX`, bytes, default 1 GiB):
+//! none, and a run killed mid-write leaves only a temporary file, which is
+//! never read as an entry (and is removed once an hour old). Every entry
+//! also starts with a line holding its length and SHA-256: a file cut short
+//! or changed by anything else (a full disk, a crash of the machine before
+//! the data reached it, a hand edit) fails the check and is fetched again,
+//! never trusted. The cache is bounded (`NIX_HEFT_CACHE_MAX`, bytes, default 1 GiB):
 //! when it grows past the bound, the least recently written entries are
 //! removed. Removing the directory clears it.
 
@@ -19,8 +24,51 @@ use std::path::{Path, PathBuf};
 
 use crate::store_path::StorePath;
 
-/// Bumped whenever the layout or the meaning of an entry changes.
-pub const FORMAT: u32 = 1;
+/// Bumped whenever the layout or the meaning of an entry changes (2: the
+/// checked header line).
+pub const FORMAT: u32 = 2;
+
+/// The start of every entry's header line: `nix-heft-cache <len> <sha256>`.
+const MAGIC: &[u8] = b"nix-heft-cache ";
+
+/// Temporary files of writes not (yet) renamed into place start so.
+const TEMP_PREFIX: &str = ".tmp";
+
+/// A temporary file older than this is left over from a killed run.
+const STALE_TEMP: std::time::Duration = std::time::Duration::from_secs(3600);
+
+fn sha256_hex(bytes: &[u8]) -> String {
+    use sha2::Digest;
+    sha2::Sha256::digest(bytes)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// `body` behind its header line.
+fn seal(body: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(body.len() + 96);
+    out.extend_from_slice(MAGIC);
+    out.extend_from_slice(format!("{} {}\n", body.len(), sha256_hex(body)).as_bytes());
+    out.extend_from_slice(body);
+    out
+}
+
+/// The body of a sealed entry, if its header is whole and it matches.
+fn unseal(mut file: Vec<u8>) -> Option<Vec<u8>> {
+    let rest = file.strip_prefix(MAGIC)?;
+    let nl = rest.iter().position(|&b| b == b'\n')?;
+    let head = std::str::from_utf8(&rest[..nl]).ok()?;
+    let (len, hash) = head.split_once(' ')?;
+    let len: usize = len.parse().ok()?;
+    let hash = hash.to_string();
+    let start = MAGIC.len() + nl + 1;
+    if file.len() - start != len {
+        return None;
+    }
+    let body = file.split_off(start);
+    (sha256_hex(&body) == hash).then_some(body)
+}
 
 /// Default size bound, in bytes.
 pub const DEFAULT_MAX: u64 = 1 << 30;
@@ -81,12 +129,13 @@ impl LocalCache {
         self.dir.as_ref().map(|d| d.join(format!("{base}.{kind}")))
     }
 
-    /// The stored entry, unless refreshing.
+    /// The stored entry, unless refreshing; `None` for an entry that fails
+    /// its check (it is then fetched and written again).
     pub fn get(&self, path: &StorePath, kind: &str) -> Option<Vec<u8>> {
         if self.refresh {
             return None;
         }
-        std::fs::read(self.file(path, kind)?).ok()
+        unseal(std::fs::read(self.file(path, kind)?).ok()?)
     }
 
     /// Stores an entry, atomically. A cache that cannot be written costs
@@ -97,16 +146,41 @@ impl LocalCache {
         };
         let _ = (|| -> std::io::Result<()> {
             std::fs::create_dir_all(dir)?;
-            let mut tmp = tempfile::NamedTempFile::new_in(dir)?;
-            tmp.write_all(bytes)?;
+            let mut tmp = tempfile::Builder::new()
+                .prefix(TEMP_PREFIX)
+                .tempfile_in(dir)?;
+            let sealed = seal(bytes);
+            let half = sealed.len() / 2;
+            tmp.write_all(&sealed[..half])?;
+            test_pause();
+            tmp.write_all(&sealed[half..])?;
             tmp.persist(&file).map_err(|e| e.error)?;
             Ok(())
         })();
     }
 }
 
-/// Removes the oldest files under `root` until the total is at most
-/// `max`; leaves the cache alone when it is within bounds.
+/// Tests kill a run in the middle of a write: with
+/// `NIX_HEFT_TEST_CACHE_PAUSE_MS` set, the first write stops halfway, says
+/// so on stderr and waits that long.
+fn test_pause() {
+    static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    if PAUSED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    if let Some(ms) = std::env::var("NIX_HEFT_TEST_CACHE_PAUSE_MS")
+        .ok()
+        .and_then(|v| v.parse::<u64>().ok())
+    {
+        eprintln!("nix-heft: test: paused in a cache write");
+        std::thread::sleep(std::time::Duration::from_millis(ms));
+    }
+}
+
+/// Removes temporary files left by killed runs, then the oldest files
+/// under `root` until the total is at most `max`; leaves the cache alone
+/// when it is within bounds. Runs at the same time may remove each other's
+/// entries here, which costs only a download.
 fn bound(root: &Path, max: u64) {
     let mut files = Vec::new();
     let mut total: u64 = 0;
@@ -119,6 +193,13 @@ fn bound(root: &Path, max: u64) {
             let Ok(m) = e.metadata() else { continue };
             if m.is_dir() {
                 stack.push(e.path());
+            } else if e.file_name().to_string_lossy().starts_with(TEMP_PREFIX)
+                && m.modified()
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_some_and(|age| age > STALE_TEMP)
+            {
+                let _ = std::fs::remove_file(e.path());
             } else {
                 total = total.saturating_add(m.len());
                 files.push((m.modified().ok(), m.len(), e.path()));
@@ -150,6 +231,22 @@ mod tests {
     }
 
     #[test]
+    fn sealed_entries_round_trip_and_damage_is_refused() {
+        let body = b"StorePath: /nix/store/x\nReferences: a b\n".to_vec();
+        let sealed = seal(&body);
+        assert_eq!(unseal(sealed.clone()), Some(body.clone()));
+        // Cut anywhere, an entry is refused.
+        for cut in 0..sealed.len() {
+            assert_eq!(unseal(sealed[..cut].to_vec()), None, "cut at {cut}");
+        }
+        // One changed byte in the body, or a body without a header.
+        let mut flipped = sealed.clone();
+        *flipped.last_mut().unwrap() ^= 1;
+        assert_eq!(unseal(flipped), None);
+        assert_eq!(unseal(body), None);
+    }
+
+    #[test]
     fn bound_removes_oldest_first() {
         let d = tempfile::tempdir().unwrap();
         for (i, name) in ["old", "mid", "new"].iter().enumerate() {
@@ -167,5 +264,22 @@ mod tests {
         bound(d.path(), 250);
         assert!(!d.path().join("old").exists());
         assert!(d.path().join("mid").exists() && d.path().join("new").exists());
+    }
+
+    #[test]
+    fn bound_removes_temporary_files_of_killed_runs_only_when_stale() {
+        let d = tempfile::tempdir().unwrap();
+        let (stale, fresh) = (d.path().join(".tmpOLD"), d.path().join(".tmpNEW"));
+        std::fs::write(&stale, b"half an entry").unwrap();
+        std::fs::write(&fresh, b"being written").unwrap();
+        let t = std::time::SystemTime::now() - 2 * STALE_TEMP;
+        std::fs::File::options()
+            .write(true)
+            .open(&stale)
+            .unwrap()
+            .set_modified(t)
+            .unwrap();
+        bound(d.path(), u64::MAX);
+        assert!(!stale.exists() && fresh.exists());
     }
 }

@@ -399,3 +399,4 @@ pub fn diff_fixture() -> &'static (String, String) {
 pub fn closure_set(root: &str) -> BTreeSet<String> {
     nix_closure_paths(None, &[root]).into_iter().collect()
 }
+pub mod http_server;

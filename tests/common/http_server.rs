@@ -1,0 +1,98 @@
+//! A plain HTTP/1.1 file server on 127.0.0.1 for tests that need a real
+//! binary cache over HTTP and no injected faults (tests/http.rs has its own,
+//! which also misbehaves on purpose): threads over `std::net`, keep-alive,
+//! and a log of every request answered 200.
+
+use std::io::{BufRead, BufReader, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
+
+/// A server of the files under one directory.
+pub struct FileServer {
+    port: u16,
+    log: Arc<Mutex<Vec<String>>>,
+}
+
+impl FileServer {
+    /// Serves `root` on a free port of 127.0.0.1 until the test ends.
+    pub fn start(root: &Path) -> FileServer {
+        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let (root, l2) = (root.to_path_buf(), log.clone());
+        std::thread::spawn(move || {
+            for conn in listener.incoming() {
+                let Ok(conn) = conn else { continue };
+                let (root, log) = (root.clone(), l2.clone());
+                std::thread::spawn(move || serve(conn, &root, &log));
+            }
+        });
+        FileServer { port, log }
+    }
+
+    /// `http://127.0.0.1:PORT`.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// Request paths answered 200, in order.
+    pub fn log(&self) -> Vec<String> {
+        self.log.lock().unwrap().clone()
+    }
+
+    /// How many requests answered 200 were for a path ending in `suffix`.
+    pub fn count(&self, suffix: &str) -> usize {
+        self.log().iter().filter(|p| p.ends_with(suffix)).count()
+    }
+
+    /// NARs sent (`/nar/...`).
+    pub fn nars(&self) -> Vec<String> {
+        self.log()
+            .into_iter()
+            .filter(|p| p.starts_with("/nar/"))
+            .collect()
+    }
+
+    /// Forgets the requests so far.
+    pub fn clear(&self) {
+        self.log.lock().unwrap().clear();
+    }
+}
+
+fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) {
+    let mut reader = BufReader::new(conn.try_clone().unwrap());
+    let mut out = conn;
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).unwrap_or(0) == 0 {
+            return;
+        }
+        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
+        loop {
+            let mut h = String::new();
+            if reader.read_line(&mut h).unwrap_or(0) == 0 {
+                return;
+            }
+            if h.trim_end().is_empty() {
+                break;
+            }
+        }
+        let file = root.join(path.trim_start_matches('/'));
+        let (status, body) = if path.contains("..") || !file.is_file() {
+            (404, b"no such file".to_vec())
+        } else {
+            (200, std::fs::read(&file).unwrap())
+        };
+        if status == 200 {
+            log.lock().unwrap().push(path);
+        }
+        let head = format!(
+            "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: keep-alive\r\n\r\n",
+            body.len()
+        );
+        if out.write_all(head.as_bytes()).is_err() || out.write_all(&body).is_err() {
+            return;
+        }
+    }
+}
