@@ -126,6 +126,32 @@ static PAUSED: AtomicBool = AtomicBool::new(false);
 /// Opens `db` the way its state allows (see the module docs); the warning
 /// says why when it had to be read unchecked.
 fn connect(db: &Path, lock_file: &std::fs::File) -> Result<(Db, Option<String>)> {
+    // A writer opening or closing the database leaves a moment with the
+    // `-wal` but not yet (or no longer) the `-shm`: wait that out before
+    // taking it for a killed writer's leftovers.
+    for _ in 0..HALF_STATE_WAITS {
+        if let Some(c) = connect_once(db, lock_file, false)? {
+            return Ok(c);
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    connect_once(db, lock_file, true)?.ok_or_else(|| Error::Database {
+        path: db.to_path_buf(),
+        source: rusqlite::Error::InvalidQuery,
+    })
+}
+
+/// How many times (20 ms apart) a `-wal` without its `-shm` is looked at
+/// again before it is read immutably with a warning.
+const HALF_STATE_WAITS: usize = 50;
+
+/// One attempt of [`connect`]; `None` when the side files were half there
+/// and `last` is not set.
+fn connect_once(
+    db: &Path,
+    lock_file: &std::fs::File,
+    last: bool,
+) -> Result<Option<(Db, Option<String>)>> {
     let db_err = |source| Error::Database {
         path: db.to_path_buf(),
         source,
@@ -154,33 +180,36 @@ fn connect(db: &Path, lock_file: &std::fs::File) -> Result<(Db, Option<String>)>
     };
     if wal && !(stamp.wal && stamp.shm) {
         if stamp.wal {
+            if !last {
+                return Ok(None);
+            }
             // Committed transactions can sit in a `-wal` whose writer was
             // killed; reading them needs the `-shm` SQLite would create.
-            return forced("has a -wal file but no -shm file".into());
+            return forced("has a -wal file but no -shm file".into()).map(Some);
         }
         let conn = open_db(db, true).map_err(db_err)?;
-        return Ok((
+        return Ok(Some((
             Db {
                 conn,
                 mode: Mode::Checked(stamp),
             },
             None,
-        ));
+        )));
     }
     let conn = open_db(db, false).map_err(db_err)?;
     match in_transaction(&conn, |c| probe(c).map_err(db_err)) {
-        Ok(()) => Ok((
+        Ok(()) => Ok(Some((
             Db {
                 conn,
                 mode: Mode::Locking,
             },
             None,
-        )),
+        ))),
         Err(Error::Database { source, .. }) if is_lock_error(&source) => {
-            forced(format!("is locked ({source})"))
+            forced(format!("is locked ({source})")).map(Some)
         }
         Err(Error::Database { source, .. }) if is_read_only_error(&source) => {
-            forced(format!("cannot be opened with locking ({source})"))
+            forced(format!("cannot be opened with locking ({source})")).map(Some)
         }
         Err(e) => Err(e),
     }
