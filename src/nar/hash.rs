@@ -104,11 +104,15 @@ fn nix32_encode(bytes: &[u8; 32]) -> String {
 pub struct HashingReader<R> {
     inner: R,
     tx: Option<std::sync::mpsc::SyncSender<Vec<u8>>>,
+    eof: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The far end of a [`HashingReader`]: the hash and the byte count, once
 /// the reader is dropped.
-pub struct HashHandle(Option<std::thread::JoinHandle<(Sha256, u64)>>);
+pub struct HashHandle {
+    thread: Option<std::thread::JoinHandle<(Sha256, u64)>>,
+    eof: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 /// Chunks in flight to the hashing thread.
 const IN_FLIGHT: usize = 8;
@@ -118,11 +122,17 @@ impl HashHandle {
     /// the reader is dropped (the thread ends when it is).
     pub fn finish(mut self) -> (NarHash, u64) {
         let (h, n) = self
-            .0
+            .thread
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_else(|| (Sha256::new(), 0));
         (NarHash(h.finalize().into()), n)
+    }
+
+    /// Whether the reader met the end of its input: only then is the hash
+    /// that of the whole input.
+    pub fn reached_end(&self) -> bool {
+        self.eof.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -139,12 +149,17 @@ impl<R: Read> HashingReader<R> {
             }
             (h, n)
         });
+        let eof = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         (
             HashingReader {
                 inner,
                 tx: Some(tx),
+                eof: eof.clone(),
             },
-            HashHandle(Some(t)),
+            HashHandle {
+                thread: Some(t),
+                eof,
+            },
         )
     }
 }
@@ -152,6 +167,9 @@ impl<R: Read> HashingReader<R> {
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.eof.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         if n > 0
             && let Some(tx) = &self.tx
             && tx.send(buf[..n].to_vec()).is_err()
@@ -194,6 +212,7 @@ mod tests {
         let (mut r, h) = HashingReader::new(&data[..]);
         std::io::copy(&mut r, &mut std::io::sink()).unwrap();
         drop(r);
+        assert!(h.reached_end());
         let (got, n) = h.finish();
         assert_eq!(n, data.len() as u64);
         let want: [u8; 32] = Sha256::digest(&data).into();
