@@ -10,8 +10,8 @@ use rayon::prelude::*;
 
 use super::narinfo::NarInfo;
 use super::{
-    DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, PathInfo, RawClosure, StoreSource,
-    read_capped,
+    CheckedNar, DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, PathInfo, RawClosure,
+    StoreSource, read_capped,
 };
 use crate::error::{Error, Result, io_err};
 use crate::nar::tree::FileTree;
@@ -82,11 +82,7 @@ impl BinaryCache {
 
     /// The NAR of `path`, decompressed; with `check`, the compressed file
     /// is hashed on its way in, for [`FileCheck`].
-    fn open_nar(
-        &self,
-        path: &StorePath,
-        check: bool,
-    ) -> Result<Option<(Box<dyn std::io::Read + Send>, Option<FileCheck>)>> {
+    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<CheckedNar>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);
         };
@@ -182,10 +178,7 @@ impl StoreSource for BinaryCache {
         Ok(self.open_nar(path, false)?.map(|(r, _)| r))
     }
 
-    fn nar_checked(
-        &self,
-        path: &StorePath,
-    ) -> Result<Option<(Box<dyn std::io::Read + Send>, Option<FileCheck>)>> {
+    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
         self.open_nar(path, true)
     }
 

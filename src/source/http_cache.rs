@@ -34,8 +34,8 @@ use std::time::Duration;
 use super::local_cache::LocalCache;
 use super::narinfo::NarInfo;
 use super::{
-    DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, OpenOptions, PathInfo, RawClosure,
-    StoreSource,
+    CheckedNar, DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, OpenOptions, PathInfo,
+    RawClosure, StoreSource,
 };
 use crate::error::{Error, Result};
 use crate::nar::tree::FileTree;
@@ -386,10 +386,7 @@ impl StoreSource for HttpCache {
         Ok(self.open_nar(path, false)?.map(|(r, _)| r))
     }
 
-    fn nar_checked(
-        &self,
-        path: &StorePath,
-    ) -> Result<Option<(Box<dyn Read + Send>, Option<FileCheck>)>> {
+    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
         self.open_nar(path, true)
     }
 }
@@ -398,11 +395,7 @@ impl HttpCache {
     /// The NAR of `path`, streamed and decompressed; with `check`, the
     /// compressed file (after any Content-Encoding, which is transport) is
     /// hashed on its way in, for [`FileCheck`].
-    fn open_nar(
-        &self,
-        path: &StorePath,
-        check: bool,
-    ) -> Result<Option<(Box<dyn Read + Send>, Option<FileCheck>)>> {
+    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<CheckedNar>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);
         };

@@ -126,10 +126,7 @@ pub trait StoreSource: Send + Sync {
     /// [`StoreSource::nar`], with the compressed file hashed on its way in
     /// when the source knows what it must be (a narinfo's `FileHash` and
     /// `FileSize`): the read stage checks it once the whole NAR is read.
-    fn nar_checked(
-        &self,
-        path: &StorePath,
-    ) -> Result<Option<(Box<dyn std::io::Read + Send>, Option<FileCheck>)>> {
+    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
         Ok(self.nar(path)?.map(|r| (r, None)))
     }
     /// The file tree of `path` from a NAR listing (`<hash>.ls`), for caches
@@ -160,6 +157,9 @@ pub trait StoreSource: Send + Sync {
         Vec::new()
     }
 }
+
+/// A NAR stream, and the check of the compressed file it is read from.
+pub type CheckedNar = (Box<dyn std::io::Read + Send>, Option<FileCheck>);
 
 /// The compressed file of a NAR, hashed and counted while the decompressor
 /// reads it, and what its narinfo says it must be.

@@ -7,7 +7,7 @@
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
 
 pub struct StaticServer {
@@ -46,7 +46,7 @@ impl StaticServer {
     }
 }
 
-fn serve(conn: TcpStream, root: &PathBuf, log: &Mutex<Vec<String>>) {
+fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
     loop {
