@@ -687,26 +687,26 @@ fn a_hundred_thousand_references() {
             "{label}: peak RSS {rss} KiB"
         );
 
-        // Why a leaf: the one chain, with the line of the root's file that
-        // names it (from the NAR over file://; JSON has no contents).
-        let pick = (LEAVES * 7 / 9) as usize;
-        let name = format!("leaf-{pick:05}");
-        let (code, rss, secs, stdout) = measured(&store, &["--json", "why", &root, &name]);
-        eprintln!(
-            "100k refs, {label}: why leaf {secs} s, peak RSS {} MiB",
-            rss / 1024
-        );
-        assert!(
-            code == 0 || (code == 3 && label != "file://"),
-            "{label}: {stdout}"
-        );
-        let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
-        assert_eq!(v["chain_count"], 1, "{label}");
-        assert_eq!(v["chains"][0][1], leaves[pick].as_str(), "{label}");
-        assert!(
-            rss < GRAPH_BASE_KIB + paths as u64 * GRAPH_PER_PATH_BYTES / 1024,
-            "{label}: peak RSS {rss} KiB"
-        );
+        // Why a leaf: the one chain, its edge read from the root's NAR (the
+        // JSON source runs the same chain search without contents, so only
+        // the base is asked there).
+        if label == "file://" {
+            let pick = (LEAVES * 7 / 9) as usize;
+            let name = format!("leaf-{pick:05}");
+            let (code, rss, secs, stdout) = measured(&store, &["--json", "why", &root, &name]);
+            eprintln!(
+                "100k refs, {label}: why leaf {secs} s, peak RSS {} MiB",
+                rss / 1024
+            );
+            assert_eq!(code, 0, "{label}: {stdout}");
+            let v: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+            assert_eq!(v["chain_count"], 1, "{label}");
+            assert_eq!(v["chains"][0][1], leaves[pick].as_str(), "{label}");
+            assert!(
+                rss < GRAPH_BASE_KIB + paths as u64 * GRAPH_PER_PATH_BYTES / 1024,
+                "{label}: peak RSS {rss} KiB"
+            );
+        }
 
         // Why the base: 100,001 chains (directly and through every leaf).
         let (code, rss, secs, stdout) = measured(&store, &["--json", "why", &root, "base"]);
