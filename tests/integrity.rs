@@ -258,3 +258,68 @@ fn a_compressed_file_that_is_not_the_narinfos_is_refused() {
     let o = heft_run_env(&env, Some(&http), &["--json", "refs", &f.rocm]);
     assert_eq!(o.code, 0, "{}", o.stderr);
 }
+
+/// Every compression `nix copy` writes (xz is above) is read to the end of
+/// its file, so
+/// FileSize and FileHash are checked for each (a decoder that stopped at
+/// the end of its stream would leave the check silently undone): a
+/// narinfo whose FileSize is off by one, or whose FileHash is another
+/// file's, is refused.
+#[test]
+fn file_size_and_hash_are_checked_for_every_compression() {
+    let f = fixture();
+    // top-app references left and right, so its NAR is read.
+    let top = f.small("top");
+    for compression in ["zstd", "bzip2", "none"] {
+        let dir = scratch(&format!("integrity-filesize-{compression}"));
+        let cache = dir.join("cache");
+        run(nix()
+            .args(["copy", "--to"])
+            .arg(format!(
+                "file://{}?compression={compression}",
+                cache.display()
+            ))
+            .arg(top));
+        let store = cache.display().to_string();
+        let o = heft_run(Some(&store), &["--json", "refs", top]);
+        assert_eq!(
+            o.code, 0,
+            "{compression}, as nix copy wrote it: {}",
+            o.stderr
+        );
+        let file = cache.join(format!("{}.narinfo", &top[11..43]));
+        let narinfo = std::fs::read_to_string(&file).unwrap();
+        let size: u64 = narinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("FileSize: "))
+            .unwrap_or_else(|| panic!("{compression}: no FileSize in {narinfo}"))
+            .parse()
+            .unwrap();
+        let hash_line = narinfo
+            .lines()
+            .find(|l| l.starts_with("FileHash: "))
+            .unwrap()
+            .to_string();
+        let other_hash = "FileHash: sha256:0n751fqccr8zb9rm5m14k38944v4mp5fr8b0ylcch78bqchxvdjm";
+        for (what, edited) in [
+            (
+                "FileSize",
+                narinfo.replace(
+                    &format!("FileSize: {size}"),
+                    &format!("FileSize: {}", size + 1),
+                ),
+            ),
+            ("FileHash", narinfo.replace(&hash_line, other_hash)),
+        ] {
+            std::fs::write(&file, &edited).unwrap();
+            let o = heft_run(Some(&store), &["--json", "refs", top]);
+            assert_eq!(o.code, 3, "{compression}, {what}: {}", o.stderr);
+            assert!(
+                o.stderr.contains("compressed file mismatch"),
+                "{compression}, {what}: {}",
+                o.stderr
+            );
+        }
+        std::fs::write(&file, &narinfo).unwrap();
+    }
+}
