@@ -517,7 +517,7 @@ fn hostile_elf_section_tables_are_problems_not_crashes() {
 /// Narinfos past the 16 MiB limit (a 100 MiB padding field; Nix writes a
 /// few KiB) are refused with an error naming the file and the limit, from
 /// a file:// cache and over HTTP, in bounded memory; a listing past its
-/// 64 MiB limit is not read (the NAR gives the tree).
+/// 16 MiB limit is not read (the NAR gives the tree).
 #[test]
 fn huge_narinfos_and_listings_are_refused_in_bounded_memory() {
     let cache = TestCache::new("huge-narinfo");
