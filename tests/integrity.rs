@@ -3,6 +3,8 @@
 //! mutated NARs never crash nix-heft and never pass as clean.
 
 mod common;
+#[path = "common/static_http.rs"]
+mod static_http;
 
 use common::*;
 
@@ -215,4 +217,187 @@ fn verify_finds_a_local_store_path_edited_in_place() {
         1,
         "{problems:?}"
     );
+}
+
+/// A cache written by `nix copy` (xz) whose NAR file was replaced by the
+/// same NAR recompressed at another level: it decompresses to the right
+/// NAR (NarHash matches), but it is not the file the narinfo describes
+/// (FileHash and FileSize differ). Over file:// and HTTP that is a
+/// `hash-mismatch` problem naming the path (exit 3), and nothing read from
+/// it is kept: a second run over HTTP downloads and refuses it again.
+#[test]
+fn a_compressed_file_that_is_not_the_narinfos_is_refused() {
+    use std::io::{Read, Write};
+    let f = fixture();
+    let dir = scratch("integrity-filehash");
+    let cache = dir.join("cache");
+    run(nix()
+        .args(["copy", "--to"])
+        .arg(format!("file://{}?compression=xz", cache.display()))
+        .arg(&f.rocm));
+    let narinfo =
+        std::fs::read_to_string(cache.join(format!("{}.narinfo", &f.rocm[11..43]))).unwrap();
+    let field = |k: &str| {
+        narinfo
+            .lines()
+            .find_map(|l| l.strip_prefix(k).map(str::to_string))
+            .unwrap_or_else(|| panic!("no {k} in {narinfo}"))
+    };
+    let (url, file_size, file_hash) = (field("URL: "), field("FileSize: "), field("FileHash: "));
+    let nar_file = cache.join(&url);
+    let original = std::fs::read(&nar_file).unwrap();
+    assert_eq!(original.len().to_string(), file_size, "nix copy's FileSize");
+    let store = cache.display().to_string();
+    let clean = heft_run(Some(&store), &["--json", "refs", &f.rocm]);
+    assert_eq!(clean.code, 0, "as nix copy wrote it: {}", clean.stderr);
+
+    // The same NAR, recompressed at level 0 (nix copy uses 6).
+    let mut nar = Vec::new();
+    xz2::read::XzDecoder::new(&original[..])
+        .read_to_end(&mut nar)
+        .unwrap();
+    let mut w = xz2::write::XzEncoder::new(Vec::new(), 0);
+    w.write_all(&nar).unwrap();
+    let recompressed = w.finish().unwrap();
+    assert_ne!(recompressed.len(), original.len());
+    std::fs::write(&nar_file, &recompressed).unwrap();
+    // Nix's NarHash still holds for it.
+    let o = heft_run_env(
+        &[("NIX_HEFT_VERIFY", "0")],
+        Some(&store),
+        &["--json", "refs", &f.rocm],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout, clean.stdout, "the same NAR inside");
+
+    let check = |o: &Outcome, what: &str| {
+        assert_eq!(o.code, 3, "{what}: {}", o.stderr);
+        let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+        let p = v["problems"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["kind"] == "hash-mismatch")
+            .unwrap_or_else(|| panic!("{what}: {v}"));
+        assert_eq!(p["path"], f.rocm.as_str(), "{what}");
+        let m = p["message"].as_str().unwrap();
+        assert!(m.contains(&format!("FileSize {file_size}")), "{what}: {m}");
+        assert!(m.contains(&file_hash), "{what}: {m}");
+        assert!(
+            m.contains(&format!("has {} bytes", recompressed.len())),
+            "{what}: {m}"
+        );
+        assert!(m.contains(&url), "{what}: names the file: {m}");
+        assert!(o.stderr.contains(&f.rocm), "{what}: {}", o.stderr);
+        // Nothing from the path is used.
+        for e in v["edges"].as_array().unwrap() {
+            if e["referrer"] == f.rocm.as_str() {
+                assert!(e["files"].as_array().unwrap().is_empty(), "{what}: {e}");
+            }
+        }
+    };
+    let o = heft_run(Some(&store), &["--json", "refs", "--evidence", &f.rocm]);
+    check(&o, "file://");
+
+    let server = static_http::StaticServer::start(&cache);
+    let xdg = dir.join("xdg");
+    let env = [("XDG_CACHE_HOME", xdg.to_str().unwrap())];
+    let http = server.url();
+    let nar_requests = |s: &static_http::StaticServer| {
+        s.served()
+            .iter()
+            .filter(|p| **p == format!("/{url}"))
+            .count()
+    };
+    let o = heft_run_env(
+        &env,
+        Some(&http),
+        &["--json", "refs", "--evidence", &f.rocm],
+    );
+    check(&o, "HTTP");
+    assert!(o.stderr.contains("after 3 attempts"), "{}", o.stderr);
+    assert_eq!(
+        nar_requests(&server),
+        3,
+        "fetched 3 times: {:?}",
+        server.served()
+    );
+    // Nothing was kept: the next run fetches it again, and refuses it again.
+    server.clear();
+    let o = heft_run_env(
+        &env,
+        Some(&http),
+        &["--json", "refs", "--evidence", &f.rocm],
+    );
+    check(&o, "HTTP, second run");
+    assert_eq!(nar_requests(&server), 3, "{:?}", server.served());
+    // The file as nix copy wrote it passes, over HTTP too.
+    std::fs::write(&nar_file, &original).unwrap();
+    let o = heft_run_env(&env, Some(&http), &["--json", "refs", &f.rocm]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+}
+
+/// Every compression `nix copy` writes (xz is above) is read to the end of
+/// its file, so
+/// FileSize and FileHash are checked for each (a decoder that stopped at
+/// the end of its stream would leave the check silently undone): a
+/// narinfo whose FileSize is off by one, or whose FileHash is another
+/// file's, is refused.
+#[test]
+fn file_size_and_hash_are_checked_for_every_compression() {
+    let f = fixture();
+    // top-app references left and right, so its NAR is read.
+    let top = f.small("top");
+    for compression in ["zstd", "bzip2", "none"] {
+        let dir = scratch(&format!("integrity-filesize-{compression}"));
+        let cache = dir.join("cache");
+        run(nix()
+            .args(["copy", "--to"])
+            .arg(format!(
+                "file://{}?compression={compression}",
+                cache.display()
+            ))
+            .arg(top));
+        let store = cache.display().to_string();
+        let o = heft_run(Some(&store), &["--json", "refs", top]);
+        assert_eq!(
+            o.code, 0,
+            "{compression}, as nix copy wrote it: {}",
+            o.stderr
+        );
+        let file = cache.join(format!("{}.narinfo", &top[11..43]));
+        let narinfo = std::fs::read_to_string(&file).unwrap();
+        let size: u64 = narinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("FileSize: "))
+            .unwrap_or_else(|| panic!("{compression}: no FileSize in {narinfo}"))
+            .parse()
+            .unwrap();
+        let hash_line = narinfo
+            .lines()
+            .find(|l| l.starts_with("FileHash: "))
+            .unwrap()
+            .to_string();
+        let other_hash = "FileHash: sha256:0n751fqccr8zb9rm5m14k38944v4mp5fr8b0ylcch78bqchxvdjm";
+        for (what, edited) in [
+            (
+                "FileSize",
+                narinfo.replace(
+                    &format!("FileSize: {size}"),
+                    &format!("FileSize: {}", size + 1),
+                ),
+            ),
+            ("FileHash", narinfo.replace(&hash_line, other_hash)),
+        ] {
+            std::fs::write(&file, &edited).unwrap();
+            let o = heft_run(Some(&store), &["--json", "refs", top]);
+            assert_eq!(o.code, 3, "{compression}, {what}: {}", o.stderr);
+            assert!(
+                o.stderr.contains("compressed file mismatch"),
+                "{compression}, {what}: {}",
+                o.stderr
+            );
+        }
+        std::fs::write(&file, &narinfo).unwrap();
+    }
 }

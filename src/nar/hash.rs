@@ -112,11 +112,15 @@ pub struct HashingReader<R: Read> {
     // 256 KiB allocation per chunk would be an mmap, page faults and an
     // munmap each time.
     free: std::sync::mpsc::Receiver<Vec<u8>>,
+    eof: std::sync::Arc<std::sync::atomic::AtomicBool>,
 }
 
 /// The far end of a [`HashingReader`]: the hash and the byte count, once
 /// the reader is dropped.
-pub struct HashHandle(Option<std::thread::JoinHandle<(Sha256, u64)>>);
+pub struct HashHandle {
+    thread: Option<std::thread::JoinHandle<(Sha256, u64)>>,
+    eof: std::sync::Arc<std::sync::atomic::AtomicBool>,
+}
 
 /// Chunks in flight to the hashing thread.
 const IN_FLIGHT: usize = 8;
@@ -129,11 +133,17 @@ impl HashHandle {
     /// the reader is dropped (the thread ends when it is).
     pub fn finish(mut self) -> (NarHash, u64) {
         let (h, n) = self
-            .0
+            .thread
             .take()
             .and_then(|t| t.join().ok())
             .unwrap_or_else(|| (Sha256::new(), 0));
         (NarHash(h.finalize().into()), n)
+    }
+
+    /// Whether the reader met the end of its input: only then is the hash
+    /// that of the whole input.
+    pub fn reached_end(&self) -> bool {
+        self.eof.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -155,14 +165,19 @@ impl<R: Read> HashingReader<R> {
             }
             (h, n)
         });
+        let eof = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
         (
             HashingReader {
                 inner,
                 tx: Some(tx),
                 pending: Vec::with_capacity(CHUNK),
                 free,
+                eof: eof.clone(),
             },
-            HashHandle(Some(t)),
+            HashHandle {
+                thread: Some(t),
+                eof,
+            },
         )
     }
 }
@@ -170,6 +185,9 @@ impl<R: Read> HashingReader<R> {
 impl<R: Read> Read for HashingReader<R> {
     fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
         let n = self.inner.read(buf)?;
+        if n == 0 && !buf.is_empty() {
+            self.eof.store(true, std::sync::atomic::Ordering::Relaxed);
+        }
         self.pending.extend_from_slice(&buf[..n]);
         if self.pending.len() >= CHUNK {
             self.send();
@@ -233,6 +251,7 @@ mod tests {
         let (mut r, h) = HashingReader::new(&data[..]);
         std::io::copy(&mut r, &mut std::io::sink()).unwrap();
         drop(r);
+        assert!(h.reached_end());
         let (got, n) = h.finish();
         assert_eq!(n, data.len() as u64);
         let want: [u8; 32] = Sha256::digest(&data).into();

@@ -174,7 +174,9 @@ impl FileTree {
     /// The entries should come from one consistent tree; an entry below a
     /// path given as a file or symlink yields a tree no NAR can hold.
     pub fn from_entries(mut entries: Vec<TreeEntry>) -> FileTree {
-        let mut present: HashSet<Vec<u8>> = entries.iter().map(|e| e.path.clone()).collect();
+        // Borrowed: the paths and their parents are all slices of the
+        // entries' own paths, so a million entries cost no second copy.
+        let mut present: HashSet<&[u8]> = entries.iter().map(|e| e.path.as_slice()).collect();
         let mut missing = Vec::new();
         for e in &entries {
             let mut p: &[u8] = &e.path;
@@ -182,7 +184,7 @@ impl FileTree {
                 // A path already present has (or will get, when its own
                 // entry comes up here) all its ancestors, so stop there:
                 // each directory is walked up from once.
-                if !present.insert(parent.to_vec()) {
+                if !present.insert(parent) {
                     break;
                 }
                 missing.push(TreeEntry {
@@ -192,6 +194,7 @@ impl FileTree {
                 p = parent;
             }
         }
+        drop(present);
         entries.append(&mut missing);
         // Stable, so among equal paths the one given first stays first and
         // survives the dedup (added directories never repeat a given path).

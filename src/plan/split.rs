@@ -28,7 +28,7 @@ use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId};
 use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
 use crate::problem::Problem;
-use crate::relpath::{is_under, parent};
+use crate::relpath::parent;
 
 /// One `moveToOutput PATTERN OUTPUT`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -129,14 +129,24 @@ impl Assignment {
                     .filter(|p| !p.is_empty() && glob.is_match(String::from_utf8_lossy(p).as_ref()))
                     .cloned()
                     .collect();
-                let mut moved_tops: Vec<Vec<u8>> = Vec::new();
+                // Range queries on the sorted sets, never a scan of every
+                // file per match: a glob can match 100,000 entries of a
+                // directory of a million.
+                let mut moved_tops: HashSet<Vec<u8>> = HashSet::new();
                 for t in tops {
-                    if moved_tops.iter().any(|m| is_under(&t, m)) {
+                    let mut q = Some(t.as_slice());
+                    if std::iter::from_fn(|| {
+                        let d = q?;
+                        q = parent(d);
+                        Some(d)
+                    })
+                    .any(|d| moved_tops.contains(d))
+                    {
                         continue;
                     }
-                    let sub: Vec<Vec<u8>> = a.files[src]
-                        .iter()
-                        .filter(|p| is_under(p, &t))
+                    let sub: Vec<Vec<u8>> = std::iter::once(&t)
+                        .filter(|t| a.files[src].contains(*t))
+                        .chain(strictly_below(&a.files[src], &t))
                         .cloned()
                         .collect();
                     for p in sub {
@@ -153,17 +163,13 @@ impl Assignment {
                     // the output root).
                     let mut q = parent(&t);
                     while let Some(d) = q {
-                        if d.is_empty()
-                            || a.files[src]
-                                .iter()
-                                .any(|p| p.as_slice() != d && is_under(p, d))
-                        {
+                        if d.is_empty() || strictly_below(&a.files[src], d).next().is_some() {
                             break;
                         }
                         a.files[src].remove(d);
                         q = parent(d);
                     }
-                    moved_tops.push(t);
+                    moved_tops.insert(t);
                 }
                 matched |= !moved_tops.is_empty();
             }
@@ -200,6 +206,19 @@ impl Assignment {
     }
 }
 
+/// The paths of `set` strictly below the non-empty path `dir`: in byte
+/// order they are exactly those from `dir/` up to `dir0` (`0` follows `/`).
+fn strictly_below<'a>(
+    set: &'a BTreeSet<Vec<u8>>,
+    dir: &[u8],
+) -> impl Iterator<Item = &'a Vec<u8>> + 'a {
+    let mut lo = dir.to_vec();
+    lo.push(b'/');
+    let mut hi = dir.to_vec();
+    hi.push(b'/' + 1);
+    set.range(lo..hi)
+}
+
 /// Applies `moves`; with `propagate`, when the result has a `dev` output,
 /// `nix-support/propagated-build-inputs` goes there last, since fixupPhase
 /// writes that file to the dev output whatever the moves.
@@ -208,6 +227,8 @@ pub fn assign(tree: &FileTree, moves: &[Move], propagate: bool) -> Result<Assign
     if !propagate || !a.outputs.iter().any(|o| o == "dev") {
         return Ok(a);
     }
+    // A set of every path, per output: not kept while the next is made.
+    drop(a);
     let mut all = moves.to_vec();
     all.push(Move {
         pattern: "nix-support/propagated-build-inputs".into(),
@@ -246,19 +267,18 @@ pub fn build_outputs(
     evidence: &BTreeMap<NodeId, Vec<Evidence>>,
     propagate: bool,
 ) -> Vec<SimOutput> {
-    let by_path: std::collections::HashMap<&[u8], &TreeEntry> = tree
-        .entries
-        .iter()
-        .map(|e| (e.path.as_slice(), e))
-        .collect();
+    // Each output's entries are picked from the tree by membership in its
+    // set: no map of every path on top of the tree and the sets.
     let mut outs: Vec<SimOutput> = a
         .outputs
         .iter()
         .zip(&a.files)
         .map(|(name, files)| {
-            let entries: Vec<TreeEntry> = files
+            let entries: Vec<TreeEntry> = tree
+                .entries
                 .iter()
-                .filter_map(|p| by_path.get(p.as_slice()).map(|e| (*e).clone()))
+                .filter(|e| files.contains(&e.path))
+                .cloned()
                 .collect();
             SimOutput {
                 name: name.clone(),
@@ -291,7 +311,7 @@ pub fn build_outputs(
         // there are no bin/lib outputs.
         let line = 1 + path_name.len() as u64;
         let file = b"nix-support/propagated-build-inputs".to_vec();
-        let mut entries = outs[dev].tree.entries.clone();
+        let mut entries = std::mem::take(&mut outs[dev].tree.entries);
         match entries.iter_mut().find(|e| e.path == file) {
             Some(TreeEntry {
                 node: TreeNode::Regular { size, .. },
@@ -546,4 +566,61 @@ pub fn split(
         })
         .collect();
     Ok(SplitPlan { sim, roots })
+}
+
+#[cfg(test)]
+mod range_tests {
+    use super::*;
+
+    fn tree(paths: &[&str]) -> FileTree {
+        let mut entries: Vec<TreeEntry> = paths
+            .iter()
+            .map(|p| TreeEntry {
+                path: p.as_bytes().to_vec(),
+                node: if p.ends_with('/') || ["", "a", "a/b", "a/b0"].contains(p) {
+                    TreeNode::Directory
+                } else {
+                    TreeNode::Regular {
+                        size: 1,
+                        executable: false,
+                    }
+                },
+            })
+            .collect();
+        entries.sort_by(|x, y| x.path.cmp(&y.path));
+        FileTree { entries }
+    }
+
+    fn names(set: &BTreeSet<Vec<u8>>) -> Vec<String> {
+        set.iter()
+            .map(|p| String::from_utf8_lossy(p).into_owned())
+            .collect()
+    }
+
+    /// What is below a moved directory is found by range, and neighbours
+    /// that sort around it (`a/b-x` before `a/b/`, `a/b0` after) stay.
+    #[test]
+    fn moves_take_exactly_what_is_below() {
+        let t = tree(&[
+            "", "a", "a/b", "a/b/c", "a/b/d", "a/b-x", "a/b0", "a/b0/e", "z",
+        ]);
+        let mv = |p: &str| Move {
+            pattern: p.into(),
+            output: "dev".into(),
+        };
+        let a = Assignment::apply(&t, &[mv("a/b")]).unwrap();
+        assert_eq!(names(&a.files[1]), ["", "a", "a/b", "a/b/c", "a/b/d"]);
+        assert_eq!(
+            names(&a.files[0]),
+            ["", "a", "a/b-x", "a/b0", "a/b0/e", "z"]
+        );
+        // Every child of a: the directory left empty is removed from out.
+        let a = Assignment::apply(&t, &[mv("a/*")]).unwrap();
+        assert_eq!(names(&a.files[0]), ["", "z"]);
+        assert_eq!(a.files[1].len(), 8);
+        // A top below one already moved is skipped, not moved twice.
+        let a = Assignment::apply(&t, &[mv("a"), mv("a/b")]).unwrap();
+        assert_eq!(names(&a.files[0]), ["", "z"]);
+        assert!(a.unmatched.is_empty() || a.unmatched == ["a/b"]);
+    }
 }

@@ -412,7 +412,12 @@ fn read_contents(
     let mut attempt = 1;
     loop {
         // A request that failed for good was already retried by the source.
-        let nar = match src.nar(path) {
+        let opened = if verify_enabled() {
+            src.nar_checked(path)
+        } else {
+            src.nar(path).map(|o| o.map(|r| (r, None)))
+        };
+        let (nar, file_check) = match opened {
             Ok(Some(nar)) => nar,
             Ok(None) => {
                 // No file contents in this source: scanned, but blind.
@@ -425,7 +430,7 @@ fn read_contents(
             }
             Err(e) => return unopened(path, scan, &e),
         };
-        let (pr, mut problems) = read_checked(src, path, nar, wanted, scan, progress);
+        let (pr, mut problems) = read_checked(src, path, nar, file_check, wanted, scan, progress);
         let transient = problems.iter().any(|p| {
             matches!(
                 p.kind,
@@ -450,18 +455,20 @@ fn read_contents(
 /// Reads a NAR, hashing it on the way when the source says what it must
 /// hash to: a NAR whose bytes are not the narinfo's is not that path, so
 /// nothing from it is kept (and, with no problem-free read, nothing cached).
-/// `NIX_HEFT_VERIFY=0` turns the check off (to measure what it costs).
+/// The compressed file, when `file_check` is given, is checked the same
+/// way once the whole NAR was read (its `FileHash` and `FileSize`).
+/// `NIX_HEFT_VERIFY=0` turns the checks off (to measure what they cost).
 fn read_checked(
     src: &dyn StoreSource,
     path: &crate::StorePath,
     nar: Box<dyn std::io::Read + Send>,
+    file_check: Option<crate::source::FileCheck>,
     wanted: &Wanted,
     scan: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     use crate::nar::hash::{HashingReader, NarHash};
-    let verify = std::env::var_os("NIX_HEFT_VERIFY").is_none_or(|v| v != "0");
-    let expected = match src.expected_nar_hash(path).filter(|_| verify) {
+    let expected = match src.expected_nar_hash(path).filter(|_| verify_enabled()) {
         None => return nar_stream::read(nar, path.as_str(), wanted, scan, progress),
         Some(h) => match NarHash::parse(&h) {
             Ok(h) => h,
@@ -488,12 +495,7 @@ fn read_checked(
         return (pr, problems);
     }
     let (got, bytes) = handle.finish();
-    if got == expected {
-        return (pr, problems);
-    }
-    let p = Problem::new(
-        path.as_str(),
-        ProblemKind::HashMismatch,
+    let message = if got != expected {
         format!(
             "NAR hash mismatch: {} {}, but its {bytes} bytes hash to {}; nothing read from it is used",
             if src.real_path(path).is_some() {
@@ -503,8 +505,16 @@ fn read_checked(
             },
             expected.to_nix32(),
             got.to_nix32()
-        ),
-    );
+        )
+    } else {
+        // The NAR is right, but the file it came in is not the one the
+        // narinfo describes: a cache whose files were replaced.
+        match file_check.and_then(|c| c.mismatch()) {
+            None => return (pr, problems),
+            Some(m) => m,
+        }
+    };
+    let p = Problem::new(path.as_str(), ProblemKind::HashMismatch, message);
     (
         PathRead {
             available: true,
@@ -513,6 +523,12 @@ fn read_checked(
         },
         vec![p],
     )
+}
+
+/// Whether NARs are checked against their narinfo (`NIX_HEFT_VERIFY=0`
+/// turns it off, to measure what checking costs).
+fn verify_enabled() -> bool {
+    std::env::var_os("NIX_HEFT_VERIFY").is_none_or(|v| v != "0")
 }
 
 /// Downloads over a network get this many tries at a whole NAR.

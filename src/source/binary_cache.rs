@@ -9,7 +9,10 @@ use std::path::{Path, PathBuf};
 use rayon::prelude::*;
 
 use super::narinfo::NarInfo;
-use super::{DEFAULT_STORE_DIR, PathInfo, RawClosure, StoreSource};
+use super::{
+    CheckedNar, DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, PathInfo, RawClosure,
+    StoreSource, read_capped,
+};
 use crate::error::{Error, Result, io_err};
 use crate::nar::tree::FileTree;
 use crate::store_path::{HASH_LEN, StorePath};
@@ -27,10 +30,12 @@ impl BinaryCache {
     /// Opens the cache at `dir`, which must hold `nix-cache-info`.
     pub fn open(dir: &Path) -> Result<Self> {
         let info_file = dir.join("nix-cache-info");
-        let info = std::fs::read_to_string(&info_file).map_err(|e| Error::UnsupportedStore {
-            spec: format!("file://{}", dir.display()),
-            reason: format!("cannot read {}: {e}", info_file.display()),
-        })?;
+        let info = read_capped(&info_file, MAX_NARINFO, "nix-cache-info")
+            .map(|b| String::from_utf8_lossy(&b).into_owned())
+            .map_err(|e| Error::UnsupportedStore {
+                spec: format!("file://{}", dir.display()),
+                reason: format!("cannot read {}: {e}", info_file.display()),
+            })?;
         let store_dir = info
             .lines()
             .find_map(|l| l.strip_prefix("StoreDir:"))
@@ -60,7 +65,7 @@ impl BinaryCache {
             return Ok(Some(n));
         }
         let file = self.narinfo_file(path);
-        let text = match std::fs::read(&file) {
+        let text = match read_capped(&file, MAX_NARINFO, "a narinfo") {
             Ok(t) => t,
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&file)(e)),
@@ -73,6 +78,29 @@ impl BinaryCache {
                 .insert(path.clone(), n.clone());
         }
         Ok(info)
+    }
+
+    /// The NAR of `path`, decompressed; with `check`, the compressed file
+    /// is hashed on its way in, for [`FileCheck`].
+    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<CheckedNar>> {
+        let Some(info) = self.narinfo(path)? else {
+            return Ok(None);
+        };
+        let file = self.nar_file(&self.narinfo_file(path), &info.url)?;
+        let f = std::fs::File::open(&file).map_err(io_err(&file))?;
+        let (f, file_check) = match check {
+            true => FileCheck::wrap(Box::new(f), &file.display().to_string(), &info),
+            false => (Box::new(f) as Box<dyn std::io::Read + Send>, None),
+        };
+        let r = crate::nar::decompress(
+            &info.compression,
+            std::io::BufReader::with_capacity(1 << 16, f),
+        )
+        .map_err(|source| Error::BadNar {
+            file: file.clone(),
+            source,
+        })?;
+        Ok(Some((r, file_check)))
     }
 
     /// The cache's root directory.
@@ -147,20 +175,11 @@ impl StoreSource for BinaryCache {
     }
 
     fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
-        let Some(info) = self.narinfo(path)? else {
-            return Ok(None);
-        };
-        let file = self.nar_file(&self.narinfo_file(path), &info.url)?;
-        let f = std::fs::File::open(&file).map_err(io_err(&file))?;
-        let r = crate::nar::decompress(
-            &info.compression,
-            std::io::BufReader::with_capacity(1 << 16, f),
-        )
-        .map_err(|source| Error::BadNar {
-            file: file.clone(),
-            source,
-        })?;
-        Ok(Some(r))
+        Ok(self.open_nar(path, false)?.map(|(r, _)| r))
+    }
+
+    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
+        self.open_nar(path, true)
     }
 
     /// Reads every narinfo's `StorePath` line; only needed to match names.
@@ -177,7 +196,8 @@ impl StoreSource for BinaryCache {
         entries
             .par_iter()
             .map(|file| {
-                let text = std::fs::read_to_string(file).map_err(io_err(file))?;
+                let text = read_capped(file, MAX_NARINFO, "a narinfo").map_err(io_err(file))?;
+                let text = String::from_utf8_lossy(&text);
                 let line = text
                     .lines()
                     .find_map(|l| l.strip_prefix("StorePath: "))
@@ -210,7 +230,7 @@ impl StoreSource for BinaryCache {
 
     fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
         let file = self.dir.join(format!("{}.ls", path.hash_part()));
-        match std::fs::read(&file) {
+        match read_capped(&file, MAX_LISTING, "a NAR listing") {
             // A listing that does not parse is no loss: the NAR has it all.
             Ok(bytes) => Ok(super::listing::parse(&bytes).ok()),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),

@@ -33,7 +33,10 @@ use std::time::Duration;
 
 use super::local_cache::LocalCache;
 use super::narinfo::NarInfo;
-use super::{DEFAULT_STORE_DIR, OpenOptions, PathInfo, RawClosure, StoreSource};
+use super::{
+    CheckedNar, DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, OpenOptions, PathInfo,
+    RawClosure, StoreSource,
+};
 use crate::error::{Error, Result};
 use crate::nar::tree::FileTree;
 use crate::store_path::StorePath;
@@ -50,9 +53,6 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// Default time-out of a connection attempt and of each read
 /// (`NIX_HEFT_HTTP_TIMEOUT`, seconds, overrides it).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
-/// Largest narinfo or listing accepted (cache.nixos.org's largest listings
-/// are a few MiB).
-const MAX_SMALL_BODY: u64 = 256 << 20;
 
 /// An HTTP or HTTPS binary cache.
 pub struct HttpCache {
@@ -161,7 +161,7 @@ impl HttpCache {
         };
         let info_url = format!("{}/nix-cache-info", cache.base);
         let info = match cache.get(&info_url, true)? {
-            Got::Body(r) => read_small(r, &info_url)?,
+            Got::Body(r) => read_small(r, &info_url, MAX_NARINFO, "nix-cache-info")?,
             Got::Absent => {
                 return Err(Error::Http {
                     url: info_url,
@@ -278,7 +278,7 @@ impl HttpCache {
             Some(info) => Some(info),
             None => {
                 let bytes = match self.get(&url, true)? {
-                    Got::Body(r) => read_small(r, &url)?,
+                    Got::Body(r) => read_small(r, &url, MAX_NARINFO, "a narinfo")?,
                     Got::Absent => return Ok(None),
                 };
                 self.stats.narinfos.fetch_add(1, Ordering::Relaxed);
@@ -359,7 +359,7 @@ impl StoreSource for HttpCache {
         }
         let url = format!("{}/{}.ls", self.base, path.hash_part());
         let bytes = match self.get(&url, true)? {
-            Got::Body(r) => read_small(r, &url)?,
+            Got::Body(r) => read_small(r, &url, MAX_LISTING, "a NAR listing")?,
             Got::Absent => return Ok(None),
         };
         self.stats.listings.fetch_add(1, Ordering::Relaxed);
@@ -390,6 +390,19 @@ impl StoreSource for HttpCache {
     }
 
     fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn Read + Send>>> {
+        Ok(self.open_nar(path, false)?.map(|(r, _)| r))
+    }
+
+    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
+        self.open_nar(path, true)
+    }
+}
+
+impl HttpCache {
+    /// The NAR of `path`, streamed and decompressed; with `check`, the
+    /// compressed file (after any Content-Encoding, which is transport) is
+    /// hashed on its way in, for [`FileCheck`].
+    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<CheckedNar>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);
         };
@@ -411,12 +424,16 @@ impl StoreSource for HttpCache {
             count: self.stats.bytes.clone(),
         };
         let body = decode_content(&head, Box::new(counted), &url)?;
+        let (body, file_check) = match check {
+            true => FileCheck::wrap(body, &url, &info),
+            false => (body, None),
+        };
         let nar =
             crate::nar::decompress(&info.compression, body).map_err(|source| Error::BadNar {
                 file: PathBuf::from(&url),
                 source,
             })?;
-        Ok(Some(nar))
+        Ok(Some((nar, file_check)))
     }
 }
 
@@ -455,23 +472,42 @@ fn decode_content<T>(
     })
 }
 
-/// Reads a narinfo, listing or nix-cache-info body, decoded, bounded.
-fn read_small(resp: ureq::http::Response<ureq::Body>, url: &str) -> Result<Vec<u8>> {
+/// Reads a narinfo, listing or nix-cache-info body, decoded, of at most
+/// `max` bytes (as decoded): a larger one is an error naming the URL and
+/// the limit. A `Content-Length` past the limit is refused before any of
+/// the body is read; without one (chunked, or encoded), reading stops at
+/// the limit.
+fn read_small(
+    resp: ureq::http::Response<ureq::Body>,
+    url: &str,
+    max: u64,
+    what: &str,
+) -> Result<Vec<u8>> {
+    let too_large = || Error::Http {
+        url: url.to_string(),
+        reason: super::too_large(what, max),
+    };
     let (parts, body) = resp.into_parts();
     let head = ureq::http::Response::from_parts(parts, ());
+    let declared = head
+        .headers()
+        .get("content-length")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.trim().parse::<u64>().ok());
+    let encoded = head.headers().get("content-encoding").is_some();
+    if !encoded && declared.is_some_and(|n| n > max) {
+        return Err(too_large());
+    }
     let r = decode_content(&head, Box::new(body.into_reader()), url)?;
     let mut out = Vec::new();
-    r.take(MAX_SMALL_BODY + 1)
+    r.take(max + 1)
         .read_to_end(&mut out)
         .map_err(|e| Error::Http {
             url: url.to_string(),
             reason: format!("reading the body: {e}"),
         })?;
-    if out.len() as u64 > MAX_SMALL_BODY {
-        return Err(Error::Http {
-            url: url.to_string(),
-            reason: format!("larger than {MAX_SMALL_BODY} bytes"),
-        });
+    if out.len() as u64 > max {
+        return Err(too_large());
     }
     Ok(out)
 }

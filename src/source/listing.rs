@@ -16,13 +16,17 @@
 use serde_json::Value;
 
 use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
+use crate::nar::{MAX_NAME_LEN, MAX_PATH_LEN};
 
 /// Parses listing JSON into a tree in NAR order, or says what is wrong.
 ///
 /// Names that are not valid file names (empty, `.`, `..`, containing `/` or
 /// NUL) are refused, as the NAR reader refuses them: a listing is data from
-/// whoever wrote the cache. serde_json's nesting limit (128) bounds the
-/// depth; a deeper tree is refused and read from its NAR instead.
+/// whoever wrote the cache; so are the NAR reader's limits (names past
+/// `NAME_MAX`, symlink targets and paths past `PATH_MAX`), so a listing
+/// never admits a tree its NAR would not. serde_json's nesting limit (128)
+/// bounds the depth; a deeper tree is refused and read from its NAR
+/// instead.
 pub fn parse(bytes: &[u8]) -> Result<FileTree, String> {
     let v: Value = serde_json::from_slice(bytes).map_err(|e| format!("not JSON: {e}"))?;
     match v.get("version").and_then(Value::as_u64) {
@@ -52,6 +56,19 @@ pub fn parse(bytes: &[u8]) -> Result<FileTree, String> {
                     {
                         return Err(format!("'{}': bad entry name {name:?}", shown()));
                     }
+                    if name.len() > MAX_NAME_LEN {
+                        return Err(format!(
+                            "'{}': a name of {} bytes is longer than the {MAX_NAME_LEN}-byte limit (NAME_MAX)",
+                            shown(),
+                            name.len()
+                        ));
+                    }
+                    if path.len() + 1 + name.len() > MAX_PATH_LEN {
+                        return Err(format!(
+                            "'{}': a path below it is longer than the {MAX_PATH_LEN}-byte limit (PATH_MAX)",
+                            shown()
+                        ));
+                    }
                 }
                 children.sort_by(|a, b| a.0.as_bytes().cmp(b.0.as_bytes()));
                 for (name, child) in children.into_iter().rev() {
@@ -74,14 +91,22 @@ pub fn parse(bytes: &[u8]) -> Result<FileTree, String> {
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
             },
-            Some("symlink") => TreeNode::Symlink {
-                target: node
+            Some("symlink") => {
+                let target = node
                     .get("target")
                     .and_then(Value::as_str)
-                    .ok_or_else(|| format!("'{}': symlink without a target", shown()))?
-                    .as_bytes()
-                    .to_vec(),
-            },
+                    .ok_or_else(|| format!("'{}': symlink without a target", shown()))?;
+                if target.len() > MAX_PATH_LEN {
+                    return Err(format!(
+                        "'{}': a symlink target of {} bytes is longer than the {MAX_PATH_LEN}-byte limit (PATH_MAX)",
+                        shown(),
+                        target.len()
+                    ));
+                }
+                TreeNode::Symlink {
+                    target: target.as_bytes().to_vec(),
+                }
+            }
             other => return Err(format!("'{}': unknown type {other:?}", shown())),
         };
         entries.push(TreeEntry {
@@ -133,5 +158,29 @@ mod tests {
         ] {
             assert!(parse(bad).is_err(), "{}", String::from_utf8_lossy(bad));
         }
+    }
+
+    /// The NAR reader's limits hold for listings too: a listing is refused
+    /// (and the NAR, which the reader refuses, read instead).
+    #[test]
+    fn listings_past_nix_limits_are_refused() {
+        let link = |n: usize| {
+            format!(
+                r#"{{"version":1,"root":{{"type":"directory","entries":{{"l":{{"type":"symlink","target":"{}"}}}}}}}}"#,
+                "t".repeat(n)
+            )
+        };
+        parse(link(MAX_PATH_LEN).as_bytes()).unwrap();
+        let e = parse(link(MAX_PATH_LEN + 1).as_bytes()).unwrap_err();
+        assert!(e.contains("PATH_MAX"), "{e}");
+        let named = |n: usize| {
+            format!(
+                r#"{{"version":1,"root":{{"type":"directory","entries":{{"{}":{{"type":"regular","size":1}}}}}}}}"#,
+                "n".repeat(n)
+            )
+        };
+        parse(named(MAX_NAME_LEN).as_bytes()).unwrap();
+        let e = parse(named(MAX_NAME_LEN + 1).as_bytes()).unwrap_err();
+        assert!(e.contains("NAME_MAX"), "{e}");
     }
 }

@@ -24,10 +24,51 @@ pub use local::LocalStore;
 pub use path_info_json::PathInfoJson;
 
 use crate::error::{Error, Result};
+use crate::nar::hash::{HashHandle, HashingReader, NarHash};
 use crate::store_path::StorePath;
 
 /// The default store directory.
 pub const DEFAULT_STORE_DIR: &str = "/nix/store";
+
+/// Largest narinfo (or `nix-cache-info`) read. Nix writes a few hundred
+/// bytes plus about 60 per reference, so 100,000 references take 6 MiB;
+/// anything past this is not a narinfo, and is refused before it is read
+/// whole.
+pub const MAX_NARINFO: u64 = 16 << 20;
+
+/// Largest NAR listing (`<hash>.ls`) read. Listings take about 60 bytes per
+/// entry (cache.nixos.org's largest are a few MiB), and parsing one into a
+/// JSON value costs about 19 times its size in memory (measured: a 15 MiB
+/// listing of 270,000 entries, 293 MiB); a larger listing is not read and
+/// the tree comes from the NAR, whose reader needs about 80 bytes per entry.
+pub const MAX_LISTING: u64 = 16 << 20;
+
+/// Reads a small metadata file (a narinfo or listing) of at most `max`
+/// bytes; a larger one is an error naming the file and the limit, reached
+/// without reading it whole. `NotFound` is passed through for callers that
+/// treat it as absence.
+pub(crate) fn read_capped(file: &Path, max: u64, what: &str) -> std::io::Result<Vec<u8>> {
+    use std::io::Read;
+    let f = std::fs::File::open(file)?;
+    if f.metadata()?.len() > max {
+        return Err(std::io::Error::other(too_large(what, max)));
+    }
+    let mut out = Vec::new();
+    f.take(max + 1).read_to_end(&mut out)?;
+    if out.len() as u64 > max {
+        return Err(std::io::Error::other(too_large(what, max)));
+    }
+    Ok(out)
+}
+
+/// "larger than the 16 MiB limit for a narinfo", for the error messages of
+/// [`read_capped`] and the HTTP cache.
+pub(crate) fn too_large(what: &str, max: u64) -> String {
+    format!(
+        "larger than the {} limit for {what}; refusing to read it",
+        crate::units::iec(max)
+    )
+}
 
 /// What a source knows about one valid path.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -83,6 +124,12 @@ pub trait StoreSource: Send + Sync {
     fn nar(&self, _path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
         Ok(None)
     }
+    /// [`StoreSource::nar`], with the compressed file hashed on its way in
+    /// when the source knows what it must be (a narinfo's `FileHash` and
+    /// `FileSize`): the read stage checks it once the whole NAR is read.
+    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
+        Ok(self.nar(path)?.map(|r| (r, None)))
+    }
     /// The file tree of `path` from a NAR listing (`<hash>.ls`), for caches
     /// that keep one: the tree without downloading or decompressing the
     /// NAR. `None` when there is none (the NAR then gives the tree).
@@ -109,6 +156,78 @@ pub trait StoreSource: Send + Sync {
     /// Non-fatal problems met while opening or reading (printed by the CLI).
     fn warnings(&self) -> Vec<String> {
         Vec::new()
+    }
+}
+
+/// A NAR stream, and the check of the compressed file it is read from.
+pub type CheckedNar = (Box<dyn std::io::Read + Send>, Option<FileCheck>);
+
+/// The compressed file of a NAR, hashed and counted while the decompressor
+/// reads it, and what its narinfo says it must be.
+pub struct FileCheck {
+    /// The file or URL, for messages.
+    file: String,
+    /// `FileHash`, when it is a SHA-256 hash (Nix writes no other).
+    hash: Option<NarHash>,
+    /// `FileSize`.
+    size: Option<u64>,
+    handle: HashHandle,
+}
+
+impl FileCheck {
+    /// Wraps `r` (the compressed bytes of `file`) so they are hashed as they
+    /// pass, when `info` gives a `FileHash` or `FileSize` to check them
+    /// against; otherwise `r` as it is.
+    pub fn wrap(
+        r: Box<dyn std::io::Read + Send>,
+        file: &str,
+        info: &narinfo::NarInfo,
+    ) -> (Box<dyn std::io::Read + Send>, Option<FileCheck>) {
+        // Another algorithm is no sign of damage; the size is still checked.
+        let hash = info
+            .file_hash
+            .as_deref()
+            .and_then(|h| NarHash::parse(h).ok());
+        if hash.is_none() && info.file_size.is_none() {
+            return (r, None);
+        }
+        let (reader, handle) = HashingReader::new(r);
+        let check = FileCheck {
+            file: file.to_string(),
+            hash,
+            size: info.file_size,
+            handle,
+        };
+        (Box::new(reader), Some(check))
+    }
+
+    /// Once the NAR has been read to its end (and the reader dropped): what
+    /// is wrong with the compressed file, or `None` when it is what the
+    /// narinfo says, or when it was not read to its end (then nothing can
+    /// be said of the whole file).
+    pub fn mismatch(self) -> Option<String> {
+        if !self.handle.reached_end() {
+            return None;
+        }
+        let (got, n) = self.handle.finish();
+        let size_ok = self.size.is_none_or(|s| s == n);
+        let hash_ok = self.hash.is_none_or(|h| h == got);
+        if size_ok && hash_ok {
+            return None;
+        }
+        let mut said = Vec::new();
+        if let Some(s) = self.size {
+            said.push(format!("FileSize {s}"));
+        }
+        if let Some(h) = self.hash {
+            said.push(format!("FileHash {}", h.to_nix32()));
+        }
+        Some(format!(
+            "compressed file mismatch: the narinfo says {}, but {} has {n} bytes hashing to {}; nothing read from it is used",
+            said.join(" and "),
+            self.file,
+            got.to_nix32()
+        ))
     }
 }
 

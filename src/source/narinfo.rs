@@ -27,6 +27,10 @@ pub struct NarInfo {
     pub references: Vec<StorePath>,
     /// `Deriver`, a base name, if present.
     pub deriver: Option<String>,
+    /// `FileHash`, the hash of the compressed file as written, if present.
+    pub file_hash: Option<String>,
+    /// `FileSize`, the size of the compressed file, if present.
+    pub file_size: Option<u64>,
 }
 
 impl NarInfo {
@@ -70,6 +74,8 @@ impl NarInfo {
         let mut nar_hash = None;
         let mut references = None;
         let mut deriver = None;
+        let mut file_hash = None;
+        let mut file_size = None;
         for (n, line) in text.lines().enumerate() {
             if line.is_empty() {
                 continue;
@@ -106,6 +112,15 @@ impl NarInfo {
                     )
                 }
                 "Deriver" if value != "unknown-deriver" => deriver = Some(value.to_string()),
+                "FileHash" => file_hash = Some(value.to_string()),
+                "FileSize" => {
+                    file_size = Some(value.parse::<u64>().map_err(|_| {
+                        bad(format!(
+                            "FileSize '{value}' on line {} is not a number",
+                            n + 1
+                        ))
+                    })?)
+                }
                 _ => {}
             }
         }
@@ -121,6 +136,8 @@ impl NarInfo {
             // file that also lost other lines means truncation, caught above.
             references: references.unwrap_or_default(),
             deriver,
+            file_hash,
+            file_size,
         })
     }
 }
@@ -146,6 +163,11 @@ Deriver: jldb6bhc011sq2xm70pyxfmb2svrgdxd-top.drv\n";
         assert_eq!(n.compression, "xz");
         assert_eq!(n.references.len(), 1);
         assert_eq!(n.references[0].name(), "dep");
+        assert_eq!(n.file_size, Some(208));
+        assert_eq!(
+            n.file_hash.as_deref(),
+            Some("sha256:0qgj8jirrszqr9s48rvqs18n7h6bvdihjb3ckzj58ip16h1dxgcx")
+        );
     }
 
     #[test]
