@@ -4,8 +4,6 @@
 //! asserted, the time never is.
 
 mod common;
-#[path = "common/static_http.rs"]
-mod static_http;
 
 use std::io::Write;
 
@@ -554,7 +552,7 @@ fn huge_narinfos_and_listings_are_refused_in_bounded_memory() {
     assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
 
     // Over HTTP: refused from its Content-Length, before the body is read.
-    let server = static_http::StaticServer::start(&cache.dir);
+    let server = common::http_server::FileServer::start(&cache.dir);
     let xdg = cache.dir.parent().unwrap().join("xdg");
     let url = server.url();
     let env = [("XDG_CACHE_HOME", xdg.to_str().unwrap())];
@@ -601,7 +599,7 @@ fn huge_narinfos_and_listings_are_refused_in_bounded_memory() {
         assert_eq!(v["edges"][0]["files"][0], "lib", "{v}");
         assert!(rss < 64 * 1024, "peak RSS {rss} KiB");
     }
-    let served = server.served();
+    let served = server.log();
     assert!(
         served.iter().any(|p| p.ends_with(".ls")) && served.iter().any(|p| p.starts_with("/nar/")),
         "the listing was asked for, and the NAR gave the tree: {served:?}"

@@ -3,8 +3,6 @@
 //! mutated NARs never crash nix-heft and never pass as clean.
 
 mod common;
-#[path = "common/static_http.rs"]
-mod static_http;
 
 use common::*;
 
@@ -299,15 +297,12 @@ fn a_compressed_file_that_is_not_the_narinfos_is_refused() {
     let o = heft_run(Some(&store), &["--json", "refs", "--evidence", &f.rocm]);
     check(&o, "file://");
 
-    let server = static_http::StaticServer::start(&cache);
+    let server = common::http_server::FileServer::start(&cache);
     let xdg = dir.join("xdg");
     let env = [("XDG_CACHE_HOME", xdg.to_str().unwrap())];
     let http = server.url();
-    let nar_requests = |s: &static_http::StaticServer| {
-        s.served()
-            .iter()
-            .filter(|p| **p == format!("/{url}"))
-            .count()
+    let nar_requests = |s: &common::http_server::FileServer| {
+        s.log().iter().filter(|p| **p == format!("/{url}")).count()
     };
     let o = heft_run_env(
         &env,
@@ -320,7 +315,7 @@ fn a_compressed_file_that_is_not_the_narinfos_is_refused() {
         nar_requests(&server),
         3,
         "fetched 3 times: {:?}",
-        server.served()
+        server.log()
     );
     // Nothing was kept: the next run fetches it again, and refuses it again.
     server.clear();
@@ -330,7 +325,7 @@ fn a_compressed_file_that_is_not_the_narinfos_is_refused() {
         &["--json", "refs", "--evidence", &f.rocm],
     );
     check(&o, "HTTP, second run");
-    assert_eq!(nar_requests(&server), 3, "{:?}", server.served());
+    assert_eq!(nar_requests(&server), 3, "{:?}", server.log());
     // The file as nix copy wrote it passes, over HTTP too.
     std::fs::write(&nar_file, &original).unwrap();
     let o = heft_run_env(&env, Some(&http), &["--json", "refs", &f.rocm]);

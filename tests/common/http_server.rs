@@ -1,5 +1,6 @@
 //! A plain HTTP/1.1 file server on 127.0.0.1 for tests that need a real
-//! binary cache over HTTP and no injected faults (tests/http.rs has its own,
+//! binary cache over HTTP and no injected faults (live_store, bounds,
+//! integrity; tests/http.rs has its own,
 //! which also misbehaves on purpose): threads over `std::net`, keep-alive,
 //! and a log of every request answered 200.
 
