@@ -288,19 +288,6 @@ fn commands() -> Vec<(&'static str, Vec<String>)> {
     ]
 }
 
-/// Equal outputs, or a panic showing where they part (outputs are long).
-fn same(a: &str, b: &str, what: &str) {
-    if a != b {
-        let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-        let from = at.saturating_sub(200);
-        panic!(
-            "{what}: outputs differ at byte {at}:\n  {}\n  {}",
-            &a[from..(at + 200).min(a.len())],
-            &b[from..(at + 200).min(b.len())]
-        );
-    }
-}
-
 #[test]
 fn same_answers_over_http_file_and_local_store() {
     let f = fixture();

@@ -48,19 +48,6 @@ fn build_fresh(tag: &str, dep: &str) -> String {
     out.trim().to_string()
 }
 
-/// Equal outputs, or a panic showing where they part.
-fn same(a: &str, b: &str, what: &str) {
-    if a != b {
-        let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
-        let from = at.saturating_sub(200);
-        panic!(
-            "{what}: outputs differ at byte {at}:\n  {}\n  {}",
-            &a[from..(at + 200).min(a.len())],
-            &b[from..(at + 200).min(b.len())]
-        );
-    }
-}
-
 /// The closure size Nix reports for `root` in `store`.
 fn nix_closure_size(store: Option<&str>, root: &str) -> u64 {
     nix_path_info(store, &[root])[root]["closureSize"]

@@ -400,3 +400,16 @@ pub fn closure_set(root: &str) -> BTreeSet<String> {
     nix_closure_paths(None, &[root]).into_iter().collect()
 }
 pub mod http_server;
+
+/// Equal outputs, or a panic showing where they part (outputs are long).
+pub fn same(a: &str, b: &str, what: &str) {
+    if a != b {
+        let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
+        let from = at.saturating_sub(200);
+        panic!(
+            "{what}: outputs differ at byte {at}:\n  {}\n  {}",
+            &a[from..(at + 200).min(a.len())],
+            &b[from..(at + 200).min(b.len())]
+        );
+    }
+}
