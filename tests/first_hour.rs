@@ -101,11 +101,11 @@ fn advice_is_never_a_no_op_and_removes_only_what_leaves() {
     );
     // What keeps deep-lib is mid-lib's hold, whose verdict needs mid-lib
     // read: at the default threshold no action on mid-lib could save 1%, so
-    // it is not examined and the hold's verdict is not known.
+    // it is not examined, and the line says so rather than give a verdict.
     let o = heft_run(None, &["advise", weak]);
     assert!(o.stdout.contains("0 action(s)"), "{}", o.stdout);
     assert!(
-        o.stdout.contains("[dead-runpath] deep-lib-1.0 in weak-app-1.0: deep-lib-1.0 stays: unknown via mid-lib-1.0")
+        o.stdout.contains("[dead-runpath] deep-lib-1.0 in weak-app-1.0: deep-lib-1.0 stays: via mid-lib-1.0 (not examined: mid-lib-1.0)")
             && o.stdout.contains("1 referrer(s) not examined"),
         "{}",
         o.stdout

@@ -129,6 +129,10 @@ pub struct Stay {
     pub kept_by: Vec<String>,
     /// The verdict of that chain's weakest edge.
     pub verdict: Verdict,
+    /// Referrers on that chain that were not read (`advise`'s pruning left
+    /// them out): their holds, and so the verdict, are not known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub not_examined: Vec<String>,
 }
 
 /// Known per-target layouts: a regex whose match names a target, the
@@ -209,7 +213,17 @@ fn settle(
             continue;
         }
         let kept = super::explain::keeper(g, c, g.roots(), t, (from, t));
+        let not_examined = kept.as_ref().map_or_else(Vec::new, |k| {
+            // Every node of the chain but the last refers to the next; one
+            // that was not scanned at all gave no holds to judge.
+            k.chain[..k.chain.len().saturating_sub(1)]
+                .iter()
+                .filter(|v| !c.paths.contains_key(v))
+                .map(|&v| g.path(v).to_string())
+                .collect()
+        });
         a.stays.push(Stay {
+            not_examined,
             path: g.path(t).to_string(),
             kept_by: kept
                 .as_ref()

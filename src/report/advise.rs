@@ -97,16 +97,29 @@ impl Report for AdviceReport {
                         .take(s.kept_by.len().saturating_sub(2))
                         .map(&pkg_name)
                         .collect();
-                    format!(
-                        "{} stays: {} via {}",
-                        pkg_name(&s.path),
-                        s.verdict.as_str(),
-                        if via.is_empty() {
-                            "a root".to_string()
-                        } else {
-                            via.join(" → ")
-                        }
-                    )
+                    let via = if via.is_empty() {
+                        "a root".to_string()
+                    } else {
+                        via.join(" → ")
+                    };
+                    if s.not_examined.is_empty() {
+                        format!(
+                            "{} stays: {} via {via}",
+                            pkg_name(&s.path),
+                            s.verdict.as_str()
+                        )
+                    } else {
+                        // A verdict of holds nobody read would mislead.
+                        format!(
+                            "{} stays: via {via} (not examined: {})",
+                            pkg_name(&s.path),
+                            s.not_examined
+                                .iter()
+                                .map(&pkg_name)
+                                .collect::<Vec<_>>()
+                                .join(", ")
+                        )
+                    }
                 })
                 .collect()
         };
