@@ -289,8 +289,7 @@ fn run_partition(spec: &MapSpec, env: &MapEnv, i: u32, paths: &[String]) -> Resu
         .collect::<nix_heft::Result<_>>()
         .map_err(ext)?;
     let progress = Arc::clone(&env.progress);
-    let facts =
-        map::survey_partition(env.src.as_ref(), &paths, i, &|n| progress(n))?;
+    let facts = map::survey_partition(env.src.as_ref(), &paths, i, &|n| progress(n))?;
     map::write_partition(&spec.out, i, &facts).map_err(|e| {
         DataFusionError::Execution(format!(
             "writing partition {i} under {}: {e}",

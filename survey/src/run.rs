@@ -23,11 +23,11 @@ use std::sync::Arc;
 use anyhow::Context;
 use datafusion::arrow::array::{Array, BooleanArray, UInt64Array};
 use datafusion::datasource::MemTable;
-use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
+use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{SessionConfig, SessionContext};
 use futures::StreamExt;
 use nix_heft::graph::Graph;
@@ -328,8 +328,8 @@ async fn register_parts(
             Ok(ListingTableUrl::parse(s)?)
         })
         .collect::<anyhow::Result<Vec<_>>>()?;
-    let options = ListingOptions::new(Arc::new(ParquetFormat::default()))
-        .with_file_extension(".parquet");
+    let options =
+        ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
     let config = ListingTableConfig::new_with_multi_paths(urls)
         .with_listing_options(options)
         .with_schema(schema::map_schema(name));

@@ -391,7 +391,7 @@ fn single_edge_savings_are_advise_savings() {
                 // edge's plus those bytes, which `split` reports.
                 "split-outputs" => {
                     let o = output(heft().args([
-                        "--store", &store, "--json", "split", "--preset", "nixpkgs", r,
+                        "--store", &store, "--json", "split", "--preset", "nixpkgs", "--root", r, r,
                     ]));
                     assert_eq!(o.code, 0, "split {r} failed: {}", o.stderr);
                     let sp: Value = serde_json::from_str(&o.stdout).unwrap();
