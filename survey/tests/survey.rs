@@ -646,3 +646,47 @@ fn query_prints_rows_and_refuses_bad_sql() {
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(o.stderr.contains("holds no survey"), "{}", o.stderr);
 }
+
+#[test]
+fn a_path_list_file_surveys_the_same_closure() {
+    let f = fixture();
+    let store = format!("file://{}", f.cache.display());
+    let list = f.tmp.join("store-paths");
+    std::fs::write(
+        &list,
+        format!("# a channel's list\n{}\n\n", f.roots.join("\n")),
+    )
+    .unwrap();
+    let dir = f.tmp.join("survey-list");
+    let o = survey(
+        &["run", "--json", "--store", &store, "--paths"],
+        &list,
+        &["-o".to_string(), dir.display().to_string()],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
+    // A line that is no store path names the file and line (exit 1).
+    std::fs::write(&list, format!("{}\n/tmp/not-a-store-path\n", f.roots[0])).unwrap();
+    let o = survey(
+        &["run", "--store", &store, "--paths"],
+        &list,
+        &[
+            "-o".to_string(),
+            f.tmp.join("survey-bad").display().to_string(),
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("store-paths:2"), "{}", o.stderr);
+    // Nothing to survey is a usage error.
+    std::fs::write(&list, "# nothing\n").unwrap();
+    let o = survey(
+        &["run", "--store", &store, "--paths"],
+        &list,
+        &[
+            "-o".to_string(),
+            f.tmp.join("survey-none").display().to_string(),
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("nothing to survey"), "{}", o.stderr);
+}
