@@ -35,4 +35,5 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
-cargo test --locked "$@"
+# The whole workspace: nix-heft and the survey crate (survey/).
+cargo test --workspace --locked "$@"

@@ -14,12 +14,43 @@
 //! bound reference removals only. [`crate::plan::prune`] tightens the own
 //! part with `v`'s file tree where one costs no NAR.
 
-use super::{Graph, dominators};
+use super::{Graph, NodeId, dominators};
 
 /// For each node, the most any action on it can save (see the module
 /// documentation): its added size with respect to the graph's roots.
 pub fn max_savings(g: &Graph) -> Vec<u64> {
     dominators::added_sizes(g)
+}
+
+/// For each reference `t` of `v` (itself included when it refers to
+/// itself, then with 0), what cutting the edge `v → t` alone saves from
+/// `v`'s own closure: the survey's per-edge `saving_max`, and what advise
+/// finds for a one-edge action with `v` as the root.
+///
+/// It is the same bound as [`max_savings`], taken in `v`'s closure with
+/// `v` as the root. Store graphs are acyclic (self references aside), so
+/// another referrer `u` of `t` inside that closure is reached from `v`
+/// without passing through `t`: `t` stays, and the cut saves nothing.
+/// Otherwise the edge is `t`'s only way in, and what leaves is exactly
+/// what `t` dominates, its added size.
+pub fn edge_savings(g: &Graph, v: NodeId) -> Vec<(NodeId, u64)> {
+    let (sub, old) = g.rooted_at(&[v]);
+    let added = max_savings(&sub);
+    let mut out: Vec<(NodeId, u64)> = sub
+        .references(0)
+        .iter()
+        .map(|&t| {
+            let only_way_in = sub.referrers(t) == [0];
+            (
+                old[t as usize],
+                if only_way_in { added[t as usize] } else { 0 },
+            )
+        })
+        .collect();
+    if g.references_self(v) {
+        out.push((v, 0));
+    }
+    out
 }
 
 #[cfg(test)]
@@ -51,6 +82,49 @@ mod tests {
             size -= g.nar_size(v);
         }
         size
+    }
+
+    /// `v`'s closure size without the edge `v → t`, by traversal.
+    fn closure_without_edge(g: &Graph, v: NodeId, t: NodeId) -> u64 {
+        let mut seen = vec![false; g.len()];
+        seen[v as usize] = true;
+        let mut stack = vec![v];
+        while let Some(u) = stack.pop() {
+            for &w in g.references(u) {
+                if (u, w) != (v, t) && !std::mem::replace(&mut seen[w as usize], true) {
+                    stack.push(w);
+                }
+            }
+        }
+        g.size_of(&seen)
+    }
+
+    #[test]
+    fn edge_savings_are_what_cutting_the_edge_saves() {
+        for seed in 0..30 {
+            let g = random_dag(seed, 90, 1 + seed as usize % 3);
+            for v in 0..g.len() as NodeId {
+                let own = g.size_of(&g.closure_of(&[v]));
+                let got = edge_savings(&g, v);
+                let mut want: Vec<NodeId> = g.references(v).to_vec();
+                if g.references_self(v) {
+                    want.push(v);
+                }
+                assert_eq!(
+                    got.iter().map(|&(t, _)| t).collect::<Vec<_>>(),
+                    want,
+                    "seed {seed} node {v}"
+                );
+                for (t, saving) in got {
+                    let expect = if t == v {
+                        0
+                    } else {
+                        own - closure_without_edge(&g, v, t)
+                    };
+                    assert_eq!(saving, expect, "seed {seed} edge {v} -> {t}");
+                }
+            }
+        }
     }
 
     #[test]

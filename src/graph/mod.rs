@@ -13,7 +13,7 @@ pub mod edges;
 
 use std::collections::{HashMap, HashSet};
 
-pub use closure_size::closure_sizes;
+pub use closure_size::{closure_sizes, dependents};
 pub use dominators::{Dominators, added_sizes};
 pub use edges::Edges;
 
@@ -232,6 +232,50 @@ impl Graph {
             }
         }
         seen
+    }
+
+    /// The closure of `starts` as a graph of its own, with `starts` as its
+    /// roots (each once, in order), and for each of its ids the id it has
+    /// in `self`. What a question about one path's own closure (advise with
+    /// that path as the root) sees of a larger graph.
+    pub fn rooted_at(&self, starts: &[NodeId]) -> (Graph, Vec<NodeId>) {
+        let mut new_id = vec![NodeId::MAX; self.len()];
+        let mut old: Vec<NodeId> = Vec::new();
+        for &s in starts {
+            if new_id[s as usize] == NodeId::MAX {
+                new_id[s as usize] = old.len() as NodeId;
+                old.push(s);
+            }
+        }
+        let root_count = old.len();
+        // Breadth first from the roots; every id is assigned when first met.
+        let mut next = 0;
+        while next < old.len() {
+            let v = old[next];
+            next += 1;
+            for &w in self.references(v) {
+                if new_id[w as usize] == NodeId::MAX {
+                    new_id[w as usize] = old.len() as NodeId;
+                    old.push(w);
+                }
+            }
+        }
+        let mut raw = RawClosure::default();
+        for &v in &old {
+            raw.push(self.path(v).clone(), self.nar_size(v));
+        }
+        for (i, &v) in old.iter().enumerate() {
+            raw.references[i] = self
+                .references(v)
+                .iter()
+                .map(|&w| new_id[w as usize])
+                .collect();
+            if self.references_self(v) {
+                raw.references[i].push(i as NodeId);
+            }
+        }
+        // A subset of a checked graph's paths: its sizes sum within u64.
+        (Graph::from_raw(raw, root_count), old)
     }
 
     /// Sum of NAR sizes over a marked set. Cannot overflow: construction

@@ -1,0 +1,373 @@
+//! The map step of one partition: each of its store paths read once with
+//! the nix-heft library (`read::read`, then `classify::classify`), reduced
+//! to rows of `paths`, `edges`, `evidence` and `problems`, and written as
+//! one directory of Parquet files that appears at once.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use datafusion::arrow::array::{
+    ArrayRef, BooleanBuilder, ListBuilder, RecordBatch, StringBuilder, UInt32Builder, UInt64Builder,
+};
+use datafusion::arrow::error::ArrowError;
+use datafusion::parquet::arrow::ArrowWriter;
+use nix_heft::StorePath;
+use nix_heft::classify::classify;
+use nix_heft::evidence::Kind;
+use nix_heft::graph::{Graph, NodeId, edges};
+use nix_heft::nar::tree::TreeNode;
+use nix_heft::problem::{Problem, ProblemKind};
+use nix_heft::report::refs::summarise;
+use nix_heft::source::{RawClosure, StoreSource};
+
+use crate::schema;
+
+/// The rows of one partition, one batch per table.
+#[derive(Debug)]
+pub struct PartitionFacts {
+    /// Batches in the order of [`schema::TABLES`].
+    pub batches: [RecordBatch; 4],
+    /// Bytes of file contents read (what the progress bar counts).
+    pub nar_bytes: u64,
+}
+
+impl PartitionFacts {
+    /// Rows of table `i` (in [`schema::TABLES`] order).
+    pub fn rows(&self, i: usize) -> u64 {
+        self.batches[i].num_rows() as u64
+    }
+}
+
+/// Package name, version and output of a store path name, as Nix's name
+/// parsing splits them: the output suffix first (`-dev`, `-lib` …, else
+/// `out`), then the `DrvName` split of what is left.
+pub fn name_parts(name: &str) -> (&str, Option<&str>, &str) {
+    let output = nix_heft::roots::output_suffix(name);
+    let base = match output {
+        Some(o) => &name[..name.len() - o.len() - 1],
+        None => name,
+    };
+    let pname = nix_heft::store_path::package_name(base);
+    let version = base.get(pname.len() + 1..).filter(|v| !v.is_empty());
+    (pname, version, output.unwrap_or("out"))
+}
+
+/// Reads and classifies `paths` (one partition) from `src`.
+///
+/// The graph given to the read stage is the partition's paths and their
+/// direct references, built from the source's own path infos, so that a
+/// process holding nothing but the store (a remote executor) computes the
+/// same rows as the coordinator. The read stage looks at nothing beyond a
+/// path's direct references (the trees of RUNPATH targets), and no size of
+/// a reference is used, so references outside the partition enter with
+/// NAR size 0: sizes come from the coordinator's graph step.
+pub fn survey_partition(
+    src: &dyn StoreSource,
+    paths: &[StorePath],
+    partition: u32,
+    progress: &(dyn Fn(u64) + Sync),
+) -> datafusion::common::Result<PartitionFacts> {
+    let ext = |e: nix_heft::Error| datafusion::common::DataFusionError::External(Box::new(e));
+    let mut problems: Vec<Problem> = Vec::new();
+    let mut raw = RawClosure::default();
+    let mut index: std::collections::HashMap<StorePath, u32> = Default::default();
+    let mut refs: Vec<Vec<StorePath>> = Vec::new();
+    for p in paths {
+        match src.path_info(p).map_err(ext)? {
+            Some(info) => {
+                index.insert(p.clone(), raw.paths.len() as u32);
+                raw.paths.push(p.clone());
+                raw.nar_sizes.push(info.nar_size);
+                refs.push(info.references);
+            }
+            None => problems.push(Problem::new(
+                p.as_str(),
+                ProblemKind::Vanished,
+                format!("is no longer in {}", src.describe()),
+            )),
+        }
+    }
+    let own = raw.paths.len();
+    for rs in &refs {
+        let mut ids = Vec::with_capacity(rs.len());
+        for r in rs {
+            let id = match index.get(r) {
+                Some(&id) => id,
+                None => {
+                    let id = raw.paths.len() as u32;
+                    index.insert(r.clone(), id);
+                    raw.paths.push(r.clone());
+                    raw.nar_sizes.push(0);
+                    id
+                }
+            };
+            ids.push(id);
+        }
+        raw.references.push(ids);
+    }
+    raw.references.resize(raw.paths.len(), Vec::new());
+    let g = Graph::try_from_raw(raw, own).map_err(ext)?;
+    // Every path of the partition is read: scanned for its references, or
+    // for its tree alone when it has none (its file count).
+    let wants: edges::Edges = (0..own as NodeId)
+        .map(|v| (v, edges::references_of(&g, v)))
+        .collect();
+    let nar_bytes = AtomicU64::new(0);
+    let reads = nix_heft::read::read(src, &g, &wants, &|n| {
+        nar_bytes.fetch_add(n, Ordering::Relaxed);
+        progress(n);
+    });
+    let c = classify(&g, reads);
+    problems.extend(c.problems.iter().cloned());
+
+    let mut p = PathsBuilder::default();
+    let mut e = EdgesBuilder::default();
+    let mut ev = EvidenceBuilder::default();
+    for v in 0..own as NodeId {
+        let sp = g.path(v);
+        let (name, version, output) = name_parts(sp.name());
+        p.path.append_value(sp.as_str());
+        p.hash.append_value(sp.hash_part());
+        p.name.append_value(name);
+        p.version.append_option(version);
+        p.output.append_value(output);
+        p.nar_size.append_value(g.nar_size(v));
+        p.file_count.append_option(c.trees.get(&v).map(|t| {
+            t.entries
+                .iter()
+                .filter(|e| !matches!(e.node, TreeNode::Directory))
+                .count() as u64
+        }));
+        p.nar_hash.append_option(src.expected_nar_hash(sp));
+        p.partition.append_value(partition);
+        for t in edges::references_of(&g, v) {
+            let s = summarise(&g, &c, v, t, false);
+            e.referrer.append_value(&s.referrer);
+            e.reference.append_value(&s.reference);
+            e.verdict.append_option(s.verdict.map(|v| v.as_str()));
+            for k in s.kinds.keys() {
+                e.kinds.values().append_value(k.as_str());
+            }
+            e.kinds.append(true);
+            e.holding_files.append_value(s.files.len() as u64);
+            e.symlink_farm.append_value(is_symlink_farm(&s.kinds));
+            e.unavailable.append_value(s.unavailable);
+            for x in c.evidence(v, t) {
+                ev.referrer.append_value(&s.referrer);
+                ev.reference.append_value(&s.reference);
+                ev.file.append_value(&x.file);
+                ev.kind.append_value(x.kind.as_str());
+                ev.verdict.append_value(x.verdict.as_str());
+                ev.offset.append_value(x.offset);
+                ev.line.append_option(x.line);
+                ev.reason.append_value(&x.reason);
+            }
+        }
+    }
+    let mut pr = ProblemsBuilder::default();
+    for x in &problems {
+        pr.path.append_value(&x.path);
+        pr.file.append_option(x.file.as_deref());
+        pr.kind.append_value(x.kind.as_str());
+        pr.message.append_value(&x.message);
+    }
+    let batches = [p.finish()?, e.finish()?, ev.finish()?, pr.finish()?];
+    Ok(PartitionFacts {
+        batches,
+        nar_bytes: nar_bytes.into_inner(),
+    })
+}
+
+/// Whether an edge is held the way a symlink farm holds its targets: by
+/// symlinks alone (a `buildEnv`, or a package linking per-target
+/// derivations' files into its own tree). One wrapper link counts too; the
+/// report orders farms by how many links they hold.
+fn is_symlink_farm(kinds: &std::collections::BTreeMap<Kind, usize>) -> bool {
+    !kinds.is_empty() && kinds.keys().all(|k| *k == Kind::Symlink)
+}
+
+fn batch(
+    schema: datafusion::arrow::datatypes::SchemaRef,
+    cols: Vec<ArrayRef>,
+) -> Result<RecordBatch, ArrowError> {
+    RecordBatch::try_new(schema, cols)
+}
+
+#[derive(Default)]
+struct PathsBuilder {
+    path: StringBuilder,
+    hash: StringBuilder,
+    name: StringBuilder,
+    version: StringBuilder,
+    output: StringBuilder,
+    nar_size: UInt64Builder,
+    file_count: UInt64Builder,
+    nar_hash: StringBuilder,
+    partition: UInt32Builder,
+}
+
+impl PathsBuilder {
+    fn finish(mut self) -> Result<RecordBatch, ArrowError> {
+        batch(
+            schema::map_paths(),
+            vec![
+                Arc::new(self.path.finish()),
+                Arc::new(self.hash.finish()),
+                Arc::new(self.name.finish()),
+                Arc::new(self.version.finish()),
+                Arc::new(self.output.finish()),
+                Arc::new(self.nar_size.finish()),
+                Arc::new(self.file_count.finish()),
+                Arc::new(self.nar_hash.finish()),
+                Arc::new(self.partition.finish()),
+            ],
+        )
+    }
+}
+
+#[derive(Default)]
+struct EdgesBuilder {
+    referrer: StringBuilder,
+    reference: StringBuilder,
+    verdict: StringBuilder,
+    kinds: ListBuilder<StringBuilder>,
+    holding_files: UInt64Builder,
+    symlink_farm: BooleanBuilder,
+    unavailable: BooleanBuilder,
+}
+
+impl EdgesBuilder {
+    fn finish(mut self) -> Result<RecordBatch, ArrowError> {
+        batch(
+            schema::map_edges(),
+            vec![
+                Arc::new(self.referrer.finish()),
+                Arc::new(self.reference.finish()),
+                Arc::new(self.verdict.finish()),
+                Arc::new(self.kinds.finish()),
+                Arc::new(self.holding_files.finish()),
+                Arc::new(self.symlink_farm.finish()),
+                Arc::new(self.unavailable.finish()),
+            ],
+        )
+    }
+}
+
+#[derive(Default)]
+struct EvidenceBuilder {
+    referrer: StringBuilder,
+    reference: StringBuilder,
+    file: StringBuilder,
+    kind: StringBuilder,
+    verdict: StringBuilder,
+    offset: UInt64Builder,
+    line: UInt64Builder,
+    reason: StringBuilder,
+}
+
+impl EvidenceBuilder {
+    fn finish(mut self) -> Result<RecordBatch, ArrowError> {
+        batch(
+            schema::evidence(),
+            vec![
+                Arc::new(self.referrer.finish()),
+                Arc::new(self.reference.finish()),
+                Arc::new(self.file.finish()),
+                Arc::new(self.kind.finish()),
+                Arc::new(self.verdict.finish()),
+                Arc::new(self.offset.finish()),
+                Arc::new(self.line.finish()),
+                Arc::new(self.reason.finish()),
+            ],
+        )
+    }
+}
+
+#[derive(Default)]
+struct ProblemsBuilder {
+    path: StringBuilder,
+    file: StringBuilder,
+    kind: StringBuilder,
+    message: StringBuilder,
+}
+
+impl ProblemsBuilder {
+    fn finish(mut self) -> Result<RecordBatch, ArrowError> {
+        batch(
+            schema::problems(),
+            vec![
+                Arc::new(self.path.finish()),
+                Arc::new(self.file.finish()),
+                Arc::new(self.kind.finish()),
+                Arc::new(self.message.finish()),
+            ],
+        )
+    }
+}
+
+/// The directory of partition `i` under the output directory.
+pub fn partition_dir(out: &Path, i: u32) -> PathBuf {
+    out.join("parts").join(format!("{i:05}"))
+}
+
+/// Whether partition `i` was written by an earlier run: its directory
+/// only ever appears complete.
+pub fn is_written(out: &Path, i: u32) -> bool {
+    partition_dir(out, i).join("paths.parquet").is_file()
+}
+
+/// Writes the four files of partition `i`: into a private directory under
+/// `OUT/.tmp` first, synced, then renamed to `OUT/parts/NNNNN` in one
+/// step, so an interrupted run leaves either the whole partition or none.
+pub fn write_partition(out: &Path, i: u32, facts: &PartitionFacts) -> std::io::Result<()> {
+    let tmp = out
+        .join(".tmp")
+        .join(format!("{i:05}.{}", std::process::id()));
+    if tmp.exists() {
+        fs::remove_dir_all(&tmp)?;
+    }
+    fs::create_dir_all(&tmp)?;
+    for (name, b) in schema::TABLES.iter().zip(&facts.batches) {
+        let f = fs::File::create(tmp.join(format!("{name}.parquet")))?;
+        let mut w = ArrowWriter::try_new(f, b.schema(), None).map_err(std::io::Error::other)?;
+        w.write(b).map_err(std::io::Error::other)?;
+        let f = w.into_inner().map_err(std::io::Error::other)?;
+        f.sync_all()?;
+    }
+    let dest = partition_dir(out, i);
+    fs::create_dir_all(dest.parent().expect("parts/NNNNN has a parent"))?;
+    match fs::rename(&tmp, &dest) {
+        Ok(()) => Ok(()),
+        // Written meanwhile by another run on the same directory: the
+        // same input gives the same rows, so the first one stays.
+        Err(_) if is_written(out, i) => fs::remove_dir_all(&tmp),
+        Err(e) => Err(e),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_split_as_nix_does() {
+        assert_eq!(
+            name_parts("rocblas-5.7.1-dev"),
+            ("rocblas", Some("5.7.1"), "dev")
+        );
+        assert_eq!(
+            name_parts("rocm-llvm-clang-5.7.1"),
+            ("rocm-llvm-clang", Some("5.7.1"), "out")
+        );
+        assert_eq!(name_parts("hello"), ("hello", None, "out"));
+        assert_eq!(
+            name_parts("python3-3.11.4-doc"),
+            ("python3", Some("3.11.4"), "doc")
+        );
+        assert_eq!(name_parts("nixos-icons-lib"), ("nixos-icons", None, "lib"));
+        // A bare output name is a name, not an output.
+        assert_eq!(name_parts("dev"), ("dev", None, "out"));
+    }
+}

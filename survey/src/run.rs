@@ -1,0 +1,409 @@
+//! `nix-heft-survey run`: resolve the surveyed set, load its graph, run the
+//! map step as a DataFusion plan over [`crate::exec::SurveyMap`], then the
+//! graph step, then assemble the four tables as one Parquet file each.
+//!
+//! Layout of the output directory:
+//!
+//! ```text
+//! DIR/survey.json                 what was surveyed (store, partitions, a digest of the paths)
+//! DIR/parts/NNNNN/{paths,edges,evidence,problems}.parquet
+//!                                 the map step's rows of partition NNNNN, each directory
+//!                                 renamed into place whole
+//! DIR/{paths,edges,evidence,problems}.parquet
+//!                                 the tables, with the graph step's columns
+//! ```
+//!
+//! A run on a directory that already holds the same survey skips the
+//! partitions written and reassembles the tables.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::Context;
+use datafusion::arrow::array::{Array, BooleanArray, UInt64Array};
+use datafusion::datasource::MemTable;
+use datafusion::datasource::file_format::parquet::ParquetFormat;
+use datafusion::datasource::listing::{
+    ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
+};
+use datafusion::parquet::arrow::ArrowWriter;
+use datafusion::prelude::{SessionConfig, SessionContext};
+use futures::StreamExt;
+use nix_heft::graph::Graph;
+use nix_heft::source::{OpenOptions, StoreSource};
+use nix_heft::{Error, StorePath};
+use serde::{Deserialize, Serialize};
+use sha2::Digest;
+
+use crate::exec::{MapEnv, MapSpec, SurveyMap, partition_of};
+use crate::{graph_step, schema};
+
+/// What to survey.
+#[derive(Debug, Clone)]
+pub enum Input {
+    /// These ROOT arguments (store paths, `./result` links, names) and their closures.
+    Roots(Vec<String>),
+    /// The store paths listed in a file, one a line, and their closures.
+    PathsFile(PathBuf),
+    /// Every valid path of the store.
+    All,
+}
+
+/// The options of `run`.
+#[derive(Debug, Clone)]
+pub struct RunOptions {
+    /// `--store`.
+    pub store: Option<String>,
+    /// `--verify`, `--netrc-file`, `--refresh`.
+    pub open: OpenOptions,
+    /// `-o DIR`.
+    pub out: PathBuf,
+    /// What to survey.
+    pub input: Input,
+    /// `--partitions N`; by default the number an earlier run on DIR used,
+    /// else four per core.
+    pub partitions: Option<usize>,
+    /// Show a progress bar (a terminal, no `--json`).
+    pub progress: bool,
+}
+
+/// What `DIR/survey.json` records, so that a restart resumes only the same
+/// survey.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Manifest {
+    /// Format of the directory.
+    pub format: u32,
+    /// The store, as described by nix-heft.
+    pub store: String,
+    /// Number of partitions.
+    pub partitions: usize,
+    /// Number of paths surveyed.
+    pub paths: usize,
+    /// SHA-256 of the sorted surveyed paths and the roots.
+    pub digest: String,
+}
+
+/// What a run did.
+#[derive(Debug, Clone, Serialize)]
+pub struct RunSummary {
+    /// The store read.
+    pub store: String,
+    /// The output directory.
+    pub dir: String,
+    /// Roots surveyed (their closures included).
+    pub roots: usize,
+    /// Paths surveyed.
+    pub paths: usize,
+    /// Partitions of the map step.
+    pub partitions: usize,
+    /// Partitions an earlier run had written, not read again.
+    pub partitions_skipped: usize,
+    /// Bytes of file contents read by this run.
+    pub bytes_read: u64,
+}
+
+fn usage(msg: String) -> anyhow::Error {
+    Error::Usage(msg).into()
+}
+
+/// The roots the input names.
+fn roots_of(src: &dyn StoreSource, input: &Input) -> anyhow::Result<Vec<StorePath>> {
+    let roots = match input {
+        Input::Roots(args) => nix_heft::roots::resolve_roots(src, args)?,
+        Input::PathsFile(file) => {
+            let text = fs::read_to_string(file)
+                .with_context(|| format!("reading the path list {}", file.display()))?;
+            let mut out = Vec::new();
+            for (n, line) in text.lines().enumerate() {
+                let line = line.trim();
+                if line.is_empty() || line.starts_with('#') {
+                    continue;
+                }
+                let p = StorePath::parse(src.store_dir(), line).with_context(|| {
+                    format!(
+                        "{}:{}: not a store path of {}",
+                        file.display(),
+                        n + 1,
+                        src.store_dir()
+                    )
+                })?;
+                if !src.is_valid(&p)? {
+                    anyhow::bail!(
+                        "{}:{}: {} is not in {}",
+                        file.display(),
+                        n + 1,
+                        p,
+                        src.describe()
+                    );
+                }
+                out.push(p);
+            }
+            out
+        }
+        Input::All => {
+            let mut all = src.all_paths()?;
+            all.sort();
+            all
+        }
+    };
+    if roots.is_empty() {
+        return Err(usage("nothing to survey: no store paths given".into()));
+    }
+    Ok(roots)
+}
+
+fn digest(g: &Graph) -> String {
+    let mut h = sha2::Sha256::new();
+    let mut paths: Vec<&str> = g.paths().iter().map(StorePath::as_str).collect();
+    paths.sort_unstable();
+    for p in paths {
+        h.update(p.as_bytes());
+        h.update(b"\n");
+    }
+    h.update(b"roots\n");
+    for &r in g.roots() {
+        h.update(g.path(r).as_str().as_bytes());
+        h.update(b"\n");
+    }
+    h.finalize().iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// Reads `DIR/survey.json` when there is one, checks it describes the same
+/// survey, and settles the number of partitions.
+fn settle_manifest(out: &Path, want: Manifest, asked: Option<usize>) -> anyhow::Result<Manifest> {
+    let file = out.join("survey.json");
+    if let Ok(text) = fs::read_to_string(&file) {
+        let had: Manifest = serde_json::from_str(&text)
+            .with_context(|| format!("{} is not a survey manifest", file.display()))?;
+        if had.digest != want.digest || had.store != want.store {
+            return Err(usage(format!(
+                "{} holds a survey of other paths ({} paths of {}); \
+                 give another -o directory or remove it",
+                out.display(),
+                had.paths,
+                had.store
+            )));
+        }
+        if let Some(n) = asked
+            && n != had.partitions
+        {
+            return Err(usage(format!(
+                "{} was surveyed in {} partitions, not {n}: resume it without \
+                 --partitions, or use another directory",
+                out.display(),
+                had.partitions
+            )));
+        }
+        return Ok(had);
+    }
+    let m = Manifest {
+        partitions: asked.unwrap_or(want.partitions),
+        ..want
+    };
+    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
+    let tmp = out.join(".survey.json.tmp");
+    fs::write(&tmp, serde_json::to_string_pretty(&m)?)
+        .with_context(|| format!("writing {}", tmp.display()))?;
+    fs::rename(&tmp, &file).with_context(|| format!("writing {}", file.display()))?;
+    Ok(m)
+}
+
+/// Runs the survey and leaves its tables in `opts.out`.
+pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
+    if let Some(0) = opts.partitions {
+        return Err(usage("--partitions must be at least 1".into()));
+    }
+    let src: Arc<dyn StoreSource> =
+        nix_heft::source::open_with(opts.store.as_deref(), &opts.open)?.into();
+    let roots = roots_of(src.as_ref(), &opts.input)?;
+    let g = Graph::load(src.as_ref(), &roots).context("loading the closure")?;
+    let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+    let manifest = settle_manifest(
+        &opts.out,
+        Manifest {
+            format: 1,
+            store: src.describe(),
+            partitions: (4 * cores).min(g.len()).max(1),
+            paths: g.len(),
+            digest: digest(&g),
+        },
+        opts.partitions,
+    )?;
+    let n = manifest.partitions;
+    let mut partitions: Vec<Vec<String>> = vec![Vec::new(); n];
+    for p in g.paths() {
+        partitions[partition_of(p, n)].push(p.to_string());
+    }
+    for part in &mut partitions {
+        part.sort();
+    }
+
+    let total: u64 = (0..g.len() as u32).map(|v| g.nar_size(v)).sum();
+    let pb = if opts.progress {
+        let pb = indicatif::ProgressBar::new(total);
+        pb.set_style(
+            indicatif::ProgressStyle::with_template(
+                "surveying {bar:30} {bytes}/{total_bytes} {bytes_per_sec} ({eta})",
+            )
+            .expect("static template"),
+        );
+        pb
+    } else {
+        indicatif::ProgressBar::hidden()
+    };
+    let bar = pb.clone();
+    let env = MapEnv {
+        src: Arc::clone(&src),
+        permits: Arc::new(tokio::sync::Semaphore::new(cores.max(2))),
+        progress: Arc::new(move |b| bar.inc(b)),
+    };
+    let spec = MapSpec {
+        store: opts.store.clone(),
+        out: opts.out.clone(),
+        partitions,
+    };
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(cores));
+    ctx.register_table("survey_map", Arc::new(SurveyMap::new(spec, env)))?;
+    let summary = ctx
+        .sql("SELECT * FROM survey_map")
+        .await?
+        .collect()
+        .await
+        .context("the map step")?;
+    pb.finish_and_clear();
+    for w in src.warnings() {
+        eprintln!("nix-heft-survey: warning: {w}");
+    }
+    let mut skipped = 0;
+    let mut bytes_read = 0;
+    for b in &summary {
+        let sk = b
+            .column_by_name("skipped")
+            .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
+            .context("summary without skipped")?;
+        let nb = b
+            .column_by_name("nar_bytes")
+            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
+            .context("summary without nar_bytes")?;
+        for i in 0..b.num_rows() {
+            skipped += usize::from(sk.value(i));
+            bytes_read += if nb.is_null(i) { 0 } else { nb.value(i) };
+        }
+    }
+    if skipped > 0 && opts.progress {
+        eprintln!(
+            "nix-heft-survey: {skipped} of {n} partitions were already written in {}",
+            opts.out.display()
+        );
+    }
+
+    let (gp, ge) = graph_step::graph_step(&g)?;
+    assemble(&ctx, &opts.out, gp, ge, n).await?;
+    Ok(RunSummary {
+        store: src.describe(),
+        dir: opts.out.display().to_string(),
+        roots: g.roots().len(),
+        paths: g.len(),
+        partitions: n,
+        partitions_skipped: skipped,
+        bytes_read,
+    })
+}
+
+/// The parts of table `name` written by the map step, as one table over
+/// every partition's file (listed here: each partition is a directory of
+/// its own, and only complete ones are under `parts/`).
+async fn register_parts(
+    ctx: &SessionContext,
+    out: &Path,
+    name: &str,
+    partitions: usize,
+) -> anyhow::Result<()> {
+    let urls = (0..partitions as u32)
+        .map(|i| {
+            let f = crate::map::partition_dir(out, i).join(format!("{name}.parquet"));
+            let f = std::path::absolute(&f)?;
+            let s = f.to_str().context("the output directory is not UTF-8")?;
+            Ok(ListingTableUrl::parse(s)?)
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    let options =
+        ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
+    let config = ListingTableConfig::new_with_multi_paths(urls)
+        .with_listing_options(options)
+        .with_schema(schema::map_schema(name));
+    ctx.register_table(
+        format!("map_{name}"),
+        Arc::new(ListingTable::try_new(config)?),
+    )?;
+    Ok(())
+}
+
+/// Joins the map step's rows with the graph step's columns and writes each
+/// table as one Parquet file, renamed into place when complete.
+async fn assemble(
+    ctx: &SessionContext,
+    out: &Path,
+    graph_paths: datafusion::arrow::array::RecordBatch,
+    graph_edges: datafusion::arrow::array::RecordBatch,
+    partitions: usize,
+) -> anyhow::Result<()> {
+    for name in schema::TABLES {
+        register_parts(ctx, out, name, partitions).await?;
+    }
+    ctx.register_table(
+        "graph_paths",
+        Arc::new(MemTable::try_new(
+            graph_paths.schema(),
+            vec![vec![graph_paths]],
+        )?),
+    )?;
+    ctx.register_table(
+        "graph_edges",
+        Arc::new(MemTable::try_new(
+            graph_edges.schema(),
+            vec![vec![graph_edges]],
+        )?),
+    )?;
+    let queries = [
+        (
+            "paths",
+            "SELECT m.path, m.hash, m.name, m.version, m.output, m.nar_size, \
+             g.closure_size, g.dependents, m.file_count, m.nar_hash, m.partition \
+             FROM map_paths m JOIN graph_paths g ON m.path = g.path ORDER BY m.path",
+        ),
+        (
+            "edges",
+            "SELECT m.referrer, m.reference, m.verdict, m.kinds, m.holding_files, \
+             m.symlink_farm, g.saving_max, m.unavailable \
+             FROM map_edges m JOIN graph_edges g \
+             ON m.referrer = g.referrer AND m.reference = g.reference \
+             ORDER BY m.referrer, m.reference",
+        ),
+        (
+            "evidence",
+            "SELECT * FROM map_evidence ORDER BY referrer, reference, file, \"offset\"",
+        ),
+        (
+            "problems",
+            "SELECT DISTINCT * FROM map_problems ORDER BY path, file, kind, message",
+        ),
+    ];
+    let tmp = out.join(".tmp");
+    fs::create_dir_all(&tmp)?;
+    for (name, sql) in queries {
+        let df = ctx.sql(sql).await?;
+        let mut stream = df.execute_stream().await?;
+        let part = tmp.join(format!("{name}.parquet.{}", std::process::id()));
+        let f = fs::File::create(&part).with_context(|| format!("creating {}", part.display()))?;
+        let mut w = ArrowWriter::try_new(f, stream.schema(), None)?;
+        while let Some(b) = stream.next().await {
+            w.write(&b?)?;
+        }
+        w.into_inner()?.sync_all()?;
+        let dest = out.join(format!("{name}.parquet"));
+        fs::rename(&part, &dest).with_context(|| format!("writing {}", dest.display()))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,692 @@
+//! `nix-heft-survey` on real stores: the bundled example and
+//! tests/fixtures/small.nix built with real `nix-build`, exported with real
+//! `nix copy` to a `file://` cache, and served over HTTP by a server this
+//! test starts on 127.0.0.1. The survey's tables are checked against Nix
+//! (`nix-store -q --references`) and against nix-heft itself (`refs`,
+//! `advise`).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use serde_json::Value;
+
+/// The small.nix attributes surveyed (the whole fixture).
+const SMALL_ATTRS: &[&str] = &[
+    "base",
+    "left",
+    "right",
+    "top",
+    "second",
+    "loopy",
+    "oddnames",
+    "binconsumer",
+    "dup1",
+    "dup2",
+    "twins",
+    "weakapp",
+    "onetarget",
+    "longuser",
+    "multi-out",
+    "multi-dev",
+    "multi-doc",
+];
+
+fn repo() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .parent()
+        .expect("survey/ is inside the repository")
+        .to_path_buf()
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+fn nix_build(file: &Path, attrs: &[&str]) -> Vec<String> {
+    let mut c = Command::new("nix-build");
+    c.arg(file)
+        .args([
+            "--option",
+            "sandbox",
+            "false",
+            "--option",
+            "substituters",
+            "",
+        ])
+        .arg("--no-out-link");
+    for a in attrs {
+        c.args(["-A", a]);
+    }
+    run(&mut c).lines().map(str::to_string).collect()
+}
+
+struct Fixture {
+    roots: Vec<String>,
+    /// Scratch directory, kept for the test process.
+    tmp: PathBuf,
+    cache: PathBuf,
+    http: String,
+    /// A survey over the file:// cache, run once.
+    file_dir: PathBuf,
+    file_report: Value,
+}
+
+/// A minimal HTTP/1.1 file server over `root` on 127.0.0.1: GET and HEAD,
+/// one request per connection, 404 for what is not there. Enough for a
+/// binary cache; the thorough server with faults is tests/http.rs's.
+fn serve(root: PathBuf) -> String {
+    let l = TcpListener::bind("127.0.0.1:0").unwrap();
+    let addr = l.local_addr().unwrap();
+    std::thread::spawn(move || {
+        for conn in l.incoming() {
+            let Ok(mut s) = conn else { continue };
+            let root = root.clone();
+            std::thread::spawn(move || {
+                let mut r = BufReader::new(s.try_clone().unwrap());
+                let mut line = String::new();
+                if r.read_line(&mut line).is_err() {
+                    return;
+                }
+                loop {
+                    let mut h = String::new();
+                    if r.read_line(&mut h).is_err() || h.trim().is_empty() {
+                        break;
+                    }
+                }
+                let mut parts = line.split_whitespace();
+                let method = parts.next().unwrap_or("");
+                let target = parts.next().unwrap_or("/");
+                let rel = target.trim_start_matches('/');
+                let file = root.join(rel);
+                let body = if rel.split('/').any(|c| c == "..") {
+                    None
+                } else {
+                    std::fs::read(&file).ok()
+                };
+                let _ = match body {
+                    Some(b) => {
+                        let _ = write!(
+                            s,
+                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
+                            b.len()
+                        );
+                        if method == "GET" {
+                            s.write_all(&b)
+                        } else {
+                            Ok(())
+                        }
+                    }
+                    None => write!(
+                        s,
+                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+                    ),
+                };
+                let _ = s.flush();
+                let mut rest = Vec::new();
+                let _ = s.shutdown(std::net::Shutdown::Write);
+                let _ = r.read_to_end(&mut rest);
+            });
+        }
+    });
+    format!("http://{addr}")
+}
+
+fn fixture() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut roots = nix_build(&repo().join("tests/fixtures/small.nix"), SMALL_ATTRS);
+        roots.extend(nix_build(
+            &repo().join("examples/rocm-mini/default.nix"),
+            &[],
+        ));
+        let tmp = tempfile::Builder::new()
+            .prefix("nix-heft-survey-test-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let cache = tmp.join("cache");
+        run(Command::new("nix")
+            .args([
+                "--extra-experimental-features",
+                "nix-command",
+                "copy",
+                "--to",
+            ])
+            .arg(format!("file://{}", cache.display()))
+            .args(&roots));
+        let http = serve(cache.clone());
+        let file_dir = tmp.join("survey-file");
+        let store = format!("file://{}", cache.display());
+        let o = survey(
+            &["run", "--json", "--store", &store, "-o"],
+            &file_dir,
+            &roots,
+        );
+        assert_eq!(o.code, 0, "survey failed: {}", o.stderr);
+        let file_report: Value = serde_json::from_str(&o.stdout).unwrap();
+        Fixture {
+            roots,
+            tmp,
+            cache,
+            http,
+            file_dir,
+            file_report,
+        }
+    })
+}
+
+struct Outcome {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+fn output(c: &mut Command) -> Outcome {
+    let out = c.output().unwrap();
+    let o = Outcome {
+        code: out.status.code().unwrap_or(-1),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    };
+    assert!(!o.stderr.contains("panicked"), "panicked: {}", o.stderr);
+    o
+}
+
+/// Runs the survey binary with `args`, then `dir`, then `rest`.
+fn survey(args: &[&str], dir: &Path, rest: &[String]) -> Outcome {
+    output(
+        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+            .args(args)
+            .arg(dir)
+            .args(rest),
+    )
+}
+
+/// The nix-heft binary of the same build: `cargo test --workspace` (what
+/// scripts/test.sh runs) builds it beside this crate's binary.
+fn heft() -> Command {
+    let bin = Path::new(env!("CARGO_BIN_EXE_nix-heft-survey")).with_file_name("nix-heft");
+    assert!(
+        bin.is_file(),
+        "{} is not built: run `cargo test --workspace` or `cargo build -p nix-heft` first",
+        bin.display()
+    );
+    Command::new(bin)
+}
+
+/// The rows of `sql` over the survey in `dir`.
+fn query(dir: &Path, sql: &str) -> Vec<Value> {
+    let o = output(
+        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+            .args(["query", "--json"])
+            .arg(dir)
+            .arg(sql),
+    );
+    assert_eq!(o.code, 0, "query {sql} failed: {}", o.stderr);
+    serde_json::from_str::<Value>(&o.stdout)
+        .unwrap()
+        .as_array()
+        .unwrap()
+        .clone()
+}
+
+fn s(v: &Value) -> String {
+    v.as_str()
+        .unwrap_or_else(|| panic!("not a string: {v}"))
+        .to_string()
+}
+
+#[test]
+fn edges_are_nix_references_of_every_path() {
+    let f = fixture();
+    let closure: BTreeSet<String> = run(Command::new("nix-store").arg("-qR").args(&f.roots))
+        .lines()
+        .map(str::to_string)
+        .collect();
+    let paths: BTreeSet<String> = query(&f.file_dir, "SELECT path FROM paths")
+        .iter()
+        .map(|r| s(&r["path"]))
+        .collect();
+    assert_eq!(paths, closure, "paths are the roots' closure");
+    let mut by_referrer: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    for r in query(&f.file_dir, "SELECT referrer, reference FROM edges") {
+        by_referrer
+            .entry(s(&r["referrer"]))
+            .or_default()
+            .insert(s(&r["reference"]));
+    }
+    for p in &closure {
+        let nix: BTreeSet<String> = run(Command::new("nix-store").args(["-q", "--references", p]))
+            .lines()
+            .map(str::to_string)
+            .collect();
+        assert_eq!(
+            by_referrer.get(p).cloned().unwrap_or_default(),
+            nix,
+            "references of {p}"
+        );
+    }
+    assert_eq!(
+        f.file_report["survey"]["paths"].as_u64().unwrap() as usize,
+        closure.len()
+    );
+}
+
+#[test]
+fn verdicts_are_those_of_refs() {
+    let f = fixture();
+    let store = format!("file://{}", f.cache.display());
+    let o = output(
+        heft()
+            .args(["--store", &store, "--json", "refs"])
+            .args(&f.roots),
+    );
+    assert!(o.code == 0 || o.code == 3, "refs failed: {}", o.stderr);
+    let refs: Value = serde_json::from_str(&o.stdout).unwrap();
+    let want: BTreeMap<(String, String), Value> = refs["edges"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                (s(&e["referrer"]), s(&e["reference"])),
+                e["verdict"].clone(),
+            )
+        })
+        .collect();
+    let got: BTreeMap<(String, String), Value> = query(
+        &f.file_dir,
+        "SELECT referrer, reference, verdict FROM edges",
+    )
+    .iter()
+    .map(|e| {
+        (
+            (s(&e["referrer"]), s(&e["reference"])),
+            e["verdict"].clone(),
+        )
+    })
+    .collect();
+    assert_eq!(got, want);
+    // The example has every verdict a survey is for.
+    let verdicts: BTreeSet<String> = got
+        .values()
+        .filter_map(|v| v.as_str())
+        .map(str::to_string)
+        .collect();
+    for v in ["runtime", "build", "docs", "dead"] {
+        assert!(verdicts.contains(v), "no {v} edge in {verdicts:?}");
+    }
+}
+
+#[test]
+fn single_edge_savings_are_advise_savings() {
+    let f = fixture();
+    let store = format!("file://{}", f.cache.display());
+    let edges: BTreeMap<(String, String), u64> = query(
+        &f.file_dir,
+        "SELECT referrer, reference, saving_max FROM edges",
+    )
+    .iter()
+    .map(|e| {
+        (
+            (s(&e["referrer"]), s(&e["reference"])),
+            e["saving_max"].as_u64().unwrap(),
+        )
+    })
+    .collect();
+    let nar_sizes: BTreeMap<String, u64> = query(&f.file_dir, "SELECT path, nar_size FROM paths")
+        .iter()
+        .map(|p| (s(&p["path"]), p["nar_size"].as_u64().unwrap()))
+        .collect();
+    let referrers: BTreeSet<String> = query(
+        &f.file_dir,
+        "SELECT DISTINCT referrer FROM edges WHERE verdict IN ('dead', 'docs')",
+    )
+    .iter()
+    .map(|r| s(&r["referrer"]))
+    .collect();
+    let mut checked = BTreeMap::new();
+    for r in &referrers {
+        let o = output(heft().args([
+            "--store",
+            &store,
+            "--json",
+            "advise",
+            "--min-saving",
+            "0",
+            r,
+        ]));
+        assert!(
+            o.code == 0 || o.code == 3,
+            "advise {r} failed: {}",
+            o.stderr
+        );
+        let a: Value = serde_json::from_str(&o.stdout).unwrap();
+        for act in a["actions"].as_array().unwrap() {
+            let kind = s(&act["kind"]);
+            let cuts = act["cuts"].as_array().unwrap();
+            if act["package"] != Value::String(r.clone()) || cuts.len() != 1 {
+                continue;
+            }
+            let Some(saving) = act["saving"].as_u64() else {
+                continue;
+            };
+            let edge = (r.clone(), s(&cuts[0]));
+            let own_part = match kind.as_str() {
+                "dead-runpath" => 0,
+                // A split that cuts one edge also moves some of the
+                // referrer's own files out of `out`: its saving is the
+                // edge's plus those bytes, which `split` reports.
+                "split-outputs" => {
+                    let o = output(heft().args([
+                        "--store", &store, "--json", "split", "--preset", "nixpkgs", "--root", r, r,
+                    ]));
+                    assert_eq!(o.code, 0, "split {r} failed: {}", o.stderr);
+                    let sp: Value = serde_json::from_str(&o.stdout).unwrap();
+                    let out = sp["outputs"]
+                        .as_array()
+                        .unwrap()
+                        .iter()
+                        .find(|o| o["name"] == "out")
+                        .expect("an out output")["nar_size"]
+                        .as_u64()
+                        .unwrap();
+                    nar_sizes[r] - out
+                }
+                _ => continue,
+            };
+            assert_eq!(
+                edges.get(&edge).copied(),
+                Some(saving - own_part),
+                "{kind} of {} → {}: advise saves {saving}, {own_part} of it the referrer's own",
+                edge.0,
+                edge.1
+            );
+            *checked.entry(kind).or_insert(0) += 1;
+        }
+    }
+    for kind in ["dead-runpath", "split-outputs"] {
+        assert!(
+            checked.contains_key(kind),
+            "no single-edge {kind} action checked: {checked:?}"
+        );
+    }
+}
+
+/// Every table's rows, sorted, as JSON text (for comparing two surveys).
+fn all_rows(dir: &Path) -> BTreeMap<&'static str, Vec<String>> {
+    ["paths", "edges", "evidence", "problems"]
+        .into_iter()
+        .map(|t| {
+            let mut rows: Vec<String> = query(dir, &format!("SELECT * FROM {t}"))
+                .iter()
+                .map(|r| r.to_string())
+                .collect();
+            rows.sort();
+            (t, rows)
+        })
+        .collect()
+}
+
+#[test]
+fn http_cache_gives_the_same_tables() {
+    let f = fixture();
+    let dir = f.tmp.join("survey-http");
+    let o = survey(&["run", "--json", "--store", &f.http, "-o"], &dir, &f.roots);
+    assert_eq!(o.code, 0, "survey over HTTP failed: {}", o.stderr);
+    assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
+    // Checked against the narinfos' NarHash while streaming.
+    let unhashed = query(&dir, "SELECT path FROM paths WHERE nar_hash IS NULL");
+    assert!(unhashed.is_empty(), "{unhashed:?}");
+}
+
+fn part_mtimes(dir: &Path) -> BTreeMap<String, std::time::SystemTime> {
+    let mut out = BTreeMap::new();
+    for e in std::fs::read_dir(dir.join("parts")).unwrap() {
+        let e = e.unwrap();
+        let m = std::fs::metadata(e.path().join("edges.parquet"))
+            .unwrap()
+            .modified()
+            .unwrap();
+        out.insert(e.file_name().to_string_lossy().into_owned(), m);
+    }
+    out
+}
+
+#[test]
+fn a_restarted_survey_skips_written_partitions() {
+    let f = fixture();
+    let store = format!("file://{}", f.cache.display());
+    let dir = f.tmp.join("survey-resume");
+    let o = survey(
+        &[
+            "run",
+            "--json",
+            "--partitions",
+            "5",
+            "--store",
+            &store,
+            "-o",
+        ],
+        &dir,
+        &f.roots,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let first: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(first["survey"]["partitions_skipped"], 0);
+    let before = part_mtimes(&dir);
+    assert_eq!(before.len(), 5);
+    let rows = all_rows(&dir);
+    // What an interrupted run leaves: partitions 00001 and 00003 never
+    // renamed into place, a half-written one in .tmp, no tables.
+    for p in ["00001", "00003"] {
+        std::fs::remove_dir_all(dir.join("parts").join(p)).unwrap();
+    }
+    let junk = dir.join(".tmp/00001.4242");
+    std::fs::create_dir_all(&junk).unwrap();
+    std::fs::write(junk.join("paths.parquet"), b"half a file").unwrap();
+    for t in ["paths", "edges", "evidence", "problems"] {
+        std::fs::remove_file(dir.join(format!("{t}.parquet"))).unwrap();
+    }
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    // Restarted without --partitions: the directory says how many.
+    let o = survey(&["run", "--json", "--store", &store, "-o"], &dir, &f.roots);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let second: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(second["survey"]["partitions"], 5);
+    assert_eq!(second["survey"]["partitions_skipped"], 3);
+    let after = part_mtimes(&dir);
+    for (p, t) in &before {
+        if p == "00001" || p == "00003" {
+            assert!(after[p] > *t, "partition {p} was written again");
+        } else {
+            assert_eq!(after[p], *t, "partition {p} was not skipped");
+        }
+    }
+    assert_eq!(all_rows(&dir), rows);
+    // A third run writes no partition at all.
+    let o = survey(&["run", "--json", "--store", &store, "-o"], &dir, &f.roots);
+    let third: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(third["survey"]["partitions_skipped"], 5);
+    assert_eq!(third["survey"]["bytes_read"], 0);
+    assert_eq!(part_mtimes(&dir), after);
+
+    // Another set of paths, or another partitioning, on the same directory
+    // is refused rather than mixed.
+    let o = survey(&["run", "--store", &store, "-o"], &dir, &f.roots[..1]);
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("holds a survey of other paths"),
+        "{}",
+        o.stderr
+    );
+    let o = survey(
+        &["run", "--partitions", "7", "--store", &store, "-o"],
+        &dir,
+        &f.roots,
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("5 partitions"), "{}", o.stderr);
+}
+
+#[test]
+fn report_lists_what_the_tables_hold() {
+    let f = fixture();
+    let r = &f.file_report;
+    let dead: BTreeSet<(String, String)> = query(
+        &f.file_dir,
+        "SELECT referrer, file FROM evidence WHERE kind = 'elf-runpath' AND verdict = 'dead'",
+    )
+    .iter()
+    .map(|e| (s(&e["referrer"]), s(&e["file"])))
+    .collect();
+    assert!(!dead.is_empty());
+    let listed: BTreeSet<(String, String)> = r["dead_runpaths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| (s(&e["referrer"]), s(&e["file"])))
+        .collect();
+    assert!(
+        listed.is_subset(&dead) && !listed.is_empty(),
+        "{listed:?} vs {dead:?}"
+    );
+    for e in r["docs_only"].as_array().unwrap() {
+        assert_eq!(e["verdict"], "docs");
+    }
+    assert!(!r["docs_only"].as_array().unwrap().is_empty());
+    // rocblas links its per-target kernel derivations into its own tree.
+    let farms = r["symlink_farms"].as_array().unwrap();
+    assert!(
+        farms.iter().any(|e| s(&e["referrer"]).contains("rocblas")),
+        "{farms:?}"
+    );
+    // The text report: the same lists as aligned tables.
+    let o = survey(
+        &[
+            "run",
+            "--store",
+            &format!("file://{}", f.cache.display()),
+            "-o",
+        ],
+        &f.file_dir,
+        &f.roots,
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for heading in [
+        "Top packages by savable bytes",
+        "References held only by documentation:",
+        "Dead RUNPATH entries:",
+        "Symlink farms",
+    ] {
+        assert!(
+            o.stdout.contains(heading),
+            "{heading} missing:\n{}",
+            o.stdout
+        );
+    }
+}
+
+#[test]
+fn query_prints_rows_and_refuses_bad_sql() {
+    let f = fixture();
+    let rows = query(
+        &f.file_dir,
+        "SELECT output, count(*) AS n FROM paths GROUP BY output ORDER BY output",
+    );
+    let outputs: Vec<String> = rows.iter().map(|r| s(&r["output"])).collect();
+    assert!(
+        outputs.contains(&"out".to_string()) && outputs.contains(&"dev".to_string()),
+        "{outputs:?}"
+    );
+    let o = output(
+        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+            .arg("query")
+            .arg(&f.file_dir)
+            .arg("SELECT path, nar_size FROM paths ORDER BY nar_size DESC LIMIT 3"),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let lines: Vec<&str> = o.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", o.stdout);
+    assert!(
+        lines[0].starts_with("path") && lines[0].ends_with("nar_size"),
+        "{}",
+        o.stdout
+    );
+    let o = output(
+        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+            .arg("query")
+            .arg(&f.file_dir)
+            .arg("SELECT nope FROM paths"),
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.starts_with("nix-heft-survey: error: bad SQL"),
+        "{}",
+        o.stderr
+    );
+    let o = output(
+        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+            .arg("query")
+            .arg(f.tmp.join("nowhere"))
+            .arg("SELECT 1"),
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("holds no survey"), "{}", o.stderr);
+}
+
+#[test]
+fn a_path_list_file_surveys_the_same_closure() {
+    let f = fixture();
+    let store = format!("file://{}", f.cache.display());
+    let list = f.tmp.join("store-paths");
+    std::fs::write(
+        &list,
+        format!("# a channel's list\n{}\n\n", f.roots.join("\n")),
+    )
+    .unwrap();
+    let dir = f.tmp.join("survey-list");
+    let o = survey(
+        &["run", "--json", "--store", &store, "--paths"],
+        &list,
+        &["-o".to_string(), dir.display().to_string()],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
+    // A line that is no store path names the file and line (exit 1).
+    std::fs::write(&list, format!("{}\n/tmp/not-a-store-path\n", f.roots[0])).unwrap();
+    let o = survey(
+        &["run", "--store", &store, "--paths"],
+        &list,
+        &[
+            "-o".to_string(),
+            f.tmp.join("survey-bad").display().to_string(),
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("store-paths:2"), "{}", o.stderr);
+    // Nothing to survey is a usage error.
+    std::fs::write(&list, "# nothing\n").unwrap();
+    let o = survey(
+        &["run", "--store", &store, "--paths"],
+        &list,
+        &[
+            "-o".to_string(),
+            f.tmp.join("survey-none").display().to_string(),
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("nothing to survey"), "{}", o.stderr);
+}
