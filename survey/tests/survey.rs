@@ -214,15 +214,28 @@ fn survey(args: &[&str], dir: &Path, rest: &[String]) -> Outcome {
     )
 }
 
-/// The nix-heft binary of the same build: `cargo test --workspace` (what
-/// scripts/test.sh runs) builds it beside this crate's binary.
+/// The nix-heft binary to compare with, built from the same sources: the
+/// survey is a workspace of its own, so this builds the core's binary with
+/// the core's own workspace (once per test run; quick when it is built).
 fn heft() -> Command {
-    let bin = Path::new(env!("CARGO_BIN_EXE_nix-heft-survey")).with_file_name("nix-heft");
-    assert!(
-        bin.is_file(),
-        "{} is not built: run `cargo test --workspace` or `cargo build -p nix-heft` first",
-        bin.display()
-    );
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    let bin = BIN.get_or_init(|| {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).parent().unwrap();
+        let cargo = std::env::var("CARGO").unwrap_or_else(|_| "cargo".into());
+        let out = Command::new(cargo)
+            .args(["build", "--quiet", "--bin", "nix-heft", "--manifest-path"])
+            .arg(root.join("Cargo.toml"))
+            // The core's own target directory, not this workspace's.
+            .env_remove("CARGO_TARGET_DIR")
+            .output()
+            .expect("cargo runs");
+        assert!(
+            out.status.success(),
+            "building nix-heft failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        root.join("target/debug/nix-heft")
+    });
     Command::new(bin)
 }
 
