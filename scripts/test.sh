@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
-# (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, chromium,
-# tmux), which takes root.
+# (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, python3,
+# openssl, chromium, tmux, GNU time), which takes root. The survey crate
+# (survey/) is a workspace of its own and is not tested here (see README).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
