@@ -281,3 +281,39 @@ pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) ->
     let path = path.into();
     move |source| Error::Io { path, source }
 }
+
+/// Exit code of anything wrong with the command line.
+pub const EXIT_USAGE: u8 = 2;
+
+/// What a command-line program does with the error that ended its run, as
+/// an exit code: 0 for a closed pipe (`nix-heft size ... | head` is not a
+/// failure); otherwise the error and its causes go to stderr behind
+/// `program`, and the code is [`EXIT_USAGE`] for a usage error, else 1.
+/// Shared by `nix-heft` and `nix-heft-survey`.
+pub fn report_failure(program: &str, e: &anyhow::Error) -> u8 {
+    let broken = |k: Option<std::io::ErrorKind>| k == Some(std::io::ErrorKind::BrokenPipe);
+    if e.chain().any(|c| {
+        broken(c.downcast_ref::<std::io::Error>().map(|io| io.kind()))
+            || broken(
+                c.downcast_ref::<serde_json::Error>()
+                    .and_then(|j| j.io_error_kind()),
+            )
+    }) {
+        return 0;
+    }
+    // Print the chain once: library errors already carry their cause's
+    // text, so repeat a cause only when it adds something.
+    let mut printed = e.to_string();
+    eprintln!("{program}: error: {printed}");
+    for cause in e.chain().skip(1) {
+        let c = cause.to_string();
+        if !printed.contains(&c) {
+            eprintln!("  caused by: {c}");
+            printed.push_str(&c);
+        }
+    }
+    let usage = e
+        .chain()
+        .any(|c| c.downcast_ref::<Error>().is_some_and(|e| e.is_usage()));
+    if usage { EXIT_USAGE } else { 1 }
+}

@@ -466,8 +466,6 @@ struct SizeArgs {
     references: bool,
 }
 
-/// Exit code of a usage error, as clap gives for bad flags.
-const EXIT_USAGE: u8 = 2;
 /// Exit code of `check` when a rule is broken.
 const EXIT_VIOLATION: u8 = 4;
 /// Exit code of a run whose result is partial (some file or path could not
@@ -478,35 +476,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match run(&cli) {
         Ok(code) => code,
-        Err(e) => {
-            // A closed pipe (`nix-heft size ... | head`) is not a failure.
-            let broken = |k: Option<std::io::ErrorKind>| k == Some(std::io::ErrorKind::BrokenPipe);
-            if e.chain().any(|c| {
-                broken(c.downcast_ref::<std::io::Error>().map(|io| io.kind()))
-                    || broken(
-                        c.downcast_ref::<serde_json::Error>()
-                            .and_then(|j| j.io_error_kind()),
-                    )
-            }) {
-                return ExitCode::SUCCESS;
-            }
-            // Print the chain once: library errors already carry their
-            // cause's text, so repeat a cause only when it adds something.
-            let mut printed = e.to_string();
-            eprintln!("nix-heft: error: {printed}");
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !printed.contains(&c) {
-                    eprintln!("  caused by: {c}");
-                    printed.push_str(&c);
-                }
-            }
-            let usage = e.chain().any(|c| {
-                c.downcast_ref::<nix_heft::Error>()
-                    .is_some_and(|e| e.is_usage())
-            });
-            ExitCode::from(if usage { EXIT_USAGE } else { 1 })
-        }
+        Err(e) => ExitCode::from(nix_heft::error::report_failure("nix-heft", &e)),
     }
 }
 

@@ -9,32 +9,15 @@
 
 #![allow(dead_code)]
 
+pub mod commands;
+pub use commands::*;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
-
-pub const SMALL_ATTRS: &[&str] = &[
-    "base",
-    "left",
-    "right",
-    "top",
-    "second",
-    "loopy",
-    "oddnames",
-    "binconsumer",
-    "dup1",
-    "dup2",
-    "twins",
-    "weakapp",
-    "onetarget",
-    "longuser",
-    "multi-out",
-    "multi-dev",
-    "multi-doc",
-];
 
 pub struct Fixture {
     /// small.nix attribute → store path.
@@ -88,43 +71,6 @@ impl Fixture {
 
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-}
-
-/// Runs a command, panicking with its stderr when it fails.
-pub fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-pub fn nix() -> Command {
-    let mut c = Command::new("nix");
-    c.args(["--extra-experimental-features", "nix-command"]);
-    c
-}
-
-pub fn nix_build(file: &Path, attrs: &[&str]) -> Vec<String> {
-    let mut c = Command::new("nix-build");
-    c.arg(file)
-        .args([
-            "--option",
-            "sandbox",
-            "false",
-            "--option",
-            "substituters",
-            "",
-        ])
-        .arg("--no-out-link");
-    for a in attrs {
-        c.args(["-A", a]);
-    }
-    run(&mut c).lines().map(str::to_string).collect()
 }
 
 /// `nix path-info -rsS --json` of `paths` in `store`, keyed by path.
