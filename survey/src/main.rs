@@ -8,7 +8,6 @@ use clap::{Args, Parser, Subcommand};
 use nix_heft::source::OpenOptions;
 use nix_heft_survey::{query, report, run};
 
-const EXIT_USAGE: u8 = 2;
 const EXIT_PARTIAL: u8 = 3;
 
 /// nix-heft's evidence for a whole package set, as Parquet tables you can
@@ -91,28 +90,7 @@ fn main() -> ExitCode {
     };
     match rt.block_on(main_async(&cli)) {
         Ok(code) => code,
-        Err(e) => {
-            if e.chain().any(|c| {
-                c.downcast_ref::<std::io::Error>()
-                    .is_some_and(|io| io.kind() == std::io::ErrorKind::BrokenPipe)
-            }) {
-                return ExitCode::SUCCESS;
-            }
-            let mut printed = e.to_string();
-            eprintln!("nix-heft-survey: error: {printed}");
-            for cause in e.chain().skip(1) {
-                let c = cause.to_string();
-                if !printed.contains(&c) {
-                    eprintln!("  caused by: {c}");
-                    printed.push_str(&c);
-                }
-            }
-            let usage = e.chain().any(|c| {
-                c.downcast_ref::<nix_heft::Error>()
-                    .is_some_and(|e| e.is_usage())
-            });
-            ExitCode::from(if usage { EXIT_USAGE } else { 1 })
-        }
+        Err(e) => ExitCode::from(nix_heft::error::report_failure("nix-heft-survey", &e)),
     }
 }
 

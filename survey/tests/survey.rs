@@ -6,70 +6,28 @@
 //! `advise`).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 use serde_json::Value;
 
-/// The small.nix attributes surveyed (the whole fixture).
-const SMALL_ATTRS: &[&str] = &[
-    "base",
-    "left",
-    "right",
-    "top",
-    "second",
-    "loopy",
-    "oddnames",
-    "binconsumer",
-    "dup1",
-    "dup2",
-    "twins",
-    "weakapp",
-    "onetarget",
-    "longuser",
-    "multi-out",
-    "multi-dev",
-    "multi-doc",
-];
+// The core's test helpers that need nothing but std: the commands that
+// build the fixtures, and the 127.0.0.1 file server.
+#[allow(dead_code)]
+#[path = "../../tests/common/commands.rs"]
+mod commands;
+#[allow(dead_code)]
+#[path = "../../tests/common/http_server.rs"]
+mod http_server;
+
+use commands::{SMALL_ATTRS, nix, nix_build, run};
 
 fn repo() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .parent()
         .expect("survey/ is inside the repository")
         .to_path_buf()
-}
-
-fn run(cmd: &mut Command) -> String {
-    let out = cmd
-        .output()
-        .unwrap_or_else(|e| panic!("cannot run {cmd:?}: {e}"));
-    assert!(
-        out.status.success(),
-        "{cmd:?} failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    String::from_utf8(out.stdout).unwrap()
-}
-
-fn nix_build(file: &Path, attrs: &[&str]) -> Vec<String> {
-    let mut c = Command::new("nix-build");
-    c.arg(file)
-        .args([
-            "--option",
-            "sandbox",
-            "false",
-            "--option",
-            "substituters",
-            "",
-        ])
-        .arg("--no-out-link");
-    for a in attrs {
-        c.args(["-A", a]);
-    }
-    run(&mut c).lines().map(str::to_string).collect()
 }
 
 struct Fixture {
@@ -81,66 +39,6 @@ struct Fixture {
     /// A survey over the file:// cache, run once.
     file_dir: PathBuf,
     file_report: Value,
-}
-
-/// A minimal HTTP/1.1 file server over `root` on 127.0.0.1: GET and HEAD,
-/// one request per connection, 404 for what is not there. Enough for a
-/// binary cache; the thorough server with faults is tests/http.rs's.
-fn serve(root: PathBuf) -> String {
-    let l = TcpListener::bind("127.0.0.1:0").unwrap();
-    let addr = l.local_addr().unwrap();
-    std::thread::spawn(move || {
-        for conn in l.incoming() {
-            let Ok(mut s) = conn else { continue };
-            let root = root.clone();
-            std::thread::spawn(move || {
-                let mut r = BufReader::new(s.try_clone().unwrap());
-                let mut line = String::new();
-                if r.read_line(&mut line).is_err() {
-                    return;
-                }
-                loop {
-                    let mut h = String::new();
-                    if r.read_line(&mut h).is_err() || h.trim().is_empty() {
-                        break;
-                    }
-                }
-                let mut parts = line.split_whitespace();
-                let method = parts.next().unwrap_or("");
-                let target = parts.next().unwrap_or("/");
-                let rel = target.trim_start_matches('/');
-                let file = root.join(rel);
-                let body = if rel.split('/').any(|c| c == "..") {
-                    None
-                } else {
-                    std::fs::read(&file).ok()
-                };
-                let _ = match body {
-                    Some(b) => {
-                        let _ = write!(
-                            s,
-                            "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
-                            b.len()
-                        );
-                        if method == "GET" {
-                            s.write_all(&b)
-                        } else {
-                            Ok(())
-                        }
-                    }
-                    None => write!(
-                        s,
-                        "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-                    ),
-                };
-                let _ = s.flush();
-                let mut rest = Vec::new();
-                let _ = s.shutdown(std::net::Shutdown::Write);
-                let _ = r.read_to_end(&mut rest);
-            });
-        }
-    });
-    format!("http://{addr}")
 }
 
 fn fixture() -> &'static Fixture {
@@ -157,16 +55,11 @@ fn fixture() -> &'static Fixture {
             .unwrap()
             .keep();
         let cache = tmp.join("cache");
-        run(Command::new("nix")
-            .args([
-                "--extra-experimental-features",
-                "nix-command",
-                "copy",
-                "--to",
-            ])
+        run(nix()
+            .args(["copy", "--to"])
             .arg(format!("file://{}", cache.display()))
             .args(&roots));
-        let http = serve(cache.clone());
+        let http = http_server::FileServer::start(&cache).url();
         let file_dir = tmp.join("survey-file");
         let store = format!("file://{}", cache.display());
         let o = survey(
