@@ -12,6 +12,9 @@ repo="$(dirname "$here")"
 other="${1:?usage: bench/advise.sh OTHER_NIX_HEFT [RUNS]}"
 runs="${2:-5}"
 data="${NIX_HEFT_BENCH_DATA:-$here/.data}"
+for tool in hyperfine strace; do
+  command -v "$tool" >/dev/null || apt-get install -y "$tool" >/dev/null
+done
 (cd "$repo" && cargo build --release --quiet)
 heft="$repo/target/release/nix-heft"
 root="$(nix-build "$here/scan.nix" --option sandbox false --option substituters '' \
@@ -41,12 +44,11 @@ file_opens() { # BIN ROOT: opens of regular files under the store path, distinct
 echo "## scan, local store"
 echo "this build:  $(file_opens "$heft" "$root")"
 echo "other build: $(file_opens "$other" "$root")"
-farm-bench -n "$runs" --timeout 3000 --vs "$other --json advise $root" -- "$heft" --json advise "$root"
+hyperfine -N -r "$runs" "$heft --json advise $root" "$other --json advise $root"
 for case in "example $example $example_root" "scan $cache $root"; do
   set -- $case
   echo "## $1"
   echo "this build:  $(opens "$heft" "$2" "$3")"
   echo "other build: $(opens "$other" "$2" "$3")"
-  farm-bench -n "$runs" --timeout 3000 --vs "$other --store $2 --json advise $3" -- \
-    "$heft" --store "$2" --json advise "$3"
+  hyperfine -N -r "$runs" "$heft --store $2 --json advise $3" "$other --store $2 --json advise $3"
 done

@@ -36,4 +36,9 @@ if [ "$(id -u)" != 0 ]; then
   exit 1
 fi
 
+# The core first: its suite is the quick one.
 cargo test --locked "$@"
+# Then the survey's workspace (DataFusion and Ballista; its cold build is the
+# long part of a fresh CI run). Its tests build the core's debug binary to
+# compare with, and start Ballista processes on 127.0.0.1.
+(cd survey && cargo test --locked "$@")

@@ -31,7 +31,7 @@ fn bomb_cache(name: &str, compression: &str) -> (std::path::PathBuf, String) {
     let file = cache.join(format!("nar/bomb.nar.{compression}"));
     let out = std::fs::File::create(&file).unwrap();
     let w: Box<dyn Write> = match compression {
-        "xz" => Box::new(xz2::write::XzEncoder::new(out, 0)),
+        "xz" => Box::new(liblzma::write::XzEncoder::new(out, 0)),
         _ => Box::new(
             zstd::stream::write::Encoder::new(out, 1)
                 .unwrap()

@@ -251,10 +251,10 @@ fn a_compressed_file_that_is_not_the_narinfos_is_refused() {
 
     // The same NAR, recompressed at level 0 (nix copy uses 6).
     let mut nar = Vec::new();
-    xz2::read::XzDecoder::new(&original[..])
+    liblzma::read::XzDecoder::new(&original[..])
         .read_to_end(&mut nar)
         .unwrap();
-    let mut w = xz2::write::XzEncoder::new(Vec::new(), 0);
+    let mut w = liblzma::write::XzEncoder::new(Vec::new(), 0);
     w.write_all(&nar).unwrap();
     let recompressed = w.finish().unwrap();
     assert_ne!(recompressed.len(), original.len());

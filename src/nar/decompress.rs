@@ -33,16 +33,18 @@ pub fn decompress<'a>(
     let raw = BufReader::with_capacity(BUF_SIZE, RawInput(r));
     let (name, decoder): (&'static str, Box<dyn Read + Send + 'a>) = match compression {
         "xz" => {
-            // The .xz format only, with a memory limit: xz2's default
+            // The .xz format only, with a memory limit: liblzma's default
             // decoder also takes legacy .lzma headers, whose dictionary size
             // a 41-byte input can set to 4 GiB (found by the decompress
             // fuzz target). Nix writes .xz; xz -9 needs 65 MiB to decode.
-            let stream =
-                xz2::stream::Stream::new_stream_decoder(XZ_MEMLIMIT, xz2::stream::CONCATENATED)
-                    .map_err(|e| NarError::Io(io::Error::other(e)))?;
+            let stream = liblzma::stream::Stream::new_stream_decoder(
+                XZ_MEMLIMIT,
+                liblzma::stream::CONCATENATED,
+            )
+            .map_err(|e| NarError::Io(io::Error::other(e)))?;
             (
                 "xz",
-                Box::new(xz2::bufread::XzDecoder::new_stream(raw, stream)),
+                Box::new(liblzma::bufread::XzDecoder::new_stream(raw, stream)),
             )
         }
         "zstd" => (
@@ -130,7 +132,7 @@ mod tests {
     #[test]
     fn xz_nine_decodes_within_the_limit() {
         let data = b"nix-archive-1".repeat(100_000);
-        let mut enc = xz2::write::XzEncoder::new(Vec::new(), 9);
+        let mut enc = liblzma::write::XzEncoder::new(Vec::new(), 9);
         std::io::Write::write_all(&mut enc, &data).unwrap();
         let packed = enc.finish().unwrap();
         let mut out = Vec::new();

@@ -1,25 +1,35 @@
 //! The map step as a DataFusion table: [`SurveyMap`] is a `TableProvider`
-//! over the surveyed store paths, split into partitions by hash part, and
-//! [`SurveyMapExec`] the `ExecutionPlan` whose partition `i` reads and
-//! classifies the paths of bucket `i`, writes them as Parquet under the
+//! over the surveyed store paths, split into partitions by hash part. Its
+//! plan is [`SurveyMapExec`] over an in-memory scan of the paths (one
+//! partition per bucket, [`input_schema`]); partition `i` of the plan reads
+//! and classifies the paths of bucket `i`, writes them as Parquet under the
 //! output directory and yields one summary row (see
 //! [`crate::schema::summary`]).
 //!
-//! Everything a partition needs to run is in [`MapSpec`]: the `--store`
-//! argument, the output directory and the paths of each partition, all
-//! plain strings. That is what a physical extension codec serialises to
-//! ship the plan to a remote executor, which opens the store itself from
-//! `MapSpec::store`; the embedded run passes its already opened source
-//! ([`MapEnv`]) instead. The rows are the same either way: a partition's
-//! rows depend only on the store and its paths ([`crate::map`]).
+//! The paths are the scan's, not a field of the map step, because Ballista
+//! restricts each task's copy of a stage plan to that task's partitions by
+//! slicing the scans it knows (a custom leaf would be run whole by every
+//! task). What else a partition needs is [`MapSpec`]: the `--store`
+//! argument and its options and the output directory, plain data that the
+//! Ballista codecs ([`crate::cluster`]) ship to a remote executor, which
+//! opens the store itself ([`MapEnv::open`], once per process); the
+//! embedded run passes its already opened source instead. The rows are the
+//! same either way: a partition's rows depend only on the store and its
+//! paths ([`crate::map`]).
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::{Mutex, OnceLock};
 
 use async_trait::async_trait;
-use datafusion::arrow::array::{BooleanArray, RecordBatch, UInt32Array, UInt64Array};
-use datafusion::arrow::datatypes::SchemaRef;
+use datafusion::arrow::array::{
+    Array, BooleanArray, RecordBatch, StringArray, UInt32Array, UInt64Array,
+};
+use datafusion::arrow::compute::concat_batches;
+use datafusion::arrow::datatypes::{DataType, Field, Schema, SchemaRef};
+use datafusion::catalog::memory::MemorySourceConfig;
 use datafusion::catalog::{Session, TableProvider};
 use datafusion::common::tree_node::TreeNodeRecursion;
 use datafusion::common::{DataFusionError, Result};
@@ -32,21 +42,26 @@ use datafusion::physical_plan::{
     ChildrenPropertiesMode, DisplayAs, DisplayFormatType, ExecutionPlan, Partitioning,
     PhysicalExpr, PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
 };
+use futures::TryStreamExt;
 use nix_heft::StorePath;
-use nix_heft::source::StoreSource;
+use nix_heft::source::{OpenOptions, StoreSource};
+use serde::{Deserialize, Serialize};
 
 use crate::map;
 use crate::schema;
 
-/// What the map step is asked to do, in plain data.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// What every partition of the map step needs besides its paths, in
+/// plain data: what the physical codec ships with each task.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct MapSpec {
     /// The `--store` argument (`None`: the local store).
     pub store: Option<String>,
+    /// `--netrc-file`, as the executors are to read it.
+    pub netrc_file: Option<PathBuf>,
+    /// `--refresh`.
+    pub refresh: bool,
     /// The output directory.
     pub out: PathBuf,
-    /// The store paths of each partition, by partition number.
-    pub partitions: Vec<Vec<String>>,
 }
 
 /// What a process running partitions holds: the opened store, how many
@@ -60,6 +75,39 @@ pub struct MapEnv {
     pub permits: Arc<tokio::sync::Semaphore>,
     /// Told of every content byte read.
     pub progress: Arc<dyn Fn(u64) + Send + Sync>,
+}
+
+impl MapEnv {
+    /// The environment of a process that runs partitions it was sent: the
+    /// store of `spec`, opened once per process and store, every core's
+    /// worth of partitions at once, no progress bar.
+    pub fn open(spec: &MapSpec) -> Result<Arc<MapEnv>> {
+        type Key = (Option<String>, Option<PathBuf>, bool);
+        static OPENED: OnceLock<Mutex<HashMap<Key, Arc<MapEnv>>>> = OnceLock::new();
+        let key = (spec.store.clone(), spec.netrc_file.clone(), spec.refresh);
+        let mut opened = OPENED
+            .get_or_init(Default::default)
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        if let Some(env) = opened.get(&key) {
+            return Ok(Arc::clone(env));
+        }
+        let opts = OpenOptions {
+            netrc_file: spec.netrc_file.clone(),
+            refresh: spec.refresh,
+            verify: false,
+        };
+        let src = nix_heft::source::open_with(spec.store.as_deref(), &opts)
+            .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let env = Arc::new(MapEnv {
+            src: src.into(),
+            permits: Arc::new(tokio::sync::Semaphore::new(cores.max(2))),
+            progress: Arc::new(|_| {}),
+        });
+        opened.insert(key, Arc::clone(&env));
+        Ok(env)
+    }
 }
 
 impl fmt::Debug for MapEnv {
@@ -83,20 +131,80 @@ pub fn partition_of(path: &StorePath, n: usize) -> usize {
     (h % n.max(1) as u64) as usize
 }
 
+/// The schema of the map step's input: one row per surveyed path, and one
+/// row with a null path for a partition that has none, so that every
+/// partition is accounted for.
+pub fn input_schema() -> SchemaRef {
+    Arc::new(Schema::new(vec![
+        Field::new("partition", DataType::UInt32, false),
+        Field::new("path", DataType::Utf8, true),
+    ]))
+}
+
+/// The map step's input as one record batch per partition.
+fn input_batches(partitions: &[Vec<String>]) -> Result<Vec<Vec<RecordBatch>>> {
+    partitions
+        .iter()
+        .enumerate()
+        .map(|(i, paths)| {
+            let i = u32::try_from(i)
+                .map_err(|_| DataFusionError::Plan("more than 2^32 partitions".into()))?;
+            let (ids, paths): (Vec<u32>, Vec<Option<&str>>) = if paths.is_empty() {
+                (vec![i], vec![None])
+            } else {
+                paths.iter().map(|p| (i, Some(p.as_str()))).unzip()
+            };
+            let b = RecordBatch::try_new(
+                input_schema(),
+                vec![
+                    Arc::new(UInt32Array::from(ids)),
+                    Arc::new(StringArray::from(paths)),
+                ],
+            )?;
+            Ok(vec![b])
+        })
+        .collect()
+}
+
 /// The map step as a table: each row a partition's summary.
 #[derive(Debug)]
 pub struct SurveyMap {
     spec: Arc<MapSpec>,
-    env: Arc<MapEnv>,
+    partitions: Arc<Vec<Vec<String>>>,
+    /// `None` where the plan is to run elsewhere (a Ballista scheduler, an
+    /// executor): the store is then opened where a partition runs.
+    env: Option<Arc<MapEnv>>,
 }
 
 impl SurveyMap {
-    /// The table over `spec`'s partitions, read through `env`.
-    pub fn new(spec: MapSpec, env: MapEnv) -> SurveyMap {
+    /// The table over `partitions` (store paths by partition number), read
+    /// through `env`.
+    pub fn new(spec: MapSpec, partitions: Vec<Vec<String>>, env: MapEnv) -> SurveyMap {
         SurveyMap {
             spec: Arc::new(spec),
-            env: Arc::new(env),
+            partitions: Arc::new(partitions),
+            env: Some(Arc::new(env)),
         }
+    }
+
+    /// The same table, each partition read through the store that the
+    /// process running it opens from `spec` ([`MapEnv::open`]).
+    pub fn remote(spec: MapSpec, partitions: Vec<Vec<String>>) -> SurveyMap {
+        SurveyMap {
+            spec: Arc::new(spec),
+            partitions: Arc::new(partitions),
+            env: None,
+        }
+    }
+
+    /// What every partition needs.
+    pub fn spec(&self) -> &MapSpec {
+        &self.spec
+    }
+
+    /// The store paths of each partition, by partition number.
+    pub fn partitions(&self) -> &[Vec<String>] {
+        &self.partitions
     }
 }
 
@@ -117,44 +225,66 @@ impl TableProvider for SurveyMap {
         _filters: &[Expr],
         _limit: Option<usize>,
     ) -> Result<Arc<dyn ExecutionPlan>> {
+        // The paths are an in-memory scan below the map step, not a field
+        // of it: Ballista restricts a stage's plan to each task's
+        // partitions by slicing the scans it knows, and passes the map
+        // step the sliced input.
+        let input: Arc<dyn ExecutionPlan> = MemorySourceConfig::try_new_exec(
+            &input_batches(&self.partitions)?,
+            input_schema(),
+            None,
+        )?;
         Ok(Arc::new(SurveyMapExec::new(
             Arc::clone(&self.spec),
-            Arc::clone(&self.env),
+            self.env.clone(),
+            input,
             projection.cloned(),
         )?))
     }
 }
 
-/// The map step's physical plan: one partition per hash bucket.
+/// The map step's physical plan: for each partition of its input (the
+/// paths, one partition per hash bucket), read, classify and write them.
 #[derive(Debug)]
 pub struct SurveyMapExec {
     spec: Arc<MapSpec>,
-    env: Arc<MapEnv>,
+    env: Option<Arc<MapEnv>>,
+    input: Arc<dyn ExecutionPlan>,
     projection: Option<Vec<usize>>,
     props: Arc<PlanProperties>,
 }
 
 impl SurveyMapExec {
-    /// The plan for `spec`, its summary columns projected.
+    /// The plan over `input` (rows of [`input_schema`]), its summary
+    /// columns projected.
     pub fn new(
         spec: Arc<MapSpec>,
-        env: Arc<MapEnv>,
+        env: Option<Arc<MapEnv>>,
+        input: Arc<dyn ExecutionPlan>,
         projection: Option<Vec<usize>>,
     ) -> Result<SurveyMapExec> {
+        if input.schema().fields() != input_schema().fields() {
+            return Err(DataFusionError::Plan(format!(
+                "SurveyMapExec over an input of the wrong schema: {:?}",
+                input.schema()
+            )));
+        }
         let full = schema::summary();
         let schema = match &projection {
             Some(p) => Arc::new(full.project(p)?),
             None => full,
         };
+        let n = input.properties().output_partitioning().partition_count();
         let props = PlanProperties::new(
             EquivalenceProperties::new(schema),
-            Partitioning::UnknownPartitioning(spec.partitions.len().max(1)),
-            EmissionType::Incremental,
+            Partitioning::UnknownPartitioning(n),
+            EmissionType::Final,
             Boundedness::Bounded,
         );
         Ok(SurveyMapExec {
             spec,
             env,
+            input,
             projection,
             props: Arc::new(props),
         })
@@ -164,15 +294,19 @@ impl SurveyMapExec {
     pub fn spec(&self) -> &MapSpec {
         &self.spec
     }
+
+    /// The summary columns it yields, by index (`None`: all).
+    pub fn projection(&self) -> Option<&[usize]> {
+        self.projection.as_deref()
+    }
 }
 
 impl DisplayAs for SurveyMapExec {
     fn fmt_as(&self, _t: DisplayFormatType, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "SurveyMapExec: {} partitions of {} paths, out={}",
-            self.spec.partitions.len(),
-            self.spec.partitions.iter().map(Vec::len).sum::<usize>(),
+            "SurveyMapExec: store={}, out={}",
+            self.spec.store.as_deref().unwrap_or("local"),
             self.spec.out.display()
         )
     }
@@ -188,7 +322,13 @@ impl ExecutionPlan for SurveyMapExec {
     }
 
     fn children(&self) -> Vec<&Arc<dyn ExecutionPlan>> {
-        vec![]
+        vec![&self.input]
+    }
+
+    // A partition of the input is a hash bucket, whole: it must not be
+    // split or merged by a repartition below.
+    fn benefits_from_input_partitioning(&self) -> Vec<bool> {
+        vec![false]
     }
 
     fn apply_expressions(
@@ -200,10 +340,18 @@ impl ExecutionPlan for SurveyMapExec {
 
     fn replace_children(
         self: Arc<Self>,
-        _children: Vec<Arc<dyn ExecutionPlan>>,
+        children: Vec<Arc<dyn ExecutionPlan>>,
         _options: ReplaceChildrenOptions,
     ) -> Result<Arc<dyn ExecutionPlan>> {
-        Ok(self)
+        let [input] = <[_; 1]>::try_from(children).map_err(|c: Vec<_>| {
+            DataFusionError::Internal(format!("SurveyMapExec given {} children", c.len()))
+        })?;
+        Ok(Arc::new(SurveyMapExec::new(
+            Arc::clone(&self.spec),
+            self.env.clone(),
+            input,
+            self.projection.clone(),
+        )?))
     }
 
     fn with_new_children(
@@ -219,19 +367,26 @@ impl ExecutionPlan for SurveyMapExec {
     fn execute(
         &self,
         partition: usize,
-        _context: Arc<TaskContext>,
+        context: Arc<TaskContext>,
     ) -> Result<SendableRecordBatchStream> {
-        let paths = self
-            .spec
-            .partitions
-            .get(partition)
-            .cloned()
-            .unwrap_or_default();
+        let input = self.input.execute(partition, context)?;
         let spec = Arc::clone(&self.spec);
-        let env = Arc::clone(&self.env);
+        let env = self.env.clone();
         let projection = self.projection.clone();
         let schema = Arc::clone(self.props.eq_properties.schema());
-        let fut = run_async(spec, env, partition as u32, paths, projection);
+        let fut = async move {
+            let batches: Vec<RecordBatch> = input.try_collect().await?;
+            let groups = group_paths(&batches)?;
+            let mut rows = Vec::with_capacity(groups.len());
+            for (i, paths) in groups {
+                rows.push(run_async(Arc::clone(&spec), env.clone(), i, paths).await?);
+            }
+            let summary = concat_batches(&schema::summary(), &rows)?;
+            match projection {
+                Some(p) => Ok(summary.project(&p)?),
+                None => Ok(summary),
+            }
+        };
         Ok(Box::pin(RecordBatchStreamAdapter::new(
             schema,
             futures::stream::once(fut),
@@ -239,25 +394,58 @@ impl ExecutionPlan for SurveyMapExec {
     }
 }
 
+/// The paths of each partition among `batches` (rows of [`input_schema`]),
+/// by partition number. Normally one partition: grouping by the number the
+/// rows carry, rather than trusting the index a partition is executed
+/// under, keeps every bucket whole and named whatever a planner did to the
+/// input's partitioning.
+fn group_paths(batches: &[RecordBatch]) -> Result<std::collections::BTreeMap<u32, Vec<String>>> {
+    let mut groups: std::collections::BTreeMap<u32, Vec<String>> = Default::default();
+    for b in batches {
+        let ids = b
+            .column(0)
+            .as_any()
+            .downcast_ref::<UInt32Array>()
+            .ok_or_else(|| DataFusionError::Internal("map input without partition".into()))?;
+        let paths = b
+            .column(1)
+            .as_any()
+            .downcast_ref::<StringArray>()
+            .ok_or_else(|| DataFusionError::Internal("map input without path".into()))?;
+        for r in 0..b.num_rows() {
+            let g = groups.entry(ids.value(r)).or_default();
+            if paths.is_valid(r) {
+                g.push(paths.value(r).to_string());
+            }
+        }
+    }
+    Ok(groups)
+}
+
 /// Runs partition `i` on a blocking thread once a permit is free.
 async fn run_async(
     spec: Arc<MapSpec>,
-    env: Arc<MapEnv>,
+    env: Option<Arc<MapEnv>>,
     i: u32,
     paths: Vec<String>,
-    projection: Option<Vec<usize>>,
 ) -> Result<RecordBatch> {
+    let env = match env {
+        Some(env) => env,
+        None => {
+            let spec = Arc::clone(&spec);
+            // Opening an HTTP cache fetches its nix-cache-info: blocking.
+            tokio::task::spawn_blocking(move || MapEnv::open(&spec))
+                .await
+                .map_err(|e| DataFusionError::External(Box::new(e)))??
+        }
+    };
     let _permit = Arc::clone(&env.permits)
         .acquire_owned()
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    let summary = tokio::task::spawn_blocking(move || run_partition(&spec, &env, i, &paths))
+    tokio::task::spawn_blocking(move || run_partition(&spec, &env, i, &paths))
         .await
-        .map_err(|e| DataFusionError::External(Box::new(e)))??;
-    match projection {
-        Some(p) => Ok(summary.project(&p)?),
-        None => Ok(summary),
-    }
+        .map_err(|e| DataFusionError::External(Box::new(e)))?
 }
 
 /// Runs partition `i`: skipped when an earlier run wrote it, else read,

@@ -43,6 +43,7 @@
 
 #![warn(missing_docs)]
 
+pub mod cluster;
 pub mod exec;
 pub mod graph_step;
 pub mod map;

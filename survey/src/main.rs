@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
 use nix_heft::source::OpenOptions;
-use nix_heft_survey::{query, report, run};
+use nix_heft_survey::{cluster, query, report, run};
 
 const EXIT_PARTIAL: u8 = 3;
 
@@ -28,6 +28,44 @@ enum Command {
     Run(RunArgs),
     /// Run SQL over a survey's tables (paths, edges, evidence, problems).
     Query(QueryArgs),
+    /// Start a Ballista scheduler that knows the survey's plans.
+    Scheduler(SchedulerArgs),
+    /// Start a Ballista executor that runs the survey's map step.
+    Executor(ExecutorArgs),
+}
+
+#[derive(Args, Debug)]
+struct SchedulerArgs {
+    /// Where executors and `run --cluster` connect.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:50050")]
+    bind: String,
+    /// Seconds without a heartbeat after which an executor is taken for
+    /// dead and its tasks are run again on the others.
+    #[arg(long, value_name = "SECS", default_value_t = 180)]
+    executor_timeout: u64,
+}
+
+#[derive(Args, Debug)]
+struct ExecutorArgs {
+    /// The scheduler to register with.
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:50050")]
+    scheduler: String,
+    /// Where results are fetched from (Arrow Flight).
+    #[arg(long, value_name = "HOST:PORT", default_value = "127.0.0.1:50051")]
+    bind: String,
+    /// The port the scheduler sends tasks to. Default: --bind's port + 1.
+    #[arg(long, value_name = "PORT")]
+    grpc_port: Option<u16>,
+    /// Tasks run at once. Default: the cores of this machine.
+    #[arg(long, value_name = "N")]
+    concurrent_tasks: Option<usize>,
+    /// Seconds between heartbeats to the scheduler; keep it well under the
+    /// scheduler's --executor-timeout.
+    #[arg(long, value_name = "SECS", default_value_t = 60)]
+    heartbeat_interval: u64,
+    /// Directory for Ballista's shuffle files. Default: a temporary one.
+    #[arg(long, value_name = "DIR")]
+    work_dir: Option<PathBuf>,
 }
 
 #[derive(Args, Debug)]
@@ -66,6 +104,12 @@ struct RunArgs {
     /// Fetch again what the local cache holds of an HTTP cache.
     #[arg(long)]
     refresh: bool,
+    /// Run the map step on a Ballista cluster: the scheduler started with
+    /// `nix-heft-survey scheduler`. Its executors read --store themselves
+    /// (an http(s):// cache, or a file:// cache on a shared file system)
+    /// and write to DIR, which they must share with this machine.
+    #[arg(long, value_name = "df://HOST:PORT")]
+    cluster: Option<String>,
 }
 
 #[derive(Args, Debug)]
@@ -106,7 +150,35 @@ async fn main_async(cli: &Cli) -> anyhow::Result<ExitCode> {
     match &cli.command {
         Command::Run(args) => survey(cli, args).await,
         Command::Query(args) => sql(cli, args).await,
+        Command::Scheduler(args) => {
+            init_logging();
+            cluster::run_scheduler(&cluster::SchedulerOptions {
+                bind: args.bind.clone(),
+                executor_timeout_secs: args.executor_timeout,
+            })
+            .await?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Executor(args) => {
+            init_logging();
+            cluster::run_executor(&cluster::ExecutorOptions {
+                scheduler: args.scheduler.clone(),
+                bind: args.bind.clone(),
+                grpc_port: args.grpc_port,
+                concurrent_tasks: args.concurrent_tasks,
+                heartbeat_secs: args.heartbeat_interval,
+                work_dir: args.work_dir.clone(),
+            })
+            .await?;
+            Ok(ExitCode::SUCCESS)
+        }
     }
+}
+
+/// Ballista's processes log through `log`: warnings and errors on stderr,
+/// more with `RUST_LOG` (e.g. `RUST_LOG=info`).
+fn init_logging() {
+    env_logger::Builder::from_env(env_logger::Env::default().default_filter_or("warn")).init();
 }
 
 async fn survey(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
@@ -127,6 +199,7 @@ async fn survey(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         out: args.out.clone(),
         input,
         partitions: args.partitions,
+        cluster: args.cluster.clone(),
         progress: !cli.json
             && std::io::stderr().is_terminal()
             && std::env::var_os("TERM").is_none_or(|t| t != "dumb"),

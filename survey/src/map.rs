@@ -322,9 +322,14 @@ pub fn is_written(out: &Path, i: u32) -> bool {
 /// `OUT/.tmp` first, synced, then renamed to `OUT/parts/NNNNN` in one
 /// step, so an interrupted run leaves either the whole partition or none.
 pub fn write_partition(out: &Path, i: u32, facts: &PartitionFacts) -> std::io::Result<()> {
+    // Unique across the machines of a cluster writing to one shared
+    // directory: a retried task may run while the first try still writes.
+    let nanos = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_nanos());
     let tmp = out
         .join(".tmp")
-        .join(format!("{i:05}.{}", std::process::id()));
+        .join(format!("{i:05}.{}.{nanos}", std::process::id()));
     if tmp.exists() {
         fs::remove_dir_all(&tmp)?;
     }

@@ -21,7 +21,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::Context;
-use datafusion::arrow::array::{Array, BooleanArray, UInt64Array};
+use datafusion::arrow::array::{Array, BooleanArray, RecordBatch, UInt32Array, UInt64Array};
 use datafusion::datasource::MemTable;
 use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
@@ -66,6 +66,9 @@ pub struct RunOptions {
     pub partitions: Option<usize>,
     /// Show a progress bar (a terminal, no `--json`).
     pub progress: bool,
+    /// `--cluster df://HOST:PORT`: run the map step on this Ballista
+    /// scheduler's executors instead of in this process.
+    pub cluster: Option<String>,
 }
 
 /// What `DIR/survey.json` records, so that a restart resumes only the same
@@ -209,11 +212,127 @@ fn settle_manifest(out: &Path, want: Manifest, asked: Option<usize>) -> anyhow::
     Ok(m)
 }
 
+/// Refuses a `--cluster` run whose store or output directory the executors
+/// could not reach, and gives the output directory as an absolute path.
+fn check_cluster_reach(store: Option<&str>, out: &Path) -> anyhow::Result<PathBuf> {
+    let reachable = match store {
+        Some(s) if s.starts_with("http://") || s.starts_with("https://") => true,
+        Some(s) => s
+            .strip_prefix("file://")
+            .is_some_and(|p| Path::new(p).is_absolute()),
+        None => false,
+    };
+    if !reachable {
+        return Err(usage(format!(
+            "--cluster needs a store every executor can read: an http(s):// binary cache, \
+             or a file:// cache at an absolute path on a file system the executors share \
+             (`nix copy --to file:///shared/cache ROOT...`), not {}",
+            store.map_or("the local store".to_string(), |s| format!("--store {s}"))
+        )));
+    }
+    std::path::absolute(out).with_context(|| format!("the output directory {}", out.display()))
+}
+
+/// Checks that the map step accounted for every partition and that each is
+/// on disk where the coordinator reads it, so a lost task or an output
+/// directory the executors do not share is an error, never a short table.
+fn check_complete(summary: &[RecordBatch], out: &Path, n: usize) -> anyhow::Result<()> {
+    let mut seen = vec![false; n];
+    for b in summary {
+        let col = b
+            .column_by_name("partition")
+            .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
+            .context("summary without partition")?;
+        for i in 0..b.num_rows() {
+            if let Some(s) = seen.get_mut(col.value(i) as usize) {
+                *s = true;
+            }
+        }
+    }
+    let missing: Vec<usize> = (0..n).filter(|&i| !seen[i]).collect();
+    if let Some(&first) = missing.first() {
+        anyhow::bail!(
+            "the map step returned no result for {} of {n} partitions (first: {first}); \
+             run again on the same -o directory to resume",
+            missing.len()
+        );
+    }
+    let unseen: Vec<u32> = (0..n as u32)
+        .filter(|&i| !crate::map::is_written(out, i))
+        .collect();
+    if let Some(&first) = unseen.first() {
+        anyhow::bail!(
+            "{} of {n} partitions were surveyed but are not under {} (first: {}): \
+             with --cluster, -o must be a directory the executors and this machine share",
+            unseen.len(),
+            out.join("parts").display(),
+            crate::map::partition_dir(out, first).display()
+        );
+    }
+    Ok(())
+}
+
+/// Runs the map step, embedded or on the cluster, and returns its summary
+/// rows.
+async fn map_step(
+    opts: &RunOptions,
+    spec: MapSpec,
+    partitions: Vec<Vec<String>>,
+    env: MapEnv,
+    cores: usize,
+) -> anyhow::Result<Vec<RecordBatch>> {
+    let Some(url) = &opts.cluster else {
+        let ctx =
+            SessionContext::new_with_config(SessionConfig::new().with_target_partitions(cores));
+        ctx.register_table(
+            "survey_map",
+            Arc::new(SurveyMap::new(spec, partitions, env)),
+        )?;
+        return ctx
+            .sql("SELECT * FROM survey_map")
+            .await?
+            .collect()
+            .await
+            .context("the map step");
+    };
+    let ctx = crate::cluster::session(url, cores).await?;
+    ctx.register_table("survey_map", Arc::new(SurveyMap::remote(spec, partitions)))?;
+    // One resubmission: a job Ballista gave up on (an executor lost with
+    // results the job still needed, say) is run again, and the partitions
+    // already written are skipped, so only the lost work is redone.
+    let mut last = None;
+    for attempt in 0..2 {
+        let res = async { ctx.sql("SELECT * FROM survey_map").await?.collect().await }.await;
+        match res {
+            Ok(b) => return Ok(b),
+            Err(e) => {
+                if attempt == 0 {
+                    eprintln!(
+                        "nix-heft-survey: warning: the map step failed on {url} ({e}); \
+                         submitting it again (written partitions are kept)"
+                    );
+                }
+                last = Some(e);
+            }
+        }
+    }
+    Err(anyhow::Error::from(last.expect("two attempts"))
+        .context(format!("the map step on the cluster at {url}")))
+}
+
 /// Runs the survey and leaves its tables in `opts.out`.
 pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
     if let Some(0) = opts.partitions {
         return Err(usage("--partitions must be at least 1".into()));
     }
+    let out_dir = match &opts.cluster {
+        Some(_) => check_cluster_reach(opts.store.as_deref(), &opts.out)?,
+        None => opts.out.clone(),
+    };
+    let opts = &RunOptions {
+        out: out_dir,
+        ..opts.clone()
+    };
     let src: Arc<dyn StoreSource> =
         nix_heft::source::open_with(opts.store.as_deref(), &opts.open)?.into();
     let roots = roots_of(src.as_ref(), &opts.input)?;
@@ -260,37 +379,50 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
     };
     let spec = MapSpec {
         store: opts.store.clone(),
+        netrc_file: opts.open.netrc_file.clone(),
+        refresh: opts.open.refresh,
         out: opts.out.clone(),
-        partitions,
     };
-    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(cores));
-    ctx.register_table("survey_map", Arc::new(SurveyMap::new(spec, env)))?;
-    let summary = ctx
-        .sql("SELECT * FROM survey_map")
-        .await?
-        .collect()
-        .await
-        .context("the map step")?;
+    if opts.cluster.is_some() {
+        // The bytes are read on the executors: only a spinner here.
+        pb.set_style(
+            indicatif::ProgressStyle::with_template("surveying on the cluster {spinner} {elapsed}")
+                .expect("static template"),
+        );
+        pb.enable_steady_tick(std::time::Duration::from_millis(200));
+    }
+    let summary = map_step(opts, spec, partitions, env, cores).await?;
     pb.finish_and_clear();
+    check_complete(&summary, &opts.out, n)?;
     for w in src.warnings() {
         eprintln!("nix-heft-survey: warning: {w}");
     }
-    let mut skipped = 0;
+    // Per partition: a task that was run again (a lost executor, a
+    // resubmitted job) finds its partition written and reports it skipped,
+    // so a partition counts as skipped only when no run of it wrote it.
+    let mut wrote = vec![false; n];
     let mut bytes_read = 0;
     for b in &summary {
-        let sk = b
-            .column_by_name("skipped")
-            .and_then(|c| c.as_any().downcast_ref::<BooleanArray>())
-            .context("summary without skipped")?;
-        let nb = b
-            .column_by_name("nar_bytes")
-            .and_then(|c| c.as_any().downcast_ref::<UInt64Array>())
-            .context("summary without nar_bytes")?;
+        let col = |name: &str| {
+            b.column_by_name(name)
+                .with_context(|| format!("summary without {name}"))
+        };
+        let part = col("partition")?.as_any().downcast_ref::<UInt32Array>();
+        let sk = col("skipped")?.as_any().downcast_ref::<BooleanArray>();
+        let nb = col("nar_bytes")?.as_any().downcast_ref::<UInt64Array>();
+        let (Some(part), Some(sk), Some(nb)) = (part, sk, nb) else {
+            anyhow::bail!("the map step's summary has columns of the wrong types");
+        };
         for i in 0..b.num_rows() {
-            skipped += usize::from(sk.value(i));
+            if !sk.value(i)
+                && let Some(w) = wrote.get_mut(part.value(i) as usize)
+            {
+                *w = true;
+            }
             bytes_read += if nb.is_null(i) { 0 } else { nb.value(i) };
         }
     }
+    let skipped = wrote.iter().filter(|&&w| !w).count();
     if skipped > 0 && opts.progress {
         eprintln!(
             "nix-heft-survey: {skipped} of {n} partitions were already written in {}",
@@ -299,6 +431,7 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
     }
 
     let (gp, ge) = graph_step::graph_step(&g)?;
+    let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(cores));
     assemble(&ctx, &opts.out, gp, ge, n).await?;
     Ok(RunSummary {
         store: src.describe(),

@@ -596,3 +596,235 @@ fn a_path_list_file_surveys_the_same_closure() {
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("nothing to survey"), "{}", o.stderr);
 }
+
+/// A free TCP port of 127.0.0.1 (bound, then let go for the process that
+/// is to take it).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// Waits until something accepts on `port`, for at most 60 s.
+fn wait_listening(port: u16, who: &mut std::process::Child) {
+    let start = std::time::Instant::now();
+    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+        if let Ok(Some(st)) = who.try_wait() {
+            panic!("exited before listening on {port}: {st}");
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "nothing listens on {port}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
+/// A Ballista cluster on 127.0.0.1: `nix-heft-survey scheduler` and two
+/// `nix-heft-survey executor` processes, each executor with a cache
+/// directory of its own. Killed when dropped.
+struct Cluster {
+    scheduler: std::process::Child,
+    executors: Vec<std::process::Child>,
+    url: String,
+    caches: Vec<PathBuf>,
+    /// The scheduler's stderr.
+    log: PathBuf,
+}
+
+impl Cluster {
+    fn start(tmp: &Path, executor_timeout: u64, tasks_each: usize) -> Cluster {
+        let bin = env!("CARGO_BIN_EXE_nix-heft-survey");
+        let sport = free_port();
+        let log = tmp.join(format!("scheduler-{sport}.log"));
+        let mut scheduler = Command::new(bin)
+            .args(["scheduler", "--bind"])
+            .arg(format!("127.0.0.1:{sport}"))
+            .args(["--executor-timeout", &executor_timeout.to_string()])
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap();
+        wait_listening(sport, &mut scheduler);
+        let mut executors = Vec::new();
+        let mut caches = Vec::new();
+        for k in 0..2 {
+            let (port, grpc) = (free_port(), free_port());
+            let cache = tmp.join(format!("executor-{sport}-{k}-cache"));
+            let mut e = Command::new(bin)
+                .args(["executor", "--scheduler"])
+                .arg(format!("127.0.0.1:{sport}"))
+                .arg("--bind")
+                .arg(format!("127.0.0.1:{port}"))
+                .args(["--grpc-port", &grpc.to_string()])
+                .args(["--concurrent-tasks", &tasks_each.to_string()])
+                .args(["--heartbeat-interval", "1"])
+                .env("XDG_CACHE_HOME", &cache)
+                .stderr(
+                    std::fs::File::create(tmp.join(format!("executor-{sport}-{k}.log"))).unwrap(),
+                )
+                .spawn()
+                .unwrap();
+            wait_listening(port, &mut e);
+            executors.push(e);
+            caches.push(cache);
+        }
+        Cluster {
+            scheduler,
+            executors,
+            url: format!("df://127.0.0.1:{sport}"),
+            caches,
+            log,
+        }
+    }
+}
+
+impl Drop for Cluster {
+    fn drop(&mut self) {
+        for c in self.executors.iter_mut().chain([&mut self.scheduler]) {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+/// The number of partitions the embedded survey used, for a cluster run
+/// whose `partition` column is to match it.
+fn embedded_partitions(f: &Fixture) -> String {
+    let m: Value =
+        serde_json::from_str(&std::fs::read_to_string(f.file_dir.join("survey.json")).unwrap())
+            .unwrap();
+    m["partitions"].to_string()
+}
+
+/// Whether a directory holds any file, at any depth.
+fn holds_files(dir: &Path) -> bool {
+    let Ok(rd) = std::fs::read_dir(dir) else {
+        return false;
+    };
+    rd.flatten().any(|e| {
+        let p = e.path();
+        if p.is_dir() { holds_files(&p) } else { true }
+    })
+}
+
+#[test]
+fn a_ballista_cluster_gives_the_embedded_rows() {
+    let f = fixture();
+    let cluster = Cluster::start(&f.tmp, 180, 2);
+    let dir = f.tmp.join("survey-cluster");
+    let parts = embedded_partitions(f);
+    let o = survey(
+        &[
+            "run",
+            "--json",
+            "--cluster",
+            &cluster.url,
+            "--partitions",
+            &parts,
+            "--store",
+            &f.http,
+            "-o",
+        ],
+        &dir,
+        &f.roots,
+    );
+    assert_eq!(o.code, 0, "cluster survey failed: {}", o.stderr);
+    assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(
+        r["survey"]["partitions_skipped"], 0,
+        "{}\n{}",
+        o.stdout, o.stderr
+    );
+    assert!(r["survey"]["bytes_read"].as_u64().unwrap() > 0);
+    // The executors read the cache themselves, both of them: each one's
+    // own local cache (narinfos, scan results) got entries.
+    for c in &cluster.caches {
+        assert!(
+            holds_files(c),
+            "executor with cache {} did no work",
+            c.display()
+        );
+    }
+}
+
+#[test]
+fn a_cluster_run_refuses_a_store_the_executors_cannot_reach() {
+    let f = fixture();
+    let dir = f.tmp.join("survey-cluster-refused");
+    // No scheduler listens on port 1: the check comes before connecting.
+    for store in [None, Some("local"), Some("file://relative/cache")] {
+        let mut args = vec!["run", "--cluster", "df://127.0.0.1:1"];
+        if let Some(s) = store {
+            args.extend(["--store", s]);
+        }
+        args.push("-o");
+        let o = survey(&args, &dir, &f.roots);
+        assert_eq!(o.code, 2, "{store:?}: {}", o.stderr);
+        assert!(
+            o.stderr
+                .contains("--cluster needs a store every executor can read"),
+            "{store:?}: {}",
+            o.stderr
+        );
+    }
+    assert!(!dir.exists(), "a refused run wrote {}", dir.display());
+}
+
+#[test]
+fn a_cluster_survey_outlives_a_killed_executor() {
+    let f = fixture();
+    // A slow cache, so that the survey is mid-way when an executor dies;
+    // one task at a time per executor.
+    let slow = http_server::FileServer::start_slow(&f.cache, std::time::Duration::from_millis(300));
+    let mut cluster = Cluster::start(&f.tmp, 4, 1);
+    let sched_log = cluster.log.clone();
+    let dir = f.tmp.join("survey-cluster-kill");
+    let parts = embedded_partitions(f);
+    let child = Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+        .args([
+            "run",
+            "--json",
+            "--cluster",
+            &cluster.url,
+            "--partitions",
+            &parts,
+        ])
+        .args(["--store", &slow.url(), "-o"])
+        .arg(&dir)
+        .args(&f.roots)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Kill an executor once the first partition is written.
+    let total: usize = parts.parse().unwrap();
+    let start = std::time::Instant::now();
+    let written = || {
+        std::fs::read_dir(dir.join("parts"))
+            .map(|rd| rd.count())
+            .unwrap_or(0)
+    };
+    while written() == 0 {
+        assert!(start.elapsed().as_secs() < 120, "no partition written");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let at_kill = written();
+    assert!(at_kill < total, "the survey ended before the kill");
+    cluster.executors[0].kill().unwrap();
+    cluster.executors[0].wait().unwrap();
+    let out = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    // Ballista runs the lost executor's tasks again on the other one (or
+    // the survey resubmits): the result is complete, never short.
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(written(), total);
+    assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
+    // And the kill was seen: the scheduler took the executor for lost and
+    // put its running tasks back.
+    let log = std::fs::read_to_string(&sched_log).unwrap();
+    assert!(log.contains("lost Executor"), "{log}");
+}

@@ -8,6 +8,7 @@ use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
 use std::path::Path;
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 /// A server of the files under one directory.
 pub struct FileServer {
@@ -18,6 +19,12 @@ pub struct FileServer {
 impl FileServer {
     /// Serves `root` on a free port of 127.0.0.1 until the test ends.
     pub fn start(root: &Path) -> FileServer {
+        FileServer::start_slow(root, Duration::ZERO)
+    }
+
+    /// Serves `root` like [`FileServer::start`], each NAR after `delay`: a
+    /// slow cache, for tests that must act while a reader is mid-way.
+    pub fn start_slow(root: &Path, delay: Duration) -> FileServer {
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -26,7 +33,7 @@ impl FileServer {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
                 let (root, log) = (root.clone(), l2.clone());
-                std::thread::spawn(move || serve(conn, &root, &log));
+                std::thread::spawn(move || serve(conn, &root, &log, delay));
             }
         });
         FileServer { port, log }
@@ -61,7 +68,7 @@ impl FileServer {
     }
 }
 
-fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) {
+fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>, delay: Duration) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
     loop {
@@ -85,6 +92,9 @@ fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>) {
         } else {
             (200, std::fs::read(&file).unwrap())
         };
+        if status == 200 && path.starts_with("/nar/") && !delay.is_zero() {
+            std::thread::sleep(delay);
+        }
         if status == 200 {
             log.lock().unwrap().push(path);
         }
