@@ -41,8 +41,10 @@ trap cleanup EXIT
 
 grep -h '^StorePath: ' "$cache"/*.narinfo | cut -d' ' -f2 | sort > "$work/paths"
 npaths=$(wc -l < "$work/paths")
-narbytes=$(grep -h '^NarSize: ' "$cache"/*.narinfo | awk '{s+=$2} END {print s}')
-filebytes=$(grep -h '^FileSize: ' "$cache"/*.narinfo | awk '{s+=$2} END {print s}')
+# (mawk's integers stop at 2^31: python sums.)
+sum() { grep -h "^$1: " "$cache"/*.narinfo | python3 -c 'import sys; print(sum(int(l.split()[1]) for l in sys.stdin))'; }
+narbytes=$(sum NarSize)
+filebytes=$(sum FileSize)
 echo "cache: $cache"
 echo "paths: $npaths; NAR bytes: $narbytes; compressed: $filebytes"
 
@@ -50,23 +52,23 @@ echo "paths: $npaths; NAR bytes: $narbytes; compressed: $filebytes"
 # executor uses a scheduler of its own.
 port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
 wait_port() { for _ in $(seq 200); do (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null && return; sleep 0.1; done; echo "nothing on $1" >&2; exit 1; }
-start_cluster() { # EXECUTORS -> prints df://127.0.0.1:PORT
+start_cluster() { # EXECUTORS -> sets $url to df://127.0.0.1:PORT
   local s; s=$(port)
-  "$survey" scheduler --bind "127.0.0.1:$s" 2>> "$work/cluster.log" &
+  "$survey" scheduler --bind "127.0.0.1:$s" >> "$work/cluster.log" 2>&1 &
   pids+=($!)
   wait_port "$s"
   for _ in $(seq "$1"); do
     local e g; e=$(port); g=$(port)
     XDG_CACHE_HOME="$work/xdg-executor" "$survey" executor --scheduler "127.0.0.1:$s" \
-      --bind "127.0.0.1:$e" --grpc-port "$g" 2>> "$work/cluster.log" &
+      --bind "127.0.0.1:$e" --grpc-port "$g" >> "$work/cluster.log" 2>&1 &
     pids+=($!)
     wait_port "$e"
   done
   sleep 2 # registration
-  echo "df://127.0.0.1:$s"
+  url="df://127.0.0.1:$s"
 }
-one=$(start_cluster 1)
-two=$(start_cluster 2)
+start_cluster 1; one=$url
+start_cluster 2; two=$url
 
 reset="rm -rf $work/out $work/xdg $work/xdg-executor"
 embedded="env XDG_CACHE_HOME=$work/xdg $survey run --json --store file://$cache -o $work/out --all"
@@ -80,10 +82,12 @@ hyperfine -N -r "$runs" --prepare "$reset" \
 python3 - "$work/times.json" "$npaths" "$narbytes" <<'PY'
 import json, statistics, sys
 times, n, nar = json.load(open(sys.argv[1])), int(sys.argv[2]), int(sys.argv[3])
+# user: the mean over the runs, of the timed process only (for the
+# Ballista runs that is the coordinator; the executors are other processes).
 print(f"{'command':24} {'median s':>9} {'user s':>8} {'paths/s':>9} {'GB/s (NAR)':>11}")
 for r in times["results"]:
     m = statistics.median(r["times"])
-    print(f"{r['command']:24} {m:9.2f} {statistics.median(r['user']):8.2f} {n / m:9.1f} {nar / m / 1e9:11.2f}")
+    print(f"{r['command']:24} {m:9.2f} {r['user']:8.2f} {n / m:9.1f} {nar / m / 1e9:11.2f}")
 PY
 
 # Single-core decompression of the cache's NARs, for the per-core figures.
@@ -97,5 +101,5 @@ if [ -n "$dec" ]; then
   start=$(date +%s.%N)
   cat "$cache"/nar/* | $dec | wc -c > /dev/null
   end=$(date +%s.%N)
-  python3 -c "import sys; s=$end-$start; print(f'$comp -d, one core: {s:.2f} s, {$narbytes/s/1e6:.0f} MB/s of NAR out, {$filebytes/s/1e6:.0f} MB/s in')"
+  python3 -c "s=$end-$start; print(f'$comp -d, one core: {s:.2f} s, {$narbytes/s/1e6:.0f} MB/s of NAR out, {$filebytes/s/1e6:.0f} MB/s in')"
 fi
