@@ -222,12 +222,18 @@ pub async fn session(url: &str, target_partitions: usize) -> anyhow::Result<Sess
         .with_context(|| format!("connecting to the Ballista scheduler at {url}"))
 }
 
-/// `HOST:PORT` as one socket address (the first it resolves to).
-pub fn socket_addr(s: &str) -> anyhow::Result<SocketAddr> {
-    s.to_socket_addrs()
-        .with_context(|| format!("{s}: not HOST:PORT"))?
+/// `HOST:PORT` given to `flag`: the host as written (what other machines
+/// are told to connect to), and the first socket address it resolves to.
+fn endpoint(s: &str, flag: &str) -> anyhow::Result<(String, SocketAddr)> {
+    let (host, _) = s
+        .rsplit_once(':')
+        .with_context(|| format!("{flag} {s}: not HOST:PORT"))?;
+    let addr = s
+        .to_socket_addrs()
+        .with_context(|| format!("{flag} {s}: not HOST:PORT"))?
         .next()
-        .with_context(|| format!("{s}: resolves to no address"))
+        .with_context(|| format!("{flag} {s}: resolves to no address"))?;
+    Ok((host.to_string(), addr))
 }
 
 /// `nix-heft-survey scheduler` options.
@@ -242,15 +248,11 @@ pub struct SchedulerOptions {
 
 /// Runs a Ballista scheduler with the survey's codecs until it is killed.
 pub async fn run_scheduler(opts: &SchedulerOptions) -> anyhow::Result<()> {
-    let addr = socket_addr(&opts.bind)?;
-    let (host, _) = opts
-        .bind
-        .rsplit_once(':')
-        .context("--bind needs HOST:PORT")?;
+    let (host, addr) = endpoint(&opts.bind, "--bind")?;
     let mut config = SchedulerConfig {
         bind_host: addr.ip().to_string(),
         bind_port: addr.port(),
-        external_host: host.to_string(),
+        external_host: host,
         executor_timeout_seconds: opts.executor_timeout_secs,
         // Checked four times per timeout, so a dead executor is noticed
         // within about 1.25 timeouts.
@@ -290,18 +292,8 @@ pub struct ExecutorOptions {
 
 /// Runs a Ballista executor with the survey's codecs until it is killed.
 pub async fn run_executor(opts: &ExecutorOptions) -> anyhow::Result<()> {
-    let addr = socket_addr(&opts.bind)?;
-    let (host, _) = opts
-        .bind
-        .rsplit_once(':')
-        .context("--bind needs HOST:PORT")?;
-    let (sched_host, sched_port) = opts
-        .scheduler
-        .rsplit_once(':')
-        .context("--scheduler needs HOST:PORT")?;
-    let sched_port: u16 = sched_port
-        .parse()
-        .with_context(|| format!("--scheduler {}: not a port", opts.scheduler))?;
+    let (host, addr) = endpoint(&opts.bind, "--bind")?;
+    let (sched_host, sched) = endpoint(&opts.scheduler, "--scheduler")?;
     let grpc_port = match opts.grpc_port {
         Some(p) => p,
         None => addr
@@ -311,11 +303,11 @@ pub async fn run_executor(opts: &ExecutorOptions) -> anyhow::Result<()> {
     };
     let mut config = ExecutorProcessConfig {
         bind_host: addr.ip().to_string(),
-        external_host: Some(host.to_string()),
+        external_host: Some(host),
         port: addr.port(),
         grpc_port,
-        scheduler_host: sched_host.to_string(),
-        scheduler_port: sched_port,
+        scheduler_host: sched_host,
+        scheduler_port: sched.port(),
         executor_heartbeat_interval_seconds: opts.heartbeat_secs,
         work_dir: opts
             .work_dir

@@ -1,5 +1,5 @@
 //! nix-heft-survey: nix-heft's evidence for a whole package set, as
-//! Parquet tables, on DataFusion.
+//! Parquet tables, on DataFusion in-process or on a Ballista cluster.
 //!
 //! `nix-heft-survey run [--store STORE] -o DIR (ROOT... | --paths FILE | --all)`
 //! reads every path of the surveyed set once with the `nix-heft` library
@@ -21,6 +21,11 @@
 //! `dependents` and per-edge `saving_max` from the library's graph
 //! functions; the tables are then joined and written with DataFusion, and
 //! [`report`] queries them for the ready-made report.
+//!
+//! With `run --cluster df://HOST:PORT` the same plan runs on Apache
+//! DataFusion Ballista: [`cluster`] holds the extension codecs that ship
+//! the map step to the executors, and the `scheduler` and `executor`
+//! processes with them registered. The rows are the same as embedded.
 //!
 //! `nix-heft-survey query DIR SQL [--json]` runs any SQL over the tables
 //! ([`query`]). Three examples:

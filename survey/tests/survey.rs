@@ -680,6 +680,26 @@ impl Cluster {
     }
 }
 
+impl Cluster {
+    /// `run` on this cluster over `store`, in as many partitions as the
+    /// embedded survey (so that the `partition` columns match), up to `-o`.
+    fn run_args(&self, f: &Fixture, store: &str) -> Vec<String> {
+        let parts = embedded_partitions(f);
+        [
+            "run",
+            "--json",
+            "--cluster",
+            &self.url,
+            "--partitions",
+            &parts,
+        ]
+        .into_iter()
+        .chain(["--store", store, "-o"])
+        .map(String::from)
+        .collect()
+    }
+}
+
 impl Drop for Cluster {
     fn drop(&mut self) {
         for c in self.executors.iter_mut().chain([&mut self.scheduler]) {
@@ -714,22 +734,9 @@ fn a_ballista_cluster_gives_the_embedded_rows() {
     let f = fixture();
     let cluster = Cluster::start(&f.tmp, 180, 2);
     let dir = f.tmp.join("survey-cluster");
-    let parts = embedded_partitions(f);
-    let o = survey(
-        &[
-            "run",
-            "--json",
-            "--cluster",
-            &cluster.url,
-            "--partitions",
-            &parts,
-            "--store",
-            &f.http,
-            "-o",
-        ],
-        &dir,
-        &f.roots,
-    );
+    let args = cluster.run_args(f, &f.http);
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let o = survey(&args, &dir, &f.roots);
     assert_eq!(o.code, 0, "cluster survey failed: {}", o.stderr);
     assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
     let r: Value = serde_json::from_str(&o.stdout).unwrap();
@@ -784,15 +791,7 @@ fn a_cluster_survey_outlives_a_killed_executor() {
     let dir = f.tmp.join("survey-cluster-kill");
     let parts = embedded_partitions(f);
     let child = Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
-        .args([
-            "run",
-            "--json",
-            "--cluster",
-            &cluster.url,
-            "--partitions",
-            &parts,
-        ])
-        .args(["--store", &slow.url(), "-o"])
+        .args(cluster.run_args(f, &slow.url()))
         .arg(&dir)
         .args(&f.roots)
         .stdout(std::process::Stdio::piped())
