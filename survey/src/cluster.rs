@@ -222,6 +222,34 @@ pub async fn session(url: &str, target_partitions: usize) -> anyhow::Result<Sess
         .with_context(|| format!("connecting to the Ballista scheduler at {url}"))
 }
 
+/// Checks that something accepts connections at the scheduler address of
+/// `url` (`df://HOST[:PORT]`, Ballista's port 50050 by default), so that a
+/// scheduler not started is one clear error before the graph is loaded.
+pub fn check_scheduler(url: &str) -> anyhow::Result<()> {
+    let rest = url
+        .split_once("://")
+        .map_or(url, |(_, r)| r)
+        .trim_end_matches('/');
+    let hostport = if rest
+        .rsplit_once(':')
+        .is_some_and(|(_, p)| p.parse::<u16>().is_ok())
+    {
+        rest.to_string()
+    } else {
+        format!("{rest}:50050")
+    };
+    let (_, addr) = endpoint(&hostport, "--cluster")?;
+    std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5)).with_context(
+        || {
+            format!(
+                "no Ballista scheduler answers at {url} ({addr}); start one with \
+                 `nix-heft-survey scheduler --bind {hostport}`"
+            )
+        },
+    )?;
+    Ok(())
+}
+
 /// `HOST:PORT` given to `flag`: the host as written (what other machines
 /// are told to connect to), and the first socket address it resolves to.
 fn endpoint(s: &str, flag: &str) -> anyhow::Result<(String, SocketAddr)> {

@@ -326,7 +326,11 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
         return Err(usage("--partitions must be at least 1".into()));
     }
     let out_dir = match &opts.cluster {
-        Some(_) => check_cluster_reach(opts.store.as_deref(), &opts.out)?,
+        Some(url) => {
+            let out = check_cluster_reach(opts.store.as_deref(), &opts.out)?;
+            crate::cluster::check_scheduler(url)?;
+            out
+        }
         None => opts.out.clone(),
     };
     let opts = &RunOptions {

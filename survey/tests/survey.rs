@@ -778,6 +778,25 @@ fn a_cluster_run_refuses_a_store_the_executors_cannot_reach() {
         );
     }
     assert!(!dir.exists(), "a refused run wrote {}", dir.display());
+    // A reachable store but no scheduler: one clear error, nothing written.
+    let store = format!("file://{}", f.cache.display());
+    let url = format!("df://127.0.0.1:{}", free_port());
+    let o = survey(
+        &["run", "--cluster", &url, "--store", &store, "-o"],
+        &dir,
+        &f.roots,
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("no Ballista scheduler answers at"),
+        "{}",
+        o.stderr
+    );
+    assert!(
+        !dir.exists(),
+        "a run without a scheduler wrote {}",
+        dir.display()
+    );
 }
 
 #[test]
