@@ -233,22 +233,54 @@ fn check_cluster_reach(store: Option<&str>, out: &Path) -> anyhow::Result<PathBu
     std::path::absolute(out).with_context(|| format!("the output directory {}", out.display()))
 }
 
+/// What the map step's summary rows say, per partition: whether any run of
+/// it returned (`seen`), whether any run wrote it rather than finding it
+/// written (`wrote`: a task run again after a lost executor or a
+/// resubmitted job finds its partition written), and the bytes read.
+struct Tally {
+    seen: Vec<bool>,
+    wrote: Vec<bool>,
+    bytes_read: u64,
+}
+
+fn tally(summary: &[RecordBatch], n: usize) -> anyhow::Result<Tally> {
+    let mut t = Tally {
+        seen: vec![false; n],
+        wrote: vec![false; n],
+        bytes_read: 0,
+    };
+    for b in summary {
+        let col = |name: &str| {
+            b.column_by_name(name)
+                .with_context(|| format!("summary without {name}"))
+        };
+        let part = col("partition")?.as_any().downcast_ref::<UInt32Array>();
+        let sk = col("skipped")?.as_any().downcast_ref::<BooleanArray>();
+        let nb = col("nar_bytes")?.as_any().downcast_ref::<UInt64Array>();
+        let (Some(part), Some(sk), Some(nb)) = (part, sk, nb) else {
+            anyhow::bail!("the map step's summary has columns of the wrong types");
+        };
+        for i in 0..b.num_rows() {
+            let p = part.value(i) as usize;
+            if let Some(s) = t.seen.get_mut(p) {
+                *s = true;
+            }
+            if !sk.value(i)
+                && let Some(w) = t.wrote.get_mut(p)
+            {
+                *w = true;
+            }
+            t.bytes_read += if nb.is_null(i) { 0 } else { nb.value(i) };
+        }
+    }
+    Ok(t)
+}
+
 /// Checks that the map step accounted for every partition and that each is
 /// on disk where the coordinator reads it, so a lost task or an output
 /// directory the executors do not share is an error, never a short table.
-fn check_complete(summary: &[RecordBatch], out: &Path, n: usize) -> anyhow::Result<()> {
-    let mut seen = vec![false; n];
-    for b in summary {
-        let col = b
-            .column_by_name("partition")
-            .and_then(|c| c.as_any().downcast_ref::<UInt32Array>())
-            .context("summary without partition")?;
-        for i in 0..b.num_rows() {
-            if let Some(s) = seen.get_mut(col.value(i) as usize) {
-                *s = true;
-            }
-        }
-    }
+fn check_complete(seen: &[bool], out: &Path) -> anyhow::Result<()> {
+    let n = seen.len();
     let missing: Vec<usize> = (0..n).filter(|&i| !seen[i]).collect();
     if let Some(&first) = missing.first() {
         anyhow::bail!(
@@ -397,35 +429,12 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
     }
     let summary = map_step(opts, spec, partitions, env, cores).await?;
     pb.finish_and_clear();
-    check_complete(&summary, &opts.out, n)?;
-    for w in src.warnings() {
-        eprintln!("nix-heft-survey: warning: {w}");
-    }
-    // Per partition: a task that was run again (a lost executor, a
-    // resubmitted job) finds its partition written and reports it skipped,
-    // so a partition counts as skipped only when no run of it wrote it.
-    let mut wrote = vec![false; n];
-    let mut bytes_read = 0;
-    for b in &summary {
-        let col = |name: &str| {
-            b.column_by_name(name)
-                .with_context(|| format!("summary without {name}"))
-        };
-        let part = col("partition")?.as_any().downcast_ref::<UInt32Array>();
-        let sk = col("skipped")?.as_any().downcast_ref::<BooleanArray>();
-        let nb = col("nar_bytes")?.as_any().downcast_ref::<UInt64Array>();
-        let (Some(part), Some(sk), Some(nb)) = (part, sk, nb) else {
-            anyhow::bail!("the map step's summary has columns of the wrong types");
-        };
-        for i in 0..b.num_rows() {
-            if !sk.value(i)
-                && let Some(w) = wrote.get_mut(part.value(i) as usize)
-            {
-                *w = true;
-            }
-            bytes_read += if nb.is_null(i) { 0 } else { nb.value(i) };
-        }
-    }
+    let Tally {
+        seen,
+        wrote,
+        bytes_read,
+    } = tally(&summary, n)?;
+    check_complete(&seen, &opts.out)?;
     let skipped = wrote.iter().filter(|&&w| !w).count();
     if skipped > 0 && opts.progress {
         eprintln!(
