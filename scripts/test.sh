@@ -2,8 +2,9 @@
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
 # (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, python3,
-# openssl, chromium, tmux, GNU time), which takes root. The survey crate
-# (survey/) is a workspace of its own and is not tested here (see README).
+# openssl, chromium, tmux, GNU time, rclone), which takes root, and the S3
+# server the survey's tests write to (s3s-fs, from crates.io). Then it runs
+# the core's tests and the survey workspace's (survey/).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -23,6 +24,8 @@ command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
 # The resource tests measure peak RSS with GNU time.
 [ -x /usr/bin/time ] || need+=(time)
+# The survey writes to a WebDAV server: rclone serve webdav.
+command -v rclone >/dev/null 2>&1 || need+=(rclone)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
@@ -34,6 +37,12 @@ fi
 if [ "$(id -u)" != 0 ]; then
   echo "scripts/test.sh: the integration tests build into /nix/store and must run as root" >&2
   exit 1
+fi
+
+# The survey writes to an S3 server: s3s-fs, an S3 implementation over a
+# directory, pinned so that CI tests against the version tested here.
+if ! command -v s3s-fs >/dev/null 2>&1; then
+  cargo install --locked --quiet s3s-fs --version 0.14.1 --features binary
 fi
 
 # The core first: its suite is the quick one.

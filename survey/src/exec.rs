@@ -48,11 +48,12 @@ use nix_heft::source::{OpenOptions, StoreSource};
 use serde::{Deserialize, Serialize};
 
 use crate::map;
+use crate::output::Output;
 use crate::schema;
 
 /// What every partition of the map step needs besides its paths, in
 /// plain data: what the physical codec ships with each task.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MapSpec {
     /// The `--store` argument (`None`: the local store).
     pub store: Option<String>,
@@ -60,15 +61,18 @@ pub struct MapSpec {
     pub netrc_file: Option<PathBuf>,
     /// `--refresh`.
     pub refresh: bool,
-    /// The output directory.
-    pub out: PathBuf,
+    /// The output: an absolute directory or an object-store URL
+    /// ([`Output::open`]).
+    pub out: String,
 }
 
-/// What a process running partitions holds: the opened store, how many
-/// partitions may read at once, and where to report bytes read.
+/// What a process running partitions holds: the opened store and output,
+/// how many partitions may read at once, and where to report bytes read.
 pub struct MapEnv {
     /// The source the paths are read from.
     pub src: Arc<dyn StoreSource>,
+    /// Where the partitions are written.
+    pub out: Output,
     /// Partitions reading at the same time. Each read already uses every
     /// core (rayon); a few at once overlap downloads with scanning while
     /// keeping memory to a few partitions' holds.
@@ -79,12 +83,11 @@ pub struct MapEnv {
 
 impl MapEnv {
     /// The environment of a process that runs partitions it was sent: the
-    /// store of `spec`, opened once per process and store, every core's
+    /// store and output of `spec`, opened once per process, every core's
     /// worth of partitions at once, no progress bar.
     pub fn open(spec: &MapSpec) -> Result<Arc<MapEnv>> {
-        type Key = (Option<String>, Option<PathBuf>, bool);
-        static OPENED: OnceLock<Mutex<HashMap<Key, Arc<MapEnv>>>> = OnceLock::new();
-        let key = (spec.store.clone(), spec.netrc_file.clone(), spec.refresh);
+        static OPENED: OnceLock<Mutex<HashMap<MapSpec, Arc<MapEnv>>>> = OnceLock::new();
+        let key = spec.clone();
         let mut opened = OPENED
             .get_or_init(Default::default)
             .lock()
@@ -99,9 +102,12 @@ impl MapEnv {
         };
         let src = nix_heft::source::open_with(spec.store.as_deref(), &opts)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
+        let out = Output::open(&spec.out)
+            .map_err(|e| DataFusionError::External(e.into_boxed_dyn_error()))?;
         let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
         let env = Arc::new(MapEnv {
             src: src.into(),
+            out,
             permits: Arc::new(tokio::sync::Semaphore::new(cores.max(2))),
             progress: Arc::new(|_| {}),
         });
@@ -307,7 +313,7 @@ impl DisplayAs for SurveyMapExec {
             f,
             "SurveyMapExec: store={}, out={}",
             self.spec.store.as_deref().unwrap_or("local"),
-            self.spec.out.display()
+            self.spec.out
         )
     }
 }
@@ -422,13 +428,16 @@ fn group_paths(batches: &[RecordBatch]) -> Result<std::collections::BTreeMap<u32
     Ok(groups)
 }
 
-/// Runs partition `i` on a blocking thread once a permit is free.
+/// Runs partition `i`: skipped when an earlier run wrote it, else read,
+/// classified (on a blocking thread, once a permit is free) and written.
+/// Returns its summary row.
 async fn run_async(
     spec: Arc<MapSpec>,
     env: Option<Arc<MapEnv>>,
     i: u32,
     paths: Vec<String>,
 ) -> Result<RecordBatch> {
+    let blocking = |e: tokio::task::JoinError| DataFusionError::External(Box::new(e));
     let env = match env {
         Some(env) => env,
         None => {
@@ -436,55 +445,27 @@ async fn run_async(
             // Opening an HTTP cache fetches its nix-cache-info: blocking.
             tokio::task::spawn_blocking(move || MapEnv::open(&spec))
                 .await
-                .map_err(|e| DataFusionError::External(Box::new(e)))??
+                .map_err(blocking)??
         }
     };
-    let _permit = Arc::clone(&env.permits)
+    let out_err = |e: anyhow::Error| {
+        DataFusionError::Execution(format!("partition {i} under {}: {e:#}", env.out))
+    };
+    if env.out.is_written(i).await.map_err(out_err)? {
+        return summary_row(i, [0; 5], true);
+    }
+    let permit = Arc::clone(&env.permits)
         .acquire_owned()
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
-    tokio::task::spawn_blocking(move || run_partition(&spec, &env, i, &paths))
+    let e2 = Arc::clone(&env);
+    let (facts, files) = tokio::task::spawn_blocking(move || read_partition(&e2, i, &paths))
         .await
-        .map_err(|e| DataFusionError::External(Box::new(e)))?
-}
-
-/// Runs partition `i`: skipped when an earlier run wrote it, else read,
-/// classified and written. Returns its summary row.
-fn run_partition(spec: &MapSpec, env: &MapEnv, i: u32, paths: &[String]) -> Result<RecordBatch> {
-    let ext = |e: nix_heft::Error| DataFusionError::External(Box::new(e));
-    let row = |counts: [u64; 5], skipped: bool| {
-        RecordBatch::try_new(
-            schema::summary(),
-            vec![
-                Arc::new(UInt32Array::from(vec![i])),
-                Arc::new(UInt64Array::from(vec![counts[0]])),
-                Arc::new(UInt64Array::from(vec![counts[1]])),
-                Arc::new(UInt64Array::from(vec![counts[2]])),
-                Arc::new(UInt64Array::from(vec![counts[3]])),
-                Arc::new(UInt64Array::from(vec![counts[4]])),
-                Arc::new(BooleanArray::from(vec![skipped])),
-            ],
-        )
-        .map_err(DataFusionError::from)
-    };
-    if map::is_written(&spec.out, i) {
-        return row([0; 5], true);
-    }
-    let store_dir = env.src.store_dir().to_string();
-    let paths: Vec<StorePath> = paths
-        .iter()
-        .map(|p| StorePath::parse(&store_dir, p))
-        .collect::<nix_heft::Result<_>>()
-        .map_err(ext)?;
-    let progress = Arc::clone(&env.progress);
-    let facts = map::survey_partition(env.src.as_ref(), &paths, i, &|n| progress(n))?;
-    map::write_partition(&spec.out, i, &facts).map_err(|e| {
-        DataFusionError::Execution(format!(
-            "writing partition {i} under {}: {e}",
-            spec.out.display()
-        ))
-    })?;
-    row(
+        .map_err(blocking)??;
+    drop(permit);
+    env.out.write_partition(i, files).await.map_err(out_err)?;
+    summary_row(
+        i,
         [
             facts.rows(0),
             facts.rows(1),
@@ -494,6 +475,42 @@ fn run_partition(spec: &MapSpec, env: &MapEnv, i: u32, paths: &[String]) -> Resu
         ],
         false,
     )
+}
+
+/// Reads and classifies partition `i`'s paths and encodes its files.
+fn read_partition(
+    env: &MapEnv,
+    i: u32,
+    paths: &[String],
+) -> Result<(map::PartitionFacts, Vec<(&'static str, bytes::Bytes)>)> {
+    let store_dir = env.src.store_dir().to_string();
+    let paths: Vec<StorePath> = paths
+        .iter()
+        .map(|p| StorePath::parse(&store_dir, p))
+        .collect::<nix_heft::Result<_>>()
+        .map_err(|e| DataFusionError::External(Box::new(e)))?;
+    let progress = Arc::clone(&env.progress);
+    let facts = map::survey_partition(env.src.as_ref(), &paths, i, &|n| progress(n))?;
+    let files = map::encode_partition(&facts)?;
+    Ok((facts, files))
+}
+
+/// The summary row of partition `i`: its rows per table, the NAR bytes
+/// read, and whether it was found written.
+fn summary_row(i: u32, counts: [u64; 5], skipped: bool) -> Result<RecordBatch> {
+    RecordBatch::try_new(
+        schema::summary(),
+        vec![
+            Arc::new(UInt32Array::from(vec![i])),
+            Arc::new(UInt64Array::from(vec![counts[0]])),
+            Arc::new(UInt64Array::from(vec![counts[1]])),
+            Arc::new(UInt64Array::from(vec![counts[2]])),
+            Arc::new(UInt64Array::from(vec![counts[3]])),
+            Arc::new(UInt64Array::from(vec![counts[4]])),
+            Arc::new(BooleanArray::from(vec![skipped])),
+        ],
+    )
+    .map_err(DataFusionError::from)
 }
 
 #[cfg(test)]

@@ -1,10 +1,11 @@
 //! nix-heft-survey: nix-heft's evidence for a whole package set, as
 //! Parquet tables, on DataFusion in-process or on a Ballista cluster.
 //!
-//! `nix-heft-survey run [--store STORE] -o DIR (ROOT... | --paths FILE | --all)`
+//! `nix-heft-survey run [--store STORE] -o DIR|URL (ROOT... | --paths FILE | --all)`
 //! reads every path of the surveyed set once with the `nix-heft` library
 //! (`read::read`, `classify::classify`: the same reading and verdicts as
-//! `nix-heft refs`) and writes four tables to `DIR`:
+//! `nix-heft refs`) and writes four tables to `-o`, a directory or an
+//! object store ([`output`]):
 //!
 //! | table | one row per | columns |
 //! | --- | --- | --- |
@@ -16,7 +17,7 @@
 //! The pipeline: [`run`] resolves the roots and loads their graph; the
 //! map step is a DataFusion table, [`exec::SurveyMap`], whose plan
 //! [`exec::SurveyMapExec`] has one partition per bucket of hash parts and
-//! writes each partition's rows ([`map`]) under `DIR/parts/` as it
+//! writes each partition's rows ([`map`]) under `parts/` as it
 //! finishes; the graph step ([`graph_step`]) adds closure sizes,
 //! `dependents` and per-edge `saving_max` from the library's graph
 //! functions; the tables are then joined and written with DataFusion, and
@@ -27,7 +28,7 @@
 //! the map step to the executors, and the `scheduler` and `executor`
 //! processes with them registered. The rows are the same as embedded.
 //!
-//! `nix-heft-survey query DIR SQL [--json]` runs any SQL over the tables
+//! `nix-heft-survey query DIR|URL SQL [--json]` runs any SQL over the tables
 //! ([`query`]). Three examples:
 //!
 //! ```sql
@@ -52,6 +53,7 @@ pub mod cluster;
 pub mod exec;
 pub mod graph_step;
 pub mod map;
+pub mod output;
 pub mod query;
 pub mod report;
 pub mod run;

@@ -75,9 +75,11 @@ struct RunArgs {
     /// store, file:// or http(s):// binary cache.
     #[arg(long)]
     store: Option<String>,
-    /// The output directory (created; a restart on it resumes).
-    #[arg(short = 'o', long = "out", value_name = "DIR")]
-    out: PathBuf,
+    /// Where the tables go (a restart on it resumes): a directory (created),
+    /// s3://BUCKET/PREFIX (credentials from AWS_* variables) or
+    /// http(s):// on a WebDAV server.
+    #[arg(short = 'o', long = "out", value_name = "DIR|URL")]
+    out: String,
     /// Roots to survey with their closures: store paths, ./result links, names.
     #[arg(value_name = "ROOT")]
     roots: Vec<String>,
@@ -89,7 +91,7 @@ struct RunArgs {
     #[arg(long)]
     all: bool,
     /// Number of map partitions (by hash part). Default: four per core, or
-    /// what an earlier run on DIR used.
+    /// what an earlier run on the same -o used.
     #[arg(long, value_name = "N")]
     partitions: Option<usize>,
     /// Rows per list of the report.
@@ -107,15 +109,16 @@ struct RunArgs {
     /// Run the map step on a Ballista cluster: the scheduler started with
     /// `nix-heft-survey scheduler`. Its executors read --store themselves
     /// (an http(s):// cache, or a file:// cache on a shared file system)
-    /// and write to DIR, which they must share with this machine.
+    /// and write to -o: an object-store URL, or a directory they share
+    /// with this machine.
     #[arg(long, value_name = "df://HOST:PORT")]
     cluster: Option<String>,
 }
 
 #[derive(Args, Debug)]
 struct QueryArgs {
-    /// A survey's output directory.
-    dir: PathBuf,
+    /// A survey's output: its directory or object-store URL.
+    dir: String,
     /// The SQL statement.
     sql: String,
 }

@@ -1,10 +1,8 @@
 //! The map step of one partition: each of its store paths read once with
 //! the nix-heft library (`read::read`, then `classify::classify`), reduced
-//! to rows of `paths`, `edges`, `evidence` and `problems`, and written as
-//! one directory of Parquet files that appears at once.
+//! to rows of `paths`, `edges`, `evidence` and `problems`, and encoded as
+//! Parquet files for [`crate::output`] to write.
 
-use std::fs;
-use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -307,49 +305,26 @@ impl ProblemsBuilder {
     }
 }
 
-/// The directory of partition `i` under the output directory.
-pub fn partition_dir(out: &Path, i: u32) -> PathBuf {
-    out.join("parts").join(format!("{i:05}"))
-}
-
-/// Whether partition `i` was written by an earlier run: its directory
-/// only ever appears complete.
-pub fn is_written(out: &Path, i: u32) -> bool {
-    partition_dir(out, i).join("paths.parquet").is_file()
-}
-
-/// Writes the four files of partition `i`: into a private directory under
-/// `OUT/.tmp` first, synced, then renamed to `OUT/parts/NNNNN` in one
-/// step, so an interrupted run leaves either the whole partition or none.
-pub fn write_partition(out: &Path, i: u32, facts: &PartitionFacts) -> std::io::Result<()> {
-    // Unique across the machines of a cluster writing to one shared
-    // directory: a retried task may run while the first try still writes.
-    let nanos = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_nanos());
-    let tmp = out
-        .join(".tmp")
-        .join(format!("{i:05}.{}.{nanos}", std::process::id()));
-    if tmp.exists() {
-        fs::remove_dir_all(&tmp)?;
-    }
-    fs::create_dir_all(&tmp)?;
-    for (name, b) in schema::TABLES.iter().zip(&facts.batches) {
-        let f = fs::File::create(tmp.join(format!("{name}.parquet")))?;
-        let mut w = ArrowWriter::try_new(f, b.schema(), None).map_err(std::io::Error::other)?;
-        w.write(b).map_err(std::io::Error::other)?;
-        let f = w.into_inner().map_err(std::io::Error::other)?;
-        f.sync_all()?;
-    }
-    let dest = partition_dir(out, i);
-    fs::create_dir_all(dest.parent().expect("parts/NNNNN has a parent"))?;
-    match fs::rename(&tmp, &dest) {
-        Ok(()) => Ok(()),
-        // Written meanwhile by another run on the same directory: the
-        // same input gives the same rows, so the first one stays.
-        Err(_) if is_written(out, i) => fs::remove_dir_all(&tmp),
-        Err(e) => Err(e),
-    }
+/// The four Parquet files of a partition, encoded in memory: a
+/// partition's rows are a few hundred paths' worth, and an object store
+/// takes each file in one PUT.
+pub fn encode_partition(
+    facts: &PartitionFacts,
+) -> Result<Vec<(&'static str, bytes::Bytes)>, ArrowError> {
+    schema::TABLES
+        .iter()
+        .zip(&facts.batches)
+        .map(|(name, b)| {
+            let mut w = ArrowWriter::try_new(Vec::new(), b.schema(), None)
+                .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+            w.write(b)
+                .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+            let bytes = w
+                .into_inner()
+                .map_err(|e| ArrowError::ExternalError(Box::new(e)))?;
+            Ok((*name, bytes::Bytes::from(bytes)))
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -1,8 +1,6 @@
-//! `nix-heft-survey query DIR SQL`: any SQL over a survey's tables with
+//! `nix-heft-survey query OUT SQL`: any SQL over a survey's tables with
 //! DataFusion, printed as an aligned table or (`--json`) a JSON array of
 //! objects, one per row.
-
-use std::path::Path;
 
 use anyhow::Context;
 use datafusion::arrow::array::RecordBatch;
@@ -14,26 +12,26 @@ use datafusion::prelude::{ParquetReadOptions, SessionContext};
 use nix_heft::report::table::{Align, Table};
 use serde::de::DeserializeOwned;
 
+use crate::output::Output;
 use crate::schema::TABLES;
 
 /// A session with `paths`, `edges`, `evidence` and `problems` of the survey
-/// in `dir` registered.
-pub async fn open(dir: &Path) -> anyhow::Result<SessionContext> {
+/// at `out` (a directory or an object-store URL) registered.
+pub async fn open(out: &str) -> anyhow::Result<SessionContext> {
+    let out = Output::open(out)?;
     let ctx = SessionContext::new();
+    out.register(&ctx);
     for name in TABLES {
-        let file = dir.join(format!("{name}.parquet"));
-        if !file.is_file() {
+        let file = format!("{name}.parquet");
+        if !out.exists(&file).await? {
             anyhow::bail!(
-                "{} holds no survey ({} is missing); run `nix-heft-survey run -o {}` first",
-                dir.display(),
-                file.display(),
-                dir.display()
+                "{out} holds no survey ({} is missing); run `nix-heft-survey run -o {out}` first",
+                out.url(&file)
             );
         }
-        let path = file.to_str().context("the survey directory is not UTF-8")?;
-        ctx.register_parquet(name, path, ParquetReadOptions::default())
+        ctx.register_parquet(name, out.url(&file), ParquetReadOptions::default())
             .await
-            .with_context(|| format!("reading {}", file.display()))?;
+            .with_context(|| format!("reading {}", out.url(&file)))?;
     }
     Ok(ctx)
 }

@@ -2,18 +2,9 @@
 //! map step as a DataFusion plan over [`crate::exec::SurveyMap`], then the
 //! graph step, then assemble the four tables as one Parquet file each.
 //!
-//! Layout of the output directory:
+//! The output's layout is [`crate::output`]'s.
 //!
-//! ```text
-//! DIR/survey.json                 what was surveyed (store, partitions, a digest of the paths)
-//! DIR/parts/NNNNN/{paths,edges,evidence,problems}.parquet
-//!                                 the map step's rows of partition NNNNN, each directory
-//!                                 renamed into place whole
-//! DIR/{paths,edges,evidence,problems}.parquet
-//!                                 the tables, with the graph step's columns
-//! ```
-//!
-//! A run on a directory that already holds the same survey skips the
+//! A run on an output that already holds the same survey skips the
 //! partitions written and reassembles the tables.
 
 use std::fs;
@@ -27,9 +18,7 @@ use datafusion::datasource::file_format::parquet::ParquetFormat;
 use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
-use datafusion::parquet::arrow::ArrowWriter;
 use datafusion::prelude::{SessionConfig, SessionContext};
-use futures::StreamExt;
 use nix_heft::graph::Graph;
 use nix_heft::source::{OpenOptions, StoreSource};
 use nix_heft::{Error, StorePath};
@@ -37,6 +26,7 @@ use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::exec::{MapEnv, MapSpec, SurveyMap, partition_of};
+use crate::output::Output;
 use crate::{graph_step, schema};
 
 /// What to survey.
@@ -57,11 +47,11 @@ pub struct RunOptions {
     pub store: Option<String>,
     /// `--verify`, `--netrc-file`, `--refresh`.
     pub open: OpenOptions,
-    /// `-o DIR`.
-    pub out: PathBuf,
+    /// `-o`: a directory or an object-store URL ([`Output::open`]).
+    pub out: String,
     /// What to survey.
     pub input: Input,
-    /// `--partitions N`; by default the number an earlier run on DIR used,
+    /// `--partitions N`; by default the number an earlier run on the same output used,
     /// else four per core.
     pub partitions: Option<usize>,
     /// Show a progress bar (a terminal, no `--json`).
@@ -71,7 +61,7 @@ pub struct RunOptions {
     pub cluster: Option<String>,
 }
 
-/// What `DIR/survey.json` records, so that a restart resumes only the same
+/// What the output's `survey.json` records, so that a restart resumes only the same
 /// survey.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Manifest {
@@ -172,29 +162,29 @@ fn digest(g: &Graph) -> String {
     h.finalize().iter().map(|b| format!("{b:02x}")).collect()
 }
 
-/// Reads `DIR/survey.json` when there is one, checks it describes the same
-/// survey, and settles the number of partitions.
-fn settle_manifest(out: &Path, want: Manifest, asked: Option<usize>) -> anyhow::Result<Manifest> {
-    let file = out.join("survey.json");
-    if let Ok(text) = fs::read_to_string(&file) {
-        let had: Manifest = serde_json::from_str(&text)
-            .with_context(|| format!("{} is not a survey manifest", file.display()))?;
+/// Reads `survey.json` when the output has one, checks it describes the
+/// same survey, and settles the number of partitions.
+async fn settle_manifest(
+    out: &Output,
+    want: Manifest,
+    asked: Option<usize>,
+) -> anyhow::Result<Manifest> {
+    if let Some(text) = out.read("survey.json").await? {
+        let had: Manifest = serde_json::from_slice(&text)
+            .with_context(|| format!("{} is not a survey manifest", out.url("survey.json")))?;
         if had.digest != want.digest || had.store != want.store {
             return Err(usage(format!(
-                "{} holds a survey of other paths ({} paths of {}); \
-                 give another -o directory or remove it",
-                out.display(),
-                had.paths,
-                had.store
+                "{out} holds a survey of other paths ({} paths of {}); \
+                 give another -o or remove it",
+                had.paths, had.store
             )));
         }
         if let Some(n) = asked
             && n != had.partitions
         {
             return Err(usage(format!(
-                "{} was surveyed in {} partitions, not {n}: resume it without \
-                 --partitions, or use another directory",
-                out.display(),
+                "{out} was surveyed in {} partitions, not {n}: resume it without \
+                 --partitions, or use another -o",
                 had.partitions
             )));
         }
@@ -204,17 +194,17 @@ fn settle_manifest(out: &Path, want: Manifest, asked: Option<usize>) -> anyhow::
         partitions: asked.unwrap_or(want.partitions),
         ..want
     };
-    fs::create_dir_all(out).with_context(|| format!("creating {}", out.display()))?;
-    let tmp = out.join(".survey.json.tmp");
-    fs::write(&tmp, serde_json::to_string_pretty(&m)?)
-        .with_context(|| format!("writing {}", tmp.display()))?;
-    fs::rename(&tmp, &file).with_context(|| format!("writing {}", file.display()))?;
+    out.create()?;
+    out.put("survey.json", serde_json::to_vec_pretty(&m)?)
+        .await?;
     Ok(m)
 }
 
-/// Refuses a `--cluster` run whose store or output directory the executors
-/// could not reach, and gives the output directory as an absolute path.
-fn check_cluster_reach(store: Option<&str>, out: &Path) -> anyhow::Result<PathBuf> {
+/// Refuses a `--cluster` run whose store the executors could not reach.
+/// (Every output is theirs to reach: an object store by its URL, a
+/// directory by its absolute path on a file system they share, which
+/// [`check_complete`] checks after the map step.)
+fn check_cluster_reach(store: Option<&str>) -> anyhow::Result<()> {
     let reachable = match store {
         Some(s) if s.starts_with("http://") || s.starts_with("https://") => true,
         Some(s) => s
@@ -230,7 +220,7 @@ fn check_cluster_reach(store: Option<&str>, out: &Path) -> anyhow::Result<PathBu
             store.map_or("the local store".to_string(), |s| format!("--store {s}"))
         )));
     }
-    std::path::absolute(out).with_context(|| format!("the output directory {}", out.display()))
+    Ok(())
 }
 
 /// What the map step's summary rows say, per partition: whether any run of
@@ -277,28 +267,32 @@ fn tally(summary: &[RecordBatch], n: usize) -> anyhow::Result<Tally> {
 }
 
 /// Checks that the map step accounted for every partition and that each is
-/// on disk where the coordinator reads it, so a lost task or an output
-/// directory the executors do not share is an error, never a short table.
-fn check_complete(seen: &[bool], out: &Path) -> anyhow::Result<()> {
+/// in the output where the coordinator reads it, so a lost task or an
+/// output directory the executors do not share is an error, never a short
+/// table.
+async fn check_complete(seen: &[bool], out: &Output) -> anyhow::Result<()> {
     let n = seen.len();
     let missing: Vec<usize> = (0..n).filter(|&i| !seen[i]).collect();
     if let Some(&first) = missing.first() {
         anyhow::bail!(
             "the map step returned no result for {} of {n} partitions (first: {first}); \
-             run again on the same -o directory to resume",
+             run again on the same -o to resume",
             missing.len()
         );
     }
-    let unseen: Vec<u32> = (0..n as u32)
-        .filter(|&i| !crate::map::is_written(out, i))
-        .collect();
+    let written = out.written().await?;
+    let unseen: Vec<u32> = (0..n as u32).filter(|i| !written.contains(i)).collect();
     if let Some(&first) = unseen.first() {
+        let hint = if out.is_directory() {
+            "with --cluster, -o must be a directory the executors and this machine share, \
+             or an object-store URL"
+        } else {
+            "the executors wrote them somewhere else: do they and this machine see the same -o?"
+        };
         anyhow::bail!(
-            "{} of {n} partitions were surveyed but are not under {} (first: {}): \
-             with --cluster, -o must be a directory the executors and this machine share",
+            "{} of {n} partitions were surveyed but are not complete in {out} (first: {}): {hint}",
             unseen.len(),
-            out.join("parts").display(),
-            crate::map::partition_dir(out, first).display()
+            out.url(&Output::part_file(first, "paths")),
         );
     }
     Ok(())
@@ -357,25 +351,18 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
     if let Some(0) = opts.partitions {
         return Err(usage("--partitions must be at least 1".into()));
     }
-    let out_dir = match &opts.cluster {
-        Some(url) => {
-            let out = check_cluster_reach(opts.store.as_deref(), &opts.out)?;
-            crate::cluster::check_scheduler(url)?;
-            out
-        }
-        None => opts.out.clone(),
-    };
-    let opts = &RunOptions {
-        out: out_dir,
-        ..opts.clone()
-    };
+    let out = Output::open(&opts.out)?;
+    if let Some(url) = &opts.cluster {
+        check_cluster_reach(opts.store.as_deref())?;
+        crate::cluster::check_scheduler(url)?;
+    }
     let src: Arc<dyn StoreSource> =
         nix_heft::source::open_with(opts.store.as_deref(), &opts.open)?.into();
     let roots = roots_of(src.as_ref(), &opts.input)?;
     let g = Graph::load(src.as_ref(), &roots).context("loading the closure")?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
     let manifest = settle_manifest(
-        &opts.out,
+        &out,
         Manifest {
             format: 1,
             store: src.describe(),
@@ -384,7 +371,8 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
             digest: digest(&g),
         },
         opts.partitions,
-    )?;
+    )
+    .await?;
     let n = manifest.partitions;
     let mut partitions: Vec<Vec<String>> = vec![Vec::new(); n];
     for p in g.paths() {
@@ -410,6 +398,7 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
     let bar = pb.clone();
     let env = MapEnv {
         src: Arc::clone(&src),
+        out: out.clone(),
         permits: Arc::new(tokio::sync::Semaphore::new(cores.max(2))),
         progress: Arc::new(move |b| bar.inc(b)),
     };
@@ -417,7 +406,7 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
         store: opts.store.clone(),
         netrc_file: opts.open.netrc_file.clone(),
         refresh: opts.open.refresh,
-        out: opts.out.clone(),
+        out: out.location(),
     };
     if opts.cluster.is_some() {
         // The bytes are read on the executors: only a spinner here.
@@ -434,21 +423,18 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
         wrote,
         bytes_read,
     } = tally(&summary, n)?;
-    check_complete(&seen, &opts.out)?;
+    check_complete(&seen, &out).await?;
     let skipped = wrote.iter().filter(|&&w| !w).count();
     if skipped > 0 && opts.progress {
-        eprintln!(
-            "nix-heft-survey: {skipped} of {n} partitions were already written in {}",
-            opts.out.display()
-        );
+        eprintln!("nix-heft-survey: {skipped} of {n} partitions were already written in {out}");
     }
 
     let (gp, ge) = graph_step::graph_step(&g)?;
     let ctx = SessionContext::new_with_config(SessionConfig::new().with_target_partitions(cores));
-    assemble(&ctx, &opts.out, gp, ge, n).await?;
+    assemble(&ctx, &out, gp, ge, n).await?;
     Ok(RunSummary {
         store: src.describe(),
-        dir: opts.out.display().to_string(),
+        dir: out.location(),
         roots: g.roots().len(),
         paths: g.len(),
         partitions: n,
@@ -458,22 +444,17 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
 }
 
 /// The parts of table `name` written by the map step, as one table over
-/// every partition's file (listed here: each partition is a directory of
-/// its own, and only complete ones are under `parts/`).
-async fn register_parts(
+/// every partition's file (listed here: the files of an incomplete
+/// partition are never read).
+fn register_parts(
     ctx: &SessionContext,
-    out: &Path,
+    out: &Output,
     name: &str,
     partitions: usize,
 ) -> anyhow::Result<()> {
     let urls = (0..partitions as u32)
-        .map(|i| {
-            let f = crate::map::partition_dir(out, i).join(format!("{name}.parquet"));
-            let f = std::path::absolute(&f)?;
-            let s = f.to_str().context("the output directory is not UTF-8")?;
-            Ok(ListingTableUrl::parse(s)?)
-        })
-        .collect::<anyhow::Result<Vec<_>>>()?;
+        .map(|i| ListingTableUrl::parse(out.url(&Output::part_file(i, name))))
+        .collect::<datafusion::common::Result<Vec<_>>>()?;
     let options =
         ListingOptions::new(Arc::new(ParquetFormat::default())).with_file_extension(".parquet");
     let config = ListingTableConfig::new_with_multi_paths(urls)
@@ -487,16 +468,17 @@ async fn register_parts(
 }
 
 /// Joins the map step's rows with the graph step's columns and writes each
-/// table as one Parquet file, renamed into place when complete.
+/// table as one Parquet file, which appears only once complete.
 async fn assemble(
     ctx: &SessionContext,
-    out: &Path,
+    out: &Output,
     graph_paths: datafusion::arrow::array::RecordBatch,
     graph_edges: datafusion::arrow::array::RecordBatch,
     partitions: usize,
 ) -> anyhow::Result<()> {
+    out.register(ctx);
     for name in schema::TABLES {
-        register_parts(ctx, out, name, partitions).await?;
+        register_parts(ctx, out, name, partitions)?;
     }
     ctx.register_table(
         "graph_paths",
@@ -536,20 +518,10 @@ async fn assemble(
             "SELECT DISTINCT * FROM map_problems ORDER BY path, file, kind, message",
         ),
     ];
-    let tmp = out.join(".tmp");
-    fs::create_dir_all(&tmp)?;
     for (name, sql) in queries {
-        let df = ctx.sql(sql).await?;
-        let mut stream = df.execute_stream().await?;
-        let part = tmp.join(format!("{name}.parquet.{}", std::process::id()));
-        let f = fs::File::create(&part).with_context(|| format!("creating {}", part.display()))?;
-        let mut w = ArrowWriter::try_new(f, stream.schema(), None)?;
-        while let Some(b) = stream.next().await {
-            w.write(&b?)?;
-        }
-        w.into_inner()?.sync_all()?;
-        let dest = out.join(format!("{name}.parquet"));
-        fs::rename(&part, &dest).with_context(|| format!("writing {}", dest.display()))?;
+        let stream = ctx.sql(sql).await?.execute_stream().await?;
+        out.write_parquet(&format!("{name}.parquet"), stream.schema(), stream)
+            .await?;
     }
     Ok(())
 }

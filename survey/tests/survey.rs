@@ -17,9 +17,17 @@ use serde_json::Value;
 #[allow(dead_code)]
 #[path = "../../tests/common/commands.rs"]
 mod commands;
+// Shared with tests/output.rs, which uses other parts of it.
+#[allow(dead_code)]
+mod common;
 #[allow(dead_code)]
 #[path = "../../tests/common/http_server.rs"]
 mod http_server;
+
+use common::{ObjectServer, free_port, wait_listening};
+
+/// The survey binary under test.
+const BIN: &str = env!("CARGO_BIN_EXE_nix-heft-survey");
 
 use commands::{SMALL_ATTRS, nix, nix_build, run};
 
@@ -395,14 +403,13 @@ fn a_restarted_survey_skips_written_partitions() {
     let before = part_mtimes(&dir);
     assert_eq!(before.len(), 5);
     let rows = all_rows(&dir);
-    // What an interrupted run leaves: partitions 00001 and 00003 never
-    // renamed into place, a half-written one in .tmp, no tables.
+    // What an interrupted run leaves: partitions 00001 and 00003 without
+    // their completion marker, one of them with a half-written file; no
+    // tables.
     for p in ["00001", "00003"] {
-        std::fs::remove_dir_all(dir.join("parts").join(p)).unwrap();
+        std::fs::remove_file(dir.join("parts").join(p).join("_SUCCESS")).unwrap();
     }
-    let junk = dir.join(".tmp/00001.4242");
-    std::fs::create_dir_all(&junk).unwrap();
-    std::fs::write(junk.join("paths.parquet"), b"half a file").unwrap();
+    std::fs::write(dir.join("parts/00001/paths.parquet"), b"half a file").unwrap();
     for t in ["paths", "edges", "evidence", "problems"] {
         std::fs::remove_file(dir.join(format!("{t}.parquet"))).unwrap();
     }
@@ -597,31 +604,6 @@ fn a_path_list_file_surveys_the_same_closure() {
     assert!(o.stderr.contains("nothing to survey"), "{}", o.stderr);
 }
 
-/// A free TCP port of 127.0.0.1 (bound, then let go for the process that
-/// is to take it).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// Waits until something accepts on `port`, for at most 60 s.
-fn wait_listening(port: u16, who: &mut std::process::Child) {
-    let start = std::time::Instant::now();
-    while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-        if let Ok(Some(st)) = who.try_wait() {
-            panic!("exited before listening on {port}: {st}");
-        }
-        assert!(
-            start.elapsed() < std::time::Duration::from_secs(60),
-            "nothing listens on {port}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-}
-
 /// A Ballista cluster on 127.0.0.1: `nix-heft-survey scheduler` and two
 /// `nix-heft-survey executor` processes, each executor with a cache
 /// directory of its own. Killed when dropped.
@@ -755,6 +737,20 @@ fn a_ballista_cluster_gives_the_embedded_rows() {
             c.display()
         );
     }
+
+    // With an object store as -o, the executors need no shared directory:
+    // they write their partitions to the WebDAV server themselves.
+    let server = ObjectServer::webdav(&f.tmp);
+    let o = output(
+        server
+            .command(BIN)
+            .args(&args)
+            .arg(&server.out)
+            .args(&f.roots),
+    );
+    assert_eq!(o.code, 0, "cluster survey to WebDAV failed: {}", o.stderr);
+    assert_eq!(server_rows(&server), all_rows(&f.file_dir));
+    assert!(server.root.join("survey/parts/00000/_SUCCESS").is_file());
 }
 
 #[test]
@@ -821,9 +817,11 @@ fn a_cluster_survey_outlives_a_killed_executor() {
     let total: usize = parts.parse().unwrap();
     let start = std::time::Instant::now();
     let written = || {
-        std::fs::read_dir(dir.join("parts"))
-            .map(|rd| rd.count())
-            .unwrap_or(0)
+        std::fs::read_dir(dir.join("parts")).map_or(0, |rd| {
+            rd.flatten()
+                .filter(|e| e.path().join("_SUCCESS").is_file())
+                .count()
+        })
     };
     while written() == 0 {
         assert!(start.elapsed().as_secs() < 120, "no partition written");
@@ -845,4 +843,112 @@ fn a_cluster_survey_outlives_a_killed_executor() {
     // put its running tasks back.
     let log = std::fs::read_to_string(&sched_log).unwrap();
     assert!(log.contains("lost Executor"), "{log}");
+}
+
+/// Every table's rows of the survey at `server.out`, sorted.
+fn server_rows(server: &ObjectServer) -> BTreeMap<&'static str, Vec<String>> {
+    ["paths", "edges", "evidence", "problems"]
+        .into_iter()
+        .map(|t| {
+            let o = output(
+                server
+                    .command(BIN)
+                    .args(["query", "--json", &server.out])
+                    .arg(format!("SELECT * FROM {t}")),
+            );
+            assert_eq!(o.code, 0, "query of {} failed: {}", server.out, o.stderr);
+            let v: Value = serde_json::from_str(&o.stdout).unwrap();
+            let mut rows: Vec<String> = v
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r.to_string())
+                .collect();
+            rows.sort();
+            (t, rows)
+        })
+        .collect()
+}
+
+/// A survey written to an object store: the same rows as to a directory,
+/// the files where the server keeps them, resumable there.
+fn check_object_store_output(f: &Fixture, server: &ObjectServer) {
+    let store = format!("file://{}", f.cache.display());
+    let parts = embedded_partitions(f);
+    let run = || {
+        output(
+            server
+                .command(BIN)
+                .args(["run", "--json", "--partitions", &parts, "--store", &store])
+                .args(["-o", &server.out])
+                .args(&f.roots),
+        )
+    };
+    let o = run();
+    assert_eq!(o.code, 0, "survey to {} failed: {}", server.out, o.stderr);
+    let r: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(r["survey"]["dir"], server.out.as_str());
+    assert_eq!(r["survey"]["partitions_skipped"], 0);
+    assert_eq!(server_rows(server), all_rows(&f.file_dir));
+    // What the server holds: the manifest, the tables, each partition's
+    // files and completion marker.
+    let on_server = server.root.join("survey");
+    for t in [
+        "survey.json",
+        "paths.parquet",
+        "edges.parquet",
+        "evidence.parquet",
+    ] {
+        assert!(on_server.join(t).is_file(), "{t} not on the server");
+    }
+    let total: usize = parts.parse().unwrap();
+    for i in 0..total {
+        let p = on_server.join(format!("parts/{i:05}"));
+        assert!(p.join("_SUCCESS").is_file(), "{} incomplete", p.display());
+        assert!(p.join("edges.parquet").is_file(), "{}", p.display());
+    }
+    // Resumed: every partition found written, nothing read again.
+    let o = run();
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let again: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(again["survey"]["partitions_skipped"], total);
+    assert_eq!(again["survey"]["bytes_read"], 0);
+    assert_eq!(server_rows(server), all_rows(&f.file_dir));
+}
+
+#[test]
+fn a_survey_written_to_webdav_gives_the_same_tables() {
+    let f = fixture();
+    let server = ObjectServer::webdav(&f.tmp);
+    check_object_store_output(f, &server);
+}
+
+#[test]
+fn a_survey_written_to_s3_gives_the_same_tables() {
+    let f = fixture();
+    let server = ObjectServer::s3(&f.tmp, "heft-test-secret");
+    check_object_store_output(f, &server);
+
+    // Credentials the server refuses: a clear error and a failing exit,
+    // before a single path is read.
+    let bad = ObjectServer::s3(&f.tmp, "not-the-secret");
+    let store = format!("file://{}", f.cache.display());
+    let o = output(
+        bad.command(BIN)
+            .args(["run", "--store", &store, "-o", &bad.out])
+            .args(&f.roots),
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("s3://heft/survey"), "{}", o.stderr);
+    assert!(!bad.root.join("survey").exists());
+    // An output scheme the survey does not write is the command line's
+    // fault.
+    let o = output(
+        server
+            .command(BIN)
+            .args(["run", "--store", &store, "-o", "ftp://127.0.0.1/x"])
+            .args(&f.roots),
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(o.stderr.contains("ftp:// is not an output"), "{}", o.stderr);
 }
