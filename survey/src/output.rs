@@ -207,11 +207,30 @@ impl Output {
 
     /// Writes `rel` whole, replacing what was there.
     pub async fn put(&self, rel: &str, bytes: impl Into<PutPayload>) -> anyhow::Result<()> {
-        self.store
-            .put(&self.path(rel), bytes.into())
-            .await
-            .with_context(|| format!("writing {}", self.url(rel)))?;
-        Ok(())
+        let payload = bytes.into();
+        let path = self.path(rel);
+        // WebDAV has no implicit directories: a PUT into a missing one
+        // fails, and object_store then creates the parents with MKCOL and
+        // tries again. Partitions written at once race to create the same
+        // `parts/` collection, and the loser's MKCOL fails (405 Method Not
+        // Allowed, or 423 Locked while the winner's is under way). By the
+        // next try the collection exists, so a few quick retries settle it.
+        let tries = if self.multipart { 1 } else { 4 };
+        let mut wait = std::time::Duration::from_millis(50);
+        let mut attempt = 1;
+        loop {
+            match self.store.put(&path, payload.clone()).await {
+                Ok(_) => return Ok(()),
+                Err(e) if attempt < tries && !matches!(e, object_store::Error::NotFound { .. }) => {
+                    tokio::time::sleep(wait).await;
+                    wait *= 2;
+                    attempt += 1;
+                }
+                Err(e) => {
+                    return Err(anyhow::Error::new(e).context(format!("writing {}", self.url(rel))));
+                }
+            }
+        }
     }
 
     /// Writes the batches of `stream` as the Parquet file `rel`, streamed

@@ -107,12 +107,7 @@ fn output(c: &mut Command) -> Outcome {
 
 /// Runs the survey binary with `args`, then `dir`, then `rest`.
 fn survey(args: &[&str], dir: &Path, rest: &[String]) -> Outcome {
-    output(
-        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
-            .args(args)
-            .arg(dir)
-            .args(rest),
-    )
+    output(Command::new(BIN).args(args).arg(dir).args(rest))
 }
 
 /// The nix-heft binary to compare with, built from the same sources: the
@@ -142,13 +137,26 @@ fn heft() -> Command {
 
 /// The rows of `sql` over the survey in `dir`.
 fn query(dir: &Path, sql: &str) -> Vec<Value> {
+    query_with(dir, sql, &[])
+}
+
+/// The rows of `sql` over the survey at `out` (a directory or URL), with
+/// `env` set for the query process (an object store's credentials).
+fn query_with(out: &Path, sql: &str, env: &[(&'static str, String)]) -> Vec<Value> {
     let o = output(
-        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+        Command::new(BIN)
+            .envs(env.iter().map(|(k, v)| (k, v)))
             .args(["query", "--json"])
-            .arg(dir)
+            .arg(out)
             .arg(sql),
     );
-    assert_eq!(o.code, 0, "query {sql} failed: {}", o.stderr);
+    assert_eq!(
+        o.code,
+        0,
+        "query {sql} of {} failed: {}",
+        out.display(),
+        o.stderr
+    );
     serde_json::from_str::<Value>(&o.stdout)
         .unwrap()
         .as_array()
@@ -341,10 +349,18 @@ fn single_edge_savings_are_advise_savings() {
 
 /// Every table's rows, sorted, as JSON text (for comparing two surveys).
 fn all_rows(dir: &Path) -> BTreeMap<&'static str, Vec<String>> {
+    all_rows_with(dir, &[])
+}
+
+/// [`all_rows`] of the survey at `out`, with `env` for the queries.
+fn all_rows_with(
+    out: &Path,
+    env: &[(&'static str, String)],
+) -> BTreeMap<&'static str, Vec<String>> {
     ["paths", "edges", "evidence", "problems"]
         .into_iter()
         .map(|t| {
-            let mut rows: Vec<String> = query(dir, &format!("SELECT * FROM {t}"))
+            let mut rows: Vec<String> = query_with(out, &format!("SELECT * FROM {t}"), env)
                 .iter()
                 .map(|r| r.to_string())
                 .collect();
@@ -525,7 +541,7 @@ fn query_prints_rows_and_refuses_bad_sql() {
         "{outputs:?}"
     );
     let o = output(
-        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+        Command::new(BIN)
             .arg("query")
             .arg(&f.file_dir)
             .arg("SELECT path, nar_size FROM paths ORDER BY nar_size DESC LIMIT 3"),
@@ -539,7 +555,7 @@ fn query_prints_rows_and_refuses_bad_sql() {
         o.stdout
     );
     let o = output(
-        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+        Command::new(BIN)
             .arg("query")
             .arg(&f.file_dir)
             .arg("SELECT nope FROM paths"),
@@ -551,7 +567,7 @@ fn query_prints_rows_and_refuses_bad_sql() {
         o.stderr
     );
     let o = output(
-        Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+        Command::new(BIN)
             .arg("query")
             .arg(f.tmp.join("nowhere"))
             .arg("SELECT 1"),
@@ -618,7 +634,7 @@ struct Cluster {
 
 impl Cluster {
     fn start(tmp: &Path, executor_timeout: u64, tasks_each: usize) -> Cluster {
-        let bin = env!("CARGO_BIN_EXE_nix-heft-survey");
+        let bin = BIN;
         let sport = free_port();
         let log = tmp.join(format!("scheduler-{sport}.log"));
         let mut scheduler = Command::new(bin)
@@ -805,7 +821,7 @@ fn a_cluster_survey_outlives_a_killed_executor() {
     let sched_log = cluster.log.clone();
     let dir = f.tmp.join("survey-cluster-kill");
     let parts = embedded_partitions(f);
-    let child = Command::new(env!("CARGO_BIN_EXE_nix-heft-survey"))
+    let child = Command::new(BIN)
         .args(cluster.run_args(f, &slow.url()))
         .arg(&dir)
         .args(&f.roots)
@@ -847,27 +863,7 @@ fn a_cluster_survey_outlives_a_killed_executor() {
 
 /// Every table's rows of the survey at `server.out`, sorted.
 fn server_rows(server: &ObjectServer) -> BTreeMap<&'static str, Vec<String>> {
-    ["paths", "edges", "evidence", "problems"]
-        .into_iter()
-        .map(|t| {
-            let o = output(
-                server
-                    .command(BIN)
-                    .args(["query", "--json", &server.out])
-                    .arg(format!("SELECT * FROM {t}")),
-            );
-            assert_eq!(o.code, 0, "query of {} failed: {}", server.out, o.stderr);
-            let v: Value = serde_json::from_str(&o.stdout).unwrap();
-            let mut rows: Vec<String> = v
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|r| r.to_string())
-                .collect();
-            rows.sort();
-            (t, rows)
-        })
-        .collect()
+    all_rows_with(Path::new(&server.out), &server.env)
 }
 
 /// A survey written to an object store: the same rows as to a directory,
