@@ -183,14 +183,25 @@ impl Output {
         Ok(())
     }
 
-    /// The object `rel`, or `None` when there is none.
-    pub async fn read(&self, rel: &str) -> anyhow::Result<Option<bytes::Bytes>> {
+    /// The object `rel`, or `None` when there is none. An object larger
+    /// than `max` bytes is an error, not read: what a server sends is not
+    /// trusted to be the small file asked for.
+    pub async fn read(&self, rel: &str, max: u64) -> anyhow::Result<Option<bytes::Bytes>> {
         match self.store.get(&self.path(rel)).await {
-            Ok(r) => Ok(Some(
-                r.bytes()
-                    .await
-                    .with_context(|| format!("reading {}", self.url(rel)))?,
-            )),
+            Ok(r) => {
+                if r.meta.size > max {
+                    anyhow::bail!(
+                        "{} is {} bytes, more than the {max} it can be",
+                        self.url(rel),
+                        r.meta.size
+                    );
+                }
+                Ok(Some(
+                    r.bytes()
+                        .await
+                        .with_context(|| format!("reading {}", self.url(rel)))?,
+                ))
+            }
             Err(object_store::Error::NotFound { .. }) => Ok(None),
             Err(e) => Err(anyhow::Error::new(e).context(format!("reading {}", self.url(rel)))),
         }
@@ -383,6 +394,9 @@ mod tests {
             std::fs::read(tmp.path().join("parts/00002/paths.parquet")).unwrap(),
             b"x"
         );
-        assert_eq!(o.read("survey.json").await.unwrap(), None);
+        assert_eq!(o.read("survey.json", 1 << 20).await.unwrap(), None);
+        // Larger than asked for: refused, not read.
+        let e = o.read("parts/00002/paths.parquet", 0).await.unwrap_err();
+        assert!(e.to_string().contains("more than the 0"), "{e:#}");
     }
 }

@@ -169,7 +169,8 @@ async fn settle_manifest(
     want: Manifest,
     asked: Option<usize>,
 ) -> anyhow::Result<Manifest> {
-    if let Some(text) = out.read("survey.json").await? {
+    // A manifest is a few hundred bytes.
+    if let Some(text) = out.read("survey.json", 1 << 20).await? {
         let had: Manifest = serde_json::from_slice(&text)
             .with_context(|| format!("{} is not a survey manifest", out.url("survey.json")))?;
         if had.digest != want.digest || had.store != want.store {
