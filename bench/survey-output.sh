@@ -5,7 +5,8 @@
 #   B. s3://…  on s3s-fs (an S3 server over a directory) on 127.0.0.1;
 #   C. http://… on `rclone serve webdav` on 127.0.0.1.
 # Every run starts with an empty local cache and output, so each one reads
-# every NAR and writes every partition and table.
+# every NAR and writes every partition and table; one warm-up run fills the
+# page cache with the cache's NARs first.
 #
 # usage: bench/survey-output.sh [CACHE_DIR] [RUNS]
 #   CACHE_DIR as for bench/survey.sh: by default the scan benchmark's zstd
@@ -34,7 +35,10 @@ s3=$(port); dav=$(port)
 mkdir -p "$work/s3/bench" "$work/dav"
 s3s-fs --host 127.0.0.1 --port "$s3" --access-key bench --secret-key bench-secret "$work/s3" > "$work/s3.log" 2>&1 &
 pids+=($!)
-rclone serve webdav --addr "127.0.0.1:$dav" "$work/dav" > "$work/dav.log" 2>&1 &
+# --prepare deletes the last run's output behind the server's back: rclone
+# must not answer from its directory cache (it would announce the deleted
+# survey.json and then send no body).
+rclone serve webdav --dir-cache-time 0s --addr "127.0.0.1:$dav" "$work/dav" > "$work/dav.log" 2>&1 &
 pids+=($!)
 wait_port "$s3"; wait_port "$dav"
 
@@ -42,9 +46,10 @@ export AWS_ACCESS_KEY_ID=bench AWS_SECRET_ACCESS_KEY=bench-secret AWS_REGION=us-
   AWS_ENDPOINT="http://127.0.0.1:$s3"
 reset="rm -rf $work/xdg $work/out $work/s3/bench/out $work/dav/out"
 run="env XDG_CACHE_HOME=$work/xdg $survey run --json --store file://$cache --all -o"
-hyperfine -N -r "$runs" --prepare "$reset" \
+hyperfine -N -r "$runs" -w 1 --prepare "$reset" \
   -n directory "$run $work/out" \
   -n s3 "$run s3://bench/out" \
   -n webdav "$run http://127.0.0.1:$dav/out"
-echo "tables and parts written (directory run):"
-du -sh "$work/out" 2>/dev/null || true
+echo "bytes written by one run (the last, to WebDAV):"
+du -sb "$work/dav/out" | cut -f1
+find "$work/dav/out" -type f | wc -l
