@@ -33,10 +33,12 @@ use datafusion::arrow::array::RecordBatch;
 use datafusion::parquet::arrow::AsyncArrowWriter;
 use datafusion::prelude::SessionContext;
 use futures::{Stream, StreamExt, TryStreamExt};
+use object_store::aws::{AmazonS3Builder, AmazonS3ConfigKey};
 use object_store::buffered::BufWriter;
+use object_store::http::HttpBuilder;
 use object_store::local::LocalFileSystem;
 use object_store::path::Path as ObjectPath;
-use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
+use object_store::{ClientConfigKey, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 use url::Url;
 
 /// The marker of a complete partition.
@@ -85,32 +87,59 @@ impl Output {
                 Output::directory(dir)
             }
             "s3" | "s3a" | "http" | "https" => {
-                let (scheme, _) = object_store::ObjectStoreScheme::parse(&url)
+                let (scheme, prefix) = object_store::ObjectStoreScheme::parse(&url)
                     .with_context(|| format!("-o {arg}"))?;
                 let webdav = scheme == object_store::ObjectStoreScheme::Http;
+                if url.scheme().starts_with("http") && !webdav {
+                    // An https:// URL of S3 itself names the bucket in its
+                    // host or path, which DataFusion's file URLs would not
+                    // carry over: the s3:// form says the same plainly.
+                    return Err(usage(format!(
+                        "-o {arg}: an S3 endpoint's own URL; give s3://BUCKET/PREFIX \
+                         (and AWS_REGION or AWS_ENDPOINT)"
+                    )));
+                }
                 // From the process's environment, so each executor uses
-                // its own credentials; variables a store does not know
-                // are ignored by its builder. A plain-HTTP address the
-                // user wrote (`-o http://…`, `AWS_ENDPOINT=http://…`) is
-                // one they chose: allowed, not refused for want of TLS.
-                let mut opts: Vec<(String, String)> = vars
+                // its own credentials.
+                let vars: Vec<(String, String)> = vars
                     .into_iter()
                     .map(|(k, v)| (k.to_ascii_lowercase(), v))
                     .collect();
+                // A plain-HTTP address the user wrote (`-o http://…`,
+                // `AWS_ENDPOINT=http://…`) is one they chose: allowed, not
+                // refused for want of TLS.
                 let plain = url.scheme() == "http"
-                    || opts.iter().any(|(k, v)| {
+                    || vars.iter().any(|(k, v)| {
                         (k == "aws_endpoint" || k == "aws_endpoint_url") && v.starts_with("http://")
                     });
-                if plain {
-                    opts.push(("allow_http".into(), "true".into()));
-                }
-                let (store, prefix) = object_store::parse_url_opts(&url, opts)
-                    .with_context(|| format!("opening the output {arg}"))?;
-                let base = Url::parse(&url[..url::Position::BeforePath])
-                    .with_context(|| format!("-o {arg}"))?;
+                let base = &url[..url::Position::BeforePath];
+                let store: Arc<dyn ObjectStore> = if webdav {
+                    let mut b = HttpBuilder::new().with_url(base).with_retry(retry());
+                    if plain {
+                        b = b.with_config(ClientConfigKey::AllowHttp, "true");
+                    }
+                    Arc::new(
+                        b.build()
+                            .with_context(|| format!("opening the output {arg}"))?,
+                    )
+                } else {
+                    // Variables the S3 builder does not know are not its.
+                    let mut b = vars
+                        .iter()
+                        .filter_map(|(k, v)| Some((k.parse::<AmazonS3ConfigKey>().ok()?, v)))
+                        .fold(AmazonS3Builder::new(), |b, (k, v)| b.with_config(k, v));
+                    b = b.with_url(url.as_str()).with_retry(retry());
+                    if plain {
+                        b = b.with_allow_http(true);
+                    }
+                    Arc::new(
+                        b.build()
+                            .with_context(|| format!("opening the output {arg}"))?,
+                    )
+                };
                 Ok(Output {
-                    store: store.into(),
-                    base,
+                    store,
+                    base: Url::parse(base).with_context(|| format!("-o {arg}"))?,
                     prefix,
                     dir: None,
                     multipart: !webdav,
@@ -324,6 +353,18 @@ impl std::fmt::Display for Output {
     }
 }
 
+/// How often a failed request is tried again. object_store's default, 10
+/// retries within 3 minutes, leaves a user who mistyped a host waiting
+/// 35 s for "connection refused"; 4 retries ride out a flaky server and
+/// give up on a dead one in a few seconds.
+fn retry() -> RetryConfig {
+    RetryConfig {
+        max_retries: 4,
+        retry_timeout: std::time::Duration::from_secs(60),
+        ..RetryConfig::default()
+    }
+}
+
 fn usage(msg: String) -> anyhow::Error {
     nix_heft::Error::Usage(msg).into()
 }
@@ -362,7 +403,12 @@ mod tests {
         assert!(o.multipart);
         assert_eq!(o.url("survey.json"), "s3://bucket/a/survey/survey.json");
 
-        for bad in ["ftp://host/x", "file://relative/x", "gs://bucket/x"] {
+        for bad in [
+            "ftp://host/x",
+            "file://relative/x",
+            "gs://bucket/x",
+            "https://s3.eu-central-1.amazonaws.com/bucket/x",
+        ] {
             let e = Output::open(bad).unwrap_err();
             assert!(
                 matches!(e.downcast_ref(), Some(nix_heft::Error::Usage(_))),

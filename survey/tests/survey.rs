@@ -917,6 +917,17 @@ fn a_survey_written_to_webdav_gives_the_same_tables() {
     let f = fixture();
     let server = ObjectServer::webdav(&f.tmp);
     check_object_store_output(f, &server);
+    // Nothing listens there: a clear error after a few retries.
+    let dead = format!("http://127.0.0.1:{}/survey", free_port());
+    let o = output(Command::new(BIN).args(["query", &dead, "SELECT 1"]));
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr
+            .contains(&format!("looking up {dead}/paths.parquet"))
+            && o.stderr.contains("Connection refused"),
+        "{}",
+        o.stderr
+    );
 }
 
 #[test]
