@@ -459,30 +459,22 @@ async fn run_async(
         .await
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
     let e2 = Arc::clone(&env);
-    let (facts, files) = tokio::task::spawn_blocking(move || read_partition(&e2, i, &paths))
+    let (counts, files) = tokio::task::spawn_blocking(move || read_partition(&e2, i, &paths))
         .await
         .map_err(blocking)??;
     drop(permit);
     env.out.write_partition(i, files).await.map_err(out_err)?;
-    summary_row(
-        i,
-        [
-            facts.rows(0),
-            facts.rows(1),
-            facts.rows(2),
-            facts.rows(3),
-            facts.nar_bytes,
-        ],
-        false,
-    )
+    summary_row(i, counts, false)
 }
 
-/// Reads and classifies partition `i`'s paths and encodes its files.
+/// Reads and classifies partition `i`'s paths and encodes its files;
+/// returns them with the summary's counts (rows per table, NAR bytes), so
+/// that only the encoded files outlive this.
 fn read_partition(
     env: &MapEnv,
     i: u32,
     paths: &[String],
-) -> Result<(map::PartitionFacts, Vec<(&'static str, bytes::Bytes)>)> {
+) -> Result<([u64; 5], map::PartitionFiles)> {
     let store_dir = env.src.store_dir().to_string();
     let paths: Vec<StorePath> = paths
         .iter()
@@ -492,7 +484,14 @@ fn read_partition(
     let progress = Arc::clone(&env.progress);
     let facts = map::survey_partition(env.src.as_ref(), &paths, i, &|n| progress(n))?;
     let files = map::encode_partition(&facts)?;
-    Ok((facts, files))
+    let counts = [
+        facts.rows(0),
+        facts.rows(1),
+        facts.rows(2),
+        facts.rows(3),
+        facts.nar_bytes,
+    ];
+    Ok((counts, files))
 }
 
 /// The summary row of partition `i`: its rows per table, the NAR bytes

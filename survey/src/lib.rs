@@ -58,3 +58,8 @@ pub mod query;
 pub mod report;
 pub mod run;
 pub mod schema;
+
+/// A command-line mistake (exit 2), as the core reports one.
+pub(crate) fn usage(msg: String) -> anyhow::Error {
+    nix_heft::Error::Usage(msg).into()
+}

@@ -305,12 +305,13 @@ impl ProblemsBuilder {
     }
 }
 
+/// A partition's files: each table's name and its Parquet bytes.
+pub type PartitionFiles = Vec<(&'static str, bytes::Bytes)>;
+
 /// The four Parquet files of a partition, encoded in memory: a
 /// partition's rows are a few hundred paths' worth, and an object store
 /// takes each file in one PUT.
-pub fn encode_partition(
-    facts: &PartitionFacts,
-) -> Result<Vec<(&'static str, bytes::Bytes)>, ArrowError> {
+pub fn encode_partition(facts: &PartitionFacts) -> Result<PartitionFiles, ArrowError> {
     schema::TABLES
         .iter()
         .zip(&facts.batches)

@@ -41,6 +41,8 @@ use object_store::path::Path as ObjectPath;
 use object_store::{ClientConfigKey, ObjectStore, ObjectStoreExt, PutPayload, RetryConfig};
 use url::Url;
 
+use crate::usage;
+
 /// The marker of a complete partition.
 const MARKER: &str = "_SUCCESS";
 
@@ -306,9 +308,14 @@ impl Output {
         format!("parts/{i:05}/{name}.parquet")
     }
 
+    /// The relative name of partition `i`'s completion marker.
+    fn marker(i: u32) -> String {
+        format!("parts/{i:05}/{MARKER}")
+    }
+
     /// Whether partition `i` is complete: its marker is there.
     pub async fn is_written(&self, i: u32) -> anyhow::Result<bool> {
-        self.exists(&format!("parts/{i:05}/{MARKER}")).await
+        self.exists(&Output::marker(i)).await
     }
 
     /// The complete partitions, from one listing of `parts/`.
@@ -337,13 +344,12 @@ impl Output {
     pub async fn write_partition(
         &self,
         i: u32,
-        files: Vec<(&'static str, bytes::Bytes)>,
+        files: crate::map::PartitionFiles,
     ) -> anyhow::Result<()> {
         for (name, bytes) in files {
             self.put(&Output::part_file(i, name), bytes).await?;
         }
-        self.put(&format!("parts/{i:05}/{MARKER}"), bytes::Bytes::new())
-            .await
+        self.put(&Output::marker(i), bytes::Bytes::new()).await
     }
 }
 
@@ -363,10 +369,6 @@ fn retry() -> RetryConfig {
         retry_timeout: std::time::Duration::from_secs(60),
         ..RetryConfig::default()
     }
-}
-
-fn usage(msg: String) -> anyhow::Error {
-    nix_heft::Error::Usage(msg).into()
 }
 
 #[cfg(test)]

@@ -19,15 +19,15 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
+use nix_heft::StorePath;
 use nix_heft::graph::Graph;
 use nix_heft::source::{OpenOptions, StoreSource};
-use nix_heft::{Error, StorePath};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
 use crate::exec::{MapEnv, MapSpec, SurveyMap, partition_of};
 use crate::output::Output;
-use crate::{graph_step, schema};
+use crate::{graph_step, schema, usage};
 
 /// What to survey.
 #[derive(Debug, Clone)]
@@ -94,10 +94,6 @@ pub struct RunSummary {
     pub partitions_skipped: usize,
     /// Bytes of file contents read by this run.
     pub bytes_read: u64,
-}
-
-fn usage(msg: String) -> anyhow::Error {
-    Error::Usage(msg).into()
 }
 
 /// The roots the input names.
