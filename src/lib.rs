@@ -31,6 +31,7 @@ pub mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
+pub mod local_cache;
 pub mod nar;
 pub mod plan;
 pub mod problem;

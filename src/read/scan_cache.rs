@@ -11,8 +11,8 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ElfFacts, Hold, PathRead, Site, Wanted};
+use crate::local_cache::LocalCache;
 use crate::nar::tree::FileTree;
-use crate::source::local_cache::LocalCache;
 use crate::store_path::{HASH_LEN, StorePath};
 
 #[derive(Serialize, Deserialize)]

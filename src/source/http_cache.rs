@@ -31,13 +31,13 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
-use super::local_cache::LocalCache;
 use super::narinfo::NarInfo;
 use super::{
     CheckedNar, DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, OpenOptions, PathInfo,
     RawClosure, StoreSource,
 };
 use crate::error::{Error, Result};
+use crate::local_cache::LocalCache;
 use crate::nar::tree::FileTree;
 use crate::store_path::StorePath;
 

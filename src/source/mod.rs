@@ -9,7 +9,6 @@ mod binary_cache;
 mod http_cache;
 pub mod listing;
 mod local;
-pub mod local_cache;
 pub mod netrc;
 
 pub mod narinfo;
@@ -139,7 +138,7 @@ pub trait StoreSource: Send + Sync {
     /// Where scan results of `path` may be kept across runs, with the
     /// path's NAR hash to key them by: sources that download NARs keep
     /// them so a rerun downloads none. `None`: not kept.
-    fn scan_cache(&self, _path: &StorePath) -> Option<(local_cache::LocalCache, String)> {
+    fn scan_cache(&self, _path: &StorePath) -> Option<(crate::local_cache::LocalCache, String)> {
         None
     }
     /// The hash the NAR of `path` must have (the narinfo's `NarHash`), for

@@ -1,6 +1,8 @@
-//! The local cache of what HTTP caches sent: narinfos, NAR listings and
-//! the scan results of downloaded NARs (keyed by NAR hash too, see
-//! `read::scan_cache`), under `$XDG_CACHE_HOME/nix-heft` (default `~/.cache/nix-heft`).
+//! The local cache on disk: what HTTP caches sent (narinfos, NAR listings)
+//! and what the read stage found in downloaded NARs (keyed by NAR hash too,
+//! see `read::scan_cache`), under `$XDG_CACHE_HOME/nix-heft` (default
+//! `~/.cache/nix-heft`). It is no store source: sources and the read stage
+//! keep entries in it, per cache URL.
 //!
 //! Layout: `v<FORMAT>/<escaped cache URL>/<store path base name>.<kind>`,
 //! so entries are keyed by nix-heft's cache format version, the cache URL
