@@ -1,6 +1,6 @@
 //! The local cache on disk: what HTTP caches sent (narinfos, NAR listings)
 //! and what the read stage found in downloaded NARs (keyed by NAR hash too,
-//! see `read::scan_cache`), under `$XDG_CACHE_HOME/nix-heft` (default
+//! see `read::kept`), under `$XDG_CACHE_HOME/nix-heft` (default
 //! `~/.cache/nix-heft`). It is no store source: sources and the read stage
 //! keep entries in it, per cache URL.
 //!

@@ -58,7 +58,7 @@ pub fn classify(g: &Graph, reads: Reads) -> Classified {
     } = reads;
     let mut out = Classified::default();
     for (v, pr) in &paths {
-        if pr.scanned {
+        if pr.searched {
             let pe = classify_path(g, *v, pr, &paths, &mut problems);
             out.paths.insert(*v, pe);
         }

@@ -5,7 +5,7 @@
 use std::collections::HashSet;
 use std::io::Read;
 
-use super::refscan::{Hit, RefScanner, is_path_byte, scan_bytes};
+use super::hash_finder::{HashFinder, Hit, find_all, is_path_byte};
 use super::{ElfFacts, Hold, PathStrings, Site, Wanted};
 use crate::elf::{ElfLayout, is_elf};
 
@@ -85,7 +85,7 @@ fn scan_stream_with(
     filter: StringFilter<'_>,
     buf: &mut [u8],
 ) -> std::io::Result<FileScan> {
-    let mut sc = RefScanner::new(wanted);
+    let mut sc = HashFinder::new(wanted);
     let (only, budget) = match filter {
         StringFilter::Skip => (None, None),
         StringFilter::Needles(ac) => (Some(ac), None),
@@ -242,7 +242,7 @@ pub(super) fn file_holds(
 /// Holds in the last component of `rel` (parents are entries of their own).
 pub(super) fn name_holds(rel: &[u8], wanted: &Wanted, out: &mut Vec<Hold>) {
     let name_start = rel.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1);
-    for h in scan_bytes(&rel[name_start..], wanted) {
+    for h in find_all(&rel[name_start..], wanted) {
         out.push(Hold {
             target: h.target,
             file: rel.to_vec(),
@@ -257,7 +257,7 @@ pub(super) fn name_holds(rel: &[u8], wanted: &Wanted, out: &mut Vec<Hold>) {
 
 /// Holds in a symlink's target; the whole target is the context.
 pub(super) fn symlink_holds(rel: &[u8], target: &[u8], wanted: &Wanted, out: &mut Vec<Hold>) {
-    for h in scan_bytes(target, wanted) {
+    for h in find_all(target, wanted) {
         out.push(Hold {
             target: h.target,
             file: rel.to_vec(),

@@ -13,25 +13,25 @@ use super::{ElfFacts, Hold, PathRead, Wanted};
 use crate::nar::tree::TreeNode;
 use crate::problem::Problem;
 
-/// Reads the path whose files are at `root`; with `scan` false only its
+/// Reads the path whose files are at `root`; with `find_holds` false only its
 /// tree is listed and no file is opened.
 pub(super) fn read(
     root: &Path,
     store_path: &str,
     wanted: &Wanted,
-    scan: bool,
+    find_holds: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     let (tree, mut problems) = walk(root, store_path);
     let mut pr = PathRead {
         available: true,
-        scanned: scan,
+        searched: find_holds,
         ..PathRead::default()
     };
     let Some(tree) = tree else {
         return (pr, problems);
     };
-    if scan {
+    if find_holds {
         // The tree is known before any file is read: keep only the strings
         // that name one of its data directories.
         let needles = super::tree_needles(&tree);

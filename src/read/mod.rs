@@ -23,9 +23,9 @@
 
 mod content;
 mod disk;
+pub mod hash_finder;
+mod kept;
 mod nar_stream;
-pub mod refscan;
-mod scan_cache;
 pub mod walk;
 
 use std::collections::{BTreeMap, HashMap};
@@ -44,7 +44,7 @@ use crate::store_path::HASH_LEN;
 /// which edges a question needs ([`crate::graph::edges`]).
 pub type Wants = Edges;
 
-/// Hash part → node, for the scanner.
+/// Hash part → node, for the hash finder.
 pub(crate) type Wanted = HashMap<[u8; HASH_LEN], NodeId>;
 
 /// Where a hash occurrence sits.
@@ -153,9 +153,9 @@ pub struct ElfFacts {
 pub struct PathRead {
     /// False when the source has no file contents for the path.
     pub available: bool,
-    /// True when its contents were scanned for holds; false for a read of
-    /// the tree alone.
-    pub scanned: bool,
+    /// True when its contents were searched for holds; false for a read
+    /// of the tree alone.
+    pub searched: bool,
     /// Its file tree; `None` when it could not be read in full.
     pub tree: Option<FileTree>,
     /// Hash occurrences, in file order.
@@ -342,7 +342,7 @@ fn read_path(
     g: &Graph,
     v: NodeId,
     wanted: &Wanted,
-    scan: bool,
+    find_holds: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     let path = g.path(v);
@@ -352,23 +352,23 @@ fn read_path(
     if let Some(root) = src.real_path(path)
         && src.expected_nar_hash(path).is_none()
     {
-        return disk::read(&root, path.as_str(), wanted, scan, progress);
+        return disk::read(&root, path.as_str(), wanted, find_holds, progress);
     }
-    // A scan kept from an earlier run against the same NAR (sources that
+    // A read kept from an earlier run against the same NAR (sources that
     // fetch NARs over a network keep them) needs no download at all.
     // (A tree-only read is kept too: without a listing it costs a NAR.)
     let kept = src.scan_cache(path);
     if let Some((cache, nar_hash)) = &kept
-        && let Some(pr) = scan_cache::load(cache, path, nar_hash, wanted, scan)
+        && let Some(pr) = kept::load(cache, path, nar_hash, wanted, find_holds)
     {
         return (pr, Vec::new());
     }
-    let (pr, problems) = read_contents(src, path, wanted, scan, progress);
+    let (pr, problems) = read_contents(src, path, wanted, find_holds, progress);
     if let Some((cache, nar_hash)) = &kept
         && problems.is_empty()
         && pr.tree.is_some()
     {
-        scan_cache::save(cache, path, nar_hash, wanted, &pr);
+        kept::save(cache, path, nar_hash, wanted, &pr);
     }
     (pr, problems)
 }
@@ -378,19 +378,19 @@ fn read_contents(
     src: &dyn StoreSource,
     path: &crate::StorePath,
     wanted: &Wanted,
-    scan: bool,
+    find_holds: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     // A NAR listing gives the tree without the NAR: all a tree-only read
-    // needs, and all a scan needs when the path holds no file contents (a
+    // needs, and all a search for holds needs when the path holds no file contents (a
     // symlink farm: its holds are in names and symlink targets). A listing
     // that cannot be fetched is no loss: the NAR has it all.
     if let Ok(Some(tree)) = src.listing(path) {
-        if !scan {
+        if !find_holds {
             return (
                 PathRead {
                     available: true,
-                    scanned: false,
+                    searched: false,
                     tree: Some(tree),
                     ..PathRead::default()
                 },
@@ -420,17 +420,18 @@ fn read_contents(
         let (nar, file_check) = match opened {
             Ok(Some(nar)) => nar,
             Ok(None) => {
-                // No file contents in this source: scanned, but blind.
+                // No file contents in this source: searched, but blind.
                 let pr = PathRead {
                     available: false,
-                    scanned: scan,
+                    searched: find_holds,
                     ..PathRead::default()
                 };
                 return (pr, Vec::new());
             }
-            Err(e) => return unopened(path, scan, &e),
+            Err(e) => return unopened(path, find_holds, &e),
         };
-        let (pr, mut problems) = read_checked(src, path, nar, file_check, wanted, scan, progress);
+        let (pr, mut problems) =
+            read_checked(src, path, nar, file_check, wanted, find_holds, progress);
         let transient = problems.iter().any(|p| {
             matches!(
                 p.kind,
@@ -464,12 +465,12 @@ fn read_checked(
     nar: Box<dyn std::io::Read + Send>,
     file_check: Option<crate::source::FileCheck>,
     wanted: &Wanted,
-    scan: bool,
+    find_holds: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     use crate::nar::hash::{HashingReader, NarHash};
     let expected = match src.expected_nar_hash(path).filter(|_| verify_enabled()) {
-        None => return nar_stream::read(nar, path.as_str(), wanted, scan, progress),
+        None => return nar_stream::read(nar, path.as_str(), wanted, find_holds, progress),
         Some(h) => match NarHash::parse(&h) {
             Ok(h) => h,
             Err(e) => {
@@ -481,7 +482,7 @@ fn read_checked(
                 return (
                     PathRead {
                         available: true,
-                        scanned: scan,
+                        searched: find_holds,
                         ..PathRead::default()
                     },
                     vec![p],
@@ -490,7 +491,13 @@ fn read_checked(
         },
     };
     let (reader, handle) = HashingReader::new(nar);
-    let (pr, problems) = nar_stream::read(Box::new(reader), path.as_str(), wanted, scan, progress);
+    let (pr, problems) = nar_stream::read(
+        Box::new(reader),
+        path.as_str(),
+        wanted,
+        find_holds,
+        progress,
+    );
     if !problems.is_empty() {
         return (pr, problems);
     }
@@ -518,7 +525,7 @@ fn read_checked(
     (
         PathRead {
             available: true,
-            scanned: scan,
+            searched: find_holds,
             ..PathRead::default()
         },
         vec![p],
@@ -535,21 +542,25 @@ fn verify_enabled() -> bool {
 const NAR_ATTEMPTS: u32 = 3;
 
 /// The read of a path whose contents could not be opened.
-fn unopened(path: &crate::StorePath, scan: bool, e: &crate::Error) -> (PathRead, Vec<Problem>) {
+fn unopened(
+    path: &crate::StorePath,
+    find_holds: bool,
+    e: &crate::Error,
+) -> (PathRead, Vec<Problem>) {
     (
         PathRead {
             available: true,
-            scanned: scan,
+            searched: find_holds,
             ..PathRead::default()
         },
         vec![Problem::new(path.as_str(), problem_kind(e), e.to_string())],
     )
 }
 
-/// The scan of a path whose listing shows no file contents (only
+/// The holds of a path whose listing shows no file contents (only
 /// directories, symlinks and empty files): every hold is in a name or a
 /// symlink target, found as the NAR stream would find them, in NAR order.
-/// `None` when some file has contents to scan.
+/// `None` when some file has contents to search.
 fn holds_from_listing(tree: FileTree, wanted: &Wanted) -> Option<PathRead> {
     use crate::nar::tree::TreeNode;
     if tree
@@ -570,7 +581,7 @@ fn holds_from_listing(tree: FileTree, wanted: &Wanted) -> Option<PathRead> {
     }
     Some(PathRead {
         available: true,
-        scanned: true,
+        searched: true,
         tree: Some(tree),
         holds,
         elf_files: Vec::new(),

@@ -15,18 +15,18 @@ use crate::problem::Problem;
 /// are filtered down to the relevant ones at its end.
 const STRING_BUDGET: usize = 8 << 20;
 
-/// Reads the path from `nar`; with `scan` false only its tree is kept and
+/// Reads the path from `nar`; with `find_holds` false only its tree is kept and
 /// file contents are skipped (still decompressed: a NAR has no index).
 pub(super) fn read(
     nar: Box<dyn Read + Send>,
     store_path: &str,
     wanted: &Wanted,
-    scan: bool,
+    find_holds: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     let mut pr = PathRead {
         available: true,
-        scanned: scan,
+        searched: find_holds,
         ..PathRead::default()
     };
     let mut entries = Vec::new();
@@ -49,7 +49,7 @@ pub(super) fn read(
             path: rel.to_vec(),
             node: tree_node,
         });
-        if !scan {
+        if !find_holds {
             return Ok(());
         }
         if !rel.is_empty() {

@@ -7,7 +7,7 @@
 //! multi-pattern automaton (Aho–Corasick) would have to track thousands of
 //! patterns at every byte; this needs one table load per skipped window.
 //!
-//! The scanner is fed chunks of a stream and keeps a small carry-over so
+//! The finder is fed chunks of a stream and keeps a small carry-over so
 //! that a hash straddling two chunks is found once, at its true offset.
 
 use std::collections::HashMap;
@@ -23,7 +23,7 @@ const CONTEXT: usize = 40;
 /// One occurrence of a wanted hash.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Hit {
-    /// Which wanted hash (its value in the map given to the scanner).
+    /// Which wanted hash (its value in the map given to the finder).
     pub target: u32,
     /// Byte offset of the hash's first character in the stream.
     pub offset: u64,
@@ -73,12 +73,12 @@ fn extend_pointed(pointed: &mut Vec<u8>, bytes: &[u8]) -> bool {
     run < bytes.len() || pointed.len() == POINTED_MAX
 }
 
-/// Streaming scanner over one file's bytes.
+/// Streaming hash finder over one file's bytes.
 ///
 /// Chunks are scanned where they lie, without copying; only the windows
 /// that start in the last 31 bytes of one chunk and end in the next are
 /// scanned in a small side buffer.
-pub struct RefScanner<'a> {
+pub struct HashFinder<'a> {
     wanted: &'a HashMap<[u8; HASH_LEN], u32>,
     /// The last bytes seen (at most `CARRY`), ending at `seen`.
     tail: Vec<u8>,
@@ -93,10 +93,10 @@ pub struct RefScanner<'a> {
     pending: Vec<usize>,
 }
 
-impl<'a> RefScanner<'a> {
-    /// A scanner looking for the hashes in `wanted`.
+impl<'a> HashFinder<'a> {
+    /// A finder of the hashes in `wanted`.
     pub fn new(wanted: &'a HashMap<[u8; HASH_LEN], u32>) -> Self {
-        RefScanner {
+        HashFinder {
             wanted,
             tail: Vec::new(),
             tmp: Vec::new(),
@@ -197,8 +197,9 @@ fn search(
     i
 }
 
-/// Scans a whole byte string at once (file names, symlink targets).
-pub fn scan_bytes(s: &[u8], wanted: &HashMap<[u8; HASH_LEN], u32>) -> Vec<Hit> {
+/// Finds the hashes in a whole byte string at once (file names, symlink
+/// targets).
+pub fn find_all(s: &[u8], wanted: &HashMap<[u8; HASH_LEN], u32>) -> Vec<Hit> {
     let mut out = Vec::new();
     search(s, 0, usize::MAX, wanted, |pos, target| {
         let mut pointed = Vec::new();
@@ -250,7 +251,7 @@ mod tests {
         let expect: Vec<(u32, u64)> = vec![(0, 311), (1, 350), (0, 382)];
         let w = wanted(&[A, B]);
         for chunk in [1, 7, 31, 32, 33, 64, 1000] {
-            let mut sc = RefScanner::new(&w);
+            let mut sc = HashFinder::new(&w);
             let mut out = Vec::new();
             for c in data.chunks(chunk) {
                 sc.feed(c, &mut out);
@@ -269,7 +270,7 @@ mod tests {
         data.extend_from_slice(format!("{B}-b:{A}").as_bytes());
         let w = wanted(&[A, B]);
         for chunk in [1, 2, 7, 31, 32, 33, 64, 1000] {
-            let mut sc = RefScanner::new(&w);
+            let mut sc = HashFinder::new(&w);
             let mut out = Vec::new();
             for c in data.chunks(chunk) {
                 sc.feed(c, &mut out);
@@ -281,14 +282,14 @@ mod tests {
                 "chunk size {chunk}"
             );
         }
-        let hits = scan_bytes(format!("{A}-x/share/doc y").as_bytes(), &w);
+        let hits = find_all(format!("{A}-x/share/doc y").as_bytes(), &w);
         assert_eq!(hits[0].pointed, b"-x/share/doc");
     }
 
     #[test]
     fn unknown_hashes_and_context() {
         let w = wanted(&[A]);
-        let hits = scan_bytes(format!("{B} /nix/store/{A}-glibc/lib\n").as_bytes(), &w);
+        let hits = find_all(format!("{B} /nix/store/{A}-glibc/lib\n").as_bytes(), &w);
         assert_eq!(hits.len(), 1);
         assert!(
             hits[0]
@@ -313,11 +314,11 @@ mod tests {
                     _ => data.push(b"0123456789abcdfghijklmnpqrsvwxyz"[rng.below(32) as usize]),
                 }
             }
-            let whole: Vec<(u32, u64)> = scan_bytes(&data, &w)
+            let whole: Vec<(u32, u64)> = find_all(&data, &w)
                 .iter()
                 .map(|h| (h.target, h.offset))
                 .collect();
-            let mut sc = RefScanner::new(&w);
+            let mut sc = HashFinder::new(&w);
             let mut out = Vec::new();
             let mut i = 0;
             while i < data.len() {

@@ -1,6 +1,6 @@
-//! Scan results kept across runs in the [`LocalCache`]: what a NAR
-//! download gave (tree, holds, ELF facts), so a rerun against the same
-//! cache downloads no NAR again.
+//! Reads kept across runs in the [`LocalCache`]: what reading a downloaded
+//! NAR gave (tree, holds, ELF facts), so a rerun against the same cache
+//! downloads no NAR again.
 //!
 //! An entry is keyed by the store path, its NAR hash (contents that could
 //! differ under one path in two caches never share an entry) and the set of
@@ -63,16 +63,18 @@ fn kind(nar_hash: &str, wanted: &[String]) -> String {
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
         .collect();
+    // `.scan`: the name entries had when this was the scan stage; kept,
+    // so that users' cached reads stay valid.
     format!("{nh}.{:016x}.scan", fnv(wanted))
 }
 
-/// The kept scan of `path`, if one matches.
+/// The kept read of `path`, if one matches.
 pub(super) fn load(
     cache: &LocalCache,
     path: &StorePath,
     nar_hash: &str,
     wanted: &Wanted,
-    scan: bool,
+    find_holds: bool,
 ) -> Option<PathRead> {
     let list = wanted_list(wanted);
     let bytes = cache.get(path, &kind(nar_hash, &list))?;
@@ -94,14 +96,14 @@ pub(super) fn load(
     }
     Some(PathRead {
         available: true,
-        scanned: scan,
+        searched: find_holds,
         tree: Some(e.tree),
         holds,
         elf_files: e.elf_files,
     })
 }
 
-/// Keeps a complete scan of `path`.
+/// Keeps a complete read of `path`.
 pub(super) fn save(
     cache: &LocalCache,
     path: &StorePath,
