@@ -8,7 +8,7 @@ use clap::{Args, Parser, Subcommand};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use nix_heft::classify::{Classified, classify};
-use nix_heft::graph::{Edges, Graph, NodeId, edges};
+use nix_heft::graph::{Graph, NodeId, ReadRequest, request};
 use nix_heft::problem::Problem;
 use nix_heft::report::advise::AdviceReport;
 use nix_heft::report::partition::PartitionReport;
@@ -572,7 +572,12 @@ fn load(cli: &Cli, src: &dyn StoreSource, roots: &[nix_heft::StorePath]) -> anyh
 
 /// Read and classify: each path `wants` names read once (a byte progress
 /// bar on a terminal), then classified.
-fn read_and_classify(cli: &Cli, src: &dyn StoreSource, g: &Graph, wants: &Edges) -> Classified {
+fn read_and_classify(
+    cli: &Cli,
+    src: &dyn StoreSource,
+    g: &Graph,
+    wants: &ReadRequest,
+) -> Classified {
     let total: u64 = wants
         .iter()
         .filter(|(_, t)| !t.is_empty())
@@ -728,7 +733,7 @@ fn refs(cli: &Cli, src: &dyn StoreSource, args: &RefsArgs) -> anyhow::Result<Exi
     let traces = args.trace.load()?;
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let mut c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+    let mut c = read_and_classify(cli, src, &g, &request::all_edges(&g));
     apply_traces(&g, &mut c, traces.as_ref());
     let report = RefsReport::new(&g, c, args.evidence);
     emit(cli, &report, text_options(cli))
@@ -814,8 +819,8 @@ fn split(cli: &Cli, src: &dyn StoreSource, args: &SplitArgs) -> anyhow::Result<E
         }
     })?;
     // The path's own holds, and each consumer's holds into it.
-    let mut wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
-    edges::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
+    let mut wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
+    request::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
     let mut c = read_and_classify(cli, src, &g, &wants);
     apply_traces(&g, &mut c, traces.as_ref());
     let plan = nix_heft::plan::split::split(&g, &c, p, &moves, !args.no_propagate_dev, &root_ids)?;
@@ -849,7 +854,7 @@ fn partition(cli: &Cli, src: &dyn StoreSource, args: &PartitionArgs) -> anyhow::
     let (g, p, root_ids) = target_and_roots(cli, src, &args.path, &args.roots, |path| {
         Ok(vec![path.clone()])
     })?;
-    let wants: Edges = [(p, edges::references_of(&g, p))].into_iter().collect();
+    let wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
     let mut c = read_and_classify(cli, src, &g, &wants);
     apply_traces(&g, &mut c, traces.as_ref());
     let part =
@@ -896,7 +901,7 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
         .keys()
         .flat_map(|&v| g.referrers(v).iter().map(move |&c| (c, v)))
         .collect();
-    edges::want(&mut wants, consumers);
+    request::want(&mut wants, consumers);
     let mut c = read_and_classify(cli, src, &g, &wants);
     if !c.paths.is_empty() && c.paths.values().all(|p| !p.available) {
         anyhow::bail!(
@@ -1003,10 +1008,14 @@ fn advise(cli: &Cli, src: &dyn StoreSource, args: &AdviseArgs) -> anyhow::Result
 /// action on which can reach `min` (with their bounds), and the referrers
 /// whose bound needs a tree the source gives only with the NAR (read in
 /// full, judged after). See `nix_heft::plan::prune`.
-fn prune(src: &dyn StoreSource, g: &Graph, min: u64) -> (Edges, Vec<(NodeId, u64)>, Vec<NodeId>) {
+fn prune(
+    src: &dyn StoreSource,
+    g: &Graph,
+    min: u64,
+) -> (ReadRequest, Vec<(NodeId, u64)>, Vec<NodeId>) {
     use nix_heft::plan::prune::{FirstCut, first_cut, with_tree};
     let added = nix_heft::graph::bounds::max_savings(g);
-    let mut wants = edges::all_edges(g);
+    let mut wants = request::all_edges(g);
     let mut skipped = Vec::new();
     let mut needs_tree = Vec::new();
     for &v in wants.keys() {
@@ -1381,7 +1390,7 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
     let (c, actions, plan_saving, problems) = if args.no_evidence {
         (None, Vec::new(), None, Vec::new())
     } else {
-        let mut c = read_and_classify(cli, src, &g, &edges::all_edges(&g));
+        let mut c = read_and_classify(cli, src, &g, &request::all_edges(&g));
         let readable = c.paths.values().any(|p| p.available);
         apply_traces(&g, &mut c, traces.as_ref());
         let (actions, sim_problems) = if readable {
@@ -1533,7 +1542,7 @@ fn browse(
             && std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty()));
     let g = Arc::new(g);
     let progress = Arc::new(AtomicU64::new(0));
-    let wants = edges::all_edges(&g);
+    let wants = request::all_edges(&g);
     let total: u64 = if args.no_evidence {
         0
     } else {

@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use nix_heft::browse::{App, Loaded, Outcome, key, ui};
-use nix_heft::graph::{Graph, edges};
+use nix_heft::graph::{Graph, request};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
@@ -21,7 +21,7 @@ fn example_graph() -> (Graph, Loaded) {
     let src = nix_heft::source::open(Some(&cache)).unwrap();
     let roots = nix_heft::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
     let g = Graph::load(src.as_ref(), &roots).unwrap();
-    let reads = nix_heft::read::read(src.as_ref(), &g, &edges::all_edges(&g), &|_| {});
+    let reads = nix_heft::read::read(src.as_ref(), &g, &request::all_edges(&g), &|_| {});
     let c = nix_heft::classify::classify(&g, reads);
     let (actions, sim) = nix_heft::plan::advise::advise(&g, &c, None, None);
     let loaded = Loaded {

@@ -10,7 +10,7 @@ use std::sync::Mutex;
 
 use common::*;
 use nix_heft::StorePath;
-use nix_heft::graph::{Graph, edges};
+use nix_heft::graph::{Graph, ReadRequest, request};
 use nix_heft::nar::tree::{FileTree, tree_of_nar};
 use nix_heft::source::{PathInfo, RawClosure, StoreSource};
 
@@ -21,7 +21,7 @@ fn trees(src: &dyn StoreSource, paths: &[&str]) -> BTreeMap<String, Option<FileT
         .map(|p| StorePath::parse(src.store_dir(), p).unwrap())
         .collect();
     let g = Graph::load(src, &roots).unwrap();
-    let wants: edges::Edges = g.roots().iter().map(|&r| (r, Vec::new())).collect();
+    let wants: ReadRequest = g.roots().iter().map(|&r| (r, Vec::new())).collect();
     let reads = nix_heft::read::read(src, &g, &wants, &|_| {});
     assert!(reads.problems.is_empty(), "{:?}", reads.problems);
     reads
@@ -116,7 +116,7 @@ fn advise_opens_each_nar_once_through_the_library() {
     };
     let root = StorePath::parse("/nix/store", &example_root()).unwrap();
     let g = Graph::load(&src, &[root]).unwrap();
-    let reads = nix_heft::read::read(&src, &g, &edges::all_edges(&g), &|_| {});
+    let reads = nix_heft::read::read(&src, &g, &request::all_edges(&g), &|_| {});
     let c = nix_heft::classify::classify(&g, reads);
     assert!(c.problems.is_empty(), "{:?}", c.problems);
     let (actions, problems) = nix_heft::plan::advise::advise(&g, &c, None, None);
@@ -126,7 +126,7 @@ fn advise_opens_each_nar_once_through_the_library() {
     let twice: Vec<_> = opens.iter().filter(|(_, n)| **n > 1).collect();
     assert!(twice.is_empty(), "NARs opened more than once: {twice:?}");
     // Every path with a reference was read, and the RUNPATH targets' trees.
-    let referrers = edges::all_edges(&g).len();
+    let referrers = request::all_edges(&g).len();
     assert!(opens.len() >= referrers, "{} < {referrers}", opens.len());
 }
 

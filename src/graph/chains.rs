@@ -5,7 +5,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
-use super::edges::Edges;
+use super::request::ReadRequest;
 use super::{Graph, NodeId};
 
 /// Most chains listed with `--all`; the count is still exact.
@@ -131,7 +131,7 @@ fn enumerate(
 }
 
 /// The edges of `chains`, for the read stage.
-pub fn edges_on(chains: &[Vec<NodeId>]) -> Edges {
+pub fn edges_on(chains: &[Vec<NodeId>]) -> ReadRequest {
     let mut by: BTreeMap<NodeId, BTreeSet<NodeId>> = BTreeMap::new();
     for c in chains {
         for w in c.windows(2) {
@@ -185,7 +185,7 @@ pub fn on_some_chain(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Vec<bool> 
 
 /// The edges of every chain from `roots` to a dependency: what `why` reads
 /// to rank chains by the verdicts of their edges.
-pub fn edges_of_all_chains(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Edges {
+pub fn edges_of_all_chains(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> ReadRequest {
     let on = on_some_chain(g, roots, is_dep);
     (0..g.len() as NodeId)
         .filter(|&v| on[v as usize] && !is_dep[v as usize])

@@ -9,13 +9,13 @@ pub mod bounds;
 pub mod chains;
 mod closure_size;
 mod dominators;
-pub mod edges;
+pub mod request;
 
 use std::collections::{HashMap, HashSet};
 
 pub use closure_size::{closure_sizes, dependents};
 pub use dominators::{Dominators, added_sizes};
-pub use edges::Edges;
+pub use request::ReadRequest;
 
 use crate::error::{Error, Result};
 use crate::source::{RawClosure, StoreSource};

@@ -17,7 +17,7 @@ use serde::{Deserialize, Serialize};
 use crate::classify::Classified;
 use crate::error::{Error, Result, io_err};
 use crate::evidence::{Evidence, Verdict};
-use crate::graph::{Edges, Graph, NodeId, added_sizes, edges};
+use crate::graph::{Graph, NodeId, ReadRequest, added_sizes, request};
 use crate::plan::advise::Action;
 use crate::problem::{Problem, ProblemKind};
 use crate::store_path::package_name;
@@ -168,7 +168,7 @@ pub struct Prepared {
     /// Forbidden paths found: (pattern, path, shortest chain from a root).
     pub forbidden: Vec<(String, NodeId, Vec<NodeId>)>,
     /// Edges whose evidence the violations need.
-    pub wants: Edges,
+    pub wants: ReadRequest,
     /// Whether advise's actions are needed (a budget is broken).
     pub needs_advice: bool,
 }
@@ -260,11 +260,11 @@ pub fn prepare(g: &Graph, rules: &Rules, baseline: Option<&Baseline>) -> Prepare
     }
     let needs_advice = !budgets.is_empty();
     let mut wants = if needs_advice || !rules.forbid_verdict.is_empty() {
-        edges::all_edges(g)
+        request::all_edges(g)
     } else {
-        Edges::new()
+        ReadRequest::new()
     };
-    edges::want(
+    request::want(
         &mut wants,
         forbidden
             .iter()

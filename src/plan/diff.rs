@@ -12,7 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
-use crate::graph::{Edges, Graph, NodeId};
+use crate::graph::{Graph, NodeId, ReadRequest};
 use crate::store_path::package_name;
 
 /// How `nix store diff-closures` names a path's package: the output name
@@ -164,10 +164,10 @@ impl ClosureDiff {
     /// The evidence to read on each side: the edge behind every appeared
     /// path (AFTER) and every vanished one (BEFORE), where that edge is new
     /// or gone; renamed edges and roots need none.
-    pub fn wants(&self) -> (Edges, Edges) {
+    pub fn wants(&self) -> (ReadRequest, ReadRequest) {
         let side = |changes: &[PathChange]| {
-            let mut e = Edges::new();
-            crate::graph::edges::want(
+            let mut e = ReadRequest::new();
+            crate::graph::request::want(
                 &mut e,
                 changes
                     .iter()
@@ -406,8 +406,8 @@ mod tests {
         let oldc = d.removed.iter().find(|c| c.node == 2).unwrap();
         assert_eq!(oldc.edge, EdgeChange::Changed);
         let (wb, wa) = d.wants();
-        assert_eq!(wb, Edges::from([(0, vec![2])]));
-        assert_eq!(wa, Edges::from([(0, vec![2])]));
+        assert_eq!(wb, ReadRequest::from([(0, vec![2])]));
+        assert_eq!(wa, ReadRequest::from([(0, vec![2])]));
         let names: Vec<&str> = d.packages.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names, ["new", "old", "lib", "app"]);
         let app = d.packages.iter().find(|p| p.name == "app").unwrap();

@@ -33,16 +33,11 @@ use std::collections::{BTreeMap, HashMap};
 use rayon::prelude::*;
 
 pub use crate::elf::ElfHold;
-use crate::graph::{Edges, Graph, NodeId};
+use crate::graph::{Graph, NodeId, ReadRequest};
 use crate::nar::tree::FileTree;
 use crate::problem::{Problem, ProblemKind};
 use crate::source::StoreSource;
 use crate::store_path::HASH_LEN;
-
-/// What to read: for each referrer, the references whose hashes to look
-/// for. An empty list asks for the path's file tree alone. The graph says
-/// which edges a question needs ([`crate::graph::edges`]).
-pub type Wants = Edges;
 
 /// Hash part → node, for the hash finder.
 pub(crate) type Wanted = HashMap<[u8; HASH_LEN], NodeId>;
@@ -263,12 +258,12 @@ pub struct Reads {
 pub fn read(
     src: &dyn StoreSource,
     g: &Graph,
-    wants: &Wants,
+    wants: &ReadRequest,
     progress: &(dyn Fn(u64) + Sync),
 ) -> Reads {
     let mut out = Reads::default();
     read_into(src, g, wants, progress, &mut out);
-    let mut trees: Wants = BTreeMap::new();
+    let mut trees: ReadRequest = BTreeMap::new();
     for pr in out.paths.values() {
         for h in &pr.holds {
             if matches!(
@@ -313,7 +308,7 @@ pub fn cheap_trees(
 fn read_into(
     src: &dyn StoreSource,
     g: &Graph,
-    wants: &Wants,
+    wants: &ReadRequest,
     progress: &(dyn Fn(u64) + Sync),
     out: &mut Reads,
 ) {

@@ -14,7 +14,7 @@ use datafusion::parquet::arrow::ArrowWriter;
 use nix_heft::StorePath;
 use nix_heft::classify::classify;
 use nix_heft::evidence::Kind;
-use nix_heft::graph::{Graph, NodeId, edges};
+use nix_heft::graph::{Graph, NodeId, ReadRequest, request};
 use nix_heft::nar::tree::TreeNode;
 use nix_heft::problem::{Problem, ProblemKind};
 use nix_heft::report::refs::summarise;
@@ -109,8 +109,8 @@ pub fn survey_partition(
     let g = Graph::try_from_raw(raw, own).map_err(ext)?;
     // Every path of the partition is read: scanned for its references, or
     // for its tree alone when it has none (its file count).
-    let wants: edges::Edges = (0..own as NodeId)
-        .map(|v| (v, edges::references_of(&g, v)))
+    let wants: ReadRequest = (0..own as NodeId)
+        .map(|v| (v, request::references_of(&g, v)))
         .collect();
     let nar_bytes = AtomicU64::new(0);
     let reads = nix_heft::read::read(src, &g, &wants, &|n| {
@@ -140,7 +140,7 @@ pub fn survey_partition(
         }));
         p.nar_hash.append_option(src.expected_nar_hash(sp));
         p.partition.append_value(partition);
-        for t in edges::references_of(&g, v) {
+        for t in request::references_of(&g, v) {
             let s = summarise(&g, &c, v, t, false);
             e.referrer.append_value(&s.referrer);
             e.reference.append_value(&s.reference);

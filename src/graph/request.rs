@@ -1,18 +1,20 @@
-//! Which edges a question needs evidence for: every edge for `refs` and
-//! `advise`, the edges of some chains for `why`, a path and its consumers
-//! for `split`. The read stage reads exactly these.
+//! What the read stage is asked to read: which edges a question needs
+//! evidence for (every edge for `refs` and `advise`, the edges of some
+//! chains for `why`, a path and its consumers for `split`). The read stage
+//! reads exactly these. Not the graph's edges, which [`Graph`] holds.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Graph, NodeId};
 
-/// For each referrer, the references whose holds to find (self included
-/// where it refers to itself). An empty list asks for the tree alone.
-pub type Edges = BTreeMap<NodeId, Vec<NodeId>>;
+/// A request to the read stage: for each referrer to read, the references
+/// whose holds to find (self included where it refers to itself). An empty
+/// list asks for the referrer's tree alone.
+pub type ReadRequest = BTreeMap<NodeId, Vec<NodeId>>;
 
 /// Every edge of the graph, self references included: what `refs` and
 /// `advise` read.
-pub fn all_edges(g: &Graph) -> Edges {
+pub fn all_edges(g: &Graph) -> ReadRequest {
     (0..g.len() as NodeId)
         .filter_map(|v| {
             let t = references_of(g, v);
@@ -31,7 +33,7 @@ pub fn references_of(g: &Graph, v: NodeId) -> Vec<NodeId> {
 }
 
 /// Adds the edges `from → to` to `wants`.
-pub fn want(wants: &mut Edges, edges: impl IntoIterator<Item = (NodeId, NodeId)>) {
+pub fn want(wants: &mut ReadRequest, edges: impl IntoIterator<Item = (NodeId, NodeId)>) {
     let mut sets: BTreeMap<NodeId, BTreeSet<NodeId>> = BTreeMap::new();
     for (k, v) in std::mem::take(wants) {
         sets.entry(k).or_default().extend(v);
