@@ -39,7 +39,8 @@ pub fn listing(data: &[u8]) {
 
 /// The path-info JSON reader, every shape.
 pub fn path_info_json(data: &[u8]) {
-    let _ = crate::source::PathInfoJson::from_bytes(data, Path::new("fuzz.json"));
+    let _ =
+        crate::source::PathInfoJson::from_bytes(data, Path::new("fuzz.json"), Default::default());
 }
 
 /// The ELF classifier: any bytes as an ELF file, every offset asked about.

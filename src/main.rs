@@ -489,6 +489,7 @@ fn open_store(cli: &Cli, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSo
             netrc_file: cli.netrc_file.clone(),
             refresh: cli.refresh,
             verify: cli.verify,
+            ..Default::default()
         },
     )
 }
@@ -557,7 +558,7 @@ fn spinner(cli: &Cli, msg: &str) -> ProgressBar {
 }
 
 fn print_warnings(src: &dyn StoreSource) {
-    for w in src.warnings() {
+    for w in src.log().warnings() {
         eprintln!("nix-heft: warning: {w}");
     }
 }
@@ -600,7 +601,7 @@ fn read_and_classify(
         pb.inc(n);
         // Over a network: NARs and (compressed) bytes fetched so far.
         if !pb.is_hidden()
-            && let Some((nars, bytes)) = src.fetched()
+            && let Some((nars, bytes)) = src.log().fetched()
         {
             pb.set_message(format!(
                 "{nars}/{scanned} NARs, {} fetched",

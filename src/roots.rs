@@ -15,14 +15,14 @@ use std::path::{Path, PathBuf};
 use globset::{GlobBuilder, GlobMatcher};
 
 use crate::error::{Error, Result, io_err};
-use crate::source::StoreSource;
+use crate::source::PathMetadata;
 use crate::store_path::{StorePath, package_name};
 
 /// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
 const MAX_SYMLINKS: usize = 40;
 
 /// Resolves every argument; duplicates are kept once, in first-seen order.
-pub fn resolve_roots(src: &dyn StoreSource, args: &[String]) -> Result<Vec<StorePath>> {
+pub fn resolve_roots(src: &dyn PathMetadata, args: &[String]) -> Result<Vec<StorePath>> {
     let mut all_paths: Option<Vec<StorePath>> = None;
     let mut out: Vec<StorePath> = Vec::new();
     for arg in args {
@@ -115,7 +115,7 @@ fn is_glob(s: &str) -> bool {
 /// without version (`rocblas`). Derivations (`.drv`) only match patterns
 /// that end in `.drv`.
 pub fn match_name(
-    src: &dyn StoreSource,
+    src: &dyn PathMetadata,
     paths: &[StorePath],
     pattern: &str,
 ) -> Result<Vec<StorePath>> {
@@ -186,7 +186,7 @@ fn preferred_out(hits: &[StorePath]) -> Option<&StorePath> {
 
 /// Candidates of an ambiguous name, newest first, each with its NAR size
 /// and registration time where the source knows them.
-fn describe_candidates(src: &dyn StoreSource, hits: &[StorePath]) -> Vec<String> {
+fn describe_candidates(src: &dyn PathMetadata, hits: &[StorePath]) -> Vec<String> {
     let mut rows: Vec<(Option<i64>, String)> = hits
         .iter()
         .map(|p| {
@@ -361,7 +361,7 @@ pub fn resolve_one_in_closure(
 /// nothing references (derivations excluded). `None` when the source cannot
 /// list referrers.
 pub fn top_level_referrers(
-    src: &dyn StoreSource,
+    src: &dyn PathMetadata,
     path: &StorePath,
 ) -> Result<Option<Vec<StorePath>>> {
     let mut seen = std::collections::HashSet::new();

@@ -12,7 +12,7 @@ use common::*;
 use nix_heft::StorePath;
 use nix_heft::graph::{Graph, ReadRequest, request};
 use nix_heft::nar::tree::{FileTree, tree_of_nar};
-use nix_heft::source::{PathInfo, RawClosure, StoreSource};
+use nix_heft::source::{Nar, PathContents, StoreSource};
 
 /// The trees of `paths` in `src`, read by the read stage alone.
 fn trees(src: &dyn StoreSource, paths: &[&str]) -> BTreeMap<String, Option<FileTree>> {
@@ -72,36 +72,21 @@ fn a_source_without_contents_has_no_tree() {
     assert_eq!(t[&f.rocm], None);
 }
 
-/// A real source, with every call to `nar()` counted.
+/// A real source's contents, with every call to `nar()` counted.
 struct CountingNars {
     inner: Box<dyn StoreSource>,
     opens: Mutex<BTreeMap<String, usize>>,
 }
 
-impl StoreSource for CountingNars {
-    fn store_dir(&self) -> &str {
-        self.inner.store_dir()
-    }
-    fn describe(&self) -> String {
-        self.inner.describe()
-    }
-    fn path_info(&self, path: &StorePath) -> nix_heft::Result<Option<PathInfo>> {
-        self.inner.path_info(path)
-    }
-    fn all_paths(&self) -> nix_heft::Result<Vec<StorePath>> {
-        self.inner.all_paths()
-    }
-    fn closure(&self, roots: &[StorePath]) -> nix_heft::Result<RawClosure> {
-        self.inner.closure(roots)
-    }
-    fn nar(&self, path: &StorePath) -> nix_heft::Result<Option<Box<dyn std::io::Read + Send>>> {
+impl PathContents for CountingNars {
+    fn nar(&self, path: &StorePath, check_file: bool) -> nix_heft::Result<Option<Nar>> {
         *self
             .opens
             .lock()
             .unwrap()
             .entry(path.to_string())
             .or_default() += 1;
-        self.inner.nar(path)
+        self.inner.nar(path, check_file)
     }
 }
 
@@ -115,7 +100,7 @@ fn advise_opens_each_nar_once_through_the_library() {
         opens: Mutex::new(BTreeMap::new()),
     };
     let root = StorePath::parse("/nix/store", &example_root()).unwrap();
-    let g = Graph::load(&src, &[root]).unwrap();
+    let g = Graph::load(src.inner.as_ref(), &[root]).unwrap();
     let reads = nix_heft::read::read(&src, &g, &request::all_edges(&g), &|_| {});
     let c = nix_heft::classify::classify(&g, reads);
     assert!(c.problems.is_empty(), "{:?}", c.problems);

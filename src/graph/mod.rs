@@ -18,7 +18,7 @@ pub use dominators::{Dominators, added_sizes};
 pub use request::ReadRequest;
 
 use crate::error::{Error, Result};
-use crate::source::{RawClosure, StoreSource};
+use crate::source::{PathMetadata, RawClosure};
 use crate::store_path::StorePath;
 
 /// Dense id of a path in a [`Graph`].
@@ -46,7 +46,7 @@ impl Graph {
     ///
     /// Fails with [`Error::ClosureTooLarge`] when the NAR sizes add up to
     /// more than a `u64` holds (see [`Graph::try_from_raw`]).
-    pub fn load(src: &dyn StoreSource, roots: &[StorePath]) -> Result<Graph> {
+    pub fn load(src: &dyn PathMetadata, roots: &[StorePath]) -> Result<Graph> {
         let mut seen: HashSet<&StorePath> = HashSet::with_capacity(roots.len());
         let roots: Vec<StorePath> = roots.iter().filter(|r| seen.insert(*r)).cloned().collect();
         let raw = src.closure(&roots)?;
@@ -312,7 +312,7 @@ mod tests {
             .map(|(p, n, r)| serde_json::json!({"path": p, "narSize": n, "references": r}))
             .collect();
         std::fs::write(&file, serde_json::to_vec(&v).unwrap()).unwrap();
-        let src = PathInfoJson::open(&file).unwrap();
+        let src = PathInfoJson::open(&file, Default::default()).unwrap();
         (dir, src)
     }
 

@@ -36,7 +36,7 @@ pub use crate::elf::ElfHold;
 use crate::graph::{Graph, NodeId, ReadRequest};
 use crate::nar::tree::FileTree;
 use crate::problem::{Problem, ProblemKind};
-use crate::source::StoreSource;
+use crate::source::PathContents;
 use crate::store_path::HASH_LEN;
 
 /// Hash part → node, for the hash finder.
@@ -256,7 +256,7 @@ pub struct Reads {
 /// Reads each path of `wants` once, then the tree of every RUNPATH target
 /// not read yet. `progress` is told how many content bytes were read.
 pub fn read(
-    src: &dyn StoreSource,
+    src: &dyn PathContents,
     g: &Graph,
     wants: &ReadRequest,
     progress: &(dyn Fn(u64) + Sync),
@@ -288,7 +288,7 @@ pub fn read(
 /// decides what to read (see [`crate::plan::prune`]); a node missing from
 /// the answer has no such tree. Problems are left to the full read.
 pub fn cheap_trees(
-    src: &dyn StoreSource,
+    src: &dyn PathContents,
     g: &Graph,
     nodes: &[NodeId],
 ) -> BTreeMap<NodeId, FileTree> {
@@ -306,7 +306,7 @@ pub fn cheap_trees(
 }
 
 fn read_into(
-    src: &dyn StoreSource,
+    src: &dyn PathContents,
     g: &Graph,
     wants: &ReadRequest,
     progress: &(dyn Fn(u64) + Sync),
@@ -333,7 +333,7 @@ fn hash_key(g: &Graph, t: NodeId) -> [u8; HASH_LEN] {
 }
 
 fn read_path(
-    src: &dyn StoreSource,
+    src: &dyn PathContents,
     g: &Graph,
     v: NodeId,
     wanted: &Wanted,
@@ -352,7 +352,11 @@ fn read_path(
     // A read kept from an earlier run against the same NAR (sources that
     // fetch NARs over a network keep them) needs no download at all.
     // (A tree-only read is kept too: without a listing it costs a NAR.)
-    let kept = src.scan_cache(path);
+    // The NAR hash is asked for only where reads are kept: for a local
+    // store with `--verify` it is a database query.
+    let kept = src
+        .kept_reads(path)
+        .and_then(|cache| Some((cache, src.expected_nar_hash(path)?)));
     if let Some((cache, nar_hash)) = &kept
         && let Some(pr) = kept::load(cache, path, nar_hash, wanted, find_holds)
     {
@@ -370,7 +374,7 @@ fn read_path(
 
 /// A path's contents from its listing or its NAR.
 fn read_contents(
-    src: &dyn StoreSource,
+    src: &dyn PathContents,
     path: &crate::StorePath,
     wanted: &Wanted,
     find_holds: bool,
@@ -396,23 +400,10 @@ fn read_contents(
             return (pr, Vec::new());
         }
     }
-    // A NAR downloaded over a network may break off mid-body (a reset, a
-    // time-out) or arrive damaged: it is read again from the start, a
-    // bounded number of times. Local files are read once.
-    let attempts = if src.fetched().is_some() {
-        NAR_ATTEMPTS
-    } else {
-        1
-    };
     let mut attempt = 1;
     loop {
         // A request that failed for good was already retried by the source.
-        let opened = if verify_enabled() {
-            src.nar_checked(path)
-        } else {
-            src.nar(path).map(|o| o.map(|r| (r, None)))
-        };
-        let (nar, file_check) = match opened {
+        let nar = match src.nar(path, verify_enabled()) {
             Ok(Some(nar)) => nar,
             Ok(None) => {
                 // No file contents in this source: searched, but blind.
@@ -425,8 +416,19 @@ fn read_contents(
             }
             Err(e) => return unopened(path, find_holds, &e),
         };
-        let (pr, mut problems) =
-            read_checked(src, path, nar, file_check, wanted, find_holds, progress);
+        // A NAR downloaded over a network may break off mid-body (a reset,
+        // a time-out) or arrive damaged: it is read again from the start, a
+        // bounded number of times. Local files are read once.
+        let attempts = if nar.downloaded { NAR_ATTEMPTS } else { 1 };
+        let (pr, mut problems) = read_checked(
+            src,
+            path,
+            nar.reader,
+            nar.file_check,
+            wanted,
+            find_holds,
+            progress,
+        );
         let transient = problems.iter().any(|p| {
             matches!(
                 p.kind,
@@ -455,7 +457,7 @@ fn read_contents(
 /// way once the whole NAR was read (its `FileHash` and `FileSize`).
 /// `NIX_HEFT_VERIFY=0` turns the checks off (to measure what they cost).
 fn read_checked(
-    src: &dyn StoreSource,
+    src: &dyn PathContents,
     path: &crate::StorePath,
     nar: Box<dyn std::io::Read + Send>,
     file_check: Option<crate::source::FileCheck>,

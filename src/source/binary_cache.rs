@@ -5,13 +5,14 @@
 //! millions, and the file name (the hash part) finds each one directly.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use rayon::prelude::*;
 
 use super::narinfo::NarInfo;
 use super::{
-    CheckedNar, DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, PathInfo, RawClosure,
-    StoreSource, read_capped,
+    DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, Nar, PathContents, PathInfo,
+    PathMetadata, RawClosure, RunLog, StoreSource, read_capped,
 };
 use crate::error::{Error, Result, io_err};
 use crate::nar::tree::FileTree;
@@ -24,11 +25,14 @@ pub struct BinaryCache {
     /// Narinfos parsed so far: loading the closure, opening a NAR and
     /// checking its hash each need one, and the file is read only once.
     narinfos: std::sync::Mutex<std::collections::HashMap<StorePath, NarInfo>>,
+    /// The run's log (nothing is written to it: a directory downloads
+    /// nothing, and a narinfo it cannot read is an error).
+    log: Arc<RunLog>,
 }
 
 impl BinaryCache {
     /// Opens the cache at `dir`, which must hold `nix-cache-info`.
-    pub fn open(dir: &Path) -> Result<Self> {
+    pub fn open(dir: &Path, log: Arc<RunLog>) -> Result<Self> {
         let info_file = dir.join("nix-cache-info");
         let info = read_capped(&info_file, MAX_NARINFO, "nix-cache-info")
             .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -45,6 +49,7 @@ impl BinaryCache {
             dir: dir.to_path_buf(),
             store_dir,
             narinfos: Default::default(),
+            log,
         })
     }
 
@@ -82,7 +87,7 @@ impl BinaryCache {
 
     /// The NAR of `path`, decompressed; with `check`, the compressed file
     /// is hashed on its way in, for [`FileCheck`].
-    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<CheckedNar>> {
+    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<Nar>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);
         };
@@ -100,7 +105,11 @@ impl BinaryCache {
             file: file.clone(),
             source,
         })?;
-        Ok(Some((r, file_check)))
+        Ok(Some(Nar {
+            reader: r,
+            file_check,
+            downloaded: false,
+        }))
     }
 
     /// The cache's root directory.
@@ -153,7 +162,7 @@ impl BinaryCache {
     }
 }
 
-impl StoreSource for BinaryCache {
+impl PathMetadata for BinaryCache {
     fn store_dir(&self) -> &str {
         &self.store_dir
     }
@@ -168,18 +177,6 @@ impl StoreSource for BinaryCache {
             nar_size: n.nar_size,
             references: n.references,
         }))
-    }
-
-    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
-        self.narinfo(path).ok().flatten().map(|i| i.nar_hash)
-    }
-
-    fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
-        Ok(self.open_nar(path, false)?.map(|(r, _)| r))
-    }
-
-    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
-        self.open_nar(path, true)
     }
 
     /// Reads every narinfo's `StorePath` line; only needed to match names.
@@ -227,6 +224,16 @@ impl StoreSource for BinaryCache {
             },
         )
     }
+}
+
+impl PathContents for BinaryCache {
+    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
+        self.narinfo(path).ok().flatten().map(|i| i.nar_hash)
+    }
+
+    fn nar(&self, path: &StorePath, check_file: bool) -> Result<Option<Nar>> {
+        self.open_nar(path, check_file)
+    }
 
     fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
         let file = self.dir.join(format!("{}.ls", path.hash_part()));
@@ -236,5 +243,11 @@ impl StoreSource for BinaryCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(io_err(&file)(e)),
         }
+    }
+}
+
+impl StoreSource for BinaryCache {
+    fn log(&self) -> &RunLog {
+        &self.log
     }
 }

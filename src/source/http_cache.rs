@@ -27,14 +27,14 @@
 use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::narinfo::NarInfo;
 use super::{
-    CheckedNar, DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, OpenOptions, PathInfo,
-    RawClosure, StoreSource,
+    DEFAULT_STORE_DIR, Downloads, FileCheck, MAX_LISTING, MAX_NARINFO, Nar, OpenOptions,
+    PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource,
 };
 use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
@@ -66,26 +66,16 @@ pub struct HttpCache {
     local: LocalCache,
     /// Narinfos fetched in this run, so a NAR request needs no second one.
     narinfos: Mutex<HashMap<StorePath, NarInfo>>,
-    stats: Stats,
-}
-
-/// What this run asked the cache for, by kind.
-#[derive(Debug, Default)]
-pub struct Stats {
-    /// narinfo requests answered.
-    pub narinfos: AtomicU64,
-    /// Listing requests answered.
-    pub listings: AtomicU64,
-    /// NAR requests answered.
-    pub nars: AtomicU64,
-    /// Body bytes received, as sent (before any decoding).
-    pub bytes: std::sync::Arc<AtomicU64>,
+    /// What this run asked the cache for, by kind: this cache's counters
+    /// in the run's log.
+    stats: Arc<Downloads>,
+    log: Arc<RunLog>,
 }
 
 /// Counts the bytes read through it into a shared counter.
 struct Counting<R> {
     inner: R,
-    count: std::sync::Arc<AtomicU64>,
+    count: Arc<AtomicU64>,
 }
 
 impl<R: Read> Read for Counting<R> {
@@ -157,7 +147,8 @@ impl HttpCache {
             store_dir: DEFAULT_STORE_DIR.to_string(),
             pool,
             narinfos: Mutex::new(HashMap::new()),
-            stats: Stats::default(),
+            stats: Arc::default(),
+            log: Arc::clone(&opts.log),
         };
         let info_url = format!("{}/nix-cache-info", cache.base);
         let info = match cache.get(&info_url, true)? {
@@ -182,12 +173,10 @@ impl HttpCache {
             }
             cache.store_dir = dir.to_string();
         }
+        // Counted in the run's log once the cache is open: a URL that is
+        // no cache adds no counters.
+        cache.stats = cache.log.downloads_of(&cache.base);
         Ok(cache)
-    }
-
-    /// Requests answered so far, by kind.
-    pub fn stats(&self) -> &Stats {
-        &self.stats
     }
 
     /// GET `url` with retries. `small` asks for any content encoding (the
@@ -309,7 +298,7 @@ impl HttpCache {
     }
 }
 
-impl StoreSource for HttpCache {
+impl PathMetadata for HttpCache {
     fn store_dir(&self) -> &str {
         &self.store_dir
     }
@@ -350,7 +339,9 @@ impl StoreSource for HttpCache {
             )
         })
     }
+}
 
+impl PathContents for HttpCache {
     fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
         if let Some(bytes) = self.local.get(path, "ls")
             && let Ok(t) = super::listing::parse(&bytes)
@@ -373,28 +364,22 @@ impl StoreSource for HttpCache {
         }
     }
 
-    fn fetched(&self) -> Option<(u64, u64)> {
-        Some((
-            self.stats.nars.load(Ordering::Relaxed),
-            self.stats.bytes.load(Ordering::Relaxed),
-        ))
-    }
-
-    fn scan_cache(&self, path: &StorePath) -> Option<(LocalCache, String)> {
-        let info = self.narinfo(path).ok()??;
-        Some((self.local.clone(), info.nar_hash))
+    fn kept_reads(&self, _path: &StorePath) -> Option<&LocalCache> {
+        Some(&self.local)
     }
 
     fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
         self.narinfo(path).ok().flatten().map(|i| i.nar_hash)
     }
 
-    fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn Read + Send>>> {
-        Ok(self.open_nar(path, false)?.map(|(r, _)| r))
+    fn nar(&self, path: &StorePath, check_file: bool) -> Result<Option<Nar>> {
+        self.open_nar(path, check_file)
     }
+}
 
-    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
-        self.open_nar(path, true)
+impl StoreSource for HttpCache {
+    fn log(&self) -> &RunLog {
+        &self.log
     }
 }
 
@@ -402,7 +387,7 @@ impl HttpCache {
     /// The NAR of `path`, streamed and decompressed; with `check`, the
     /// compressed file (after any Content-Encoding, which is transport) is
     /// hashed on its way in, for [`FileCheck`].
-    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<CheckedNar>> {
+    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<Nar>> {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);
         };
@@ -433,7 +418,11 @@ impl HttpCache {
                 file: PathBuf::from(&url),
                 source,
             })?;
-        Ok(Some((nar, file_check)))
+        Ok(Some(Nar {
+            reader: nar,
+            file_check,
+            downloaded: true,
+        }))
     }
 }
 

@@ -31,13 +31,15 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rusqlite::{Connection, OpenFlags, OptionalExtension};
 
-use super::{DEFAULT_STORE_DIR, PathInfo, RawClosure, StoreSource};
+use super::{
+    DEFAULT_STORE_DIR, Nar, PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource,
+};
 use crate::error::{Error, Result, io_err};
 use crate::store_path::StorePath;
 
@@ -58,7 +60,8 @@ pub struct LocalStore {
     // rusqlite connections are Send but not Sync; queries are short, so one
     // mutex around one connection is simpler than a pool.
     db: Mutex<Db>,
-    warnings: Mutex<Vec<String>>,
+    /// Where the fallbacks of [`connect`] are warned about.
+    log: Arc<RunLog>,
     // Declared after `db`, so it is closed after the connection: closing
     // any descriptor of the file drops the process's POSIX locks on it,
     // SQLite's included.
@@ -291,16 +294,21 @@ fn in_transaction<T>(c: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -
 
 impl LocalStore {
     /// Opens the store whose root directory is `root` (`/` for the system
-    /// store), i.e. the database `root/nix/var/nix/db/db.sqlite`.
-    pub fn open(root: &Path) -> Result<Self> {
+    /// store), i.e. the database `root/nix/var/nix/db/db.sqlite`; warnings
+    /// go to `log`.
+    pub fn open(root: &Path, log: Arc<RunLog>) -> Result<Self> {
         let db_path = root.join("nix/var/nix/db/db.sqlite");
         let lock_file = std::fs::File::open(&db_path).map_err(io_err(&db_path))?;
         let (db, warning) = connect(&db_path, &lock_file)?;
+        // Before the probe, which may warn again (see `LocalStore::read`).
+        if let Some(w) = warning {
+            log.warn(w);
+        }
         let store = LocalStore {
             root: root.to_path_buf(),
             db_path,
             db: Mutex::new(db),
-            warnings: Mutex::new(warning.into_iter().collect()),
+            log,
             lock_file,
             verify: false,
         };
@@ -351,10 +359,7 @@ impl LocalStore {
                     let (fresh, warning) = connect(&self.db_path, &self.lock_file)?;
                     *db = fresh;
                     if let Some(w) = warning {
-                        self.warnings
-                            .lock()
-                            .unwrap_or_else(|e| e.into_inner())
-                            .push(w);
+                        self.log.warn(w);
                     }
                 }
             }
@@ -617,7 +622,7 @@ fn test_pause() {
     }
 }
 
-impl StoreSource for LocalStore {
+impl PathMetadata for LocalStore {
     fn store_dir(&self) -> &str {
         DEFAULT_STORE_DIR
     }
@@ -676,16 +681,23 @@ impl StoreSource for LocalStore {
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
         self.read(true, |conn| self.closure_in(conn, roots))
     }
+}
 
+impl PathContents for LocalStore {
     fn real_path(&self, path: &StorePath) -> Option<PathBuf> {
         Some(self.root.join(path.as_str().trim_start_matches('/')))
     }
 
-    fn nar(&self, path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
+    /// The NAR serialised from disk (`nix-store --dump`): what `--verify`
+    /// hashes. No compressed file stands behind it to check.
+    fn nar(&self, path: &StorePath, _check_file: bool) -> Result<Option<Nar>> {
         let real = self.root.join(path.as_str().trim_start_matches('/'));
-        crate::nar::dump::reader(&real)
-            .map(Some)
-            .map_err(io_err(&real))
+        let reader = crate::nar::dump::reader(&real).map_err(io_err(&real))?;
+        Ok(Some(Nar {
+            reader,
+            file_check: None,
+            downloaded: false,
+        }))
     }
 
     fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
@@ -704,12 +716,11 @@ impl StoreSource for LocalStore {
         });
         Some(hash.unwrap_or_default())
     }
+}
 
-    fn warnings(&self) -> Vec<String> {
-        self.warnings
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
+impl StoreSource for LocalStore {
+    fn log(&self) -> &RunLog {
+        &self.log
     }
 }
 
@@ -887,7 +898,7 @@ mod tests {
     #[test]
     fn with_a_live_writer_each_read_is_one_snapshot() {
         let (d, w) = store_with_writer();
-        let store = LocalStore::open(d.path()).unwrap();
+        let store = LocalStore::open(d.path(), Default::default()).unwrap();
         assert_eq!(store.db.lock().unwrap().mode, Mode::Locking);
         let mut n = 0;
         let (a, b) = store
@@ -900,7 +911,7 @@ mod tests {
             .unwrap();
         assert_eq!((a, b), (1, 1), "a commit showed inside the read");
         assert_eq!(store.read(false, count).unwrap(), 2);
-        assert!(store.warnings().is_empty());
+        assert!(store.log().warnings().is_empty());
     }
 
     #[test]
@@ -909,7 +920,7 @@ mod tests {
         drop(w);
         let db = d.path().join("nix/var/nix/db/db.sqlite");
         assert!(!side_file(&db, "-wal").exists() && !side_file(&db, "-shm").exists());
-        let store = LocalStore::open(d.path()).unwrap();
+        let store = LocalStore::open(d.path(), Default::default()).unwrap();
         assert!(matches!(store.db.lock().unwrap().mode, Mode::Checked(_)));
         // The first read lets a writer in and commit; its result is thrown
         // away, and the read again (with locking now) sees the commit.
@@ -933,7 +944,7 @@ mod tests {
         assert!(side_file(&db, "-wal").exists());
         add(&Connection::open(&db).unwrap(), 3);
         assert_eq!(store.read(false, count).unwrap(), 3);
-        assert!(store.warnings().is_empty());
+        assert!(store.log().warnings().is_empty());
     }
 
     #[test]
@@ -959,9 +970,9 @@ mod tests {
         drop(w);
         let db = d.path().join("nix/var/nix/db/db.sqlite");
         std::fs::write(side_file(&db, "-wal"), b"").unwrap();
-        let store = LocalStore::open(d.path()).unwrap();
+        let store = LocalStore::open(d.path(), Default::default()).unwrap();
         assert_eq!(store.db.lock().unwrap().mode, Mode::Forced);
-        let w = store.warnings();
+        let w = store.log().warnings();
         assert!(
             w.len() == 1 && w[0].contains("-wal file but no -shm"),
             "{w:?}"

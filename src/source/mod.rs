@@ -1,29 +1,43 @@
-//! Store sources: where path metadata (NAR size, references) comes from.
+//! Store sources: where path metadata (NAR size, references) and file
+//! contents come from.
 //!
 //! nix-heft never links to libnixstore (nix-du's history shows that costs a
 //! release per Nix version); it reads what Nix writes: the SQLite database of
 //! a local or chroot store, the `.narinfo` files of a binary cache, or the
 //! JSON that `nix path-info --json` prints.
+//!
+//! A source answers two questions, one trait each: what a path is
+//! ([`PathMetadata`]: NAR size, references, closures) and what it contains
+//! ([`PathContents`]: files on disk, a NAR, a listing). What a run observes
+//! of it (warnings, download counts) is no question asked of the source:
+//! it writes them to the shared [`RunLog`] it was opened with.
 
 mod binary_cache;
+mod closure;
 mod http_cache;
 pub mod listing;
 mod local;
 pub mod netrc;
+mod run_log;
 
 pub mod narinfo;
 mod path_info_json;
 
-use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 pub use binary_cache::BinaryCache;
+pub use closure::RawClosure;
+pub(crate) use closure::closure_by_levels;
 pub use http_cache::HttpCache;
 pub use local::LocalStore;
 pub use path_info_json::PathInfoJson;
+pub use run_log::{Downloads, RunLog};
 
 use crate::error::{Error, Result};
+use crate::local_cache::LocalCache;
 use crate::nar::hash::{HashHandle, HashingReader, NarHash};
+use crate::nar::tree::FileTree;
 use crate::store_path::StorePath;
 
 /// The default store directory.
@@ -80,15 +94,23 @@ pub struct PathInfo {
     pub references: Vec<StorePath>,
 }
 
-/// A place nix-heft can read store metadata from.
-pub trait StoreSource: Send + Sync {
+/// What a store says a path is: its metadata (NAR size, references), which
+/// paths it holds, and closures over them. `Graph::load` and `roots` need
+/// only this.
+///
+/// A source implements [`PathMetadata::store_dir`],
+/// [`PathMetadata::describe`], [`PathMetadata::path_info`] and
+/// [`PathMetadata::all_paths`]; the rest have defaults built on those,
+/// which a source overrides when it can answer better (the local store's
+/// `Refs` index, a cache's parallel narinfo requests).
+pub trait PathMetadata: Send + Sync {
     /// The logical store directory, e.g. `/nix/store` (also for chroot stores).
     fn store_dir(&self) -> &str;
     /// A short human description, used in messages ("chroot store /mnt").
     fn describe(&self) -> String;
     /// Metadata of one path, or `None` if the source does not hold it.
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>>;
-    /// Whether the source holds `path`; cheaper than [`StoreSource::path_info`]
+    /// Whether the source holds `path`; cheaper than [`PathMetadata::path_info`]
     /// where a source can answer without reading references.
     fn is_valid(&self, path: &StorePath) -> Result<bool> {
         Ok(self.path_info(path)?.is_some())
@@ -110,56 +132,75 @@ pub trait StoreSource: Send + Sync {
     /// once, the roots first. Sources override this when they can do better
     /// than one `path_info` call per path.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
-        closure_by_path_info(self, roots)
+        closure::closure_by_path_info(self, roots)
     }
+}
+
+/// What a store path contains, for the read stage: files on disk, a NAR,
+/// or a NAR listing of its tree, and what its NAR must hash to.
+///
+/// Every method defaults to "not here", so a source without file contents
+/// (path-info JSON) implements none, and one with files on disk implements
+/// [`PathContents::real_path`] and [`PathContents::nar`] (the NAR that
+/// `--verify` checks).
+pub trait PathContents: Send + Sync {
     /// Where the files of `path` can be read on this machine, if the source
     /// has file contents on disk (local and chroot stores).
     fn real_path(&self, _path: &StorePath) -> Option<PathBuf> {
         None
     }
-    /// The uncompressed NAR serialisation of `path`, for sources that hold
-    /// NARs rather than files (binary caches); `None` when the source has no
-    /// file contents at all.
-    fn nar(&self, _path: &StorePath) -> Result<Option<Box<dyn std::io::Read + Send>>> {
+    /// The uncompressed NAR serialisation of `path`; `None` when the source
+    /// has no file contents at all. With `check_file`, the compressed file
+    /// is hashed on its way in when the source knows what it must be (a
+    /// narinfo's `FileHash` and `FileSize`): [`Nar::file_check`], which the
+    /// read stage checks once the whole NAR is read.
+    fn nar(&self, _path: &StorePath, _check_file: bool) -> Result<Option<Nar>> {
         Ok(None)
-    }
-    /// [`StoreSource::nar`], with the compressed file hashed on its way in
-    /// when the source knows what it must be (a narinfo's `FileHash` and
-    /// `FileSize`): the read stage checks it once the whole NAR is read.
-    fn nar_checked(&self, path: &StorePath) -> Result<Option<CheckedNar>> {
-        Ok(self.nar(path)?.map(|r| (r, None)))
     }
     /// The file tree of `path` from a NAR listing (`<hash>.ls`), for caches
     /// that keep one: the tree without downloading or decompressing the
     /// NAR. `None` when there is none (the NAR then gives the tree).
-    fn listing(&self, _path: &StorePath) -> Result<Option<crate::nar::tree::FileTree>> {
+    fn listing(&self, _path: &StorePath) -> Result<Option<FileTree>> {
         Ok(None)
     }
-    /// Where scan results of `path` may be kept across runs, with the
-    /// path's NAR hash to key them by: sources that download NARs keep
-    /// them so a rerun downloads none. `None`: not kept.
-    fn scan_cache(&self, _path: &StorePath) -> Option<(crate::local_cache::LocalCache, String)> {
-        None
-    }
-    /// The hash the NAR of `path` must have (the narinfo's `NarHash`), for
-    /// sources whose NARs can be damaged on their way: the read stage
-    /// checks it while streaming. `None`: nothing to check against.
+    /// The hash the NAR of `path` must have (the narinfo's `NarHash`, or
+    /// the database's with `--verify`), for sources whose NARs can be
+    /// damaged on their way: the read stage checks it while streaming.
+    /// `None`: nothing to check against.
     fn expected_nar_hash(&self, _path: &StorePath) -> Option<String> {
         None
     }
-    /// For sources that download: how many NARs and how many bytes (as
-    /// sent, compressed) have been fetched so far, for progress display.
-    fn fetched(&self) -> Option<(u64, u64)> {
+    /// The local cache where reads of `path` are kept across runs, keyed
+    /// by its [`PathContents::expected_nar_hash`] (so a source returning
+    /// one must know that hash): sources that download NARs keep them so a
+    /// rerun downloads none. `None`: not kept.
+    fn kept_reads(&self, _path: &StorePath) -> Option<&LocalCache> {
         None
-    }
-    /// Non-fatal problems met while opening or reading (printed by the CLI).
-    fn warnings(&self) -> Vec<String> {
-        Vec::new()
     }
 }
 
-/// A NAR stream, and the check of the compressed file it is read from.
-pub type CheckedNar = (Box<dyn std::io::Read + Send>, Option<FileCheck>);
+/// A store as `--store` opens it: what its paths are, what they contain,
+/// and the [`RunLog`] it writes its warnings and download counts to.
+///
+/// Stages take the narrowest trait they need (`&dyn PathMetadata`,
+/// `&dyn PathContents`); a `&dyn StoreSource` is passed to either as it is.
+pub trait StoreSource: PathMetadata + PathContents {
+    /// The log this source writes to (given when it was opened, see
+    /// [`OpenOptions::log`]).
+    fn log(&self) -> &RunLog;
+}
+
+/// A path's NAR as a source serves it.
+pub struct Nar {
+    /// The uncompressed NAR stream.
+    pub reader: Box<dyn std::io::Read + Send>,
+    /// The check of the compressed file it is read from, when asked for and
+    /// the source knows what that file must be.
+    pub file_check: Option<FileCheck>,
+    /// Fetched over a network: a NAR that breaks off mid-body or arrives
+    /// damaged is worth fetching again; a local one is read once.
+    pub downloaded: bool,
+}
 
 /// The compressed file of a NAR, hashed and counted while the decompressor
 /// reads it, and what its narinfo says it must be.
@@ -230,173 +271,6 @@ impl FileCheck {
     }
 }
 
-/// A closure as read from a source: paths with dense indices, their NAR
-/// sizes, and each path's references as indices into `paths` (self
-/// references included, as Nix registers them).
-#[derive(Debug, Default, Clone)]
-pub struct RawClosure {
-    /// The paths; the roots come first, in the order given.
-    pub paths: Vec<StorePath>,
-    /// NAR size of each path.
-    pub nar_sizes: Vec<u64>,
-    /// References of each path, as indices into `paths`.
-    pub references: Vec<Vec<u32>>,
-}
-
-impl RawClosure {
-    /// Indexes a closed set of path infos (every reference among them).
-    pub(crate) fn from_infos(infos: Vec<PathInfo>, store: &str) -> Result<Self> {
-        let index: HashMap<&StorePath, u32> = infos
-            .iter()
-            .enumerate()
-            .map(|(i, info)| (&info.path, i as u32))
-            .collect();
-        let mut references = Vec::with_capacity(infos.len());
-        for info in &infos {
-            let refs = info
-                .references
-                .iter()
-                .map(|r| {
-                    index
-                        .get(r)
-                        .copied()
-                        .ok_or_else(|| Error::DanglingReference {
-                            referrer: info.path.to_string(),
-                            reference: r.to_string(),
-                            store: store.to_string(),
-                        })
-                })
-                .collect::<Result<Vec<u32>>>()?;
-            references.push(refs);
-        }
-        drop(index);
-        Ok(RawClosure {
-            nar_sizes: infos.iter().map(|i| i.nar_size).collect(),
-            paths: infos.into_iter().map(|i| i.path).collect(),
-            references,
-        })
-    }
-
-    /// Renumbers the paths after the first `root_count` in store-path
-    /// order, so that ids, and every order that follows from them (chains,
-    /// edges), are the same whichever source the closure came from: a local
-    /// store lists references in database order, a narinfo by name.
-    pub fn canonical(self, root_count: usize) -> RawClosure {
-        let n = self.paths.len();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        order[root_count.min(n)..]
-            .sort_by(|&a, &b| self.paths[a as usize].cmp(&self.paths[b as usize]));
-        let mut new_id = vec![0u32; n];
-        for (new, &old) in order.iter().enumerate() {
-            new_id[old as usize] = new as u32;
-        }
-        let mut paths: Vec<Option<StorePath>> = self.paths.into_iter().map(Some).collect();
-        let mut refs: Vec<Option<Vec<u32>>> = self.references.into_iter().map(Some).collect();
-        let mut out = RawClosure::default();
-        for &old in &order {
-            let o = old as usize;
-            out.paths.push(paths[o].take().expect("each once"));
-            out.nar_sizes.push(self.nar_sizes[o]);
-            let mut r: Vec<u32> = refs[o]
-                .take()
-                .expect("each once")
-                .into_iter()
-                .map(|x| new_id[x as usize])
-                .collect();
-            r.sort_unstable();
-            out.references.push(r);
-        }
-        out
-    }
-
-    /// Adds a path not yet present and returns its index.
-    pub(crate) fn push(&mut self, path: StorePath, nar_size: u64) -> u32 {
-        self.paths.push(path);
-        self.nar_sizes.push(nar_size);
-        self.references.push(Vec::new());
-        (self.paths.len() - 1) as u32
-    }
-}
-
-/// Breadth-first closure through [`StoreSource::path_info`].
-pub(crate) fn closure_by_path_info<S: StoreSource + ?Sized>(
-    src: &S,
-    roots: &[StorePath],
-) -> Result<RawClosure> {
-    let mut queued: HashSet<StorePath> = HashSet::new();
-    let mut infos: Vec<PathInfo> = Vec::new();
-    for r in roots {
-        if queued.insert(r.clone()) {
-            infos.push(src.path_info(r)?.ok_or_else(|| Error::MissingPath {
-                path: r.to_string(),
-                store: src.describe(),
-            })?);
-        }
-    }
-    let mut next = 0;
-    while next < infos.len() {
-        for i in 0..infos[next].references.len() {
-            let r = &infos[next].references[i];
-            if queued.insert(r.clone()) {
-                let info = src.path_info(r)?.ok_or_else(|| Error::DanglingReference {
-                    referrer: infos[next].path.to_string(),
-                    reference: r.to_string(),
-                    store: src.describe(),
-                })?;
-                infos.push(info);
-            }
-        }
-        next += 1;
-    }
-    RawClosure::from_infos(infos, &src.describe())
-}
-
-/// Breadth-first closure, one level at a time, each level's lookups in
-/// parallel (on the rayon pool the caller runs in): binary caches, where
-/// each lookup is a file open or an HTTP request and they overlap well.
-/// `missing(path, referrer)` is the error for a referenced path that
-/// `lookup` does not find; a missing root is [`Error::MissingPath`].
-pub(crate) fn closure_by_levels(
-    roots: &[StorePath],
-    describe: &str,
-    lookup: impl Fn(&StorePath) -> Result<Option<PathInfo>> + Sync,
-    missing: impl Fn(&StorePath, &StorePath) -> Error,
-) -> Result<RawClosure> {
-    use rayon::prelude::*;
-    let mut queued: HashSet<StorePath> = HashSet::new();
-    let mut level: Vec<(Option<usize>, StorePath)> = Vec::new();
-    for r in roots {
-        if queued.insert(r.clone()) {
-            level.push((None, r.clone()));
-        }
-    }
-    let mut infos: Vec<PathInfo> = Vec::new();
-    while !level.is_empty() {
-        let read: Vec<(Option<usize>, StorePath, Option<PathInfo>)> = level
-            .into_par_iter()
-            .map(|(from, p)| Ok((from, p.clone(), lookup(&p)?)))
-            .collect::<Result<_>>()?;
-        let mut next = Vec::new();
-        for (from, p, info) in read {
-            let info = info.ok_or_else(|| match from {
-                None => Error::MissingPath {
-                    path: p.to_string(),
-                    store: describe.to_string(),
-                },
-                Some(f) => missing(&p, &infos[f].path),
-            })?;
-            for r in &info.references {
-                if queued.insert(r.clone()) {
-                    next.push((Some(infos.len()), r.clone()));
-                }
-            }
-            infos.push(info);
-        }
-        level = next;
-    }
-    RawClosure::from_infos(infos, describe)
-}
-
 /// How to open a source, beyond its `--store` string.
 #[derive(Debug, Clone, Default)]
 pub struct OpenOptions {
@@ -408,6 +282,10 @@ pub struct OpenOptions {
     /// Check local store paths against the hashes their database records
     /// (`--verify`; binary caches are always checked).
     pub verify: bool,
+    /// The log the source writes its warnings and download counts to. The
+    /// default is a log of its own; a clone of these options shares it, so
+    /// a source opened over several stores hands each the same one.
+    pub log: Arc<RunLog>,
 }
 
 /// Opens the source named by a `--store` argument, or the local store at
@@ -425,8 +303,9 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
 /// [`open`] with options; `http://` and `https://` open an [`HttpCache`].
 pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {
     let Some(spec) = spec else {
-        return open_local_root(Path::new("/"), opts.verify);
+        return open_local_root(Path::new("/"), opts);
     };
+    let log = Arc::clone(&opts.log);
     let unsupported = |reason: &str| Error::UnsupportedStore {
         spec: spec.to_string(),
         reason: reason.to_string(),
@@ -436,7 +315,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         None => (spec, None),
     };
     if let Some(rest) = scheme_part.strip_prefix("file://") {
-        return Ok(Box::new(BinaryCache::open(Path::new(rest))?));
+        return Ok(Box::new(BinaryCache::open(Path::new(rest), log)?));
     }
     if scheme_part.starts_with("http://") || scheme_part.starts_with("https://") {
         return Ok(Box::new(HttpCache::open(spec, opts)?));
@@ -451,7 +330,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         let root = query
             .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
             .unwrap_or("/");
-        return open_local_root(Path::new(root), opts.verify);
+        return open_local_root(Path::new(root), opts);
     }
     if scheme_part.contains("://") {
         return Err(unsupported(
@@ -465,22 +344,24 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
     })?;
     if meta.is_dir() {
         if p.join("nix-cache-info").is_file() {
-            return Ok(Box::new(BinaryCache::open(p)?));
+            return Ok(Box::new(BinaryCache::open(p, log)?));
         }
         if p.join("nix/var/nix/db/db.sqlite").exists() {
-            return open_local_root(p, opts.verify);
+            return open_local_root(p, opts);
         }
         return Err(unsupported(
             "the directory holds neither nix-cache-info (binary cache) nor nix/var/nix/db/db.sqlite (chroot store)",
         ));
     }
-    Ok(Box::new(PathInfoJson::open(p)?))
+    Ok(Box::new(PathInfoJson::open(p, log)?))
 }
 
-fn open_local_root(root: &Path, verify: bool) -> Result<Box<dyn StoreSource>> {
+fn open_local_root(root: &Path, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {
     let db = root.join("nix/var/nix/db/db.sqlite");
     if std::fs::symlink_metadata(&db).is_err() {
         return Err(Error::NoLocalStore(db));
     }
-    Ok(Box::new(LocalStore::open(root)?.with_verify(verify)))
+    Ok(Box::new(
+        LocalStore::open(root, Arc::clone(&opts.log))?.with_verify(opts.verify),
+    ))
 }

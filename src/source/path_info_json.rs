@@ -18,10 +18,11 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Map, Value};
 
-use super::{DEFAULT_STORE_DIR, PathInfo, StoreSource};
+use super::{DEFAULT_STORE_DIR, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
 use crate::error::{Error, Result, io_err};
 use crate::store_path::StorePath;
 
@@ -30,7 +31,8 @@ pub struct PathInfoJson {
     file: PathBuf,
     store_dir: String,
     infos: HashMap<StorePath, PathInfo>,
-    warnings: Vec<String>,
+    /// Where the entries skipped were warned about.
+    log: Arc<RunLog>,
 }
 
 /// The version-2 format this reader understands.
@@ -38,14 +40,15 @@ const FORMAT_VERSION: u64 = 2;
 
 impl PathInfoJson {
     /// Loads and validates the whole file, whichever of the three shapes it
-    /// has.
-    pub fn open(file: &Path) -> Result<Self> {
+    /// has; entries skipped are warned about in `log`.
+    pub fn open(file: &Path, log: Arc<RunLog>) -> Result<Self> {
         let text = std::fs::read(file).map_err(io_err(file))?;
-        Self::from_bytes(&text, file)
+        Self::from_bytes(&text, file, log)
     }
 
-    /// Parses `text`, the contents of `file` (named in errors).
-    pub fn from_bytes(text: &[u8], file: &Path) -> Result<Self> {
+    /// Parses `text`, the contents of `file` (named in errors); entries
+    /// skipped are warned about in `log` once the whole file has parsed.
+    pub fn from_bytes(text: &[u8], file: &Path, log: Arc<RunLog>) -> Result<Self> {
         let bad = |reason: String| Error::BadPathInfoJson {
             file: file.to_path_buf(),
             reason,
@@ -171,11 +174,14 @@ impl PathInfoJson {
                 },
             );
         }
+        for w in warnings {
+            log.warn(w);
+        }
         Ok(PathInfoJson {
             file: file.to_path_buf(),
             store_dir,
             infos,
-            warnings,
+            log,
         })
     }
 }
@@ -189,7 +195,7 @@ fn is_versioned(map: &Map<String, Value>) -> bool {
         .any(|k| map.contains_key(*k))
 }
 
-impl StoreSource for PathInfoJson {
+impl PathMetadata for PathInfoJson {
     fn store_dir(&self) -> &str {
         &self.store_dir
     }
@@ -202,8 +208,14 @@ impl StoreSource for PathInfoJson {
     fn all_paths(&self) -> Result<Vec<StorePath>> {
         Ok(self.infos.keys().cloned().collect())
     }
-    fn warnings(&self) -> Vec<String> {
-        self.warnings.clone()
+}
+
+/// A path-info JSON file holds no file contents.
+impl PathContents for PathInfoJson {}
+
+impl StoreSource for PathInfoJson {
+    fn log(&self) -> &RunLog {
+        &self.log
     }
 }
 
@@ -215,7 +227,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let file = dir.path().join("p.json");
         std::fs::write(&file, text).unwrap();
-        PathInfoJson::open(&file)
+        PathInfoJson::open(&file, Default::default())
     }
 
     const A: &str = "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-a";
@@ -236,7 +248,7 @@ mod tests {
         assert_eq!(info.references.len(), 2);
         assert_eq!(info.references[0].as_str(), format!("/nix/store/{B}"));
         assert_eq!(src.all_paths().unwrap().len(), 2);
-        let w = src.warnings();
+        let w = src.log().warnings();
         assert_eq!(w.len(), 1, "{w:?}");
         assert!(
             w[0].contains("-c is not a valid path") && w[0].contains("null"),

@@ -99,6 +99,7 @@ impl MapEnv {
             netrc_file: spec.netrc_file.clone(),
             refresh: spec.refresh,
             verify: false,
+            ..Default::default()
         };
         let src = nix_heft::source::open_with(spec.store.as_deref(), &opts)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;

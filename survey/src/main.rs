@@ -198,6 +198,7 @@ async fn survey(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
             netrc_file: args.netrc_file.clone(),
             refresh: args.refresh,
             verify: args.verify,
+            ..Default::default()
         },
         out: args.out.clone(),
         input,
