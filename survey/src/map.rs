@@ -71,14 +71,13 @@ pub fn survey_partition(
     let mut problems: Vec<Problem> = Vec::new();
     let mut raw = RawClosure::default();
     let mut index: std::collections::HashMap<StorePath, u32> = Default::default();
-    let mut refs: Vec<Vec<StorePath>> = Vec::new();
+    let mut refs: Vec<(u32, Vec<StorePath>)> = Vec::new();
     for p in paths {
         match src.path_info(p).map_err(ext)? {
             Some(info) => {
-                index.insert(p.clone(), raw.paths.len() as u32);
-                raw.paths.push(p.clone());
-                raw.nar_sizes.push(info.nar_size);
-                refs.push(info.references);
+                let id = raw.push(p.clone(), info.nar_size);
+                index.insert(p.clone(), id);
+                refs.push((id, info.references));
             }
             None => problems.push(Problem::new(
                 p.as_str(),
@@ -87,25 +86,20 @@ pub fn survey_partition(
             )),
         }
     }
-    let own = raw.paths.len();
-    for rs in &refs {
-        let mut ids = Vec::with_capacity(rs.len());
+    let own = raw.len();
+    for (id, rs) in refs {
         for r in rs {
-            let id = match index.get(r) {
-                Some(&id) => id,
+            let to = match index.get(&r) {
+                Some(&to) => to,
                 None => {
-                    let id = raw.paths.len() as u32;
-                    index.insert(r.clone(), id);
-                    raw.paths.push(r.clone());
-                    raw.nar_sizes.push(0);
-                    id
+                    let to = raw.push(r.clone(), 0);
+                    index.insert(r, to);
+                    to
                 }
             };
-            ids.push(id);
+            raw.add_reference(id, to);
         }
-        raw.references.push(ids);
     }
-    raw.references.resize(raw.paths.len(), Vec::new());
     let g = Graph::try_from_raw(raw, own).map_err(ext)?;
     // Every path of the partition is read: scanned for its references, or
     // for its tree alone when it has none (its file count).
