@@ -381,9 +381,10 @@ fn read_contents(
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
     // A NAR listing gives the tree without the NAR: all a tree-only read
-    // needs, and all a search for holds needs when the path holds no file contents (a
-    // symlink farm: its holds are in names and symlink targets). A listing
-    // that cannot be fetched is no loss: the NAR has it all.
+    // needs, and all a search for holds needs when the path holds no file
+    // contents (a symlink farm: its holds are in names and symlink
+    // targets). A listing that cannot be fetched is no loss: the NAR has
+    // it all.
     if let Ok(Some(tree)) = src.listing(path) {
         if !find_holds {
             return (

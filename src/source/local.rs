@@ -677,7 +677,7 @@ impl PathMetadata for LocalStore {
     }
 
     /// One snapshot of the database for the whole closure (see
-    /// [`LocalStore::read`]).
+    /// `LocalStore::read`).
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
         self.read(true, |conn| self.closure_in(conn, roots))
     }
