@@ -8,26 +8,12 @@
 use std::fmt;
 
 use crate::error::Error;
+use crate::nixbase32;
 
 /// Length of the hash part of a store path's base name.
 pub const HASH_LEN: usize = 32;
 /// Longest name Nix accepts (`StorePath::MaxPathLen` minus the hash part).
 pub const MAX_NAME_LEN: usize = 211;
-/// Nix's base-32 alphabet: digits and lower-case letters without e, o, u, t.
-pub const NIX_BASE32_ALPHABET: &[u8; 32] = b"0123456789abcdfghijklmnpqrsvwxyz";
-
-/// Lookup table so a byte's membership in the alphabet costs one load; the
-/// reference scanner (hot loop) uses it too.
-pub const IS_BASE32: [bool; 256] = {
-    let mut t = [false; 256];
-    let mut i = 0;
-    while i < 32 {
-        t[NIX_BASE32_ALPHABET[i] as usize] = true;
-        i += 1;
-    }
-    t
-};
-
 const fn name_char_table() -> [bool; 256] {
     let mut t = [false; 256];
     let mut c = 0;
@@ -131,7 +117,10 @@ pub fn check_base_name(base: &str) -> Result<(), &'static str> {
     if b.len() < HASH_LEN + 2 {
         return Err("base name is shorter than a 32-character hash, a dash and a name");
     }
-    if !b[..HASH_LEN].iter().all(|&c| IS_BASE32[c as usize]) {
+    if !b[..HASH_LEN]
+        .iter()
+        .all(|&c| nixbase32::IS_BASE32[c as usize])
+    {
         return Err("hash part is not 32 characters of Nix's base-32 alphabet");
     }
     if b[HASH_LEN] != b'-' {
