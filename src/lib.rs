@@ -25,9 +25,11 @@
 
 pub mod browse;
 pub mod classify;
+pub mod diff;
 pub mod elf;
 pub mod error;
 pub mod evidence;
+pub mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;

@@ -212,7 +212,7 @@ fn settle(
             a.removes.push(g.path(t).to_string());
             continue;
         }
-        let kept = super::explain::keeper(g, c, g.roots(), t, (from, t));
+        let kept = crate::explain::keeper(g, c, g.roots(), t, (from, t));
         let not_examined = kept.as_ref().map_or_else(Vec::new, |k| {
             // Every node of the chain but the last refers to the next; one
             // that was not scanned at all gave no holds to judge.

@@ -564,7 +564,7 @@ mod tests {
         for (nb, na) in [(60, 45), (45, 60)] {
             let before = random_dag(3, nb, 2);
             let after = random_dag(4, na, 3);
-            let d = crate::plan::diff::diff(&before, &after);
+            let d = crate::diff::diff(&before, &after);
             let dr = DiffReport::new(
                 &before,
                 &after,
