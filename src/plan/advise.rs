@@ -15,6 +15,7 @@ use crate::classify::verdict::judge;
 use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId};
 use crate::problem::{Problem, ProblemKind};
+use crate::store_path::OutputKind;
 use crate::trace::file::TraceSet;
 
 /// How safe an action is.
@@ -141,12 +142,6 @@ pub(crate) const TARGET_PATTERNS: &[(&str, &str)] = &[
     ("gfx[0-9]+[a-z]?", "gpuTargets"),
     ("sm_[0-9]+", "cudaCapabilities"),
 ];
-
-fn is_secondary_output(name: &str) -> bool {
-    ["-dev", "-doc", "-man", "-info", "-devdoc", "-devman"]
-        .iter()
-        .any(|s| name.ends_with(s))
-}
 
 fn files_of(evs: &[Evidence]) -> Vec<String> {
     let mut v: Vec<String> = evs.iter().map(|e| e.file.clone()).collect();
@@ -346,7 +341,9 @@ pub fn advise(
                 }
                 // An output that is already split off (`-dev`, `-doc` ...)
                 // is where such files belong.
-                Verdict::Build | Verdict::Docs if !is_secondary_output(g.path(from).name()) => {
+                Verdict::Build | Verdict::Docs
+                    if !OutputKind::of(g.path(from).name()).is_dev_or_docs() =>
+                {
                     split_candidates.insert(from);
                 }
                 Verdict::Unknown

@@ -19,7 +19,7 @@ use crate::graph::{Dominators, Graph, NodeId, closure_sizes};
 use crate::plan::advise::Action;
 use crate::problem::Problem;
 use crate::report::diff::{DiffReport, Package};
-use crate::store_path::name_of;
+use crate::store_path::{OutputKind, name_of};
 
 /// Most pieces of evidence kept per edge in the page; the rest are
 /// counted (`more`) and `nix-heft refs --evidence` lists them all. Keeps a
@@ -71,7 +71,7 @@ pub struct PathNode {
     /// root over all roots.
     #[serde(rename = "d")]
     pub idom: i64,
-    /// Output kind from the name (`out`, `dev`, `lib`, `doc` ...).
+    /// Output kind from the name ([`OutputKind`]: `out`, `dev`, `lib`, `doc` ...).
     #[serde(rename = "k")]
     pub kind: &'static str,
     /// The strongest verdict of the edges that hold this path (what keeps
@@ -271,33 +271,6 @@ pub struct DiffSection {
     pub removed: Vec<RemovedNode>,
 }
 
-/// The output kind a path's name says (`-dev`, `-lib`, `-doc` ...), `out`
-/// otherwise; `source` for unpacked sources and tarballs.
-pub fn output_kind(name: &str) -> &'static str {
-    const SUFFIXES: &[(&str, &str)] = &[
-        ("-dev", "dev"),
-        ("-devdoc", "doc"),
-        ("-doc", "doc"),
-        ("-man", "man"),
-        ("-devman", "man"),
-        ("-info", "doc"),
-        ("-lib", "lib"),
-        ("-bin", "bin"),
-        ("-static", "static"),
-        ("-debug", "debug"),
-        ("-source", "source"),
-        (".tar.gz", "source"),
-        (".tar.xz", "source"),
-        (".tar.bz2", "source"),
-        (".patch", "source"),
-        (".drv", "drv"),
-    ];
-    SUFFIXES
-        .iter()
-        .find(|(s, _)| name.ends_with(s))
-        .map_or("out", |(_, k)| k)
-}
-
 impl HtmlReport {
     /// Builds the model from the pipeline's results. `c` is `None` when no
     /// file was read (`--no-evidence`).
@@ -390,7 +363,7 @@ impl HtmlReport {
                     closure_size: closure[v as usize],
                     added_size: added[v as usize],
                     idom: dom.idom(v).map_or(-1, i64::from),
-                    kind: output_kind(name_of(p)),
+                    kind: OutputKind::of(name_of(p)).as_str(),
                     verdict: if is_root[v as usize] {
                         "root"
                     } else {
@@ -520,14 +493,6 @@ fn html_escape(s: &str) -> String {
 mod tests {
     use super::*;
     use crate::graph::testgraph::random_dag;
-
-    #[test]
-    fn kinds_from_names() {
-        assert_eq!(output_kind("rocblas-5.7.1-dev"), "dev");
-        assert_eq!(output_kind("rocblas-5.7.1"), "out");
-        assert_eq!(output_kind("glibc-2.36-bin"), "bin");
-        assert_eq!(output_kind("hello-2.12.tar.gz"), "source");
-    }
 
     #[test]
     fn added_sizes_nest_under_dominators_and_data_is_embedded_once() {
