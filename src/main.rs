@@ -676,8 +676,9 @@ fn partial_code(problems: &[Problem]) -> ExitCode {
 fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let report = SizeReport::compute(
+    let report = SizeReport::new(
         &g,
+        &nix_heft::graph::Sizes::compute(&g),
         SizeOptions {
             sort: args.sort.into(),
             top: args.top,
@@ -1402,6 +1403,7 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
     };
     let mut model = HtmlReport::new(
         &g,
+        &nix_heft::graph::Sizes::compute(&g),
         src.describe(),
         c.as_ref(),
         actions,

@@ -3,11 +3,12 @@
 //! (template, styles, script and the vendored d3-hierarchy, all under
 //! `assets/`, inlined by `include_str!`).
 //!
-//! Formatting only: it gets the graph's sizes, the classified evidence and
-//! the advice from the pipeline and reads nothing else. The page lays out
-//! its treemap from the dominator tree given here (`idom` per path), so a
-//! path's rectangle holds exactly the paths it alone keeps alive and its
-//! area is its added size.
+//! Formatting only: it gets the graph's sizes and dominator tree
+//! ([`Sizes`]), the classified evidence and the advice from the pipeline
+//! and computes or reads nothing else. The page lays out its treemap from
+//! the dominator tree given here (`idom` per path), so a path's rectangle
+//! holds exactly the paths it alone keeps alive and its area is its added
+//! size.
 
 use std::collections::BTreeMap;
 
@@ -15,7 +16,7 @@ use serde::Serialize;
 
 use crate::classify::Classified;
 use crate::evidence::{Evidence, Kind, Traced, Verdict};
-use crate::graph::{Dominators, Graph, NodeId, closure_sizes};
+use crate::graph::{Graph, NodeId, Sizes};
 use crate::plan::advise::Action;
 use crate::problem::Problem;
 use crate::report::diff::{DiffReport, Package};
@@ -272,19 +273,18 @@ pub struct DiffSection {
 }
 
 impl HtmlReport {
-    /// Builds the model from the pipeline's results. `c` is `None` when no
-    /// file was read (`--no-evidence`).
+    /// Builds the model from the pipeline's results: `g`'s `sizes` (from
+    /// [`Sizes::compute`]), the classified evidence (`None` when no file
+    /// was read, `--no-evidence`) and the advice.
     pub fn new(
         g: &Graph,
+        sizes: &Sizes,
         source: String,
         c: Option<&Classified>,
         advice: Vec<Action>,
         plan_saving: Option<u64>,
         problems: Vec<Problem>,
     ) -> HtmlReport {
-        let closure = closure_sizes(g);
-        let dom = Dominators::compute(g);
-        let added = dom.subtree_sizes(g);
         let names = super::display_names(g.paths().iter().map(|p| p.as_str()));
         let mut is_root = vec![false; g.len()];
         for &r in g.roots() {
@@ -360,9 +360,9 @@ impl HtmlReport {
                     path: p.to_string(),
                     name: names.get(p).cloned().unwrap_or_else(|| name_of(p).into()),
                     nar_size: g.nar_size(v),
-                    closure_size: closure[v as usize],
-                    added_size: added[v as usize],
-                    idom: dom.idom(v).map_or(-1, i64::from),
+                    closure_size: sizes.closure[v as usize],
+                    added_size: sizes.added[v as usize],
+                    idom: sizes.idom(v).map_or(-1, i64::from),
                     kind: OutputKind::of(name_of(p)).as_str(),
                     verdict: if is_root[v as usize] {
                         "root"
@@ -397,7 +397,7 @@ impl HtmlReport {
             generator: format!("nix-heft {}", env!("CARGO_PKG_VERSION")),
             source,
             roots: g.roots().to_vec(),
-            closure_size: g.size_of(&g.closure_of(g.roots())),
+            closure_size: sizes.total,
             evidence_state,
             paths,
             edges,
@@ -497,7 +497,15 @@ mod tests {
     #[test]
     fn added_sizes_nest_under_dominators_and_data_is_embedded_once() {
         let g = random_dag(7, 300, 3);
-        let r = HtmlReport::new(&g, "test".into(), None, Vec::new(), None, Vec::new());
+        let r = HtmlReport::new(
+            &g,
+            &Sizes::compute(&g),
+            "test".into(),
+            None,
+            Vec::new(),
+            None,
+            Vec::new(),
+        );
         // A path's added size is its own size plus its dominator-tree
         // children's added sizes: what the treemap draws.
         let mut sum: Vec<u64> = r.paths.iter().map(|p| p.nar_size).collect();
@@ -539,7 +547,15 @@ mod tests {
             );
             let (want_added, want_removed) = (dr.added.len(), dr.removed.len());
             assert!(want_added + want_removed > 0);
-            let mut r = HtmlReport::new(&after, "t".into(), None, Vec::new(), None, Vec::new());
+            let mut r = HtmlReport::new(
+                &after,
+                &Sizes::compute(&after),
+                "t".into(),
+                None,
+                Vec::new(),
+                None,
+                Vec::new(),
+            );
             r.set_diff(&after, dr);
             let section = r.diff.as_ref().unwrap();
             let in_before: std::collections::HashSet<&str> =
@@ -569,6 +585,7 @@ mod tests {
         let g = random_dag(1, 5, 1);
         let mut r = HtmlReport::new(
             &g,
+            &Sizes::compute(&g),
             "</script><!--".into(),
             None,
             Vec::new(),
