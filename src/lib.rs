@@ -5,17 +5,21 @@
 //! turns arguments into store paths, [`graph`] holds the closure, computes
 //! closure and added sizes and says which edges a question needs, [`read`]
 //! reads each needed store path once (file tree and raw holds), [`classify`]
-//! turns holds into [`evidence`] with verdicts, [`plan`] simulates splits,
-//! partitions and advice from those alone, and [`report`] renders results
-//! as tables or the serde structs behind `--json`. [`evidence`] and
-//! [`problem`] are leaves every stage shares; [`nar`] and [`elf`] are the
-//! file formats. The `nix-heft` binary is a thin CLI over these.
+//! turns holds into [`evidence`] with verdicts, [`explain`] finds the
+//! chains that hold a dependency, [`plan`] simulates splits, partitions and
+//! advice from those alone, [`diff`] compares two closures, and [`report`]
+//! renders results (computing nothing) as tables or the serde structs
+//! behind `--json`. [`evidence`], [`problem`] and [`store_path`] (with
+//! Nix's naming rules) are leaves every stage shares; [`nixbase32`] is
+//! Nix's base-32, [`nar`] and [`elf`] are the file formats. The `nix-heft`
+//! binary is a thin CLI over these.
 //!
 //! ```no_run
 //! let src = nix_heft::source::open(None)?;
 //! let roots = nix_heft::roots::resolve_roots(src.as_ref(), &["./result".into()])?;
 //! let g = nix_heft::graph::Graph::load(src.as_ref(), &roots)?;
-//! let report = nix_heft::report::size::SizeReport::compute(&g, Default::default());
+//! let sizes = nix_heft::graph::Sizes::compute(&g);
+//! let report = nix_heft::report::size::SizeReport::new(&g, &sizes, Default::default());
 //! use nix_heft::report::Report;
 //! print!("{}", report.render_text(&Default::default()));
 //! # Ok::<(), nix_heft::Error>(())
@@ -25,14 +29,17 @@
 
 pub mod browse;
 pub mod classify;
+pub mod diff;
 pub mod elf;
 pub mod error;
 pub mod evidence;
+pub mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
 pub mod local_cache;
 pub mod nar;
+pub mod nixbase32;
 pub mod plan;
 pub mod problem;
 pub mod read;

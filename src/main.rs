@@ -682,8 +682,9 @@ fn partial_code(problems: &[Problem]) -> ExitCode {
 fn size(cli: &Cli, src: &dyn StoreSource, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
     let g = load(cli, src, &roots)?;
-    let report = SizeReport::compute(
+    let report = SizeReport::new(
         &g,
+        &nix_heft::graph::Sizes::compute(&g),
         SizeOptions {
             sort: args.sort.into(),
             top: args.top,
@@ -715,10 +716,10 @@ fn why(cli: &Cli, src: &dyn StoreSource, args: &WhyArgs) -> anyhow::Result<ExitC
     let wants = nix_heft::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
     let mut c = read_and_classify(cli, src, &g, &wants);
     apply_traces(&g, &mut c, traces.as_ref());
-    let best = nix_heft::plan::explain::best_chains(&g, &c, &[root], &deps);
+    let best = nix_heft::explain::best_chains(&g, &c, &[root], &deps);
     let (count, mut shown) = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
     if args.all {
-        shown.sort_by_key(|ch| (nix_heft::plan::explain::chain_verdict(&c, ch), ch.len()));
+        shown.sort_by_key(|ch| (nix_heft::explain::chain_verdict(&c, ch), ch.len()));
     } else {
         shown = best.iter().map(|b| b.chain.clone()).collect();
     }
@@ -1062,7 +1063,7 @@ fn diff(cli: &Cli, src: &dyn StoreSource, args: &DiffArgs) -> anyhow::Result<Exi
     );
     pb.finish_and_clear();
     let (bg, ag) = (bg?, ag?);
-    let d = nix_heft::plan::diff::diff(&bg, &ag);
+    let d = nix_heft::diff::diff(&bg, &ag);
     let (wb, wa) = d.wants();
     let cb = read_and_classify(cli, bsrc, &bg, &wb);
     let ca = read_and_classify(cli, asrc, &ag, &wa);
@@ -1412,6 +1413,7 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
     };
     let mut model = HtmlReport::new(
         &g,
+        &nix_heft::graph::Sizes::compute(&g),
         src.describe(),
         c.as_ref(),
         actions,
@@ -1420,7 +1422,7 @@ fn report(cli: &Cli, src: &dyn StoreSource, args: &ReportArgs) -> anyhow::Result
     );
     model.traces = traces.as_ref().map(|t| t.names());
     if let Some(bg) = before {
-        let d = nix_heft::plan::diff::diff(&bg, &g);
+        let d = nix_heft::diff::diff(&bg, &g);
         // BEFORE is read only for the edges that held the paths that
         // left; the page's own evidence explains the new ones.
         let cb = if args.no_evidence {

@@ -16,7 +16,7 @@ use globset::{GlobBuilder, GlobMatcher};
 
 use crate::error::{Error, Result, io_err};
 use crate::source::PathMetadata;
-use crate::store_path::{StorePath, package_name};
+use crate::store_path::{StorePath, output_suffix, package_name, split_output};
 
 /// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
 const MAX_SYMLINKS: usize = 40;
@@ -147,20 +147,6 @@ pub fn match_name(
     }
 }
 
-/// Output names nixpkgs gives the non-`out` outputs of a derivation (and
-/// `-source`, the name of a fetched source); `name-dev` is an output of
-/// `name`.
-const SECONDARY_OUTPUTS: &[&str] = &[
-    "dev", "doc", "devdoc", "man", "devman", "info", "bin", "lib", "static", "debug", "source",
-    "python", "out",
-];
-
-/// The output suffix of a store path name, if it has one.
-pub fn output_suffix(name: &str) -> Option<&str> {
-    let (base, suffix) = name.rsplit_once('-')?;
-    (!base.is_empty() && SECONDARY_OUTPUTS.contains(&suffix)).then_some(suffix)
-}
-
 /// When the matches are one `out` path and other outputs of the same
 /// derivation (`x-1.0`, `x-1.0-dev`, `x-1.0-doc`), the `out` path: that is
 /// what a user naming the package means.
@@ -174,13 +160,7 @@ fn preferred_out(hits: &[StorePath]) -> Option<&StorePath> {
     };
     let base = out.name();
     hits.iter()
-        .all(|p| {
-            p == out
-                || p.name()
-                    .strip_prefix(base)
-                    .and_then(|rest| rest.strip_prefix('-'))
-                    .is_some_and(|suffix| SECONDARY_OUTPUTS.contains(&suffix))
-        })
+        .all(|p| p == out || matches!(split_output(p.name()), (stem, Some(_)) if stem == base))
         .then_some(out)
 }
 
@@ -411,8 +391,6 @@ mod tests {
         assert_eq!(preferred_out(&hits), None);
         let hits = vec![sp("x-1.0-dev", 'b'), sp("x-1.0-doc", 'c')];
         assert_eq!(preferred_out(&hits), None);
-        assert_eq!(output_suffix("rocblas-5.7.1-source"), Some("source"));
-        assert_eq!(output_suffix("rocblas-5.7.1"), None);
     }
 
     #[test]

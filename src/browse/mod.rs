@@ -470,7 +470,7 @@ impl<'g> App<'g> {
         if let Some(l) = &self.loaded
             && l.available
         {
-            return crate::plan::explain::best_chains(self.g, &l.classified, self.g.roots(), &[v])
+            return crate::explain::best_chains(self.g, &l.classified, self.g.roots(), &[v])
                 .into_iter()
                 .map(|e| e.chain)
                 .collect();

@@ -10,12 +10,14 @@ pub mod chains;
 mod closure_size;
 mod dominators;
 pub mod request;
+mod sizes;
 
 use std::collections::{HashMap, HashSet};
 
 pub use closure_size::{closure_sizes, dependents};
 pub use dominators::{Dominators, added_sizes};
 pub use request::ReadRequest;
+pub use sizes::Sizes;
 
 use crate::error::{Error, Result};
 use crate::source::{PathMetadata, RawClosure};

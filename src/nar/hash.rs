@@ -8,10 +8,7 @@ use std::io::Read;
 use base64::Engine as _;
 use sha2::{Digest, Sha256};
 
-use crate::store_path::IS_BASE32;
-
-/// Nix's base-32 alphabet (no e, o, u, t).
-const NIX32: &[u8; 32] = b"0123456789abcdfghijklmnpqrsvwxyz";
+use crate::nixbase32;
 
 /// A SHA-256 NAR hash.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +40,9 @@ impl NarHash {
                     out[i] = u8::from_str_radix(hex, 16).map_err(|_| bad("is not base16"))?;
                 }
             }
-            52 => out = nix32_decode(rest).ok_or_else(|| bad("is not nix-base32"))?,
+            52 => {
+                out = nixbase32::decode(rest.as_bytes()).ok_or_else(|| bad("is not nix-base32"))?
+            }
             _ => return Err(bad("has the wrong length")),
         }
         Ok(NarHash(out))
@@ -51,50 +50,8 @@ impl NarHash {
 
     /// `sha256:<nix32>`, as `nix path-info` prints it.
     pub fn to_nix32(self) -> String {
-        format!("sha256:{}", nix32_encode(&self.0))
+        format!("sha256:{}", nixbase32::encode(&self.0))
     }
-}
-
-/// Nix's base-32 is little-endian in bits, last character first, which no
-/// base32 crate implements; 20 lines by hand (as in Nix's `hash.cc`).
-fn nix32_decode(s: &str) -> Option<[u8; 32]> {
-    let b = s.as_bytes();
-    if b.len() != 52 || !b.iter().all(|&c| IS_BASE32[c as usize]) {
-        return None;
-    }
-    let mut out = [0u8; 32];
-    for n in 0..b.len() {
-        let c = b[b.len() - 1 - n];
-        let digit = NIX32.iter().position(|&x| x == c)? as u16;
-        let bit = n * 5;
-        let (i, j) = (bit / 8, bit % 8);
-        out[i] |= (digit << j) as u8;
-        let carry = digit >> (8 - j);
-        if i + 1 < out.len() {
-            out[i + 1] |= carry as u8;
-        } else if carry != 0 {
-            return None; // bits beyond 256
-        }
-    }
-    Some(out)
-}
-
-fn nix32_encode(bytes: &[u8; 32]) -> String {
-    let len = (bytes.len() * 8).div_ceil(5);
-    (0..len)
-        .rev()
-        .map(|n| {
-            let bit = n * 5;
-            let (i, j) = (bit / 8, bit % 8);
-            let lo = (bytes[i] as u16) >> j;
-            let hi = if i + 1 < bytes.len() {
-                (bytes[i + 1] as u16) << (8 - j)
-            } else {
-                0
-            };
-            NIX32[((lo | hi) & 0x1f) as usize] as char
-        })
-        .collect()
 }
 
 /// Hashes what is read through it, on a thread of its own: decompressing

@@ -1,11 +1,11 @@
 //! The plan stage: simulated output splits, partitions and advice, computed
 //! from the graph, the file trees and the classified evidence of existing
-//! store paths, without rebuilding and without touching the store.
+//! store paths, without rebuilding and without touching the store. Only
+//! plans live here: comparing closures is [`crate::diff`], explaining
+//! holds is [`crate::explain`].
 
 pub mod advise;
 pub mod check;
-pub mod diff;
-pub mod explain;
 pub mod joint;
 pub mod partition;
 pub mod prune;

@@ -13,7 +13,8 @@
 use std::collections::HashMap;
 
 use crate::evidence::POINTED_MAX;
-use crate::store_path::{HASH_LEN, IS_BASE32};
+use crate::nixbase32::IS_BASE32;
+use crate::store_path::HASH_LEN;
 
 /// Bytes kept from the previous chunk: enough for a straddling hash.
 const CARRY: usize = HASH_LEN - 1;

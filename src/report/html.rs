@@ -3,11 +3,12 @@
 //! (template, styles, script and the vendored d3-hierarchy, all under
 //! `assets/`, inlined by `include_str!`).
 //!
-//! Formatting only: it gets the graph's sizes, the classified evidence and
-//! the advice from the pipeline and reads nothing else. The page lays out
-//! its treemap from the dominator tree given here (`idom` per path), so a
-//! path's rectangle holds exactly the paths it alone keeps alive and its
-//! area is its added size.
+//! Formatting only: it gets the graph's sizes and dominator tree
+//! ([`Sizes`]), the classified evidence and the advice from the pipeline
+//! and computes or reads nothing else. The page lays out its treemap from
+//! the dominator tree given here (`idom` per path), so a path's rectangle
+//! holds exactly the paths it alone keeps alive and its area is its added
+//! size.
 
 use std::collections::BTreeMap;
 
@@ -15,11 +16,11 @@ use serde::Serialize;
 
 use crate::classify::Classified;
 use crate::evidence::{Evidence, Kind, Traced, Verdict};
-use crate::graph::{Dominators, Graph, NodeId, closure_sizes};
+use crate::graph::{Graph, NodeId, Sizes};
 use crate::plan::advise::Action;
 use crate::problem::Problem;
 use crate::report::diff::{DiffReport, Package};
-use crate::store_path::name_of;
+use crate::store_path::{OutputKind, name_of};
 
 /// Most pieces of evidence kept per edge in the page; the rest are
 /// counted (`more`) and `nix-heft refs --evidence` lists them all. Keeps a
@@ -71,7 +72,7 @@ pub struct PathNode {
     /// root over all roots.
     #[serde(rename = "d")]
     pub idom: i64,
-    /// Output kind from the name (`out`, `dev`, `lib`, `doc` ...).
+    /// Output kind from the name ([`OutputKind`]: `out`, `dev`, `lib`, `doc` ...).
     #[serde(rename = "k")]
     pub kind: &'static str,
     /// The strongest verdict of the edges that hold this path (what keeps
@@ -271,47 +272,19 @@ pub struct DiffSection {
     pub removed: Vec<RemovedNode>,
 }
 
-/// The output kind a path's name says (`-dev`, `-lib`, `-doc` ...), `out`
-/// otherwise; `source` for unpacked sources and tarballs.
-pub fn output_kind(name: &str) -> &'static str {
-    const SUFFIXES: &[(&str, &str)] = &[
-        ("-dev", "dev"),
-        ("-devdoc", "doc"),
-        ("-doc", "doc"),
-        ("-man", "man"),
-        ("-devman", "man"),
-        ("-info", "doc"),
-        ("-lib", "lib"),
-        ("-bin", "bin"),
-        ("-static", "static"),
-        ("-debug", "debug"),
-        ("-source", "source"),
-        (".tar.gz", "source"),
-        (".tar.xz", "source"),
-        (".tar.bz2", "source"),
-        (".patch", "source"),
-        (".drv", "drv"),
-    ];
-    SUFFIXES
-        .iter()
-        .find(|(s, _)| name.ends_with(s))
-        .map_or("out", |(_, k)| k)
-}
-
 impl HtmlReport {
-    /// Builds the model from the pipeline's results. `c` is `None` when no
-    /// file was read (`--no-evidence`).
+    /// Builds the model from the pipeline's results: `g`'s `sizes` (from
+    /// [`Sizes::compute`]), the classified evidence (`None` when no file
+    /// was read, `--no-evidence`) and the advice.
     pub fn new(
         g: &Graph,
+        sizes: &Sizes,
         source: String,
         c: Option<&Classified>,
         advice: Vec<Action>,
         plan_saving: Option<u64>,
         problems: Vec<Problem>,
     ) -> HtmlReport {
-        let closure = closure_sizes(g);
-        let dom = Dominators::compute(g);
-        let added = dom.subtree_sizes(g);
         let names = super::display_names(g.paths().iter().map(|p| p.as_str()));
         let mut is_root = vec![false; g.len()];
         for &r in g.roots() {
@@ -387,10 +360,10 @@ impl HtmlReport {
                     path: p.to_string(),
                     name: names.get(p).cloned().unwrap_or_else(|| name_of(p).into()),
                     nar_size: g.nar_size(v),
-                    closure_size: closure[v as usize],
-                    added_size: added[v as usize],
-                    idom: dom.idom(v).map_or(-1, i64::from),
-                    kind: output_kind(name_of(p)),
+                    closure_size: sizes.closure[v as usize],
+                    added_size: sizes.added[v as usize],
+                    idom: sizes.idom(v).map_or(-1, i64::from),
+                    kind: OutputKind::of(name_of(p)).as_str(),
                     verdict: if is_root[v as usize] {
                         "root"
                     } else {
@@ -424,7 +397,7 @@ impl HtmlReport {
             generator: format!("nix-heft {}", env!("CARGO_PKG_VERSION")),
             source,
             roots: g.roots().to_vec(),
-            closure_size: g.size_of(&g.closure_of(g.roots())),
+            closure_size: sizes.total,
             evidence_state,
             paths,
             edges,
@@ -522,17 +495,17 @@ mod tests {
     use crate::graph::testgraph::random_dag;
 
     #[test]
-    fn kinds_from_names() {
-        assert_eq!(output_kind("rocblas-5.7.1-dev"), "dev");
-        assert_eq!(output_kind("rocblas-5.7.1"), "out");
-        assert_eq!(output_kind("glibc-2.36-bin"), "bin");
-        assert_eq!(output_kind("hello-2.12.tar.gz"), "source");
-    }
-
-    #[test]
     fn added_sizes_nest_under_dominators_and_data_is_embedded_once() {
         let g = random_dag(7, 300, 3);
-        let r = HtmlReport::new(&g, "test".into(), None, Vec::new(), None, Vec::new());
+        let r = HtmlReport::new(
+            &g,
+            &Sizes::compute(&g),
+            "test".into(),
+            None,
+            Vec::new(),
+            None,
+            Vec::new(),
+        );
         // A path's added size is its own size plus its dominator-tree
         // children's added sizes: what the treemap draws.
         let mut sum: Vec<u64> = r.paths.iter().map(|p| p.nar_size).collect();
@@ -564,7 +537,7 @@ mod tests {
         for (nb, na) in [(60, 45), (45, 60)] {
             let before = random_dag(3, nb, 2);
             let after = random_dag(4, na, 3);
-            let d = crate::plan::diff::diff(&before, &after);
+            let d = crate::diff::diff(&before, &after);
             let dr = DiffReport::new(
                 &before,
                 &after,
@@ -574,7 +547,15 @@ mod tests {
             );
             let (want_added, want_removed) = (dr.added.len(), dr.removed.len());
             assert!(want_added + want_removed > 0);
-            let mut r = HtmlReport::new(&after, "t".into(), None, Vec::new(), None, Vec::new());
+            let mut r = HtmlReport::new(
+                &after,
+                &Sizes::compute(&after),
+                "t".into(),
+                None,
+                Vec::new(),
+                None,
+                Vec::new(),
+            );
             r.set_diff(&after, dr);
             let section = r.diff.as_ref().unwrap();
             let in_before: std::collections::HashSet<&str> =
@@ -604,6 +585,7 @@ mod tests {
         let g = random_dag(1, 5, 1);
         let mut r = HtmlReport::new(
             &g,
+            &Sizes::compute(&g),
             "</script><!--".into(),
             None,
             Vec::new(),

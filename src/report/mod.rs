@@ -1,8 +1,11 @@
 //! The report stage: turning results into what a person or a program
 //! reads. Every report is one serde struct, printed as JSON for `--json`
 //! and rendered as text otherwise (the same struct, so the two never
-//! disagree). Formatting only: reports never compute closures or read the
-//! store.
+//! disagree). Formatting only: reports never compute closures, sizes,
+//! chains or dominators, and never read the store. Their constructors take
+//! what earlier stages computed (the graph's [`crate::graph::Sizes`],
+//! [`crate::explain`]'s chains, plans, a [`crate::diff::ClosureDiff`]) and
+//! only select, sort and name it.
 
 pub mod advise;
 pub mod check;

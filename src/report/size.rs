@@ -1,11 +1,11 @@
 //! The `size` report: closure, self and added size of every path in the
-//! closure of the roots.
+//! closure of the roots, as [`Sizes`] computed them.
 
 use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use crate::graph::{Graph, NodeId, added_sizes, closure_sizes};
+use crate::graph::{Graph, NodeId, Sizes};
 use crate::units::iec;
 
 /// Sizes of one path.
@@ -25,7 +25,7 @@ pub struct PathSizes {
     pub references: Option<Vec<String>>,
 }
 
-/// What to compute and keep in a [`SizeReport`].
+/// What to show in a [`SizeReport`].
 #[derive(Debug, Clone, Copy, Default)]
 pub struct SizeOptions {
     /// Table order.
@@ -64,11 +64,11 @@ pub enum SortKey {
 }
 
 impl SizeReport {
-    /// Computes every size over `g`, sorted and cut as `opts` says.
-    pub fn compute(g: &Graph, opts: SizeOptions) -> SizeReport {
+    /// The table of `g`'s paths with their `sizes` (computed by the graph
+    /// stage, [`Sizes::compute`]), sorted and cut as `opts` says.
+    pub fn new(g: &Graph, sizes: &Sizes, opts: SizeOptions) -> SizeReport {
         let sort = opts.sort;
-        let closure = closure_sizes(g);
-        let added = added_sizes(g);
+        let (closure, added) = (&sizes.closure, &sizes.added);
         let mut ids: Vec<NodeId> = (0..g.len() as NodeId).collect();
         let key = |v: &NodeId| -> u64 {
             let v = *v as usize;
@@ -92,7 +92,7 @@ impl SizeReport {
         }
         SizeReport {
             roots: g.roots().iter().map(|&r| g.path(r).to_string()).collect(),
-            closure_size: g.size_of(&g.closure_of(g.roots())),
+            closure_size: sizes.total,
             path_count: g.len(),
             paths: ids
                 .into_iter()

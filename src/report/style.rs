@@ -6,7 +6,8 @@
 use anstyle::{AnsiColor, Effects, Style as Ansi};
 
 use crate::evidence::Verdict;
-use crate::store_path::{HASH_LEN, IS_BASE32};
+use crate::nixbase32::IS_BASE32;
+use crate::store_path::HASH_LEN;
 
 /// How text is painted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -57,7 +57,9 @@ pub struct TraceReport {
 
 impl TraceReport {
     /// Assembles the report from the trace and the graph of the touched
-    /// paths' closure (`None` when the store could not be read).
+    /// paths' closure as [`Graph::load`] reads it (`None` when the store
+    /// could not be read): every path of the graph counts as in that
+    /// closure, and the closure size is their sum.
     pub fn new(
         trace_file: &str,
         t: &TraceFile,
@@ -93,17 +95,18 @@ impl TraceReport {
         let mut untouched = Vec::new();
         let mut closure_size = 0;
         if let Some(g) = g {
-            let all = g.closure_of(g.roots());
-            closure_size = g.size_of(&all);
-            for (i, p) in g.paths().iter().enumerate() {
-                if all[i] && !t.paths.contains_key(p.as_str()) {
+            // `g` is the touched paths' closure (`Graph::load` reads
+            // nothing else), so each of its paths is in it.
+            for (v, p) in (0..).zip(g.paths()) {
+                closure_size += g.nar_size(v);
+                if !t.paths.contains_key(p.as_str()) {
                     untouched.push(TracedPath {
                         path: p.to_string(),
                         files_used: 0,
                         files_looked_at: 0,
                         bytes_used: 0,
                         bytes_touched: 0,
-                        nar_size: g.nar_size(crate::graph::NodeId::try_from(i).unwrap_or_default()),
+                        nar_size: g.nar_size(v),
                     });
                 }
             }

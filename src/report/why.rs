@@ -9,8 +9,8 @@ use super::refs::append_problems;
 use super::{Report, TextOptions};
 use crate::classify::Classified;
 use crate::evidence::{Evidence, Verdict};
+use crate::explain::Explained;
 use crate::graph::{Graph, NodeId};
-use crate::plan::explain::Explained;
 use crate::problem::Problem;
 use crate::store_path::name_of as name;
 

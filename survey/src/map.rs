@@ -19,6 +19,7 @@ use nix_heft::nar::tree::TreeNode;
 use nix_heft::problem::{Problem, ProblemKind};
 use nix_heft::report::refs::summarise;
 use nix_heft::source::{RawClosure, StoreSource};
+use nix_heft::store_path::split_name;
 
 use crate::schema;
 
@@ -36,20 +37,6 @@ impl PartitionFacts {
     pub fn rows(&self, i: usize) -> u64 {
         self.batches[i].num_rows() as u64
     }
-}
-
-/// Package name, version and output of a store path name, as Nix's name
-/// parsing splits them: the output suffix first (`-dev`, `-lib` …, else
-/// `out`), then the `DrvName` split of what is left.
-pub fn name_parts(name: &str) -> (&str, Option<&str>, &str) {
-    let output = nix_heft::roots::output_suffix(name);
-    let base = match output {
-        Some(o) => &name[..name.len() - o.len() - 1],
-        None => name,
-    };
-    let pname = nix_heft::store_path::package_name(base);
-    let version = base.get(pname.len() + 1..).filter(|v| !v.is_empty());
-    (pname, version, output.unwrap_or("out"))
 }
 
 /// Reads and classifies `paths` (one partition) from `src`.
@@ -119,12 +106,14 @@ pub fn survey_partition(
     let mut ev = EvidenceBuilder::default();
     for v in 0..own as NodeId {
         let sp = g.path(v);
-        let (name, version, output) = name_parts(sp.name());
+        // Package name, version and output as the library reads names;
+        // the `out` output has no suffix.
+        let name = split_name(sp.name());
         p.path.append_value(sp.as_str());
         p.hash.append_value(sp.hash_part());
-        p.name.append_value(name);
-        p.version.append_option(version);
-        p.output.append_value(output);
+        p.name.append_value(name.name);
+        p.version.append_option(name.version);
+        p.output.append_value(name.output.unwrap_or("out"));
         p.nar_size.append_value(g.nar_size(v));
         p.file_count.append_option(c.trees.get(&v).map(|t| {
             t.entries
@@ -320,29 +309,4 @@ pub fn encode_partition(facts: &PartitionFacts) -> Result<PartitionFiles, ArrowE
             Ok((*name, bytes::Bytes::from(bytes)))
         })
         .collect()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn names_split_as_nix_does() {
-        assert_eq!(
-            name_parts("rocblas-5.7.1-dev"),
-            ("rocblas", Some("5.7.1"), "dev")
-        );
-        assert_eq!(
-            name_parts("rocm-llvm-clang-5.7.1"),
-            ("rocm-llvm-clang", Some("5.7.1"), "out")
-        );
-        assert_eq!(name_parts("hello"), ("hello", None, "out"));
-        assert_eq!(
-            name_parts("python3-3.11.4-doc"),
-            ("python3", Some("3.11.4"), "doc")
-        );
-        assert_eq!(name_parts("nixos-icons-lib"), ("nixos-icons", None, "lib"));
-        // A bare output name is a name, not an output.
-        assert_eq!(name_parts("dev"), ("dev", None, "out"));
-    }
 }

@@ -1,7 +1,9 @@
-//! Explanations from verdicts: for each dependency the best chain that
-//! holds it (the one whose weakest edge is strongest: a runtime chain beats
-//! a shorter dead one), and what keeps a path in the closure once one of its
-//! holds is gone. Used by `why` and by advice that saves nothing.
+//! Explanations from verdicts, a stage after classify and before plan: for
+//! each dependency the best chain that holds it (the one whose weakest edge
+//! is strongest: a runtime chain beats a shorter dead one), and what keeps
+//! a path in the closure once one of its holds is gone. Graph and
+//! classified evidence in, chains out; used by `why`, `browse`'s why view
+//! and advice whose cut references stay.
 
 use crate::classify::Classified;
 use crate::evidence::Verdict;

@@ -13,33 +13,15 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use crate::graph::{Graph, NodeId, ReadRequest};
-use crate::store_path::package_name;
+use crate::store_path::split_name_like_diff_closures;
 
-/// How `nix store diff-closures` names a path's package: the output name
-/// (`-dev`, `-lib`, `-bin`, any all-lowercase last dash part, or `-lib32` /
-/// `-lib64`) is stripped first, then the rest is split like Nix's
-/// `DrvName`. Returns (package, version, output).
-///
-/// Nix's rule is ambiguous (a name `foo-unstable` loses `unstable` as an
-/// output name); it is copied as is, so that both tools group alike.
-pub fn group_of(name: &str) -> (&str, &str, &str) {
-    let (stem, output) = match name.rfind('-') {
-        Some(i) => {
-            let suffix = &name[i + 1..];
-            let is_output = (!suffix.is_empty() && suffix.bytes().all(|b| b.is_ascii_lowercase()))
-                || suffix == "lib32"
-                || suffix == "lib64";
-            if is_output {
-                (&name[..i], suffix)
-            } else {
-                (name, "")
-            }
-        }
-        None => (name, ""),
-    };
-    let pkg = package_name(stem);
-    let version = stem.get(pkg.len() + 1..).unwrap_or("");
-    (pkg, version, output)
+/// How `nix store diff-closures` names a path's package: (package,
+/// version, output), `""` for a missing version or output. Nix's reading
+/// of names, not nixpkgs' output names, so both tools group alike (see
+/// [`split_name_like_diff_closures`]).
+fn group_of(name: &str) -> (&str, &str, &str) {
+    let n = split_name_like_diff_closures(name);
+    (n.name, n.version.unwrap_or(""), n.output.unwrap_or(""))
 }
 
 /// One side of a comparison: a graph and, per node, its package key (an
@@ -347,18 +329,6 @@ mod tests {
     use super::*;
     use crate::source::RawClosure;
     use crate::store_path::StorePath;
-
-    #[test]
-    fn groups_like_diff_closures() {
-        assert_eq!(group_of("rocblas-5.7.1-dev"), ("rocblas", "5.7.1", "dev"));
-        assert_eq!(group_of("hello-2.12"), ("hello", "2.12", ""));
-        assert_eq!(group_of("glibc-2.38-lib64"), ("glibc", "2.38", "lib64"));
-        assert_eq!(group_of("top-app-1.0"), ("top-app", "1.0", ""));
-        // Nix's ambiguity, kept: a lowercase last part is an output name.
-        assert_eq!(group_of("rocm-llvm"), ("rocm", "", "llvm"));
-        assert_eq!(group_of("hello"), ("hello", "", ""));
-        assert_eq!(group_of("foo-"), ("foo-", "", ""));
-    }
 
     fn graph(nodes: &[(&str, u64, &[usize])], roots: usize) -> Graph {
         let mut raw = RawClosure::default();

@@ -1,0 +1,161 @@
+//! `partition-targets`: a path holding run-time files for several targets
+//! (GPU architectures), of which a user needs few; building only those
+//! (`gpuTargets`, `cudaCapabilities`) is simulated as a partition that
+//! keeps them.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use regex::bytes::Regex;
+
+use super::{Action, ActionKind, Advisor, Safety, full_name, pkg_name};
+use crate::evidence::{Kind, Verdict};
+use crate::graph::NodeId;
+use crate::problem::Problem;
+
+/// Where a partition's kept targets come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum KeepSource {
+    Given,
+    Trace,
+    Costliest,
+}
+
+/// The action partitioning `p` by the targets `pattern` names (selected by
+/// the nixpkgs knob `knob`): `None` when its run-time files name fewer
+/// than two targets or no partition keeps a target; with a problem when
+/// the source has no tree of `p`.
+pub(super) fn action(
+    cx: &Advisor,
+    p: NodeId,
+    pattern: &'static str,
+    knob: &str,
+    problems: &mut Vec<Problem>,
+) -> Option<Action> {
+    let g = cx.g;
+    let pe = &cx.c.paths[&p];
+    let re = Regex::new(pattern).expect("static pattern");
+    let mut by_target: BTreeMap<String, BTreeSet<NodeId>> = BTreeMap::new();
+    // Only run-time files count: a target list in a build file is not a
+    // per-target layout.
+    let mut all_files = BTreeSet::new();
+    // Targets whose files the traces used.
+    let mut traced_keys: BTreeSet<String> = BTreeSet::new();
+    for (&t, evs) in &pe.by_reference {
+        for ev in evs.iter().filter(|e| e.verdict == Verdict::Runtime) {
+            let hay = format!(
+                "{} {}",
+                ev.file,
+                if ev.kind == Kind::Symlink {
+                    &ev.context
+                } else {
+                    ""
+                }
+            );
+            if let Some(m) = re.find(hay.as_bytes()) {
+                let key = String::from_utf8_lossy(m.as_bytes()).into_owned();
+                if cx.traces.is_some_and(|tr| {
+                    tr.file(g.path(p).as_str(), &ev.file)
+                        .is_some_and(|f| f.used())
+                }) {
+                    traced_keys.insert(key.clone());
+                }
+                by_target.entry(key).or_default().insert(t);
+                all_files.insert(ev.file.clone());
+            }
+        }
+    }
+    if by_target.len() < 2 {
+        return None;
+    }
+    let keys: Vec<String> = by_target.keys().cloned().collect();
+    let tree = match crate::plan::tree_of(g, cx.c, p, "a partition") {
+        Ok(t) => t,
+        Err(e) => {
+            problems.push(cx.not_simulated(ActionKind::PartitionTargets, p, e));
+            return None;
+        }
+    };
+    let try_keep = |keep: Vec<String>| {
+        crate::plan::partition::partition_of(
+            g,
+            p,
+            tree,
+            &pe.by_reference,
+            pattern,
+            Some(&keep),
+            g.roots(),
+        )
+        .ok()
+        .and_then(|r| Some((keep, cx.total.saturating_sub(r.after_keep?), r.kept_refs?)))
+    };
+    // The targets to keep: those given (--targets), else those the trace
+    // used, else the costliest single target (the least a user saves).
+    let given: Vec<String> = cx
+        .targets
+        .map(|t| t.iter().filter(|k| keys.contains(k)).cloned().collect())
+        .unwrap_or_default();
+    let (choice, source) = if !given.is_empty() {
+        (try_keep(given), KeepSource::Given)
+    } else if !traced_keys.is_empty() {
+        (
+            try_keep(traced_keys.iter().cloned().collect()),
+            KeepSource::Trace,
+        )
+    } else {
+        (
+            keys.iter()
+                .filter_map(|k| try_keep(vec![k.clone()]))
+                .min_by_key(|(_, s, _)| *s),
+            KeepSource::Costliest,
+        )
+    };
+    let (kept_list, saving, kept_refs) = choice?;
+    let kept = kept_list.join("\", \"");
+    let trace_names = || cx.traces.map(|t| t.names()).unwrap_or_default();
+    let pkg = pkg_name(g.path(p).as_str());
+    let cuts: Vec<String> = g
+        .references(p)
+        .iter()
+        .filter(|r| !kept_refs.contains(r))
+        .map(|&r| g.path(r).to_string())
+        .collect();
+    Some(Action {
+        reason: format!(
+            "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them{}",
+            full_name(g.path(p).as_str()),
+            keys.len(),
+            keys.join(", "),
+            if source == KeepSource::Trace {
+                format!(
+                    "; the traced workload used only {} (trace {})",
+                    traced_keys.iter().cloned().collect::<Vec<_>>().join(", "),
+                    trace_names()
+                )
+            } else {
+                String::new()
+            }
+        ),
+        evidence: all_files.into_iter().take(8).collect(),
+        snippet: match source {
+            KeepSource::Given => format!(
+                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets given with --targets"
+            ),
+            KeepSource::Trace => format!(
+                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets the trace ({}) used",
+                trace_names()
+            ),
+            KeepSource::Costliest => format!(
+                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more"
+            ),
+        },
+        keeps: kept_list,
+        pattern: Some(pattern),
+        ..cx.action(
+            ActionKind::PartitionTargets,
+            p,
+            cuts,
+            Some(saving),
+            Safety::CheckAtRuntime,
+        )
+    })
+}
