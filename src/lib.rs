@@ -32,6 +32,7 @@ pub mod evidence;
 pub mod fuzzing;
 pub mod graph;
 pub mod nar;
+pub mod pipeline;
 pub mod plan;
 pub mod problem;
 pub mod read;
