@@ -30,6 +30,7 @@ pub mod error;
 pub mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gate;
 pub mod graph;
 pub mod nar;
 pub mod pipeline;

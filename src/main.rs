@@ -1067,109 +1067,101 @@ fn diff(cli: &Cli, src: &dyn StoreSource, args: &DiffArgs) -> anyhow::Result<Exi
     )
 }
 
-fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    use nix_heft::plan::check::{self as chk, Baseline, Config, Growth, Rules};
-    use nix_heft::report::check::{CheckReport, Format};
-    let usage = |m: String| anyhow::Error::from(nix_heft::Error::Usage(m));
-    let config = match &args.config {
-        Some(f) => Config::load(f)?,
-        None => {
-            let default = std::path::Path::new("nix-heft.toml");
-            if default.is_file() {
-                Config::load(default)?
-            } else {
-                Config::default()
-            }
-        }
+/// The config file: `--config`, else `./nix-heft.toml` when present, else
+/// none.
+fn load_config(given: Option<&std::path::Path>) -> anyhow::Result<nix_heft::gate::Config> {
+    let default = std::path::Path::new("nix-heft.toml");
+    let file = match given {
+        Some(f) => f,
+        None if default.is_file() => default,
+        None => return Ok(nix_heft::gate::Config::default()),
     };
-    // Flags override the file's keys; lists add to them.
+    let text = std::fs::read_to_string(file).map_err(|source| nix_heft::Error::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    Ok(nix_heft::gate::Config::parse(file, &text)?)
+}
+
+/// A saved `nix-heft size --json` as a baseline.
+fn baseline_file(file: &std::path::PathBuf) -> anyhow::Result<nix_heft::gate::Baseline> {
+    let text = std::fs::read(file).map_err(|source| nix_heft::Error::Io {
+        path: file.clone(),
+        source,
+    })?;
+    let r: SizeReport =
+        serde_json::from_slice(&text).map_err(|e| nix_heft::Error::BadBaseline {
+            file: file.clone(),
+            reason: format!("not the output of `nix-heft size --json`: {e}"),
+        })?;
+    Ok(nix_heft::gate::Baseline::from_sizes(
+        file.display().to_string(),
+        r.closure_size,
+        r.path_count,
+        r.paths.into_iter().map(|p| p.path),
+    ))
+}
+
+fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    use nix_heft::gate::{Baseline, BaselineFrom, Config, Settings};
+    use nix_heft::report::check::{CheckReport, Format};
+    let config = load_config(args.config.as_deref())?;
     let format = match (&args.format, cli.json) {
         (Some(f), true) if f != "json" => {
-            return Err(usage(format!("--json and --format {f} disagree; give one")));
+            return Err(nix_heft::Error::Usage(format!(
+                "--json and --format {f} disagree; give one"
+            ))
+            .into());
         }
         (Some(f), _) => Format::parse(f)?,
         (None, true) => Format::Json,
         (None, false) => Format::parse(config.format.as_deref().unwrap_or("text"))?,
     };
-    let roots_args = if args.roots.is_empty() {
-        config.roots.clone()
-    } else {
-        args.roots.clone()
+    let flags = Config {
+        roots: args.roots.clone(),
+        store: cli.store.clone(),
+        max_closure: args.max_closure.clone(),
+        max_growth: args.max_growth.clone(),
+        against: args.against.clone(),
+        against_json: args.against_json.clone(),
+        forbid: args.forbid.clone(),
+        forbid_verdict: args.forbid_verdict.clone(),
+        format: args.format.clone(),
     };
-    if roots_args.is_empty() {
-        return Err(usage(
-            "no ROOT to check: give one, or `roots` in the config file".into(),
-        ));
-    }
-    let mut forbid = config.forbid.clone();
-    forbid.extend(args.forbid.iter().cloned());
-    let mut verdicts = config.forbid_verdict.clone();
-    verdicts.extend(args.forbid_verdict.iter().cloned());
-    let max_closure = args.max_closure.as_ref().or(config.max_closure.as_ref());
-    let max_growth = args.max_growth.as_ref().or(config.max_growth.as_ref());
-    let (against, against_json) = if args.against.is_some() || args.against_json.is_some() {
-        (args.against.clone(), args.against_json.clone())
-    } else {
-        (config.against.clone(), config.against_json.clone())
+    let settings = Settings::merge(config, flags, nix_heft::roots::glob)?;
+    let saved = match &settings.baseline {
+        Some(BaselineFrom::SizeJson(f)) => Some(baseline_file(f)?),
+        _ => None,
     };
-    if against.is_some() && against_json.is_some() {
-        return Err(usage(
-            "give one baseline: --against or --against-json".into(),
-        ));
-    }
-    let rules = Rules {
-        max_closure: max_closure
-            .map(|s| nix_heft::units::parse_size(s))
-            .transpose()?,
-        max_growth: max_growth.map(|s| Growth::parse(s)).transpose()?,
-        forbid: Rules::forbid_globs(&forbid)?,
-        forbid_verdict: chk::parse_verdicts(&verdicts)?,
-    };
-    if rules.max_growth.is_some() && against.is_none() && against_json.is_none() {
-        return Err(usage(
-            "--max-growth needs a baseline: --against ROOT or --against-json FILE".into(),
-        ));
-    }
-    if rules.is_empty() {
-        return Err(usage(
-            "nothing to check: give --max-closure, --max-growth, --forbid or --forbid-verdict (or a config file)".into(),
-        ));
-    }
-    let mut shown_rules = Vec::new();
-    if let Some(s) = max_closure {
-        shown_rules.push(format!("max-closure {s}"));
-    }
-    if let Some(s) = max_growth {
-        shown_rules.push(format!("max-growth {s}"));
-    }
-    shown_rules.extend(forbid.iter().map(|f| format!("forbid {f}")));
-    if !rules.forbid_verdict.is_empty() {
-        let v: Vec<&str> = rules.forbid_verdict.iter().map(|v| v.as_str()).collect();
-        shown_rules.push(format!("forbid-verdict {}", v.join(",")));
-    }
-    let baseline_file = match &against_json {
-        Some(f) => Some(Baseline::from_size_json(f)?),
-        None => None,
-    };
-    let src = open_store(cli, cli.store.as_deref().or(config.store.as_deref()))?;
+    let src = open_store(cli, settings.store.as_deref())?;
     let src = src.as_ref();
-    let baseline = match &against {
-        Some(a) => {
+    let baseline = match &settings.baseline {
+        Some(BaselineFrom::Root(a)) => {
             let r = nix_heft::roots::resolve_roots(src, std::slice::from_ref(a))?;
             Some(Baseline::from_graph(&load(cli, src, &r)?))
         }
-        None => baseline_file,
+        _ => saved,
     };
-    let roots = nix_heft::roots::resolve_roots(src, &roots_args)?;
+    let roots = nix_heft::roots::resolve_roots(src, &settings.roots)?;
     let g = load(cli, src, &roots)?;
-    let prepared = chk::prepare(&g, &rules, baseline.as_ref());
+    let forbidden: Vec<(String, NodeId)> = settings
+        .rules
+        .forbid
+        .iter()
+        .flat_map(|(pat, m)| {
+            nix_heft::roots::matching_in_closure(&g, m)
+                .into_iter()
+                .map(move |v| (pat.clone(), v))
+        })
+        .collect();
+    let prepared = nix_heft::gate::prepare(&g, &settings.rules, baseline.as_ref(), &forbidden);
     let c = if prepared.wants.is_empty() {
         Classified::default()
     } else {
         read_and_classify(cli, src, &g, &prepared.wants)
     };
     let mut problems = c.problems.clone();
-    problems.extend(chk::unchecked(&g, &c, &prepared));
+    problems.extend(nix_heft::gate::unchecked(&g, &c, &prepared));
     let (actions, plan) = if prepared.needs_advice {
         let (a, p) = nix_heft::plan::advise::advise(&g, &c, None, None);
         problems.extend(p);
@@ -1179,10 +1171,10 @@ fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     } else {
         (Vec::new(), None)
     };
-    let violations = chk::check(
+    let violations = nix_heft::gate::check(
         &g,
         &c,
-        &rules,
+        &settings.rules,
         baseline.as_ref(),
         &prepared,
         &actions,
@@ -1193,7 +1185,7 @@ fn check_main(cli: &Cli, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         roots: roots.iter().map(|r| r.to_string()).collect(),
         closure_size: prepared.closure_size,
         baseline,
-        rules: shown_rules,
+        rules: settings.shown,
         violations,
         problems,
     };

@@ -12,6 +12,7 @@
 use std::collections::HashSet;
 
 use crate::classify::{Classified, classify};
+use crate::gate::{Baseline, Rules, Violation};
 use crate::graph::{Edges, Graph, NodeId, edges};
 use crate::plan::advise::Action;
 use crate::plan::joint::Plan;
@@ -227,3 +228,50 @@ pub fn advise(
     })
 }
 
+/// The gate's answer.
+#[derive(Debug)]
+pub struct Checked {
+    /// The closure size of the roots.
+    pub closure_size: u64,
+    /// Every broken rule.
+    pub violations: Vec<Violation>,
+    /// What could not be read, checked, simulated or planned.
+    pub problems: Vec<Problem>,
+}
+
+/// `check`: the gate's rules over the closure of `g`'s roots. Only the
+/// edges the rules need are read ([`crate::gate::prepare`]), and advise
+/// runs only when a budget is broken, to say what would bring it back.
+/// `forbidden` are the paths each forbidden pattern matches in `g`.
+pub fn check(
+    src: &dyn StoreSource,
+    g: &Graph,
+    rules: &Rules,
+    baseline: Option<&Baseline>,
+    forbidden: &[(String, NodeId)],
+    progress: &dyn Progress,
+) -> Checked {
+    let prepared = crate::gate::prepare(g, rules, baseline, forbidden);
+    let c = if prepared.wants.is_empty() {
+        Classified::default()
+    } else {
+        classified(src, g, &prepared.wants, None, progress)
+    };
+    let mut problems = c.problems.clone();
+    problems.extend(crate::gate::unchecked(g, &c, &prepared));
+    let (actions, plan) = if prepared.needs_advice {
+        let (a, p) = crate::plan::advise::advise(g, &c, None, None);
+        problems.extend(p);
+        let (plan, pp) = crate::plan::joint::plan(g, &c, &a, None);
+        problems.extend(pp);
+        (a, Some(plan))
+    } else {
+        (Vec::new(), None)
+    };
+    let violations = crate::gate::check(g, &c, rules, baseline, &prepared, &actions, plan.as_ref());
+    Checked {
+        closure_size: prepared.closure_size,
+        violations,
+        problems,
+    }
+}

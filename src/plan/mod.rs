@@ -3,7 +3,6 @@
 //! store paths, without rebuilding and without touching the store.
 
 pub mod advise;
-pub mod check;
 pub mod diff;
 pub mod explain;
 pub mod joint;
