@@ -7,7 +7,9 @@
 //! reads each needed store path once (file tree and raw holds), [`classify`]
 //! turns holds into [`evidence`] with verdicts, [`plan`] simulates splits,
 //! partitions and advice from those alone, and [`report`] renders results
-//! as tables or the serde structs behind `--json`. [`evidence`] and
+//! as tables or the serde structs behind `--json`. [`pipeline`] runs the
+//! stages after the graph in order for every caller; [`gate`] is the CI
+//! gate (`check`'s rules) over their results. [`evidence`] and
 //! [`problem`] are leaves every stage shares; [`nar`] and [`elf`] are the
 //! file formats. The `nix-heft` binary is a thin CLI over these.
 //!
