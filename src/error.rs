@@ -239,6 +239,17 @@ pub enum Error {
     /// Tracing a workload failed (the tracer itself, not the workload).
     #[error("tracing failed: {0}")]
     Trace(String),
+    /// `advise` on a source that has no file contents for any path read (a
+    /// path-info JSON file): no reference could be examined, so any advice
+    /// would be a guess.
+    #[error(
+        "cannot advise from {store}: it has no file contents, so no reference could be \
+         examined; read the local store, a chroot store or a binary cache"
+    )]
+    NothingToAdvise {
+        /// Description of the source.
+        store: String,
+    },
 }
 
 impl Error {

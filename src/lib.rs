@@ -7,12 +7,14 @@
 //! reads each needed store path once (file tree and raw holds), [`classify`]
 //! turns holds into [`evidence`] with verdicts, [`explain`] finds the
 //! chains that hold a dependency, [`plan`] simulates splits, partitions and
-//! advice from those alone, [`diff`] compares two closures, and [`report`]
-//! renders results (computing nothing) as tables or the serde structs
-//! behind `--json`. [`evidence`], [`problem`] and [`store_path`] (with
-//! Nix's naming rules) are leaves every stage shares; [`nixbase32`] is
-//! Nix's base-32, [`nar`] and [`elf`] are the file formats. The `nix-heft`
-//! binary is a thin CLI over these.
+//! advice from those alone, [`diff`] compares two closures, [`gate`] is the
+//! CI gate (`check`'s rules) over their results, and [`report`] renders
+//! results (computing nothing) as tables or the serde structs behind
+//! `--json`. [`pipeline`] runs the stages after the graph in order for
+//! every caller. [`evidence`], [`problem`] and [`store_path`] (with Nix's
+//! naming rules) are leaves every stage shares; [`nixbase32`] is Nix's
+//! base-32, [`nar`] and [`elf`] are the file formats. The `nix-heft` binary
+//! is a thin CLI over these.
 //!
 //! ```no_run
 //! let src = nix_heft::source::open(None)?;
@@ -36,10 +38,12 @@ pub mod evidence;
 pub mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gate;
 pub mod graph;
 pub mod local_cache;
 pub mod nar;
 pub mod nixbase32;
+pub mod pipeline;
 pub mod plan;
 pub mod problem;
 pub mod read;

@@ -262,6 +262,17 @@ pub fn glob(pattern: &str) -> Result<GlobMatcher> {
         .compile_matcher())
 }
 
+/// The paths of a loaded closure whose names a compiled glob matches, whole
+/// or by package name as ROOT names match, in id order (`check --forbid`).
+pub fn matching_in_closure(
+    g: &crate::graph::Graph,
+    matcher: &GlobMatcher,
+) -> Vec<crate::graph::NodeId> {
+    (0..g.len() as crate::graph::NodeId)
+        .filter(|&v| name_matches(matcher, g.path(v).name()))
+        .collect()
+}
+
 /// Resolves a dependency argument within a loaded closure: a store path (or
 /// a path inside one, or a symlink to one), or a name or glob matched
 /// against the closure's paths, where any number of matches is fine.

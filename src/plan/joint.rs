@@ -181,6 +181,60 @@ fn joint(
     w.closure_size(g.roots())
 }
 
+/// Which GPU targets the plan's partitions keep, as the plan's note says it:
+/// the `--targets` asked for, else the targets the traces used, else the
+/// costliest single target. `None` when advise found no partition.
+///
+/// A target asked for that no partition keeps is a usage error naming the
+/// targets the partitions found: the plan would silently keep others.
+pub fn targets_note(
+    actions: &[Action],
+    targets: Option<&[String]>,
+    traces: Option<&crate::trace::file::TraceSet>,
+) -> crate::Result<Option<String>> {
+    let partitions: Vec<&Action> = actions
+        .iter()
+        .filter(|a| a.kind == ActionKind::PartitionTargets)
+        .collect();
+    let kept = || {
+        partitions
+            .iter()
+            .map(|a| a.keeps.join(","))
+            .collect::<Vec<_>>()
+            .join("; ")
+    };
+    if let Some(t) = targets {
+        for want in t {
+            if !partitions.iter().any(|a| a.keeps.contains(want)) {
+                return Err(crate::Error::Usage(format!(
+                    "--targets {want}: no per-target package in the closure has that target{}",
+                    if partitions.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" (the partitions found keep {})", kept())
+                    }
+                )));
+            }
+        }
+    }
+    Ok(if partitions.is_empty() {
+        None
+    } else if let Some(t) = targets {
+        Some(format!("keeps {} (--targets)", t.join(", ")))
+    } else if let Some(tr) = traces
+        && partitions
+            .iter()
+            .any(|a| a.snippet.contains("the targets the trace"))
+    {
+        Some(format!("keeps the targets the trace used ({})", tr.names()))
+    } else {
+        Some(format!(
+            "keeps {}, the costliest single target; give --targets to choose",
+            kept()
+        ))
+    })
+}
+
 /// The plan of `actions` (as `advise` ranked them) for the graph's roots.
 /// `targets` says which targets partitions keep, for the plan's note.
 pub fn plan(

@@ -5,7 +5,6 @@
 //! holds is [`crate::explain`].
 
 pub mod advise;
-pub mod check;
 pub mod joint;
 pub mod partition;
 pub mod prune;

@@ -13,10 +13,12 @@
 //! neither, the path is read in full and the same bound applied after, so
 //! every source gives the same advice with the same flags.
 
+use std::collections::{BTreeMap, HashSet};
+
 use regex::bytes::Regex;
 
 use super::split::{assign, nixpkgs_preset};
-use crate::graph::{Graph, NodeId};
+use crate::graph::{Graph, NodeId, ReadRequest};
 use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
 
 /// What the pruning knows of one referrer before reading it.
@@ -98,6 +100,82 @@ pub fn own_part(nar: u64, tree: &FileTree) -> u64 {
         nar.saturating_sub(FileTree::from_entries(ungrouped).nar_size())
     };
     split.max(partition)
+}
+
+/// `advise`'s pruning of a whole closure, in the order it learns: the
+/// graph ([`Pruning::new`]), then the trees that cost no NAR, then the trees
+/// the read brought ([`Pruning::settle`] for both). Pure: the caller fetches
+/// the trees.
+#[derive(Debug, Clone)]
+pub struct Pruning {
+    /// Per path, the graph's bound on any action
+    /// ([`crate::graph::bounds::max_savings`]).
+    added: Vec<u64>,
+    /// The threshold (`--min-saving` in bytes).
+    min: u64,
+    /// Referrers no action on which can reach the threshold, with their
+    /// bounds.
+    skipped: Vec<(NodeId, u64)>,
+    /// Referrers whose bound waits for their tree.
+    pending: Vec<NodeId>,
+}
+
+impl Pruning {
+    /// The first cut of every referrer of `wants`, from the graph alone.
+    pub fn new(g: &Graph, wants: &ReadRequest, min: u64) -> Pruning {
+        let added = crate::graph::bounds::max_savings(g);
+        let mut skipped = Vec::new();
+        let mut pending = Vec::new();
+        for &v in wants.keys() {
+            match first_cut(g, &added, v, min) {
+                FirstCut::Skip(b) => skipped.push((v, b)),
+                FirstCut::Read => {}
+                FirstCut::NeedsTree => pending.push(v),
+            }
+        }
+        Pruning {
+            added,
+            min,
+            skipped,
+            pending,
+        }
+    }
+
+    /// The referrers whose bound waits for a tree.
+    pub fn pending(&self) -> &[NodeId] {
+        &self.pending
+    }
+
+    /// Judges each pending referrer whose tree `trees` holds by
+    /// [`with_tree`]; the others stay pending.
+    pub fn settle(&mut self, g: &Graph, trees: &BTreeMap<NodeId, FileTree>) {
+        let (added, min, skipped) = (&self.added, self.min, &mut self.skipped);
+        self.pending.retain(|&v| match trees.get(&v) {
+            Some(t) => {
+                let b = with_tree(g, added, v, t);
+                if b < min {
+                    skipped.push((v, b));
+                }
+                false
+            }
+            None => true,
+        });
+    }
+
+    /// `wants` without the skipped referrers.
+    pub fn to_read(&self, mut wants: ReadRequest) -> ReadRequest {
+        let skipped: HashSet<NodeId> = self.skipped.iter().map(|&(v, _)| v).collect();
+        wants.retain(|v, _| !skipped.contains(v));
+        wants
+    }
+
+    /// The skipped referrers with their bounds, largest bound first (then
+    /// by id, so the order never depends on how they were found).
+    pub fn not_examined(&self) -> Vec<(NodeId, u64)> {
+        let mut s = self.skipped.clone();
+        s.sort_by(|a, b| b.1.cmp(&a.1).then(a.0.cmp(&b.0)));
+        s
+    }
 }
 
 #[cfg(test)]

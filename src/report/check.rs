@@ -6,7 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::diff::files_of;
 use super::{Report, TextOptions};
-use crate::plan::check::{Baseline, Violation};
+use crate::gate::{Baseline, Violation};
 use crate::problem::Problem;
 use crate::store_path::name_of;
 use crate::units::{iec, iec_delta};

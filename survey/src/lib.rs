@@ -3,7 +3,7 @@
 //!
 //! `nix-heft-survey run [--store STORE] -o DIR|URL (ROOT... | --paths FILE | --all)`
 //! reads every path of the surveyed set once with the `nix-heft` library
-//! (`read::read`, `classify::classify`: the same reading and verdicts as
+//! (`pipeline::classified`: read, then classify, the same reading and verdicts as
 //! `nix-heft refs`) and writes four tables to `-o`, a directory or an
 //! object store ([`output`]):
 //!

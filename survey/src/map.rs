@@ -1,5 +1,5 @@
 //! The map step of one partition: each of its store paths read once with
-//! the nix-heft library (`read::read`, then `classify::classify`), reduced
+//! the nix-heft library (`pipeline::classified`: read, then classify), reduced
 //! to rows of `paths`, `edges`, `evidence` and `problems`, and encoded as
 //! Parquet files for [`crate::output`] to write.
 
@@ -12,7 +12,6 @@ use datafusion::arrow::array::{
 use datafusion::arrow::error::ArrowError;
 use datafusion::parquet::arrow::ArrowWriter;
 use nix_heft::StorePath;
-use nix_heft::classify::classify;
 use nix_heft::evidence::Kind;
 use nix_heft::graph::{Graph, NodeId, ReadRequest, request};
 use nix_heft::nar::tree::TreeNode;
@@ -94,11 +93,10 @@ pub fn survey_partition(
         .map(|v| (v, request::references_of(&g, v)))
         .collect();
     let nar_bytes = AtomicU64::new(0);
-    let reads = nix_heft::read::read(src, &g, &wants, &|n| {
+    let c = nix_heft::pipeline::classified(src, &g, &wants, None, &|n: u64| {
         nar_bytes.fetch_add(n, Ordering::Relaxed);
         progress(n);
     });
-    let c = classify(&g, reads);
     problems.extend(c.problems.iter().cloned());
 
     let mut p = PathsBuilder::default();

@@ -1,12 +1,17 @@
-//! Closure rules for CI: a size budget, a growth budget against a
-//! baseline, forbidden paths and forbidden verdicts, each violation
-//! explained from the graph and the classified evidence.
+//! The CI gate (`check`): closure rules — a size budget, a growth budget
+//! against a baseline, forbidden paths and forbidden verdicts — each
+//! violation explained from the graph and the classified evidence.
 //!
 //! Two steps, so that the read stage reads only what the rules need:
-//! [`prepare`] looks at the graph alone (sizes, forbidden matches and their
+//! [`prepare`] looks at the graph alone (sizes, the forbidden paths'
 //! shortest chains) and says which edges need evidence; [`check`] turns the
 //! classified evidence (and advise's actions, when a budget is broken) into
 //! [`Violation`]s.
+//!
+//! Pure: the gate judges data. Reading the config and baseline files,
+//! compiling and matching the forbidden globs against a closure, and the
+//! store are the command's; [`Config::parse`] and [`Settings::merge`] turn
+//! the file's text and the flags into [`Rules`].
 
 use std::collections::{BTreeSet, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
@@ -15,12 +20,11 @@ use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Classified;
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result};
 use crate::evidence::{Evidence, Verdict};
 use crate::graph::{Graph, NodeId, ReadRequest, added_sizes, request};
 use crate::plan::advise::Action;
 use crate::problem::{Problem, ProblemKind};
-use crate::store_path::package_name;
 
 /// A growth limit: bytes, or a percentage of the baseline's closure.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -88,21 +92,15 @@ pub struct Rules {
     pub max_closure: Option<u64>,
     /// Largest growth over the baseline.
     pub max_growth: Option<Growth>,
-    /// Forbidden names or globs, compiled.
+    /// Forbidden names or globs, as given and compiled by the caller; the
+    /// caller also finds their matches in the closure ([`prepare`] takes
+    /// them), so the gate knows nothing of argument syntax.
     pub forbid: Vec<(String, GlobMatcher)>,
     /// Verdicts no edge may have as its strongest.
     pub forbid_verdict: Vec<Verdict>,
 }
 
 impl Rules {
-    /// Compiles the forbidden globs (a bad one is a usage error).
-    pub fn forbid_globs(patterns: &[String]) -> Result<Vec<(String, GlobMatcher)>> {
-        patterns
-            .iter()
-            .map(|p| Ok((p.clone(), crate::roots::glob(p)?)))
-            .collect()
-    }
-
     /// True when no rule is given.
     pub fn is_empty(&self) -> bool {
         self.max_closure.is_none()
@@ -125,21 +123,22 @@ pub struct Baseline {
 }
 
 impl Baseline {
-    /// Reads a saved `nix-heft size --json`.
-    pub fn from_size_json(file: &Path) -> Result<Baseline> {
-        let text = std::fs::read(file).map_err(io_err(file))?;
-        let r: crate::report::size::SizeReport =
-            serde_json::from_slice(&text).map_err(|e| Error::BadBaseline {
-                file: file.to_path_buf(),
-                reason: format!("not the output of `nix-heft size --json`: {e}"),
-            })?;
-        let paths: HashSet<String> = r.paths.iter().map(|p| p.path.clone()).collect();
-        Ok(Baseline {
-            label: file.display().to_string(),
-            closure_size: r.closure_size,
+    /// A saved closure's sizes (a `nix-heft size --json`, which the command
+    /// reads): its closure size, how many paths it has, and the paths it
+    /// lists.
+    pub fn from_sizes(
+        label: String,
+        closure_size: u64,
+        path_count: usize,
+        listed: impl IntoIterator<Item = String>,
+    ) -> Baseline {
+        let paths: HashSet<String> = listed.into_iter().collect();
+        Baseline {
+            label,
+            closure_size,
             // `size --top` keeps only some paths; the set is then unknown.
-            paths: (paths.len() == r.path_count).then_some(paths),
-        })
+            paths: (paths.len() == path_count).then_some(paths),
+        }
     }
 
     /// The closure of `g`'s roots as a baseline.
@@ -176,8 +175,15 @@ pub struct Prepared {
 /// How many contributors a budget violation lists.
 pub const TOP_CONTRIBUTORS: usize = 5;
 
-/// Checks the size rules and finds forbidden paths; says what to read.
-pub fn prepare(g: &Graph, rules: &Rules, baseline: Option<&Baseline>) -> Prepared {
+/// Checks the size rules and finds the forbidden paths' chains; says what
+/// to read. `forbidden` are the paths of the closure each forbidden pattern
+/// matches, pattern by pattern, as the caller found them.
+pub fn prepare(
+    g: &Graph,
+    rules: &Rules,
+    baseline: Option<&Baseline>,
+    forbidden: &[(String, NodeId)],
+) -> Prepared {
     let all = vec![true; g.len()];
     let closure_size = g.size_of(&all);
     let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
@@ -246,18 +252,15 @@ pub fn prepare(g: &Graph, rules: &Rules, baseline: Option<&Baseline>) -> Prepare
             ));
         }
     }
-    let mut forbidden = Vec::new();
-    if !rules.forbid.is_empty() {
+    let forbidden: Vec<(String, NodeId, Vec<NodeId>)> = if forbidden.is_empty() {
+        Vec::new()
+    } else {
         let prev = bfs_prev(g);
-        for (pat, m) in &rules.forbid {
-            for v in 0..g.len() as NodeId {
-                let name = g.path(v).name();
-                if m.is_match(name) || m.is_match(package_name(name)) {
-                    forbidden.push((pat.clone(), v, chain_to(&prev, v)));
-                }
-            }
-        }
-    }
+        forbidden
+            .iter()
+            .map(|(pat, v)| (pat.clone(), *v, chain_to(&prev, *v)))
+            .collect()
+    };
     let needs_advice = !budgets.is_empty();
     let mut wants = if needs_advice || !rules.forbid_verdict.is_empty() {
         request::all_edges(g)
@@ -593,12 +596,12 @@ fn one_or_many<'de, D: serde::Deserializer<'de>>(
 }
 
 impl Config {
-    /// Reads and parses a config file. Relative paths in it (`against`,
-    /// `against-json`, `roots` that are paths) are taken relative to the
-    /// file's directory, so a config works from any working directory.
-    pub fn load(file: &Path) -> Result<Config> {
-        let text = std::fs::read_to_string(file).map_err(io_err(file))?;
-        let mut c: Config = toml::from_str(&text).map_err(|e| Error::BadConfig {
+    /// Parses the text of the config file `file` (the command reads it).
+    /// Relative paths in it (`against`, `against-json`, `roots` that are
+    /// paths) are taken relative to the file's directory, so a config works
+    /// from any working directory.
+    pub fn parse(file: &Path, text: &str) -> Result<Config> {
+        let mut c: Config = toml::from_str(text).map_err(|e| Error::BadConfig {
             file: file.to_path_buf(),
             reason: e.to_string(),
         })?;
@@ -616,6 +619,121 @@ impl Config {
             .against_json
             .map(|p| if p.is_relative() { dir.join(p) } else { p });
         Ok(c)
+    }
+}
+
+/// Where `--max-growth`'s baseline comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum BaselineFrom {
+    /// The closure of this root, in the same store (`--against`).
+    Root(String),
+    /// A saved `nix-heft size --json` (`--against-json`).
+    SizeJson(PathBuf),
+}
+
+/// What `check` is asked: the config file's keys with the command line's
+/// flags over them, validated.
+#[derive(Debug, Clone)]
+pub struct Settings {
+    /// The roots to check.
+    pub roots: Vec<String>,
+    /// The store (`--store`, else the file's `store`).
+    pub store: Option<String>,
+    /// The baseline of `--max-growth`, if any.
+    pub baseline: Option<BaselineFrom>,
+    /// The rules, parsed.
+    pub rules: Rules,
+    /// The rules as given, for the report (`max-closure 1GiB`, …).
+    pub shown: Vec<String>,
+}
+
+impl Settings {
+    /// Merges the config file's keys (`file`) with the flags (`flags`, the
+    /// command line as a [`Config`]): a flag overrides its key; `forbid`
+    /// and `forbid-verdict` add to the file's lists; ROOTs given replace the
+    /// file's roots; a baseline given (either kind) replaces the file's.
+    /// `format` is left to the caller, which alone knows `--json`.
+    ///
+    /// `glob` compiles a forbidden pattern (the caller's glob syntax).
+    /// Usage errors, in this order: no root, two baselines, a bad size,
+    /// growth, glob or verdict, `--max-growth` without a baseline, no rule.
+    pub fn merge(
+        file: Config,
+        flags: Config,
+        glob: impl Fn(&str) -> Result<GlobMatcher>,
+    ) -> Result<Settings> {
+        let roots = if flags.roots.is_empty() {
+            file.roots
+        } else {
+            flags.roots
+        };
+        if roots.is_empty() {
+            return Err(Error::Usage(
+                "no ROOT to check: give one, or `roots` in the config file".into(),
+            ));
+        }
+        let mut forbid = file.forbid;
+        forbid.extend(flags.forbid);
+        let mut verdicts = file.forbid_verdict;
+        verdicts.extend(flags.forbid_verdict);
+        let max_closure = flags.max_closure.or(file.max_closure);
+        let max_growth = flags.max_growth.or(file.max_growth);
+        let (against, against_json) = if flags.against.is_some() || flags.against_json.is_some() {
+            (flags.against, flags.against_json)
+        } else {
+            (file.against, file.against_json)
+        };
+        let baseline = match (against, against_json) {
+            (Some(_), Some(_)) => {
+                return Err(Error::Usage(
+                    "give one baseline: --against or --against-json".into(),
+                ));
+            }
+            (Some(r), None) => Some(BaselineFrom::Root(r)),
+            (None, Some(f)) => Some(BaselineFrom::SizeJson(f)),
+            (None, None) => None,
+        };
+        let rules = Rules {
+            max_closure: max_closure
+                .as_deref()
+                .map(crate::units::parse_size)
+                .transpose()?,
+            max_growth: max_growth.as_deref().map(Growth::parse).transpose()?,
+            forbid: forbid
+                .iter()
+                .map(|p| Ok((p.clone(), glob(p)?)))
+                .collect::<Result<_>>()?,
+            forbid_verdict: parse_verdicts(&verdicts)?,
+        };
+        if rules.max_growth.is_some() && baseline.is_none() {
+            return Err(Error::Usage(
+                "--max-growth needs a baseline: --against ROOT or --against-json FILE".into(),
+            ));
+        }
+        if rules.is_empty() {
+            return Err(Error::Usage(
+                "nothing to check: give --max-closure, --max-growth, --forbid or --forbid-verdict (or a config file)".into(),
+            ));
+        }
+        let mut shown = Vec::new();
+        if let Some(s) = &max_closure {
+            shown.push(format!("max-closure {s}"));
+        }
+        if let Some(s) = &max_growth {
+            shown.push(format!("max-growth {s}"));
+        }
+        shown.extend(forbid.iter().map(|f| format!("forbid {f}")));
+        if !rules.forbid_verdict.is_empty() {
+            let v: Vec<&str> = rules.forbid_verdict.iter().map(|v| v.as_str()).collect();
+            shown.push(format!("forbid-verdict {}", v.join(",")));
+        }
+        Ok(Settings {
+            roots,
+            store: flags.store.or(file.store),
+            baseline,
+            rules,
+            shown,
+        })
     }
 }
 
@@ -639,22 +757,110 @@ mod tests {
 
     #[test]
     fn config_takes_every_key_and_refuses_unknown_ones() {
-        let dir = tempfile::tempdir().unwrap();
-        let f = dir.path().join("nix-heft.toml");
-        std::fs::write(
+        let dir = Path::new("/some/dir");
+        let f = dir.join("nix-heft.toml");
+        let c = Config::parse(
             &f,
             "roots = [\"./result\"]\nmax-closure = \"1GiB\"\nmax-growth = \"5%\"\n\
              against-json = \"base.json\"\nforbid = [\"*-dev\"]\nforbid-verdict = \"docs,build\"\n\
              format = \"github\"\nstore = \"local\"\nagainst = \"/nix/store/x\"\n",
         )
         .unwrap();
-        let c = Config::load(&f).unwrap();
-        assert_eq!(c.roots, [dir.path().join("./result").display().to_string()]);
-        assert_eq!(c.against_json.unwrap(), dir.path().join("base.json"));
+        assert_eq!(c.roots, [dir.join("./result").display().to_string()]);
+        assert_eq!(c.against_json.unwrap(), dir.join("base.json"));
         assert_eq!(c.forbid_verdict, ["docs,build"]);
         assert_eq!(c.format.as_deref(), Some("github"));
-        std::fs::write(&f, "max-clousre = \"1GiB\"\n").unwrap();
-        let e = Config::load(&f).unwrap_err();
+        let e = Config::parse(&f, "max-clousre = \"1GiB\"\n").unwrap_err();
         assert!(e.is_usage() && e.to_string().contains("max-clousre"), "{e}");
+    }
+
+    fn glob(p: &str) -> Result<GlobMatcher> {
+        globset::Glob::new(p)
+            .map(|g| g.compile_matcher())
+            .map_err(|e| Error::BadPattern {
+                pattern: p.to_string(),
+                reason: e.to_string(),
+            })
+    }
+
+    fn strings(v: &[&str]) -> Vec<String> {
+        v.iter().map(|s| s.to_string()).collect()
+    }
+
+    #[test]
+    fn flags_override_keys_and_add_to_lists() {
+        let file = Config {
+            roots: strings(&["./result"]),
+            store: Some("file:///cache".into()),
+            max_closure: Some("1GiB".into()),
+            max_growth: Some("5%".into()),
+            against_json: Some("base.json".into()),
+            forbid: strings(&["*-dev"]),
+            forbid_verdict: strings(&["docs"]),
+            ..Config::default()
+        };
+        let flags = Config {
+            max_closure: Some("900MB".into()),
+            against: Some("/nix/store/x".into()),
+            forbid: strings(&["rocm-llvm*"]),
+            forbid_verdict: strings(&["dead,docs"]),
+            ..Config::default()
+        };
+        let s = Settings::merge(file, flags, glob).unwrap();
+        assert_eq!(s.roots, ["./result"]);
+        assert_eq!(s.store.as_deref(), Some("file:///cache"));
+        assert_eq!(s.rules.max_closure, Some(900_000_000));
+        assert_eq!(s.rules.max_growth, Some(Growth::Percent(5.0)));
+        // A baseline flag replaces the file's, of either kind.
+        assert_eq!(s.baseline, Some(BaselineFrom::Root("/nix/store/x".into())));
+        assert_eq!(s.rules.forbid.len(), 2);
+        assert_eq!(s.rules.forbid_verdict, [Verdict::Docs, Verdict::Dead]);
+        assert_eq!(
+            s.shown,
+            [
+                "max-closure 900MB",
+                "max-growth 5%",
+                "forbid *-dev",
+                "forbid rocm-llvm*",
+                "forbid-verdict docs,dead"
+            ]
+        );
+    }
+
+    #[test]
+    fn merge_refuses_what_cannot_be_checked() {
+        let err = |file: Config, flags: Config| {
+            let e = Settings::merge(file, flags, glob).unwrap_err();
+            assert!(e.is_usage(), "{e}");
+            e.to_string()
+        };
+        let root = || Config {
+            roots: strings(&["/nix/store/x"]),
+            ..Config::default()
+        };
+        let budget = Config {
+            max_closure: Some("1GiB".into()),
+            ..Config::default()
+        };
+        assert!(err(Config::default(), budget.clone()).contains("no ROOT"));
+        assert!(err(root(), Config::default()).contains("nothing to check"));
+        let both = Config {
+            against: Some("/nix/store/y".into()),
+            against_json: Some("b.json".into()),
+            ..budget.clone()
+        };
+        assert!(err(root(), both).contains("one baseline"));
+        let growth = Config {
+            max_growth: Some("10%".into()),
+            ..Config::default()
+        };
+        assert!(err(root(), growth).contains("needs a baseline"));
+        let bad = Config {
+            forbid: strings(&["rocm-[llvm"]),
+            forbid_verdict: strings(&["runtime"]),
+            ..Config::default()
+        };
+        // The glob is reported before the verdict, as the flags are read.
+        assert!(err(root(), bad).contains("rocm-[llvm"));
     }
 }

@@ -1,0 +1,73 @@
+//! `nix-heft advise`: ranked actions that shrink a closure, each saving
+//! simulated, and their joint plan.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use nix_heft::pipeline::AdviseRequest;
+use nix_heft::report::TextOptions;
+use nix_heft::report::advise::{AdviceReport, NotExamined};
+
+use super::{Context, TraceOpt};
+
+/// `advise`'s arguments.
+#[derive(Args, Debug)]
+pub struct AdviseArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Show actions that save nothing in full, not folded into "also".
+    #[arg(long)]
+    all: bool,
+    #[command(flatten)]
+    trace: TraceOpt,
+    /// The GPU targets the plan keeps when it partitions (the values
+    /// `partition --keep` takes, e.g. gfx90a,gfx1100). Default: the targets
+    /// the --trace workload used, else the costliest single target.
+    #[arg(long, value_name = "TARGET,...", value_delimiter = ',')]
+    targets: Option<Vec<String>>,
+    /// Read only referrers where some action could save at least this much
+    /// (bytes, IEC units like 10MiB, or a percentage of the closure); the
+    /// bound comes from the graph alone. `0` reads everything.
+    #[arg(long, value_name = "SIZE", default_value = "1%")]
+    min_saving: nix_heft::units::Threshold,
+}
+
+/// [`nix_heft::pipeline::advise`] on the roots' closure, printed.
+pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
+    let src = ctx.open()?;
+    let src = src.as_ref();
+    let traces = args.trace.load()?;
+    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let g = ctx.load(src, &roots)?;
+    let closure_size = g.size_of(&g.closure_of(g.roots()));
+    let min_saving = args.min_saving.bytes_of(closure_size);
+    let req = AdviseRequest {
+        min_saving,
+        targets: args.targets.as_deref(),
+        traces: traces.as_ref(),
+    };
+    let advised = nix_heft::pipeline::advise(src, &g, &req, &ctx.read_bar(src))?;
+    let report = AdviceReport {
+        roots: roots.iter().map(|r| r.to_string()).collect(),
+        closure_size,
+        actions: advised.actions,
+        plan: Some(advised.plan),
+        min_saving,
+        not_examined: advised
+            .not_examined
+            .into_iter()
+            .map(|(v, max_saving)| NotExamined {
+                referrer: g.path(v).to_string(),
+                max_saving,
+            })
+            .collect(),
+        problems: advised.problems,
+    };
+    let opts = TextOptions {
+        every_line: args.all,
+        ..ctx.text_options()
+    };
+    ctx.emit(&report, opts)
+}

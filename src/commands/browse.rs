@@ -1,0 +1,83 @@
+//! `nix-heft browse`: the terminal browser. Sizes are drawn at once; the
+//! evidence and advice ([`nix_heft::pipeline::examine`]) arrive from a
+//! background thread.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use clap::Args;
+
+use nix_heft::graph::request;
+use nix_heft::source::StoreSource;
+
+use super::Context;
+use super::context::print_warnings;
+
+/// `browse`'s arguments.
+#[derive(Args, Debug)]
+pub struct BrowseArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Sizes only: read no file (no evidence, verdicts or advice).
+    #[arg(long)]
+    no_evidence: bool,
+}
+
+/// Loads the closure, starts the read on a detached thread and runs the
+/// browser until the user quits.
+pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    // Shared, so that the read runs on a thread of its own.
+    let src: Arc<dyn StoreSource> = ctx.open()?.into();
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(nix_heft::Error::Usage(
+            "browse needs a terminal; use size, refs or report when piped".into(),
+        )
+        .into());
+    }
+    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &args.roots)?;
+    let g = Arc::new(ctx.load(src.as_ref(), &roots)?);
+    let no_color = !ctx.colour(true);
+    let progress = Arc::new(AtomicU64::new(0));
+    let total: u64 = if args.no_evidence {
+        0
+    } else {
+        nix_heft::pipeline::bytes_to_scan(&g, &request::all_edges(&g))
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    if args.no_evidence {
+        let _ = tx.send(nix_heft::browse::Loaded::default());
+    } else {
+        // Detached: quitting never waits for the read to finish.
+        let (g2, src2, p2) = (Arc::clone(&g), Arc::clone(&src), Arc::clone(&progress));
+        std::thread::spawn(move || {
+            let ex = nix_heft::pipeline::examine(src2.as_ref(), &g2, None, &|n| {
+                p2.fetch_add(n, Ordering::Relaxed);
+            });
+            let _ = tx.send(nix_heft::browse::Loaded {
+                problems: ex.problems.len(),
+                classified: ex.classified,
+                actions: ex.actions,
+                available: ex.readable,
+            });
+        });
+    }
+    // Closure sizes on their own thread: the first screen needs only self
+    // and added sizes.
+    let (sizes_tx, crx) = std::sync::mpsc::channel();
+    let g3 = Arc::clone(&g);
+    std::thread::spawn(move || {
+        let _ = sizes_tx.send(nix_heft::graph::closure_sizes(&g3));
+    });
+    let feeds = nix_heft::browse::term::Feeds {
+        closure: crx,
+        evidence: rx,
+        progress: &progress,
+        total,
+    };
+    nix_heft::browse::term::run(&g, feeds, no_color)?;
+    print_warnings(src.as_ref());
+    Ok(ExitCode::SUCCESS)
+}

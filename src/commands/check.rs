@@ -1,0 +1,197 @@
+//! `nix-heft check`: the CI gate. Rules come from a TOML file and the
+//! flags ([`Settings::merge`]); this file reads the files, resolves the
+//! roots and the forbidden globs in the store, and prints the verdict in
+//! the format asked for.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use nix_heft::gate::{Baseline, BaselineFrom, Config, Settings};
+use nix_heft::report::Report;
+use nix_heft::report::check::{CheckReport, Format};
+use nix_heft::report::size::SizeReport;
+
+use super::Context;
+use super::context::partial_code;
+
+/// Exit code of `check` when a rule is broken.
+const EXIT_VIOLATION: u8 = 4;
+
+/// `check`'s arguments.
+#[derive(Args, Debug)]
+pub struct CheckArgs {
+    /// Roots, in any form `size` accepts (or `roots` in the config file).
+    #[arg(value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Fail when the closure is larger than SIZE (IEC or SI: 1GiB, 900MB).
+    #[arg(long, value_name = "SIZE")]
+    max_closure: Option<String>,
+    /// Fail when the closure grew by more than SIZE or PCT (10%) over the
+    /// baseline given by --against or --against-json.
+    #[arg(long, value_name = "SIZE|PCT")]
+    max_growth: Option<String>,
+    /// Baseline: the closure of this root (same --store).
+    #[arg(long, value_name = "ROOT", conflicts_with = "against_json")]
+    against: Option<String>,
+    /// Baseline: a saved `nix-heft size --json`.
+    #[arg(long, value_name = "FILE")]
+    against_json: Option<std::path::PathBuf>,
+    /// Fail when a path whose name matches GLOB is in the closure, like
+    /// disallowedRequisites (`rocm-llvm*`, `*-dev`); repeatable.
+    #[arg(long, value_name = "GLOB")]
+    forbid: Vec<String>,
+    /// Fail when a reference is held only by documentation (docs), only by
+    /// build-time files (build) or only by dead holds (dead).
+    #[arg(long, value_name = "VERDICT,...", value_delimiter = ',')]
+    forbid_verdict: Vec<String>,
+    /// Rules from a TOML file (default: ./nix-heft.toml when present);
+    /// flags override its keys.
+    #[arg(long, value_name = "FILE")]
+    config: Option<std::path::PathBuf>,
+    /// Output: text, json, github (workflow annotations) or markdown (a PR
+    /// comment).
+    #[arg(long, value_name = "FORMAT")]
+    format: Option<String>,
+}
+
+impl CheckArgs {
+    /// The command line as a config file would say it (the global
+    /// `--store` included), for [`Settings::merge`].
+    fn as_config(&self, store: Option<&str>) -> Config {
+        Config {
+            roots: self.roots.clone(),
+            store: store.map(str::to_string),
+            max_closure: self.max_closure.clone(),
+            max_growth: self.max_growth.clone(),
+            against: self.against.clone(),
+            against_json: self.against_json.clone(),
+            forbid: self.forbid.clone(),
+            forbid_verdict: self.forbid_verdict.clone(),
+            format: self.format.clone(),
+        }
+    }
+}
+
+/// The config file: `--config`, else `./nix-heft.toml` when present, else
+/// none.
+fn load_config(given: Option<&Path>) -> anyhow::Result<Config> {
+    let default = Path::new("nix-heft.toml");
+    let file = match given {
+        Some(f) => f,
+        None if default.is_file() => default,
+        None => return Ok(Config::default()),
+    };
+    let text = std::fs::read_to_string(file).map_err(|source| nix_heft::Error::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    Ok(Config::parse(file, &text)?)
+}
+
+/// The output format: `--format`, `--json` (which must agree), else the
+/// file's `format`, else text.
+fn format(flag: Option<&str>, json: bool, file: Option<&str>) -> anyhow::Result<Format> {
+    Ok(match (flag, json) {
+        (Some(f), true) if f != "json" => {
+            return Err(nix_heft::Error::Usage(format!(
+                "--json and --format {f} disagree; give one"
+            ))
+            .into());
+        }
+        (Some(f), _) => Format::parse(f)?,
+        (None, true) => Format::Json,
+        (None, false) => Format::parse(file.unwrap_or("text"))?,
+    })
+}
+
+/// A saved `nix-heft size --json` as a baseline.
+fn baseline_file(file: &PathBuf) -> anyhow::Result<Baseline> {
+    let text = std::fs::read(file).map_err(|source| nix_heft::Error::Io {
+        path: file.clone(),
+        source,
+    })?;
+    let r: SizeReport =
+        serde_json::from_slice(&text).map_err(|e| nix_heft::Error::BadBaseline {
+            file: file.clone(),
+            reason: format!("not the output of `nix-heft size --json`: {e}"),
+        })?;
+    Ok(Baseline::from_sizes(
+        file.display().to_string(),
+        r.closure_size,
+        r.path_count,
+        r.paths.into_iter().map(|p| p.path),
+    ))
+}
+
+/// Checks the rules over the roots' closure and prints the verdict; exit
+/// code 4 when a rule is broken, else 3 for a partial read, else 0.
+pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
+    let config = load_config(args.config.as_deref())?;
+    let format = format(args.format.as_deref(), ctx.json, config.format.as_deref())?;
+    let flags = args.as_config(ctx.store.as_deref());
+    let settings = Settings::merge(config, flags, nix_heft::roots::glob)?;
+    // The file is read before the store is opened: a bad baseline fails at
+    // once.
+    let saved = match &settings.baseline {
+        Some(BaselineFrom::SizeJson(f)) => Some(baseline_file(f)?),
+        _ => None,
+    };
+    let src = ctx.open_store(settings.store.as_deref())?;
+    let src = src.as_ref();
+    let baseline = match &settings.baseline {
+        Some(BaselineFrom::Root(a)) => {
+            let r = nix_heft::roots::resolve_roots(src, std::slice::from_ref(a))?;
+            Some(Baseline::from_graph(&ctx.load(src, &r)?))
+        }
+        _ => saved,
+    };
+    let roots = nix_heft::roots::resolve_roots(src, &settings.roots)?;
+    let g = ctx.load(src, &roots)?;
+    let forbidden: Vec<(String, nix_heft::graph::NodeId)> = settings
+        .rules
+        .forbid
+        .iter()
+        .flat_map(|(pat, m)| {
+            nix_heft::roots::matching_in_closure(&g, m)
+                .into_iter()
+                .map(move |v| (pat.clone(), v))
+        })
+        .collect();
+    let checked = nix_heft::pipeline::check(
+        src,
+        &g,
+        &settings.rules,
+        baseline.as_ref(),
+        &forbidden,
+        &ctx.read_bar(src),
+    );
+    let report = CheckReport {
+        ok: checked.violations.is_empty(),
+        roots: roots.iter().map(|r| r.to_string()).collect(),
+        closure_size: checked.closure_size,
+        baseline,
+        rules: settings.shown,
+        violations: checked.violations,
+        problems: checked.problems,
+    };
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Json => {
+            serde_json::to_writer(&mut out, &report)?;
+            writeln!(out)?;
+        }
+        Format::Text => out.write_all(report.render_text(&ctx.text_options()).as_bytes())?,
+        Format::Github => out.write_all(report.render_github().as_bytes())?,
+        Format::Markdown => out.write_all(report.render_markdown().as_bytes())?,
+    }
+    out.flush()?;
+    let partial = partial_code(report.problems());
+    Ok(if report.ok {
+        partial
+    } else {
+        ExitCode::from(EXIT_VIOLATION)
+    })
+}

@@ -1,0 +1,241 @@
+//! What every command shares: the global flags, opening stores with them,
+//! how text is laid out (width, colour), progress on a terminal, printing
+//! a report and the exit codes.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use indicatif::{ProgressBar, ProgressStyle};
+
+use nix_heft::classify::Classified;
+use nix_heft::graph::{Graph, ReadRequest};
+use nix_heft::pipeline::{self, Progress};
+use nix_heft::problem::Problem;
+use nix_heft::report::{Report, TextOptions};
+use nix_heft::source::{self, StoreSource};
+use nix_heft::trace::file::TraceSet;
+
+/// Exit code of a run whose result is partial (some file or path could not
+/// be read or simulated; the rest is reported).
+pub const EXIT_PARTIAL: u8 = 3;
+
+/// `--color` values.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Color {
+    /// On a terminal, unless NO_COLOR is set.
+    Auto,
+    /// Always, even when piped.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The global flags, as every command sees them.
+#[derive(Debug, Clone)]
+pub struct Context {
+    /// `--store`.
+    pub store: Option<String>,
+    /// `--netrc-file`, `--refresh`, `--verify`.
+    pub open: source::OpenOptions,
+    /// `--json`.
+    pub json: bool,
+    /// `--color`.
+    pub color: Color,
+}
+
+impl Context {
+    /// Opens a store as `--store` names it (`spec`), with the HTTP options
+    /// of the command line (netrc, refresh, verify).
+    pub fn open_store(&self, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSource>> {
+        // Each store its own log, so that a command reading two stores
+        // (diff's BEFORE and AFTER) prints each one's warnings once.
+        let opts = source::OpenOptions {
+            log: Default::default(),
+            ..self.open.clone()
+        };
+        source::open_with(spec, &opts)
+    }
+
+    /// The store `--store` names (the local store by default).
+    pub fn open(&self) -> nix_heft::Result<Box<dyn StoreSource>> {
+        self.open_store(self.store.as_deref())
+    }
+
+    /// The store a `--before-store` / `--after-store` flag names, if given.
+    pub fn optional_store(
+        &self,
+        spec: &Option<String>,
+    ) -> nix_heft::Result<Option<Box<dyn StoreSource>>> {
+        spec.as_deref()
+            .map(|s| self.open_store(Some(s)))
+            .transpose()
+    }
+
+    /// Whether to colour what goes to a terminal (`tty`): `--color always`
+    /// or `never` decide; `auto` colours a terminal unless NO_COLOR is set
+    /// (no-color.org) or TERM is dumb. The one place this is decided, for
+    /// text output and the browser alike.
+    pub fn colour(&self, tty: bool) -> bool {
+        let no_color = std::env::var_os("NO_COLOR").is_some_and(|v| !v.is_empty());
+        let dumb = std::env::var_os("TERM").is_some_and(|t| t == "dumb");
+        match self.color {
+            Color::Always => true,
+            Color::Never => false,
+            Color::Auto => tty && !no_color && !dumb,
+        }
+    }
+
+    /// How text is laid out for this run: the width of the terminal (or
+    /// `COLUMNS`), full lines when piped; colour per [`Context::colour`].
+    pub fn text_options(&self) -> TextOptions {
+        let tty = std::io::stdout().is_terminal();
+        let width = std::env::var("COLUMNS")
+            .ok()
+            .and_then(|c| c.trim().parse::<usize>().ok())
+            .filter(|&w| w > 0)
+            .or_else(|| {
+                tty.then(terminal_size::terminal_size)
+                    .flatten()
+                    .map(|(w, _)| w.0 as usize)
+            });
+        TextOptions {
+            width,
+            style: nix_heft::report::style::Style {
+                color: self.colour(tty),
+            },
+            ..TextOptions::default()
+        }
+    }
+
+    /// A spinner on stderr while something slow runs, only for a person at
+    /// a terminal and never with `--json`.
+    pub fn spinner(&self, msg: &str) -> ProgressBar {
+        if self.json
+            || !std::io::stderr().is_terminal()
+            || std::env::var_os("TERM").is_some_and(|t| t == "dumb")
+        {
+            return ProgressBar::hidden();
+        }
+        let pb = ProgressBar::new_spinner();
+        pb.set_style(
+            ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("static template"),
+        );
+        pb.set_message(msg.to_string());
+        pb.enable_steady_tick(std::time::Duration::from_millis(120));
+        pb
+    }
+
+    /// Resolve and load: the roots' closure as a graph, a spinner meanwhile.
+    pub fn load(
+        &self,
+        src: &dyn StoreSource,
+        roots: &[nix_heft::StorePath],
+    ) -> anyhow::Result<Graph> {
+        let pb = self.spinner(&format!("reading closure from {}", src.describe()));
+        let g = Graph::load(src, roots).context("loading the closure")?;
+        pb.finish_and_clear();
+        Ok(g)
+    }
+
+    /// The progress of a read from `src`: a byte bar on a terminal; when the
+    /// read ends, the bar goes and the source's warnings are printed.
+    pub fn read_bar<'a>(&self, src: &'a dyn StoreSource) -> ReadBar<'a> {
+        ReadBar {
+            pb: self.spinner(""),
+            src,
+            scanned: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// [`pipeline::classified`] with a progress bar: each path `wants`
+    /// names read once, classified, traces applied.
+    pub fn classified(
+        &self,
+        src: &dyn StoreSource,
+        g: &Graph,
+        wants: &ReadRequest,
+        traces: Option<&TraceSet>,
+    ) -> Classified {
+        pipeline::classified(src, g, wants, traces, &self.read_bar(src))
+    }
+
+    /// Prints a report: JSON or text on stdout, problems on stderr; returns
+    /// the exit code.
+    pub fn emit<R: Report>(&self, report: &R, opts: TextOptions) -> anyhow::Result<ExitCode> {
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            serde_json::to_writer(&mut out, report)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(report.render_text(&opts).as_bytes())?;
+        }
+        out.flush()?;
+        Ok(partial_code(report.problems()))
+    }
+}
+
+/// The byte bar of a read; see [`Context::read_bar`].
+pub struct ReadBar<'a> {
+    pb: ProgressBar,
+    src: &'a dyn StoreSource,
+    /// Paths to scan, for the "NARs fetched" message.
+    scanned: std::sync::atomic::AtomicUsize,
+}
+
+impl Progress for ReadBar<'_> {
+    fn start(&self, paths: usize, bytes: u64) {
+        self.scanned
+            .store(paths, std::sync::atomic::Ordering::Relaxed);
+        // The bar counts the paths scanned, not the whole closure: paths
+        // with no references need no scan.
+        if !self.pb.is_hidden() {
+            self.pb.set_length(bytes);
+            self.pb.set_style(
+                ProgressStyle::with_template(
+                    "reading {bar:30} {bytes}/{total_bytes} to scan {bytes_per_sec} ({eta}) {msg}",
+                )
+                .expect("static template"),
+            );
+        }
+    }
+
+    fn advance(&self, bytes: u64) {
+        self.pb.inc(bytes);
+        // Over a network: NARs and (compressed) bytes fetched so far.
+        if !self.pb.is_hidden()
+            && let Some((nars, fetched)) = self.src.log().fetched()
+        {
+            let scanned = self.scanned.load(std::sync::atomic::Ordering::Relaxed);
+            self.pb.set_message(format!(
+                "{nars}/{scanned} NARs, {} fetched",
+                nix_heft::units::iec(fetched)
+            ));
+        }
+    }
+
+    fn finish(&self) {
+        self.pb.finish_and_clear();
+        print_warnings(self.src);
+    }
+}
+
+/// The source's warnings (a locked database read immutable, a cache entry
+/// fetched again …) on stderr.
+pub fn print_warnings(src: &dyn StoreSource) {
+    for w in src.log().warnings() {
+        eprintln!("nix-heft: warning: {w}");
+    }
+}
+
+/// The exit code of a result with these problems, which go to stderr: 0
+/// when none, else [`EXIT_PARTIAL`].
+pub fn partial_code(problems: &[Problem]) -> ExitCode {
+    if problems.is_empty() {
+        return ExitCode::SUCCESS;
+    }
+    for p in problems {
+        eprintln!("nix-heft: warning: {}", p.display());
+    }
+    ExitCode::from(EXIT_PARTIAL)
+}

@@ -1,0 +1,106 @@
+//! The command layer of the `nix-heft` binary: one module per subcommand,
+//! each holding that command's clap arguments and the one function that
+//! turns them into library calls and chooses the report. A new command is a
+//! new file here and a line in `main.rs`'s `Command` enum and dispatch.
+//!
+//! [`context`] is the glue every command shares (the global flags, stores,
+//! text layout, progress, printing, exit codes); the library has no clap
+//! types and prints nothing.
+
+pub mod advise;
+pub mod browse;
+pub mod check;
+pub mod completions;
+pub mod context;
+pub mod diff;
+pub mod partition;
+pub mod refs;
+pub mod report;
+pub mod size;
+pub mod split;
+pub mod trace;
+pub mod why;
+
+pub use context::{Color, Context};
+
+use clap::Args;
+
+use nix_heft::graph::NodeId;
+
+/// `--trace FILE`, shared by the commands that judge holds.
+#[derive(Args, Debug, Default)]
+pub struct TraceOpt {
+    /// A trace written by `nix-heft trace -o FILE` (repeat to merge several):
+    /// holds the traced workload used become `runtime`, and evidence in
+    /// files it never touched is noted `traced: not used`.
+    #[arg(long = "trace", value_name = "FILE")]
+    traces: Vec<std::path::PathBuf>,
+}
+
+impl TraceOpt {
+    /// The merged traces, `None` without `--trace`; read before the store
+    /// so that a bad trace file fails at once.
+    pub fn load(&self) -> anyhow::Result<Option<nix_heft::trace::file::TraceSet>> {
+        if self.traces.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(nix_heft::trace::file::TraceSet::load(&self.traces)?))
+    }
+}
+
+/// Resolves one PATH argument; several matches are a usage error.
+pub fn one_path(
+    src: &dyn nix_heft::source::StoreSource,
+    arg: &str,
+) -> anyhow::Result<nix_heft::StorePath> {
+    let mut p = nix_heft::roots::resolve_roots(src, &[arg.to_string()])?;
+    if p.len() != 1 {
+        return Err(
+            nix_heft::Error::Usage(format!("'{arg}' matches {} paths; give one", p.len())).into(),
+        );
+    }
+    Ok(p.remove(0))
+}
+
+/// Loads the closure of `roots` plus `path` and returns the graph with the
+/// ids of `path` and of the roots.
+fn load_with(
+    ctx: &Context,
+    src: &dyn nix_heft::source::StoreSource,
+    path: &nix_heft::StorePath,
+    roots: &[nix_heft::StorePath],
+) -> anyhow::Result<(nix_heft::graph::Graph, NodeId, Vec<NodeId>)> {
+    let mut all = roots.to_vec();
+    if !all.contains(path) {
+        all.push(path.clone());
+    }
+    let g = ctx.load(src, &all)?;
+    let index = g.index();
+    let p = index[path];
+    let r = roots.iter().map(|x| index[x]).collect();
+    Ok((g, p, r))
+}
+
+/// The graph, PATH's id and the roots' ids for `split` and `partition`:
+/// with roots given, PATH is looked up in their closure first.
+pub fn target_and_roots(
+    ctx: &Context,
+    src: &dyn nix_heft::source::StoreSource,
+    path_arg: &str,
+    root_args: &[String],
+    default_roots: impl FnOnce(&nix_heft::StorePath) -> anyhow::Result<Vec<nix_heft::StorePath>>,
+) -> anyhow::Result<(nix_heft::graph::Graph, NodeId, Vec<NodeId>)> {
+    if !root_args.is_empty() {
+        let roots = nix_heft::roots::resolve_roots(src, root_args)?;
+        let g = ctx.load(src, &roots)?;
+        if let Some(p) = nix_heft::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)? {
+            let r = g.roots().to_vec();
+            return Ok((g, p, r));
+        }
+        let path = one_path(src, path_arg)?;
+        return load_with(ctx, src, &path, &roots);
+    }
+    let path = one_path(src, path_arg)?;
+    let roots = default_roots(&path)?;
+    load_with(ctx, src, &path, &roots)
+}

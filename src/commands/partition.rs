@@ -1,0 +1,77 @@
+//! `nix-heft partition PATH --by REGEX`: a what-if grouping of a path's
+//! files (per GPU target, say), each group's cost, or the closure with only
+//! some kept.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use nix_heft::graph::{ReadRequest, request};
+use nix_heft::report::partition::PartitionReport;
+
+use super::{Context, TraceOpt};
+
+/// `partition`'s arguments.
+#[derive(Args, Debug)]
+pub struct PartitionArgs {
+    /// The path to partition.
+    #[arg(value_name = "PATH")]
+    path: String,
+    /// Regex whose first capture group (or whole match) in a file's path or
+    /// symlink target names its group, e.g. 'gfx[0-9a-z]+'.
+    #[arg(long, value_name = "REGEX")]
+    by: String,
+    /// Keep only these groups (plus files in no group) and show the closure.
+    #[arg(long, value_name = "VALUE,...", value_delimiter = ',')]
+    keep: Option<Vec<String>>,
+    /// Roots whose closure to measure (default: PATH itself).
+    #[arg(long = "root", value_name = "ROOT")]
+    roots: Vec<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
+}
+
+/// Reads PATH, groups its files and prints the groups (and, with a
+/// trace, which of them the workload used).
+pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
+    let src = ctx.open()?;
+    let src = src.as_ref();
+    let traces = args.trace.load()?;
+    // A bad regex is a usage error, found before anything is read.
+    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft::Error::BadPattern {
+        pattern: args.by.clone(),
+        reason: e.to_string(),
+    })?;
+    let (g, p, root_ids) = super::target_and_roots(ctx, src, &args.path, &args.roots, |path| {
+        Ok(vec![path.clone()])
+    })?;
+    let wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
+    let c = ctx.classified(src, &g, &wants, traces.as_ref());
+    let part =
+        nix_heft::plan::partition::partition(&g, &c, p, &args.by, args.keep.as_deref(), &root_ids)?;
+    // The groups with a file the traces used (the link in a farm counts:
+    // the trace records the use on it too).
+    let traced_groups = traces.as_ref().map(|t| {
+        part.groups
+            .iter()
+            .filter(|gr| {
+                gr.files.iter().any(|f| {
+                    t.file(g.path(p).as_str(), &String::from_utf8_lossy(f))
+                        .is_some_and(|ft| ft.used())
+                })
+            })
+            .map(|gr| gr.key.clone())
+            .collect::<Vec<_>>()
+    });
+    let mut report = PartitionReport::new(
+        &g,
+        p,
+        &args.by,
+        args.keep.clone(),
+        &root_ids,
+        part,
+        c.problems,
+    );
+    report.traced_groups = traced_groups;
+    ctx.emit(&report, ctx.text_options())
+}

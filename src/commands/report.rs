@@ -1,0 +1,218 @@
+//! `nix-heft report`: one self-contained HTML page of a closure (treemap,
+//! evidence, advice), or of AFTER's closure marked against BEFORE with
+//! `--diff`.
+
+use std::io::Write;
+use std::process::ExitCode;
+
+use anyhow::Context as _;
+use clap::Args;
+
+use nix_heft::classify::Classified;
+use nix_heft::graph::Graph;
+use nix_heft::report::html::{EvidenceState, HtmlReport};
+
+use super::context::partial_code;
+use super::{Context, TraceOpt};
+
+/// `report`'s arguments.
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Roots, in any form `size` accepts.
+    #[arg(required_unless_present = "diff", value_name = "ROOT")]
+    roots: Vec<String>,
+    /// The page of AFTER's closure, marking the paths new since BEFORE and
+    /// listing those that left (what `diff BEFORE AFTER` compares).
+    #[arg(
+        long,
+        num_args = 2,
+        value_names = ["BEFORE", "AFTER"],
+        conflicts_with = "roots"
+    )]
+    diff: Option<Vec<String>>,
+    /// With --diff: store to read BEFORE from (default: --store).
+    #[arg(long, value_name = "STORE")]
+    before_store: Option<String>,
+    /// With --diff: store to read AFTER from (default: --store).
+    #[arg(long, value_name = "STORE")]
+    after_store: Option<String>,
+    #[command(flatten)]
+    trace: TraceOpt,
+    /// Where to write the HTML file (`-` for standard output).
+    #[arg(
+        short = 'o',
+        long = "output",
+        value_name = "FILE",
+        default_value = "report.html"
+    )]
+    output: std::path::PathBuf,
+    /// Sizes only: read no file, so no evidence, verdicts or advice (for
+    /// stores without contents or very large closures).
+    #[arg(long)]
+    no_evidence: bool,
+}
+
+/// What `report` prints on standard output after writing the file.
+#[derive(serde::Serialize)]
+struct ReportWritten {
+    output: String,
+    bytes: usize,
+    paths: usize,
+    edges_with_evidence: usize,
+    advice: usize,
+    evidence: EvidenceState,
+    /// With --diff: paths new since BEFORE.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    added: Option<usize>,
+    /// With --diff: BEFORE's paths that left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    removed: Option<usize>,
+}
+
+/// Examines the closure ([`nix_heft::pipeline::examine`], plus advise's
+/// joint plan for the total), builds the page and writes it.
+pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
+    let src = ctx.open()?;
+    let src = src.as_ref();
+    // Checked here: clap waives `requires` on "diff" when ROOTs, which
+    // conflict with it, are given.
+    if args.diff.is_none() && (args.before_store.is_some() || args.after_store.is_some()) {
+        return Err(nix_heft::Error::Usage(
+            "--before-store and --after-store go with --diff BEFORE AFTER; give --store for ROOT"
+                .into(),
+        )
+        .into());
+    }
+    let traces = args.trace.load()?;
+    let (b_own, a_own) = (
+        ctx.optional_store(&args.before_store)?,
+        ctx.optional_store(&args.after_store)?,
+    );
+    let bsrc = b_own.as_deref().unwrap_or(src);
+    // With --diff the page is AFTER's closure, read from AFTER's store.
+    let src = a_own.as_deref().unwrap_or(src);
+    let (g, before) = match args.diff.as_deref() {
+        Some([before, after]) => {
+            let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(before))?;
+            let aroots = nix_heft::roots::resolve_roots(src, std::slice::from_ref(after))?;
+            let pb = ctx.spinner("reading both closures");
+            let (bg, ag) = rayon::join(
+                || Graph::load(bsrc, &broots).context("loading BEFORE's closure"),
+                || Graph::load(src, &aroots).context("loading AFTER's closure"),
+            );
+            pb.finish_and_clear();
+            (ag?, Some(bg?))
+        }
+        _ => {
+            let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+            (ctx.load(src, &roots)?, None)
+        }
+    };
+    let (c, actions, plan_saving, problems) = if args.no_evidence {
+        (None, Vec::new(), None, Vec::new())
+    } else {
+        let mut ex = nix_heft::pipeline::examine(src, &g, traces.as_ref(), &ctx.read_bar(src));
+        // The total is advise's joint plan: every non-breaking action
+        // applied together, each path counted once.
+        let plan_saving = ex
+            .joint_plan(&g)
+            .map(|plan| plan.closure_before.saturating_sub(plan.closure_after));
+        (Some(ex.classified), ex.actions, plan_saving, ex.problems)
+    };
+    let mut model = HtmlReport::new(
+        &g,
+        &nix_heft::graph::Sizes::compute(&g),
+        src.describe(),
+        c.as_ref(),
+        actions,
+        plan_saving,
+        problems,
+    );
+    model.traces = traces.as_ref().map(|t| t.names());
+    if let Some(bg) = before {
+        let d = nix_heft::diff::diff(&bg, &g);
+        // BEFORE is read only for the edges that held the paths that
+        // left; the page's own evidence explains the new ones.
+        let cb = if args.no_evidence {
+            Classified::default()
+        } else {
+            ctx.classified(bsrc, &bg, &d.wants().0, None)
+        };
+        let dr = nix_heft::report::diff::DiffReport::new(&bg, &g, d, cb, Classified::default());
+        model.set_diff(&g, dr);
+    }
+    let html = model.render_html();
+    let shown = if args.output.as_os_str() == "-" {
+        let mut out = std::io::stdout().lock();
+        out.write_all(html.as_bytes())?;
+        out.flush()?;
+        "-".to_string()
+    } else {
+        write_beside(&args.output, html.as_bytes())?;
+        args.output.display().to_string()
+    };
+    let written = ReportWritten {
+        output: shown,
+        bytes: html.len(),
+        paths: model.paths.len(),
+        edges_with_evidence: model
+            .edges
+            .iter()
+            .filter(|e| !e.evidence.is_empty())
+            .count(),
+        advice: model.advice.len(),
+        evidence: model.evidence_state,
+        added: model.diff.as_ref().map(|d| d.added.len()),
+        removed: model.diff.as_ref().map(|d| d.removed.len()),
+    };
+    if args.output.as_os_str() != "-" {
+        let mut out = std::io::stdout().lock();
+        if ctx.json {
+            serde_json::to_writer(&mut out, &written)?;
+            writeln!(out)?;
+        } else {
+            writeln!(
+                out,
+                "wrote {} ({}, {} paths, {}{} edges with evidence, {} actions{})",
+                written.output,
+                nix_heft::units::iec(written.bytes as u64),
+                written.paths,
+                match (written.added, written.removed) {
+                    (Some(a), Some(r)) => format!("{a} added, {r} removed, "),
+                    _ => String::new(),
+                },
+                written.edges_with_evidence,
+                written.advice,
+                match written.evidence {
+                    EvidenceState::Unavailable => ", evidence unavailable",
+                    EvidenceState::Partial => ", evidence partial",
+                    EvidenceState::Available => "",
+                }
+            )?;
+        }
+    }
+    Ok(partial_code(&model.problems))
+}
+
+/// Writes `bytes` to `output` through a temporary file beside it, renamed
+/// over it: a failed run never leaves half a report where the last one was.
+fn write_beside(output: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", output.display()))?;
+    // A report is for sharing: readable by all, as files written without a
+    // temporary would be (tempfile creates them 0600).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.persist(output)
+        .with_context(|| format!("writing {}", output.display()))?;
+    Ok(())
+}

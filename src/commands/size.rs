@@ -1,0 +1,83 @@
+//! `nix-heft size`: closure, self and added size of every path.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use nix_heft::report::TextOptions;
+use nix_heft::report::size::{SizeOptions, SizeReport, SortKey};
+
+use super::Context;
+use super::context::print_warnings;
+
+/// `size`'s arguments.
+#[derive(Args, Debug)]
+pub struct SizeArgs {
+    /// Roots: store paths, paths inside them, symlinks like ./result, or
+    /// package names and globs (`llama-cpp-rocm`, `rocm-llvm*`).
+    #[arg(required = true, value_name = "ROOT")]
+    roots: Vec<String>,
+    /// Order of the table (largest first, except name).
+    #[arg(long, value_enum, default_value_t = Sort::Added)]
+    sort: Sort,
+    /// Show only the first N paths.
+    #[arg(long, value_name = "N")]
+    top: Option<usize>,
+    /// Print exact byte counts instead of IEC units.
+    #[arg(long)]
+    bytes: bool,
+    /// Include each path's registered references (JSON: a `references`
+    /// array; table: a REFS count).
+    #[arg(long)]
+    references: bool,
+}
+
+/// `--sort` values; the library's [`SortKey`] knows nothing of clap.
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Sort {
+    /// Added size.
+    Added,
+    /// Own NAR size.
+    #[value(name = "self")]
+    SelfSize,
+    /// Closure size.
+    Closure,
+    /// Name.
+    Name,
+}
+
+impl From<Sort> for SortKey {
+    fn from(s: Sort) -> SortKey {
+        match s {
+            Sort::Added => SortKey::Added,
+            Sort::SelfSize => SortKey::SelfSize,
+            Sort::Closure => SortKey::Closure,
+            Sort::Name => SortKey::Name,
+        }
+    }
+}
+
+/// Loads the closure and prints its sizes: the graph alone, no read.
+pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
+    let src = ctx.open()?;
+    let src = src.as_ref();
+    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let g = ctx.load(src, &roots)?;
+    let report = SizeReport::new(
+        &g,
+        &nix_heft::graph::Sizes::compute(&g),
+        SizeOptions {
+            sort: args.sort.into(),
+            top: args.top,
+            references: args.references,
+        },
+    );
+    print_warnings(src);
+    ctx.emit(
+        &report,
+        TextOptions {
+            exact_bytes: args.bytes,
+            ..ctx.text_options()
+        },
+    )
+}

@@ -1,0 +1,65 @@
+//! `nix-heft why ROOT DEP`: the chains from a root to a dependency, each
+//! edge with the files holding it.
+
+use std::process::ExitCode;
+
+use clap::Args;
+
+use nix_heft::report::TextOptions;
+use nix_heft::report::why::WhyReport;
+
+use super::{Context, TraceOpt};
+
+/// `why`'s arguments.
+#[derive(Args, Debug)]
+pub struct WhyArgs {
+    /// The root (store path, ./result, name).
+    #[arg(value_name = "ROOT")]
+    root: String,
+    /// The dependency: a store path, or a name or glob matched against the
+    /// root's closure (several matches are all explained).
+    #[arg(value_name = "DEP")]
+    dep: String,
+    /// Show every chain (up to 10,000, strongest first), not only the
+    /// strongest to each dependency; lists every piece of evidence.
+    #[arg(long)]
+    all: bool,
+    /// List every piece of evidence instead of grouping many of one kind
+    /// in one directory.
+    #[arg(long)]
+    evidence: bool,
+    #[command(flatten)]
+    trace: TraceOpt,
+}
+
+/// Reads every edge on some chain from ROOT to DEP, so that chains can be
+/// ranked by verdict, and prints the strongest (or all).
+pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    let src = ctx.open()?;
+    let src = src.as_ref();
+    let traces = args.trace.load()?;
+    let root = super::one_path(src, &args.root)?;
+    let g = ctx.load(src, std::slice::from_ref(&root))?;
+    let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
+    let root = g.roots()[0];
+    let mut is_dep = vec![false; g.len()];
+    for &d in &deps {
+        is_dep[d as usize] = true;
+    }
+    // Every edge on some chain is read, so chains can be ranked by verdict.
+    let wants = nix_heft::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
+    let c = ctx.classified(src, &g, &wants, traces.as_ref());
+    let best = nix_heft::explain::best_chains(&g, &c, &[root], &deps);
+    let (count, mut shown) = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
+    if args.all {
+        shown.sort_by_key(|ch| (nix_heft::explain::chain_verdict(&c, ch), ch.len()));
+    } else {
+        shown = best.iter().map(|b| b.chain.clone()).collect();
+    }
+    let report = WhyReport::new(&g, root, &args.dep, &deps, (count, shown), best, c);
+    let opts = TextOptions {
+        every_line: args.all || args.evidence,
+        ..ctx.text_options()
+    };
+    ctx.emit(&report, opts)
+}

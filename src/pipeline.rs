@@ -1,0 +1,277 @@
+//! The stages after the graph, run in order for a command: read (each
+//! requested path once) → classify → the traces applied → the "no file
+//! contents" problem added, and for the commands that show advice, advise
+//! → the joint plan.
+//!
+//! This is the one place that sequence is written: every command of the
+//! CLI, the terminal browser's background thread and the survey's map step
+//! call it. It sits above `read`, `classify`, `trace` and `plan` and below
+//! the commands; it prints nothing (progress goes through [`Progress`],
+//! the source's warnings stay with the caller).
+
+use std::collections::HashSet;
+
+use crate::classify::{Classified, classify};
+use crate::gate::{Baseline, Rules, Violation};
+use crate::graph::{Graph, NodeId, ReadRequest, request};
+use crate::plan::advise::Action;
+use crate::plan::joint::Plan;
+use crate::plan::prune::Pruning;
+use crate::problem::{Problem, ProblemKind};
+use crate::source::StoreSource;
+use crate::trace::file::TraceSet;
+
+/// What a read reports while it runs; the CLI draws a progress bar from it.
+/// Any `Fn(u64) + Sync` closure is one that counts bytes only.
+pub trait Progress: Sync {
+    /// The read begins: `paths` paths to scan, `bytes` of NAR in all (the
+    /// paths read for their tree alone are not counted).
+    fn start(&self, _paths: usize, _bytes: u64) {}
+    /// `bytes` more content bytes were read.
+    fn advance(&self, bytes: u64);
+    /// The read is over (classification follows): the CLI clears its bar
+    /// and prints the source's warnings here.
+    fn finish(&self) {}
+}
+
+impl<F: Fn(u64) + Sync> Progress for F {
+    fn advance(&self, bytes: u64) {
+        self(bytes)
+    }
+}
+
+/// The NAR bytes a read of `wants` scans: what a progress bar's total is.
+/// Paths asked for their tree alone are listed, not scanned, and left out.
+pub fn bytes_to_scan(g: &Graph, wants: &ReadRequest) -> u64 {
+    wants
+        .iter()
+        .filter(|(_, t)| !t.is_empty())
+        .map(|(&v, _)| g.nar_size(v))
+        .sum()
+}
+
+/// Reads each path `wants` names once, classifies the holds, applies the
+/// traces (when given) and adds a [`ProblemKind::NoContents`] problem when
+/// the source had no file contents for some path: a source without them
+/// gives edges and chains but no evidence, which is a partial answer,
+/// never a clean one.
+pub fn classified(
+    src: &dyn StoreSource,
+    g: &Graph,
+    wants: &ReadRequest,
+    traces: Option<&TraceSet>,
+    progress: &dyn Progress,
+) -> Classified {
+    let scanned = wants.values().filter(|t| !t.is_empty()).count();
+    progress.start(scanned, bytes_to_scan(g, wants));
+    let reads = crate::read::read(src, g, wants, &|n| progress.advance(n));
+    progress.finish();
+    let mut c = classify(g, reads);
+    let blind = c.paths.values().filter(|p| !p.available).count();
+    if blind > 0 {
+        c.problems.push(Problem::new(
+            src.describe(),
+            ProblemKind::NoContents,
+            format!(
+                "has no file contents: {blind} of {} paths could not be examined; \
+                 read a store or a binary cache for evidence",
+                c.paths.len()
+            ),
+        ));
+    }
+    if let Some(t) = traces {
+        crate::classify::traced::apply(g, &mut c, t);
+    }
+    c
+}
+
+/// Whether any path of `c` had file contents: without any, advise has
+/// nothing to judge.
+pub fn readable(c: &Classified) -> bool {
+    c.paths.values().any(|p| p.available)
+}
+
+/// Everything read and judged: what `report` and `browse` show.
+#[derive(Debug, Default)]
+pub struct Examined {
+    /// The classified evidence of every edge.
+    pub classified: Classified,
+    /// False when the source had no file contents at all (no advice then).
+    pub readable: bool,
+    /// advise's actions, ranked.
+    pub actions: Vec<Action>,
+    /// What could not be read, classified or simulated, in that order.
+    pub problems: Vec<Problem>,
+}
+
+impl Examined {
+    /// advise's joint plan of the actions (every non-breaking one applied
+    /// together), `None` when nothing was readable; the plan's problems
+    /// join [`Examined::problems`].
+    pub fn joint_plan(&mut self, g: &Graph) -> Option<Plan> {
+        if !self.readable {
+            return None;
+        }
+        let (plan, problems) = crate::plan::joint::plan(g, &self.classified, &self.actions, None);
+        self.problems.extend(problems);
+        Some(plan)
+    }
+}
+
+/// Every edge of `g` read and classified (traces applied), and advised
+/// when the source had file contents.
+pub fn examine(
+    src: &dyn StoreSource,
+    g: &Graph,
+    traces: Option<&TraceSet>,
+    progress: &dyn Progress,
+) -> Examined {
+    let c = classified(src, g, &request::all_edges(g), traces, progress);
+    let readable = readable(&c);
+    let (actions, sim_problems) = if readable {
+        crate::plan::advise::advise(g, &c, traces, None)
+    } else {
+        (Vec::new(), Vec::new())
+    };
+    let mut problems = c.problems.clone();
+    problems.extend(sim_problems);
+    Examined {
+        classified: c,
+        readable,
+        actions,
+        problems,
+    }
+}
+
+/// What `advise` is asked.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct AdviseRequest<'a> {
+    /// Read only referrers where some action could save at least this many
+    /// bytes (the bound from the graph, tightened by cheap trees); `0`
+    /// reads everything.
+    pub min_saving: u64,
+    /// The GPU targets the plan's partitions keep (`--targets`).
+    pub targets: Option<&'a [String]>,
+    /// Traces: proven run-time holds, and which targets a workload used.
+    pub traces: Option<&'a TraceSet>,
+}
+
+/// `advise`'s answer.
+#[derive(Debug)]
+pub struct Advised {
+    /// The actions, ranked, none on a referrer left unexamined.
+    pub actions: Vec<Action>,
+    /// The joint plan.
+    pub plan: Plan,
+    /// The referrers not read because no action on them could reach
+    /// `min_saving`, with that bound, largest first.
+    pub not_examined: Vec<(NodeId, u64)>,
+    /// What could not be read, classified, simulated or planned.
+    pub problems: Vec<Problem>,
+}
+
+/// `advise` on the closure of `g`'s roots: the referrers [`Pruning`]
+/// cannot settle from the graph and cheap trees are read (with their
+/// consumers' holds into them, which a simulated split re-points), the rest
+/// judged once their trees came with the read, then advise's actions on the
+/// examined referrers and their joint plan.
+///
+/// Fails with [`crate::Error::NothingToAdvise`] when the source had no file
+/// contents at all, and with a usage error for a target no partition keeps.
+pub fn advise(
+    src: &dyn StoreSource,
+    g: &Graph,
+    req: &AdviseRequest,
+    progress: &dyn Progress,
+) -> crate::Result<Advised> {
+    let all = request::all_edges(g);
+    let mut pruning = Pruning::new(g, &all, req.min_saving);
+    // Trees that cost no NAR (listings, the disk) settle what they can
+    // before anything is downloaded.
+    pruning.settle(g, &crate::read::cheap_trees(src, g, pruning.pending()));
+    let mut wants = pruning.to_read(all);
+    // A split simulated on a referrer read re-points its consumers at the
+    // outputs their holds point into, so their holds into it are needed too.
+    let consumers: Vec<(NodeId, NodeId)> = wants
+        .keys()
+        .flat_map(|&v| g.referrers(v).iter().map(move |&c| (c, v)))
+        .collect();
+    request::want(&mut wants, consumers);
+    let c = classified(src, g, &wants, req.traces, progress);
+    if !c.paths.is_empty() && !readable(&c) {
+        return Err(crate::Error::NothingToAdvise {
+            store: src.describe(),
+        });
+    }
+    // A referrer whose tree came only with its NAR is judged now, by the
+    // same bound: every source gives the same advice.
+    pruning.settle(g, &c.trees);
+    let not_examined = pruning.not_examined();
+    let (mut actions, sim_problems) = crate::plan::advise::advise(g, &c, req.traces, req.targets);
+    // A consumer read only for its holds into an examined referrer stays
+    // unexamined: no advice on it (none could reach the threshold anyway).
+    let skipped: HashSet<String> = not_examined
+        .iter()
+        .map(|&(v, _)| g.path(v).to_string())
+        .collect();
+    actions.retain(|a| !skipped.contains(&a.package));
+    let note = crate::plan::joint::targets_note(&actions, req.targets, req.traces)?;
+    let (plan, plan_problems) = crate::plan::joint::plan(g, &c, &actions, note);
+    let mut problems = c.problems;
+    problems.extend(sim_problems);
+    problems.extend(plan_problems);
+    Ok(Advised {
+        actions,
+        plan,
+        not_examined,
+        problems,
+    })
+}
+
+/// The gate's answer.
+#[derive(Debug)]
+pub struct Checked {
+    /// The closure size of the roots.
+    pub closure_size: u64,
+    /// Every broken rule.
+    pub violations: Vec<Violation>,
+    /// What could not be read, checked, simulated or planned.
+    pub problems: Vec<Problem>,
+}
+
+/// `check`: the gate's rules over the closure of `g`'s roots. Only the
+/// edges the rules need are read ([`crate::gate::prepare`]), and advise
+/// runs only when a budget is broken, to say what would bring it back.
+/// `forbidden` are the paths each forbidden pattern matches in `g`.
+pub fn check(
+    src: &dyn StoreSource,
+    g: &Graph,
+    rules: &Rules,
+    baseline: Option<&Baseline>,
+    forbidden: &[(String, NodeId)],
+    progress: &dyn Progress,
+) -> Checked {
+    let prepared = crate::gate::prepare(g, rules, baseline, forbidden);
+    let c = if prepared.wants.is_empty() {
+        Classified::default()
+    } else {
+        classified(src, g, &prepared.wants, None, progress)
+    };
+    let mut problems = c.problems.clone();
+    problems.extend(crate::gate::unchecked(g, &c, &prepared));
+    let (actions, plan) = if prepared.needs_advice {
+        let (a, p) = crate::plan::advise::advise(g, &c, None, None);
+        problems.extend(p);
+        let (plan, pp) = crate::plan::joint::plan(g, &c, &a, None);
+        problems.extend(pp);
+        (a, Some(plan))
+    } else {
+        (Vec::new(), None)
+    };
+    let violations = crate::gate::check(g, &c, rules, baseline, &prepared, &actions, plan.as_ref());
+    Checked {
+        closure_size: prepared.closure_size,
+        violations,
+        problems,
+    }
+}
