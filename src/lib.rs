@@ -25,6 +25,7 @@
 
 pub mod browse;
 pub mod classify;
+pub mod derivation;
 pub mod elf;
 pub mod error;
 pub mod evidence;
