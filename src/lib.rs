@@ -32,6 +32,7 @@ pub mod evidence;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod graph;
+pub mod installable;
 pub mod nar;
 pub mod plan;
 pub mod problem;
