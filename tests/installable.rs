@@ -21,6 +21,16 @@ struct Dir {
     nonce: String,
 }
 
+/// The directory, removed when the test binary exits (a static has no
+/// destructor).
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_scratch() {
+    if let Some(d) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
 fn dir() -> &'static Dir {
     static D: OnceLock<Dir> = OnceLock::new();
     D.get_or_init(|| {
@@ -29,6 +39,11 @@ fn dir() -> &'static Dir {
             .tempdir()
             .unwrap()
             .keep();
+        let _ = SCRATCH.set(path.clone());
+        // SAFETY: registering a plain function with no captured state.
+        unsafe {
+            libc::atexit(remove_scratch);
+        }
         let ex = repo().join("examples/rocm-mini");
         std::fs::copy(ex.join("default.nix"), path.join("default.nix")).unwrap();
         run(Command::new("cp")
@@ -62,13 +77,36 @@ fn dir() -> &'static Dir {
             ),
         )
         .unwrap();
+        // A flake input to override, and a second flake to override it
+        // with; both `path:`, so nothing is fetched.
+        for (sub, name) in [("dep", "dep-one"), ("dep2", "dep-two")] {
+            std::fs::create_dir(path.join(sub)).unwrap();
+            std::fs::write(
+                path.join(sub).join("flake.nix"),
+                format!(
+                    r#"{{ outputs = {{ self }}: {{ pkg = derivation {{
+  name = "{name}-{nonce}"; system = {system}; builder = "/bin/sh"; args = [ "-c" "echo > $out" ];
+}}; }}; }}"#
+                ),
+            )
+            .unwrap();
+        }
         std::fs::write(
             path.join("flake.nix"),
             format!(
                 r#"{{
-  outputs = {{ self }}:
+  inputs.dep.url = "path:{dep}";
+  outputs = {{ self, dep }}:
     let p = import ./default.nix {{ system = {system}; }};
     in {{
+      fromDep = dep.pkg;
+      # Pure evaluation has no builtins.currentSystem.
+      impure = import ./default.nix {{ system = builtins.currentSystem; }};
+      # Import from derivation: evaluating it would need a build.
+      ifd = import (derivation {{
+        name = "ifd-{nonce}"; system = {system}; builder = "/bin/sh";
+        args = [ "-c" "echo 'builtins.head [ ({{}}: 1) ]' > $out" ];
+      }});
       packages.{system} = {{
         default = p;
         inherit (p) rocblas clr;
@@ -77,7 +115,8 @@ fn dir() -> &'static Dir {
       }};
       notPackage = 42;
     }};
-}}"#
+}}"#,
+                dep = path.join("dep").display()
             ),
         )
         .unwrap();
@@ -283,6 +322,59 @@ fn derivation_paths_read_their_outputs_from_the_file() {
     );
 }
 
+#[test]
+fn nix_flags_pass_through() {
+    let opts = Options::default();
+    let dep = |o: &Options| {
+        let e = eval_one(&flake("fromDep"), o).unwrap();
+        e.outputs[0].1.name().to_string()
+    };
+    let nonce = &dir().nonce;
+    assert_eq!(dep(&opts), format!("dep-one-{nonce}"));
+    let over = Options {
+        override_inputs: vec![(
+            "dep".into(),
+            format!("path:{}", dir().path.join("dep2").display()),
+        )],
+        ..Options::default()
+    };
+    assert_eq!(dep(&over), format!("dep-two-{nonce}"));
+
+    // --impure, and the same through --option pure-eval false.
+    let e = eval_one(&flake("impure"), &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::Eval { stderr, .. } if stderr.contains("currentSystem")),
+        "{e}"
+    );
+    let impure = Options {
+        impure: true,
+        ..Options::default()
+    };
+    check(&eval_one(&flake("impure"), &impure).unwrap(), "", &["out"]);
+    let option = Options {
+        options: vec![("pure-eval".into(), "false".into())],
+        ..Options::default()
+    };
+    check(&eval_one(&flake("impure"), &option).unwrap(), "", &["out"]);
+    assert!(!dir().path.join("flake.lock").exists());
+}
+
+#[test]
+fn import_from_derivation_is_not_built() {
+    // Even when instantiating, the derivation an import needs stays unbuilt.
+    let opts = Options {
+        instantiate: true,
+        ..Options::default()
+    };
+    let e = eval_one(&flake("ifd"), &opts).unwrap_err();
+    assert!(matches!(&e, InstallableError::Eval { .. }), "{e}");
+    let built = std::fs::read_dir("/nix/store").unwrap().flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        n.ends_with(&format!("-ifd-{}", dir().nonce))
+    });
+    assert!(!built, "the IFD derivation was built: {e}");
+}
+
 /// The first `error:` line `nix` itself prints for `args`.
 fn nix_error(args: &[&str]) -> String {
     let out = Command::new("nix")
@@ -291,6 +383,8 @@ fn nix_error(args: &[&str]) -> String {
             "nix-command flakes",
             "eval",
         ])
+        // Nix would write the flake's lock file next to it otherwise.
+        .arg("--no-write-lock-file")
         .args(args)
         .output()
         .unwrap();
