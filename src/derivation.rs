@@ -482,6 +482,14 @@ mod tests {
         )
     }
 
+    /// Two files exactly as Nix 2.8 wrote them (tests/derivation.rs's
+    /// expression): three outputs, two fixed-output inputs, two sources,
+    /// every escape, non-ASCII text; and a recursive fixed output.
+    const NIX_WROTE: [&str; 2] = [
+        r##"Derive([("dev","/nix/store/rab5q4ny52dljni074i8pcqfhxacimby-coverage-1.0-dev","",""),("lib","/nix/store/8ffxirx2ciw50zs70dpjz4x0gxw9wzji-coverage-1.0-lib","",""),("out","/nix/store/9kspgykvxs78mgz144ayf87i6qsia7dg-coverage-1.0","","")],[("/nix/store/c22cvwlml3cia5ksx9sa4jg5k13niz6z-fod-recursive.drv",["out"]),("/nix/store/pmsiykazbi7rdb5w03k252xqg285i442-fod-flat.drv",["out"])],["/nix/store/0yiqbz3lnwbv503m8r8my0rf4iqlg9by-coverage-src.txt","/nix/store/qpq58q9d0yfxnjlmlfpw80ic2i25isvm-script.sh"],"x86_64-linux","/bin/sh",["-c","a\"b\\c\nd\re\tf ünïcødé /nix/store/qpq58q9d0yfxnjlmlfpw80ic2i25isvm-script.sh"],[("builder","/bin/sh"),("dev","/nix/store/rab5q4ny52dljni074i8pcqfhxacimby-coverage-1.0-dev"),("empty",""),("fodFlat","/nix/store/gv6qrnmma5jjfif1r0idws4navh0pvsi-fod-flat"),("fodRec","/nix/store/x7ap41z46db3k87g8jq3l0w2v409gcsv-fod-recursive"),("lib","/nix/store/8ffxirx2ciw50zs70dpjz4x0gxw9wzji-coverage-1.0-lib"),("name","coverage-1.0"),("out","/nix/store/9kspgykvxs78mgz144ayf87i6qsia7dg-coverage-1.0"),("outputs","out dev lib"),("src","/nix/store/0yiqbz3lnwbv503m8r8my0rf4iqlg9by-coverage-src.txt"),("system","x86_64-linux"),("tricky","\"\\\n\r\t$ end")])"##,
+        r##"Derive([("out","/nix/store/x7ap41z46db3k87g8jq3l0w2v409gcsv-fod-recursive","r:sha256","ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad")],[],[],"x86_64-linux","/bin/sh",["-c","echo"],[("builder","/bin/sh"),("name","fod-recursive"),("out","/nix/store/x7ap41z46db3k87g8jq3l0w2v409gcsv-fod-recursive"),("outputHash","1b8m03r63zqhnjf7l5wnldhh7c134ap5vpj0850ymkq1iyzicy5s"),("outputHashAlgo","sha256"),("outputHashMode","recursive"),("system","x86_64-linux")])"##,
+    ];
+
     fn parse(s: &str) -> Result<Derivation, DrvError> {
         Derivation::parse("/nix/store", s.as_bytes())
     }
@@ -573,14 +581,41 @@ mod tests {
 
     #[test]
     fn truncated_at_every_byte_is_an_error() {
-        let s = real();
-        for n in 0..s.len() {
-            match parse(&s[..n]) {
-                Err(DrvError::Truncated { offset }) => assert_eq!(offset, n, "cut at {n}"),
-                other => panic!("cut at {n}: {other:?}"),
+        for s in [real().as_str(), NIX_WROTE[0], NIX_WROTE[1]] {
+            let b = s.as_bytes();
+            // Every byte, in the middle of a UTF-8 character too.
+            for n in 0..b.len() {
+                match Derivation::parse("/nix/store", &b[..n]) {
+                    Err(DrvError::Truncated { offset }) => assert_eq!(offset, n, "cut at {n}"),
+                    other => panic!("cut at {n}: {other:?}"),
+                }
             }
+            assert!(parse(s).is_ok());
         }
-        assert!(parse(&s).is_ok());
+    }
+
+    #[test]
+    fn files_nix_wrote() {
+        let d = parse(NIX_WROTE[0]).unwrap();
+        let names: Vec<&str> = d.outputs.iter().map(|o| o.name.as_str()).collect();
+        assert_eq!(names, ["dev", "lib", "out"]);
+        assert_eq!(d.input_drvs.len(), 2);
+        assert!(d.input_drvs.iter().all(|(_, o)| o == &["out"]));
+        assert_eq!(d.input_srcs.len(), 2);
+        assert_eq!(
+            d.args[1],
+            "a\"b\\c\nd\re\tf ünïcødé /nix/store/qpq58q9d0yfxnjlmlfpw80ic2i25isvm-script.sh"
+        );
+        let env = |k: &str| d.env.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+        assert_eq!(env("tricky"), Some("\"\\\n\r\t$ end"));
+        assert_eq!(env("empty"), Some(""));
+        let f = parse(NIX_WROTE[1]).unwrap();
+        assert!(f.is_fixed_output());
+        assert_eq!(f.outputs[0].hash_algo, "r:sha256");
+        assert_eq!(
+            f.outputs[0].hash,
+            "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"
+        );
     }
 
     #[test]

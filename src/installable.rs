@@ -226,6 +226,15 @@ pub enum InstallableError {
         /// What was wrong.
         reason: String,
     },
+    /// A `.drv` installable that is not a store path of the store
+    /// directory given.
+    #[error("'{arg}' is not a derivation in the store: {reason}")]
+    BadDrvPath {
+        /// The installable.
+        arg: String,
+        /// Why.
+        reason: String,
+    },
     /// A `.drv` installable whose file cannot be read.
     #[error(transparent)]
     Drv(#[from] ReadDrvError),
@@ -523,7 +532,7 @@ fn from_drv(
     opts: &Options,
 ) -> Result<Evaluated, InstallableError> {
     let drv_path =
-        StorePath::parse(&opts.store_dir, drv).map_err(|e| InstallableError::BadNixOutput {
+        StorePath::parse(&opts.store_dir, drv).map_err(|e| InstallableError::BadDrvPath {
             arg: arg.to_string(),
             reason: e.to_string(),
         })?;

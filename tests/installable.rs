@@ -314,6 +314,15 @@ fn derivation_paths_read_their_outputs_from_the_file() {
         attr,
         &["doc"],
     );
+    // Not in the store; in the store but not there (never instantiated).
+    let e = eval_one("/tmp/x.drv^out", &opts).unwrap_err();
+    assert!(matches!(&e, InstallableError::BadDrvPath { .. }), "{e}");
+    let gone = "/nix/store/00000000000000000000000000000000-gone.drv";
+    let e = eval_one(gone, &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::Drv(_)) && e.to_string().contains(gone),
+        "{e}"
+    );
     let e = eval_one(&format!("{drv}^lib"), &opts).unwrap_err();
     assert!(
         matches!(&e, InstallableError::NoSuchOutput { output, available, .. }
