@@ -49,7 +49,8 @@ use crate::store_path::StorePath;
 #[derive(Clone, Debug)]
 pub struct Options {
     /// `--file FILE` / `-f FILE`: arguments are attribute paths of this Nix
-    /// file (or `<nixpkgs>`, or `-` for standard input, as `nix` reads it).
+    /// file (or `<nixpkgs>`, as `nix` reads it). Not `-`: each installable
+    /// is one `nix eval`, and standard input is not passed to them.
     pub file: Option<String>,
     /// `--expr EXPR`: arguments are attribute paths of this expression's
     /// value (`.` or empty for the value itself).
@@ -61,8 +62,10 @@ pub struct Options {
     /// `--option NAME VALUE`, in order.
     pub options: Vec<(String, String)>,
     /// Let `nix` write the `.drv` files it instantiates into the store
-    /// (what `nix eval` does by default), for callers that read them next;
-    /// off, `nix` runs with `--read-only` and writes nothing.
+    /// (what `nix eval` does by default), for callers that read them next
+    /// (the build graph). Off, `nix` runs with `--read-only` and writes no
+    /// derivation; some flakes (those that import a path they make during
+    /// evaluation) fail then, with Nix's error.
     pub instantiate: bool,
     /// The program to run, found on `PATH` unless it has a `/`.
     pub nix: OsString,
