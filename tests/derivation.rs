@@ -1,7 +1,8 @@
 //! The `.drv` parser against real Nix: every derivation in the closures of
 //! the suite's fixtures (tests/fixtures/small.nix, examples/rocm-mini) and of
 //! an expression written to cover what they do not (fixed outputs, flat and
-//! recursive; several outputs; every escape Nix writes; sources), as
+//! recursive; several outputs; an input used through two of its outputs;
+//! every escape Nix writes; sources), as
 //! `nix-instantiate` writes them, parsed and compared field by field with
 //! `nix show-derivation -r`. Nothing is built.
 
@@ -39,6 +40,14 @@ let
     outputHash = "0000000000000000000000000000000000000000";
   };
   script = builtins.toFile "script.sh" "echo \"quoted\"\n";
+  # Used through two of its outputs, not `out`.
+  helper = derivation {
+    name = "helper";
+    system = sys;
+    builder = "/bin/sh";
+    outputs = [ "out" "dev" "lib" ];
+    args = [ "-c" "echo > $out; echo > $dev; echo > $lib" ];
+  };
 in
 derivation {
   name = "coverage-1.0";
@@ -50,6 +59,7 @@ derivation {
   src = ./coverage-src.txt;
   tricky = "\"\\\n\r\t$ end";
   empty = "";
+  helpers = "${helper.dev} ${helper.lib}";
 }
 "#;
 
@@ -126,7 +136,7 @@ fn every_fixture_derivation_equals_nix_show_derivation() {
         "nix show-derivation -r and nix-store -qR disagree on the closure"
     );
 
-    let (mut fixed, mut multi, mut srcs) = (0, 0, 0);
+    let (mut fixed, mut multi, mut srcs, mut two_used) = (0, 0, 0, 0);
     for drv in &closure {
         let d =
             Derivation::read("/nix/store", Path::new(drv)).unwrap_or_else(|e| panic!("{drv}: {e}"));
@@ -134,12 +144,14 @@ fn every_fixture_derivation_equals_nix_show_derivation() {
         fixed += d.is_fixed_output() as usize;
         multi += (d.outputs.len() > 1) as usize;
         srcs += !d.input_srcs.is_empty() as usize;
+        two_used += d.input_drvs.iter().any(|(_, o)| o == &["dev", "lib"]) as usize;
     }
     // The closures hold what the comparison is meant to cover.
     assert!(closure.len() > 20, "only {} derivations", closure.len());
     assert_eq!(fixed, 2, "the flat and the recursive fixed output");
-    assert!(multi >= 2, "multi-1.0 and coverage-1.0");
+    assert!(multi >= 3, "multi-1.0, coverage-1.0, helper");
     assert!(srcs >= 2, "rocm-mini's src, coverage's sources");
+    assert_eq!(two_used, 1, "coverage uses helper's dev and lib");
 
     let cov = closure
         .iter()
