@@ -451,14 +451,38 @@ fn evaluation_errors_carry_nix_words() {
     assert!(matches!(e, InstallableError::FileAndExpr) && e.is_usage());
 }
 
-const CHILD: &str = "NIX_HEFT_TEST_PATH_WITHOUT_NIX";
+/// Set in a child process of this test binary that runs one test alone,
+/// for what is process-wide: PATH, the working directory.
+const CHILD: &str = "NIX_HEFT_TEST_INSTALLABLE_CHILD";
+
+/// Whether this is the child running `test`.
+fn is_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// Runs `test` alone in a child process of this test binary, with `env`
+/// set, and requires it to pass.
+fn in_child(test: &str, env: &[(&str, &std::ffi::OsStr)]) {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([test, "--exact", "--nocapture"]).env(CHILD, "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
 
 /// With no `nix` on PATH: a distinct error (exit 2 for the CLI) naming
 /// the need. PATH is the process's, so the check runs in a child process
-/// of this test binary with a PATH of one empty directory.
+/// with a PATH of one empty directory.
 #[test]
 fn missing_nix_is_a_distinct_error() {
-    if std::env::var_os(CHILD).is_some() {
+    if is_child() {
         let opts = Options::default();
         let i = Installable::parse("nixpkgs#hello", &opts).unwrap();
         let e = evaluate(&[i], &opts).unwrap_err();
@@ -471,17 +495,9 @@ fn missing_nix_is_a_distinct_error() {
         return;
     }
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(std::env::current_exe().unwrap())
-        .args(["missing_nix_is_a_distinct_error", "--exact", "--nocapture"])
-        .env("PATH", empty.path())
-        .env(CHILD, "1")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.contains("1 passed"),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
+    in_child(
+        "missing_nix_is_a_distinct_error",
+        &[("PATH", empty.path().as_os_str())],
     );
     // A program given by path that is not there is the same error.
     let opts = Options {
@@ -493,6 +509,26 @@ fn missing_nix_is_a_distinct_error() {
         evaluate(&[i], &opts),
         Err(InstallableError::NixNotFound { .. })
     ));
+}
+
+/// `.#attr`: the flake in the working directory (a plain directory, so
+/// `path:` to Nix), in a child process that changes its own directory.
+#[test]
+fn dot_flake_in_the_working_directory() {
+    if !is_child() {
+        in_child("dot_flake_in_the_working_directory", &[]);
+        return;
+    }
+    std::env::set_current_dir(&dir().path).unwrap();
+    let opts = Options::default();
+    check(&eval_one(".#clr", &opts).unwrap(), "clr", &["out"]);
+    check(
+        &eval_one(".#hipblas-split^dev,doc", &opts).unwrap(),
+        "variants.hipblas-split",
+        &["dev", "doc"],
+    );
+    check(&eval_one(".#", &opts).unwrap(), "", &["out"]);
+    assert!(!dir().path.join("flake.lock").exists());
 }
 
 fn valid(path: &str) -> bool {
