@@ -280,9 +280,9 @@ fn split_outputs(s: &str, sep: char) -> (&str, OutputsSpec) {
 }
 
 impl Installable {
-    /// `arg` as an installable, or `None` when `nix` would not take it as
-    /// one that nix-heft does not already (store paths, `./result` links,
-    /// names: see the module docs).
+    /// `arg` as an installable, or `None` for the ROOT forms
+    /// [`crate::roots`] resolves (store paths, `./result` links, names; see
+    /// the module docs).
     pub fn parse(arg: &str, opts: &Options) -> Option<Installable> {
         if opts.file.is_some() || opts.expr.is_some() {
             let (attr, outputs) = split_outputs(arg, '^');
@@ -380,8 +380,8 @@ fn evaluate_one(inst: &Installable, opts: &Options) -> Result<Evaluated, Install
         Installable::Derivation { drv, outputs, .. } => return from_drv(arg, drv, outputs, opts),
         Installable::Flake {
             reference, outputs, ..
-        } => (vec![reference.as_str()], outputs, true),
-        Installable::Attr { attr, outputs, .. } => (vec![attr.as_str()], outputs, false),
+        } => (reference.as_str(), outputs, true),
+        Installable::Attr { attr, outputs, .. } => (attr.as_str(), outputs, false),
     };
     let mut cmd = Command::new(&opts.nix);
     cmd.args([
@@ -414,7 +414,9 @@ fn evaluate_one(inst: &Installable, opts: &Options) -> Result<Evaluated, Install
     }
     // An empty attribute path is the value itself: `nix eval` takes no
     // installable then (with `--file`/`--expr`, "." is the value too).
-    cmd.args(target.into_iter().filter(|t| !t.is_empty()));
+    if !target.is_empty() {
+        cmd.arg(target);
+    }
     cmd.args(["--apply", APPLY]);
     let out = cmd.output().map_err(|source| {
         let program = opts.nix.to_string_lossy().into_owned();
