@@ -248,7 +248,7 @@ impl Parser<'_> {
     fn derivation(mut self) -> Result<Derivation, DrvError> {
         self.expect(b"Derive([", "'Derive(['")?;
         let mut names = Names::new("output");
-        let outputs = self.list(b']', |p| {
+        let outputs = self.list(|p| {
             p.expect(b"(", "'('")?;
             let at = p.pos;
             let name = p.string()?;
@@ -276,7 +276,7 @@ impl Parser<'_> {
 
         self.expect(b",[", "',['")?;
         let mut drvs = Names::new("input derivation");
-        let input_drvs = self.list(b']', |p| {
+        let input_drvs = self.list(|p| {
             p.expect(b"(", "'('")?;
             let at = p.pos;
             let s = p.string()?;
@@ -284,7 +284,7 @@ impl Parser<'_> {
             let drv = p.store_path(at, s)?;
             p.expect(b",[", "',['")?;
             let mut outs = Names::new("output of an input derivation");
-            let outputs = p.list(b']', |p| {
+            let outputs = p.list(|p| {
                 let at = p.pos;
                 let s = p.string()?;
                 outs.insert(at, &s)?;
@@ -296,7 +296,7 @@ impl Parser<'_> {
 
         self.expect(b",[", "',['")?;
         let mut srcs = Names::new("input source");
-        let input_srcs = self.list(b']', |p| {
+        let input_srcs = self.list(|p| {
             let at = p.pos;
             let s = p.string()?;
             srcs.insert(at, &s)?;
@@ -308,11 +308,11 @@ impl Parser<'_> {
         self.expect(b",", "','")?;
         let builder = self.string()?;
         self.expect(b",[", "',['")?;
-        let args = self.list(b']', |p| p.string())?;
+        let args = self.list(|p| p.string())?;
 
         self.expect(b",[", "',['")?;
         let mut vars = Names::new("environment variable");
-        let env = self.list(b']', |p| {
+        let env = self.list(|p| {
             p.expect(b"(", "'('")?;
             let at = p.pos;
             let name = p.string()?;
@@ -365,15 +365,14 @@ impl Parser<'_> {
             .ok_or(DrvError::Truncated { offset: self.pos })
     }
 
-    /// Elements up to `close` (the opening bracket already consumed),
+    /// Elements up to the closing `]` (the opening one already consumed),
     /// separated by single commas.
     fn list<T>(
         &mut self,
-        close: u8,
         mut elem: impl FnMut(&mut Self) -> Result<T, DrvError>,
     ) -> Result<Vec<T>, DrvError> {
         let mut out = Vec::new();
-        if self.peek()? == close {
+        if self.peek()? == b']' {
             self.pos += 1;
             return Ok(out);
         }
@@ -381,18 +380,14 @@ impl Parser<'_> {
             out.push(elem(self)?);
             match self.peek()? {
                 b',' => self.pos += 1,
-                c if c == close => {
+                b']' => {
                     self.pos += 1;
                     return Ok(out);
                 }
                 _ => {
                     return Err(DrvError::Expected {
                         offset: self.pos,
-                        expected: if close == b']' {
-                            "',' or ']'"
-                        } else {
-                            "',' or ')'"
-                        },
+                        expected: "',' or ']'",
                     });
                 }
             }
