@@ -73,6 +73,14 @@ pub fn decompress(data: &[u8]) {
     }
 }
 
+/// The `.drv` (ATerm) parser, and its result's accessors.
+pub fn derivation(data: &[u8]) {
+    if let Ok(d) = crate::derivation::Derivation::parse("/nix/store", data) {
+        let _ = d.is_fixed_output();
+        let _ = d.output("out");
+    }
+}
+
 /// A fuzz target's entry point.
 pub type Target = fn(&[u8]);
 
@@ -85,4 +93,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("elf", elf),
     ("store_path", store_path),
     ("decompress", decompress),
+    ("derivation", derivation),
 ];

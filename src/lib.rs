@@ -31,6 +31,7 @@
 
 pub mod browse;
 pub mod classify;
+pub mod derivation;
 pub mod diff;
 pub mod elf;
 pub mod error;
@@ -40,6 +41,7 @@ pub mod explain;
 pub mod fuzzing;
 pub mod gate;
 pub mod graph;
+pub mod installable;
 pub mod local_cache;
 pub mod nar;
 pub mod nixbase32;

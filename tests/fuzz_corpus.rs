@@ -2,7 +2,8 @@
 //! stable through the same entry points the fuzz targets call
 //! (`nix_heft::fuzzing`), so CI guards them without nightly or libFuzzer.
 //! Seeds are real files: `nix-store --dump` NARs, narinfos and listings
-//! from `nix copy`, path-info JSON from Nix, gcc-built ELF files.
+//! from `nix copy`, path-info JSON from Nix, gcc-built ELF files, `.drv`
+//! files from `nix-instantiate`.
 
 use std::path::Path;
 

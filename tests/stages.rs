@@ -20,8 +20,10 @@ const LAYERS: &[&[&str]] = &[
     &["nar", "elf"],
     &["error"],
     &["store_path"],
-    // Configuration and keys, as Nix reads them; the local cache directory.
-    &["nix_conf", "local_cache"],
+    // Nix's configuration and file formats above store paths (derivations),
+    // installables evaluated by the user's nix; the local cache directory.
+    &["nix_conf", "local_cache", "derivation"],
+    &["installable"],
     // The run-time stage (traces) stands apart: only errors below it.
     &["trace"],
     &["source"],

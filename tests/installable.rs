@@ -1,0 +1,585 @@
+//! Installables evaluated by the real `nix` (offline: a Nix file and a
+//! `path:` flake with no inputs), against the output paths
+//! `nix-instantiate --eval` reports for the same attributes. The fixture is
+//! the ROCm-shaped example (examples/rocm-mini), copied into a temporary
+//! directory next to a `flake.nix`, since pure flake evaluation reads only
+//! the flake's own files. Nothing is built: a derivation made for the test
+//! has no valid output (nor, by default, a valid `.drv`) after evaluation.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{repo, run};
+use nix_heft::installable::{Evaluated, Installable, InstallableError, Options, evaluate};
+
+struct Dir {
+    path: PathBuf,
+    /// A value no one has built: its name carries this run's nonce.
+    nonce: String,
+}
+
+/// The directory, removed when the test binary exits (a static has no
+/// destructor).
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_scratch() {
+    if let Some(d) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+fn dir() -> &'static Dir {
+    static D: OnceLock<Dir> = OnceLock::new();
+    D.get_or_init(|| {
+        let path = tempfile::Builder::new()
+            .prefix("nix-heft-installable-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let _ = SCRATCH.set(path.clone());
+        // SAFETY: registering a plain function with no captured state.
+        unsafe {
+            libc::atexit(remove_scratch);
+        }
+        let ex = repo().join("examples/rocm-mini");
+        std::fs::copy(ex.join("default.nix"), path.join("default.nix")).unwrap();
+        run(Command::new("cp")
+            .arg("-r")
+            .arg(ex.join("src"))
+            .arg(path.join("src")));
+        let system = run(Command::new("nix-instantiate").args([
+            "--eval",
+            "--json",
+            "--expr",
+            "builtins.currentSystem",
+        ]));
+        let nonce = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        );
+        std::fs::write(
+            path.join("unbuilt.nix"),
+            format!(
+                r#"derivation {{
+  name = "unbuilt-{nonce}";
+  system = {system};
+  builder = "/bin/sh";
+  outputs = [ "out" "dev" ];
+  args = [ "-c" "echo > $out; echo > $dev" ];
+}}"#
+            ),
+        )
+        .unwrap();
+        // A flake input to override, and a second flake to override it
+        // with; both `path:`, so nothing is fetched.
+        for (sub, name) in [("dep", "dep-one"), ("dep2", "dep-two")] {
+            std::fs::create_dir(path.join(sub)).unwrap();
+            std::fs::write(
+                path.join(sub).join("flake.nix"),
+                format!(
+                    r#"{{ outputs = {{ self }}: {{ pkg = derivation {{
+  name = "{name}-{nonce}"; system = {system}; builder = "/bin/sh"; args = [ "-c" "echo > $out" ];
+}}; }}; }}"#
+                ),
+            )
+            .unwrap();
+        }
+        std::fs::write(
+            path.join("flake.nix"),
+            format!(
+                r#"{{
+  inputs.dep.url = "path:{dep}";
+  outputs = {{ self, dep }}:
+    let p = import ./default.nix {{ system = {system}; }};
+    in {{
+      fromDep = dep.pkg;
+      # Pure evaluation has no builtins.currentSystem.
+      impure = import ./default.nix {{ system = builtins.currentSystem; }};
+      # Import from derivation: evaluating it would need a build.
+      ifd = import (derivation {{
+        name = "ifd-{nonce}"; system = {system}; builder = "/bin/sh";
+        args = [ "-c" "echo 'builtins.head [ ({{}}: 1) ]' > $out" ];
+      }});
+      packages.{system} = {{
+        default = p;
+        inherit (p) rocblas clr;
+        hipblas-split = p.variants.hipblas-split;
+        dev-doc = p.variants.hipblas-split // {{ meta.outputsToInstall = [ "dev" "doc" ]; }};
+      }};
+      notPackage = 42;
+    }};
+}}"#,
+                dep = path.join("dep").display()
+            ),
+        )
+        .unwrap();
+        Dir { path, nonce }
+    })
+}
+
+fn file() -> String {
+    dir().path.join("default.nix").display().to_string()
+}
+
+fn flake(attr: &str) -> String {
+    format!("path:{}#{attr}", dir().path.display())
+}
+
+/// `nix-instantiate --eval` of `ATTR.OUTPUT.outPath` (or `ATTR.drvPath`
+/// when `output` is `drvPath`) in the example: Nix's own answer.
+fn nix_says(attr: &str, output: &str) -> String {
+    let expr = if output == "drvPath" {
+        format!("{attr}.drvPath")
+    } else {
+        format!("{attr}.{output}.outPath")
+    };
+    let mut c = Command::new("nix-instantiate");
+    c.args(["--eval", "--json"]).arg(file());
+    if !expr.starts_with('.') {
+        c.args(["-A", &expr]);
+    } else {
+        c.args(["-A", &expr[1..]]);
+    }
+    serde_json::from_str(&run(&mut c)).unwrap()
+}
+
+fn eval_one(arg: &str, opts: &Options) -> Result<Evaluated, InstallableError> {
+    let i = Installable::parse(arg, opts).unwrap_or_else(|| panic!("{arg} not an installable"));
+    Ok(evaluate(&[i], opts)?.pop().unwrap())
+}
+
+/// Checks `e` against Nix's paths of `attr`'s `outputs`, in that order.
+fn check(e: &Evaluated, attr: &str, outputs: &[&str]) {
+    assert_eq!(e.drv_path.as_str(), nix_says(attr, "drvPath"), "{}", e.arg);
+    let got: Vec<(&str, &str)> = e
+        .outputs
+        .iter()
+        .map(|(n, p)| (n.as_str(), p.as_str()))
+        .collect();
+    let want: Vec<(String, String)> = outputs
+        .iter()
+        .map(|o| (o.to_string(), nix_says(attr, o)))
+        .collect();
+    let want: Vec<(&str, &str)> = want.iter().map(|(n, p)| (n.as_str(), p.as_str())).collect();
+    assert_eq!(got, want, "{}", e.arg);
+}
+
+#[test]
+fn file_attribute_paths() {
+    let opts = Options {
+        file: Some(file()),
+        ..Options::default()
+    };
+    let split = "variants.hipblas-split";
+    // `-f`: without a selection every output (Nix's queryOutputs).
+    check(
+        &eval_one(split, &opts).unwrap(),
+        split,
+        &["out", "dev", "doc"],
+    );
+    check(
+        &eval_one(&format!("{split}^out,dev"), &opts).unwrap(),
+        split,
+        &["out", "dev"],
+    );
+    check(
+        &eval_one(&format!("{split}^doc,out"), &opts).unwrap(),
+        split,
+        &["doc", "out"],
+    );
+    check(
+        &eval_one(&format!("{split}^*"), &opts).unwrap(),
+        split,
+        &["out", "dev", "doc"],
+    );
+    check(&eval_one("rocblas", &opts).unwrap(), "rocblas", &["out"]);
+    // "." is the file's value (a function, called as Nix auto-calls it).
+    check(&eval_one(".", &opts).unwrap(), "", &["out"]);
+}
+
+#[test]
+fn expressions() {
+    let opts = Options {
+        expr: Some(format!("(import {} {{ }}).variants", file())),
+        impure: true,
+        ..Options::default()
+    };
+    check(
+        &eval_one("hipblas-split^dev", &opts).unwrap(),
+        "variants.hipblas-split",
+        &["dev"],
+    );
+    // meta.outputsToInstall picks the defaults.
+    let opts = Options {
+        expr: Some(format!(
+            "(import {} {{ }}).variants.hipblas-split // {{ meta.outputsToInstall = [ \"doc\" ]; }}",
+            file()
+        )),
+        impure: true,
+        ..Options::default()
+    };
+    check(
+        &eval_one(".", &opts).unwrap(),
+        "variants.hipblas-split",
+        &["doc"],
+    );
+    // Pure evaluation (Nix's default for --expr) refuses the file, with
+    // Nix's words.
+    let pure = Options {
+        impure: false,
+        ..opts
+    };
+    let e = eval_one(".", &pure).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::Eval { stderr, .. } if stderr.contains("forbidden in pure eval mode")),
+        "{e}"
+    );
+}
+
+#[test]
+fn path_flakes() {
+    let opts = Options::default();
+    let split = "variants.hipblas-split";
+    // A flake's default is `out` (no outputsToInstall, no outputSpecified).
+    check(
+        &eval_one(&flake("hipblas-split"), &opts).unwrap(),
+        split,
+        &["out"],
+    );
+    check(
+        &eval_one(&flake("hipblas-split^out,dev"), &opts).unwrap(),
+        split,
+        &["out", "dev"],
+    );
+    check(
+        &eval_one(&flake("hipblas-split^*"), &opts).unwrap(),
+        split,
+        &["out", "dev", "doc"],
+    );
+    check(
+        &eval_one(&flake("dev-doc"), &opts).unwrap(),
+        split,
+        &["dev", "doc"],
+    );
+    check(
+        &eval_one(&flake("rocblas"), &opts).unwrap(),
+        "rocblas",
+        &["out"],
+    );
+    // The full attribute path and the empty one (packages.SYSTEM.default).
+    let system =
+        run(Command::new("nix-instantiate").args(["--eval", "--expr", "builtins.currentSystem"]));
+    let full = format!("packages.{}.clr", system.trim().trim_matches('"'));
+    check(&eval_one(&flake(&full), &opts).unwrap(), "clr", &["out"]);
+    check(&eval_one(&flake(""), &opts).unwrap(), "", &["out"]);
+    // Several at once, in order; a flake evaluation writes no lock file.
+    let all = evaluate(
+        &[
+            Installable::parse(&flake("clr"), &opts).unwrap(),
+            Installable::parse(&flake("rocblas"), &opts).unwrap(),
+        ],
+        &opts,
+    )
+    .unwrap();
+    assert_eq!(all.len(), 2);
+    check(&all[0], "clr", &["out"]);
+    check(&all[1], "rocblas", &["out"]);
+    assert!(!dir().path.join("flake.lock").exists());
+}
+
+#[test]
+fn derivation_paths_read_their_outputs_from_the_file() {
+    let drv = run(Command::new("nix-instantiate")
+        .arg(file())
+        .args(["-A", "variants.hipblas-split"]));
+    let drv = drv.trim();
+    let opts = Options::default();
+    let attr = "variants.hipblas-split";
+    // Every output, in the file's (sorted) order.
+    check(&eval_one(drv, &opts).unwrap(), attr, &["dev", "doc", "out"]);
+    check(
+        &eval_one(&format!("{drv}^dev,out"), &opts).unwrap(),
+        attr,
+        &["dev", "out"],
+    );
+    check(
+        &eval_one(&format!("{drv}!doc"), &opts).unwrap(),
+        attr,
+        &["doc"],
+    );
+    // Not in the store; in the store but not there (never instantiated).
+    let e = eval_one("/tmp/x.drv^out", &opts).unwrap_err();
+    assert!(matches!(&e, InstallableError::BadDrvPath { .. }), "{e}");
+    let gone = "/nix/store/00000000000000000000000000000000-gone.drv";
+    let e = eval_one(gone, &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::Drv(_)) && e.to_string().contains(gone),
+        "{e}"
+    );
+    let e = eval_one(&format!("{drv}^lib"), &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::NoSuchOutput { output, available, .. }
+            if output == "lib" && available == &["dev", "doc", "out"]),
+        "{e}"
+    );
+}
+
+#[test]
+fn nix_flags_pass_through() {
+    let opts = Options::default();
+    let dep = |o: &Options| {
+        let e = eval_one(&flake("fromDep"), o).unwrap();
+        e.outputs[0].1.name().to_string()
+    };
+    let nonce = &dir().nonce;
+    assert_eq!(dep(&opts), format!("dep-one-{nonce}"));
+    let over = Options {
+        override_inputs: vec![(
+            "dep".into(),
+            format!("path:{}", dir().path.join("dep2").display()),
+        )],
+        ..Options::default()
+    };
+    assert_eq!(dep(&over), format!("dep-two-{nonce}"));
+
+    // --impure, and the same through --option pure-eval false.
+    let e = eval_one(&flake("impure"), &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::Eval { stderr, .. } if stderr.contains("currentSystem")),
+        "{e}"
+    );
+    let impure = Options {
+        impure: true,
+        ..Options::default()
+    };
+    check(&eval_one(&flake("impure"), &impure).unwrap(), "", &["out"]);
+    let option = Options {
+        options: vec![("pure-eval".into(), "false".into())],
+        ..Options::default()
+    };
+    check(&eval_one(&flake("impure"), &option).unwrap(), "", &["out"]);
+    assert!(!dir().path.join("flake.lock").exists());
+}
+
+#[test]
+fn import_from_derivation_is_not_built() {
+    // Even when instantiating, the derivation an import needs stays unbuilt.
+    let opts = Options {
+        instantiate: true,
+        ..Options::default()
+    };
+    let e = eval_one(&flake("ifd"), &opts).unwrap_err();
+    assert!(matches!(&e, InstallableError::Eval { .. }), "{e}");
+    let built = std::fs::read_dir("/nix/store").unwrap().flatten().any(|e| {
+        let n = e.file_name().to_string_lossy().into_owned();
+        n.ends_with(&format!("-ifd-{}", dir().nonce))
+    });
+    assert!(!built, "the IFD derivation was built: {e}");
+}
+
+/// The first `error:` line `nix` itself prints for `args`.
+fn nix_error(args: &[&str]) -> String {
+    let out = Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command flakes",
+            "eval",
+        ])
+        // Nix would write the flake's lock file next to it otherwise.
+        .arg("--no-write-lock-file")
+        .args(args)
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{args:?} succeeded");
+    String::from_utf8_lossy(&out.stderr)
+        .lines()
+        .find(|l| l.starts_with("error:"))
+        .unwrap()
+        .to_string()
+}
+
+#[test]
+fn evaluation_errors_carry_nix_words() {
+    let opts = Options::default();
+    let e = eval_one(&flake("nope"), &opts).unwrap_err();
+    let said = nix_error(&[&flake("nope")]);
+    assert!(said.contains("does not provide attribute"), "{said}");
+    assert!(
+        matches!(&e, InstallableError::Eval { stderr, .. } if stderr.contains(&said)),
+        "{e}"
+    );
+    assert!(e.to_string().contains(&said) && !e.is_usage());
+
+    let f = Options {
+        file: Some(file()),
+        ..Options::default()
+    };
+    let e = eval_one("nope.deeper", &f).unwrap_err();
+    let said = nix_error(&["-f", &file(), "nope.deeper"]);
+    assert!(said.contains("'nope'"), "{said}");
+    assert!(e.to_string().contains(&said), "{e}");
+
+    // Not a derivation; an output it does not have.
+    let e = eval_one(&flake("notPackage"), &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::NotDerivation { found, .. } if found == "int"),
+        "{e}"
+    );
+    let e = eval_one("variants", &f).unwrap_err();
+    assert!(matches!(&e, InstallableError::NotDerivation { .. }), "{e}");
+    let e = eval_one(&flake("clr^dev"), &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::NoSuchOutput { output, available, .. }
+            if output == "dev" && available == &["out"]),
+        "{e}"
+    );
+    // --file and --expr together, as Nix refuses them.
+    let both = Options {
+        file: Some(file()),
+        expr: Some("1".into()),
+        ..Options::default()
+    };
+    let i = Installable::parse("x", &both).unwrap();
+    let e = evaluate(&[i], &both).unwrap_err();
+    assert!(matches!(e, InstallableError::FileAndExpr) && e.is_usage());
+}
+
+/// Set in a child process of this test binary that runs one test alone,
+/// for what is process-wide: PATH, the working directory.
+const CHILD: &str = "NIX_HEFT_TEST_INSTALLABLE_CHILD";
+
+/// Whether this is the child running `test`.
+fn is_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// Runs `test` alone in a child process of this test binary, with `env`
+/// set, and requires it to pass.
+fn in_child(test: &str, env: &[(&str, &std::ffi::OsStr)]) {
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([test, "--exact", "--nocapture"]).env(CHILD, "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+/// With no `nix` on PATH: a distinct error (exit 2 for the CLI) naming
+/// the need. PATH is the process's, so the check runs in a child process
+/// with a PATH of one empty directory.
+#[test]
+fn missing_nix_is_a_distinct_error() {
+    if is_child() {
+        let opts = Options::default();
+        let i = Installable::parse("nixpkgs#hello", &opts).unwrap();
+        let e = evaluate(&[i], &opts).unwrap_err();
+        assert!(
+            matches!(&e, InstallableError::NixNotFound { arg, program } if arg == "nixpkgs#hello" && program == "nix"),
+            "{e}"
+        );
+        assert!(e.is_usage());
+        assert!(e.to_string().contains("not found on PATH"), "{e}");
+        return;
+    }
+    let empty = tempfile::tempdir().unwrap();
+    in_child(
+        "missing_nix_is_a_distinct_error",
+        &[("PATH", empty.path().as_os_str())],
+    );
+    // A program given by path that is not there is the same error.
+    let opts = Options {
+        nix: empty.path().join("nix").into(),
+        ..Options::default()
+    };
+    let i = Installable::parse(&flake("clr"), &opts).unwrap();
+    assert!(matches!(
+        evaluate(&[i], &opts),
+        Err(InstallableError::NixNotFound { .. })
+    ));
+}
+
+/// `.#attr`: the flake in the working directory (a plain directory, so
+/// `path:` to Nix), in a child process that changes its own directory.
+#[test]
+fn dot_flake_in_the_working_directory() {
+    if !is_child() {
+        in_child("dot_flake_in_the_working_directory", &[]);
+        return;
+    }
+    std::env::set_current_dir(&dir().path).unwrap();
+    let opts = Options::default();
+    check(&eval_one(".#clr", &opts).unwrap(), "clr", &["out"]);
+    check(
+        &eval_one(".#hipblas-split^dev,doc", &opts).unwrap(),
+        "variants.hipblas-split",
+        &["dev", "doc"],
+    );
+    check(&eval_one(".#", &opts).unwrap(), "", &["out"]);
+    assert!(!dir().path.join("flake.lock").exists());
+}
+
+fn valid(path: &str) -> bool {
+    Command::new("nix-store")
+        .args(["--check-validity", path])
+        .output()
+        .unwrap()
+        .status
+        .success()
+}
+
+#[test]
+fn nothing_is_built_or_written() {
+    let unbuilt = dir().path.join("unbuilt.nix");
+    let opts = Options {
+        file: Some(unbuilt.display().to_string()),
+        ..Options::default()
+    };
+    let e = eval_one(".", &opts).unwrap();
+    assert!(e.drv_path.as_str().contains(&dir().nonce));
+    assert_eq!(e.outputs.len(), 2);
+    // By default nix runs read-only: not even the .drv is written.
+    assert!(!valid(e.drv_path.as_str()), "{} written", e.drv_path);
+    for (_, p) in &e.outputs {
+        assert!(!valid(p.as_str()), "{p} built");
+    }
+    // Instantiating writes the .drv (as `nix eval` does) and builds nothing.
+    let inst = Options {
+        instantiate: true,
+        ..opts
+    };
+    let e2 = eval_one(".", &inst).unwrap();
+    assert_eq!(e2, e);
+    assert!(valid(e.drv_path.as_str()), "{} not written", e.drv_path);
+    for (_, p) in &e.outputs {
+        assert!(!valid(p.as_str()), "{p} built");
+    }
+    // Nix agrees on the paths.
+    let want = run(Command::new("nix-instantiate")
+        .args(["--eval", "--json", "--strict", "--expr"])
+        .arg(format!(
+            "let d = import {}; in [ d.drvPath d.out.outPath d.dev.outPath ]",
+            unbuilt.display()
+        )));
+    let want: Vec<String> = serde_json::from_str(&want).unwrap();
+    assert_eq!(
+        [
+            e.drv_path.as_str(),
+            e.outputs[0].1.as_str(),
+            e.outputs[1].1.as_str()
+        ],
+        [want[0].as_str(), want[1].as_str(), want[2].as_str()]
+    );
+}
