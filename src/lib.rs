@@ -32,6 +32,7 @@ pub mod evidence;
 pub mod fuzzing;
 pub mod graph;
 pub mod nar;
+pub mod nix_conf;
 pub mod plan;
 pub mod problem;
 pub mod read;
