@@ -14,6 +14,7 @@ pub mod netrc;
 
 pub mod narinfo;
 mod path_info_json;
+pub mod signature;
 
 use std::collections::{HashMap, HashSet};
 use std::path::{Path, PathBuf};
