@@ -21,7 +21,10 @@
 //!   signature 64 (ed25519).
 //! * A signature counts when a trusted key has its name and the ed25519
 //!   signature of the fingerprint verifies under that key; keys with the
-//!   same name: the first listed is the one used.
+//!   same name: the first listed is the one used. A signature naming an
+//!   untrusted key is skipped unread; one naming a trusted key that is not
+//!   base64 of 64 bytes makes Nix throw, failing the narinfo whatever its
+//!   other signatures (checked with `nix store verify`).
 //!
 //! Verification is ed25519-dalek's `verify_strict`, the check closest to
 //! libsodium's `crypto_sign_verify_detached` that Nix calls (both refuse
@@ -255,8 +258,14 @@ pub fn sig_lines(text: &str) -> Vec<&str> {
 pub enum SigProblem {
     /// No `Sig:` line at all.
     Unsigned,
-    /// A `Sig:` value that is not `NAME:BASE64` of 64 bytes.
+    /// A `Sig:` value that is not `NAME:BASE64` of 64 bytes, not naming
+    /// a trusted key (Nix skips it unread).
     Malformed(SigError),
+    /// A malformed `Sig:` value naming a trusted key. Nix then fails the
+    /// whole check ("signature is not valid", "invalid character in Base64
+    /// string"), even when another signature verifies, and so does
+    /// [`verify`]: the narinfo is not trusted.
+    MalformedTrusted(SigError),
     /// A well-formed signature by a key not among the trusted ones.
     UntrustedKey(String),
     /// A trusted key's signature that does not verify: the signed fields
@@ -272,6 +281,9 @@ impl fmt::Display for SigProblem {
         match self {
             SigProblem::Unsigned => f.write_str("no signature"),
             SigProblem::Malformed(e) => write!(f, "malformed: {e}"),
+            SigProblem::MalformedTrusted(e) => {
+                write!(f, "malformed signature naming a trusted key: {e}")
+            }
             SigProblem::UntrustedKey(k) => write!(f, "signed by '{k}', which is not trusted"),
             SigProblem::Mismatch(k) => write!(
                 f,
@@ -307,6 +319,7 @@ impl Verdict {
 pub fn verify(info: &NarInfo, sigs: &[&str], keys: &TrustedKeys) -> Verdict {
     let mut v = Verdict::default();
     let fp = fingerprint(info);
+    let mut poisoned = false;
     if sigs.is_empty() {
         v.problems.push(SigProblem::Unsigned);
     }
@@ -314,7 +327,15 @@ pub fn verify(info: &NarInfo, sigs: &[&str], keys: &TrustedKeys) -> Verdict {
         let sig = match Signature::parse(s) {
             Ok(sig) => sig,
             Err(e) => {
-                v.problems.push(SigProblem::Malformed(e));
+                // Nix looks the name up before decoding (crypto.cc
+                // verifyDetached): only a trusted name makes it throw.
+                let name = s.split_once(':').map_or("", |(n, _)| n);
+                if !name.is_empty() && keys.get(name).is_some() {
+                    poisoned = true;
+                    v.problems.push(SigProblem::MalformedTrusted(e));
+                } else {
+                    v.problems.push(SigProblem::Malformed(e));
+                }
                 continue;
             }
         };
@@ -340,6 +361,9 @@ pub fn verify(info: &NarInfo, sigs: &[&str], keys: &TrustedKeys) -> Verdict {
         } else {
             v.problems.push(SigProblem::Mismatch(sig.key_name));
         }
+    }
+    if poisoned {
+        v.signed_by = None;
     }
     v
 }
@@ -462,27 +486,33 @@ Sig: test-1:8qT6FMNVvU7BOBk2O9jHmigwHi88tHj7kahj6dpMtDp7EbQ0J9T8xbp71lErqXwcdVbH
         assert_eq!(v.problems, [SigProblem::UntrustedKey("other-1".into())]);
         assert_eq!(v.keys_found, ["other-1"]);
 
-        for (sig, want) in [
-            ("test-1:!!notbase64!!", "is not valid base64"),
-            ("test-1:AAAA", "holds 3 bytes, not 64"),
-            ("test-1:", "is not NAME:BASE64"),
-            (":AAAA", "is not NAME:BASE64"),
-            ("nocolon", "is not NAME:BASE64"),
+        for (sig, want, trusted_name) in [
+            ("test-1:!!notbase64!!", "is not valid base64", true),
+            ("test-1:AAAA", "holds 3 bytes, not 64", true),
+            ("test-1:", "is not NAME:BASE64", true),
+            ("other-1:AAAA", "holds 3 bytes, not 64", false),
+            (":AAAA", "is not NAME:BASE64", false),
+            ("nocolon", "is not NAME:BASE64", false),
         ] {
             let t = format!("{unsigned}Sig: {sig}\n");
             let v = check(&t);
             assert!(!v.is_trusted());
-            let [SigProblem::Malformed(e)] = v.problems.as_slice() else {
-                panic!("{sig}: {v:?}");
+            let e = match (v.problems.as_slice(), trusted_name) {
+                ([SigProblem::MalformedTrusted(e)], true) => e,
+                ([SigProblem::Malformed(e)], false) => e,
+                _ => panic!("{sig}: {v:?}"),
             };
             assert!(e.to_string().contains(want), "{sig}: {e}");
+            // With the good signature too: only a malformed one naming a
+            // trusted key spoils it, as in Nix.
+            let v = check(&format!("{t}Sig: test-1:{SIG_B64}\n"));
+            assert_eq!(v.is_trusted(), !trusted_name, "{sig}: {v:?}");
         }
-        // A good signature among bad ones still counts.
-        let t =
-            format!("{unsigned}Sig: test-1:AAAA\nSig: other-1:{SIG_B64}\nSig: test-1:{SIG_B64}\n");
+        // A good signature among others by untrusted keys counts.
+        let t = format!("{unsigned}Sig: other-1:{SIG_B64}\nSig: test-1:{SIG_B64}\n");
         let v = check(&t);
         assert_eq!(v.signed_by.as_deref(), Some("test-1"));
-        assert_eq!(v.problems.len(), 2, "{v:?}");
+        assert_eq!(v.problems, [SigProblem::UntrustedKey("other-1".into())]);
         assert_eq!(v.keys_found, ["other-1", "test-1"]);
     }
 
