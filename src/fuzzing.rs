@@ -72,6 +72,12 @@ pub fn decompress(data: &[u8]) {
     }
 }
 
+/// The nix.conf reader: the bytes as `NIX_CONFIG` and as every file,
+/// includes resolved in memory (`nix_conf::fuzz`).
+pub fn nix_conf(data: &[u8]) {
+    crate::nix_conf::fuzz(data);
+}
+
 /// A fuzz target's entry point.
 pub type Target = fn(&[u8]);
 
@@ -84,4 +90,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("elf", elf),
     ("store_path", store_path),
     ("decompress", decompress),
+    ("nix_conf", nix_conf),
 ];
