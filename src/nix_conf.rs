@@ -543,22 +543,6 @@ impl NixConf {
         Ok(l.conf)
     }
 
-    /// One file as the whole configuration (its includes followed), with
-    /// `/etc/nix` as the configuration directory for defaults. A missing
-    /// file is an empty configuration, as for Nix.
-    pub fn from_file(path: &Path) -> Result<NixConf, NixConfError> {
-        let mut l = Loader {
-            files: &RealFiles,
-            conf: NixConf {
-                nix_conf_dir: PathBuf::from("/etc/nix"),
-                ..NixConf::default()
-            },
-            stack: Vec::new(),
-        };
-        l.top_file(path)?;
-        Ok(l.conf)
-    }
-
     /// Every `NAME = VALUE` line read, in the order applied.
     pub fn assignments(&self) -> &[Assignment] {
         &self.assignments
