@@ -498,8 +498,13 @@ impl Loader<'_> {
 }
 
 /// `.` and `..` removed lexically, as Nix's `absPath`/`canonPath` do
-/// (symlinks are not resolved: `a/link/..` is `a`).
+/// (symlinks are not resolved: `a/link/..` is `a`). A relative path (from
+/// a relative `NIX_CONF_DIR` or `NIX_USER_CONF_FILES` entry) is left as it
+/// is, to be opened from the working directory as Nix's `readFile` would.
 fn normalise(p: &Path) -> PathBuf {
+    if !p.is_absolute() {
+        return p.to_path_buf();
+    }
     let mut out = PathBuf::from("/");
     for c in p.components() {
         match c {
@@ -871,6 +876,25 @@ mod tests {
         let c = NixConf::load(&env).unwrap();
         assert_eq!(c.substituters(), ["sys", "d2", "d1"]);
         assert_eq!(c.get("sandbox"), Some("true"));
+    }
+
+    #[test]
+    fn relative_user_file_is_read_from_the_working_directory() {
+        let d = dir_with(&[("u.conf", "substituters = rel\n")]);
+        let up = std::env::current_dir().unwrap().components().count() - 1;
+        let rel = "../".repeat(up)
+            + d.path()
+                .join("u.conf")
+                .to_str()
+                .unwrap()
+                .trim_start_matches('/');
+        let env = ConfEnv::from_pairs([
+            ("NIX_CONF_DIR", "/nonexistent/nix-heft".to_string()),
+            ("NIX_USER_CONF_FILES", rel.clone()),
+        ]);
+        let c = NixConf::load(&env).unwrap();
+        assert_eq!(c.substituters(), ["rel"]);
+        assert_eq!(c.files(), [PathBuf::from(rel)]);
     }
 
     #[test]
