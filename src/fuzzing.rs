@@ -81,6 +81,12 @@ pub fn derivation(data: &[u8]) {
     }
 }
 
+/// The nix.conf reader: the bytes as `NIX_CONFIG` and as every file,
+/// includes resolved in memory (`nix_conf::fuzz`).
+pub fn nix_conf(data: &[u8]) {
+    crate::nix_conf::fuzz(data);
+}
+
 /// A fuzz target's entry point.
 pub type Target = fn(&[u8]);
 
@@ -94,4 +100,5 @@ pub const TARGETS: &[(&str, Target)] = &[
     ("store_path", store_path),
     ("decompress", decompress),
     ("derivation", derivation),
+    ("nix_conf", nix_conf),
 ];

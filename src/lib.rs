@@ -44,6 +44,7 @@ pub mod graph;
 pub mod installable;
 pub mod local_cache;
 pub mod nar;
+pub mod nix_conf;
 pub mod nixbase32;
 pub mod pipeline;
 pub mod plan;

@@ -74,7 +74,9 @@ fn files_of(module: &str) -> Vec<PathBuf> {
     }
     let mut stack = vec![src().join(module)];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else { continue };
+        let Ok(rd) = std::fs::read_dir(&d) else {
+            continue;
+        };
         for e in rd.flatten() {
             let p = e.path();
             if p.is_dir() {

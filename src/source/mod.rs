@@ -22,6 +22,7 @@ mod run_log;
 
 pub mod narinfo;
 mod path_info_json;
+pub mod signature;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
