@@ -109,8 +109,9 @@ enum Command {
     Browse(commands::browse::BrowseArgs),
     /// Print a shell completion script (bash, zsh or fish) on standard output.
     Completions(commands::completions::CompletionsArgs),
-    /// Print the manual page (roff) on standard output.
-    Man,
+    /// Print the manual page (roff) of nix-heft, or of COMMAND
+    /// (`nix-heft-COMMAND(1)`), on standard output.
+    Man(commands::man::ManArgs),
 }
 
 fn main() -> ExitCode {
@@ -148,6 +149,6 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Report(args) => commands::report::run(&ctx, args),
         Command::Browse(args) => commands::browse::run(&ctx, args),
         Command::Completions(args) => commands::completions::completions(args, Cli::command()),
-        Command::Man => commands::completions::man(Cli::command()),
+        Command::Man(args) => commands::man::run(args, Cli::command()),
     }
 }
