@@ -51,8 +51,9 @@ pub fn run(args: &ManArgs, cli: clap::Command) -> anyhow::Result<ExitCode> {
         None => render(&cli, None, &mut out)?,
         Some(name) => {
             let Some(sub) = paged(&cli).find(|s| s.get_name() == name) else {
-                // A usage error (exit 2) naming what would have worked, as
-                // clap does for an unknown subcommand.
+                // clap already refuses such a COMMAND (main.rs gives it the
+                // names); this stays a usage error naming them should a
+                // caller pass another command line.
                 let names: Vec<&str> = paged(&cli).map(|s| s.get_name()).collect();
                 return Err(nix_heft::Error::Usage(format!(
                     "no manual page for '{name}'; the commands are: {}",
