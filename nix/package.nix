@@ -46,8 +46,10 @@ rustPlatform.buildRustPackage {
           --bash <($out/bin/nix-heft completions bash) \
           --zsh <($out/bin/nix-heft completions zsh) \
           --fish <($out/bin/nix-heft completions fish)
-        $out/bin/nix-heft man > nix-heft.1
-        installManPage nix-heft.1
+        # nix-heft.1 and one nix-heft-COMMAND.1 per subcommand, the pages
+        # the main one names.
+        $out/bin/nix-heft man --out-dir man
+        installManPage man/*.1
       ''
     else
       "";

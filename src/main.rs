@@ -5,7 +5,7 @@ mod commands;
 
 use std::process::ExitCode;
 
-use clap::{CommandFactory, Parser, Subcommand};
+use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
 
 /// Why is a Nix closure heavy, and how to cut it.
 #[derive(Parser, Debug)]
@@ -109,12 +109,32 @@ enum Command {
     Browse(commands::browse::BrowseArgs),
     /// Print a shell completion script (bash, zsh or fish) on standard output.
     Completions(commands::completions::CompletionsArgs),
-    /// Print the manual page (roff) on standard output.
-    Man,
+    /// Print the manual page (roff) of nix-heft, or of COMMAND
+    /// (`nix-heft-COMMAND(1)`), on standard output.
+    Man(commands::man::ManArgs),
+}
+
+/// The command line as clap sees it: the derived one, with `man`'s COMMAND
+/// limited to the subcommands that have a page, so that clap rejects any
+/// other as it rejects a bad value (exit 2, listing them) and completions
+/// offer them. The list cannot be written in the derive: it is the enum the
+/// derive is defining.
+fn command() -> clap::Command {
+    let cli = Cli::command();
+    let names: Vec<String> = cli
+        .get_subcommands()
+        .filter(|s| !s.is_hide_set())
+        .map(|s| s.get_name().to_string())
+        .collect();
+    cli.mut_subcommand("man", |man| {
+        man.mut_arg("command", |a| {
+            a.value_parser(clap::builder::PossibleValuesParser::new(names))
+        })
+    })
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
     match run(&cli) {
         Ok(code) => code,
         Err(e) => ExitCode::from(nix_heft::error::report_failure("nix-heft", &e)),
@@ -147,7 +167,17 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => commands::trace::run(&ctx, args),
         Command::Report(args) => commands::report::run(&ctx, args),
         Command::Browse(args) => commands::browse::run(&ctx, args),
-        Command::Completions(args) => commands::completions::completions(args, Cli::command()),
-        Command::Man => commands::completions::man(Cli::command()),
+        Command::Completions(args) => commands::completions::completions(args, command()),
+        Command::Man(args) => commands::man::run(args, command()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (names, conflicts, value parsers) on
+    /// the command line as it is run, `man`'s COMMAND values included.
+    #[test]
+    fn command_line_is_consistent() {
+        super::command().debug_assert();
     }
 }

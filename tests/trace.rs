@@ -379,6 +379,73 @@ fn a_daemon_is_traced_until_it_exits() {
     assert!(used(file(&t, hello, "share/hello.txt").unwrap()));
 }
 
+#[test]
+fn a_workload_the_timeout_ends_exits_124_with_the_timeout_message() {
+    // The README's and --help's promise, for exactly this command.
+    let (o, t) = trace(
+        &["bash", "-c", "sleep 10"],
+        &[],
+        &["--timeout", "2"],
+        "timeout-124.json",
+    );
+    assert_eq!(o.code, 124, "{}", o.stderr);
+    assert!(
+        o.stderr.contains(
+            "nix-heft: --timeout reached: 1 process still running was killed; the partial trace is kept in"
+        ),
+        "{}",
+        o.stderr
+    );
+    assert!(!o.stderr.contains("killed by SIGKILL"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("still running when the trace ended"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(t["timed_out"], true);
+    assert_eq!(t["complete"], false);
+    // The timeout's own kill is not a signal the workload got.
+    assert_eq!(t["exit"], serde_json::json!({}));
+    // --json: the same code, and the summary says no exit code.
+    let (o, _) = trace(
+        &["bash", "-c", "sleep 10"],
+        &[],
+        &["--timeout", "1", "--json"],
+        "timeout-124-json.json",
+    );
+    assert_eq!(o.code, 124, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_eq!(v["exit_code"], Value::Null);
+    assert_eq!(v["signal"], Value::Null);
+    assert_eq!(v["complete"], false);
+}
+
+#[test]
+fn a_workload_that_ends_before_the_timeout_keeps_its_own_code() {
+    let (o, t) = trace(
+        &["bash", "-c", "exit 5"],
+        &[],
+        &["--timeout", "30"],
+        "before-timeout.json",
+    );
+    assert_eq!(o.code, 5, "{}", o.stderr);
+    assert!(!o.stderr.contains("--timeout reached"), "{}", o.stderr);
+    assert_eq!(t["timed_out"], false);
+    assert_eq!(t["exit"]["code"], 5);
+    // A SIGKILL the workload sends itself is still 128 + 9, not the
+    // timeout's 124.
+    let (o, t) = trace(
+        &["bash", "-c", "kill -KILL $$"],
+        &[],
+        &["--timeout", "30"],
+        "killed-before-timeout.json",
+    );
+    assert_eq!(o.code, 128 + 9, "{}", o.stderr);
+    assert!(o.stderr.contains("was killed by SIGKILL"), "{}", o.stderr);
+    assert_eq!(t["timed_out"], false);
+    assert_eq!(t["exit"]["signal"], "SIGKILL");
+}
+
 /// A trace of llama-server with `ROCBLAS_GPU_TARGET=target`, written once
 /// per target.
 fn server_trace(target: &str) -> String {

@@ -1,5 +1,5 @@
-//! `nix-heft completions SHELL` and `nix-heft man`: generated from the
-//! clap definitions; no store is opened.
+//! `nix-heft completions SHELL`: generated from the clap definitions; no
+//! store is opened. The man pages are in `man`.
 
 use std::io::Write;
 use std::process::ExitCode;
@@ -35,14 +35,6 @@ pub fn completions(args: &CompletionsArgs, mut cli: clap::Command) -> anyhow::Re
     };
     let mut out = std::io::stdout().lock();
     clap_complete::generate(shell, &mut cli, "nix-heft", &mut out);
-    out.flush()?;
-    Ok(ExitCode::SUCCESS)
-}
-
-/// Prints the manual page of `cli` (roff).
-pub fn man(cli: clap::Command) -> anyhow::Result<ExitCode> {
-    let mut out = std::io::stdout().lock();
-    clap_mangen::Man::new(cli).render(&mut out)?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
 }

@@ -88,19 +88,28 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&args.output, json)
         .with_context(|| format!("writing the trace to {}", args.output.display()))?;
     let out_name = args.output.display().to_string();
+    // The timeout's message whenever the timeout fired: the first process
+    // killed by it (`Running`, exit 124) or only what it left behind (its
+    // own exit code kept). A signal names the signal only when the timeout
+    // did not send it.
     match traced.ended {
         Ended::Signal(sig) => eprintln!(
             "nix-heft: {} was killed by {}; the partial trace is kept in {out_name}",
             traced.trace.command[0],
             sig.as_str()
         ),
-        _ if traced.trace.timed_out => eprintln!(
-            "nix-heft: --timeout reached: {} process{} still running were killed; the partial trace is kept in {out_name}",
+        Ended::Running | Ended::Code(_) if traced.trace.timed_out => eprintln!(
+            "nix-heft: --timeout reached: {} process{} still running {} killed; the partial trace is kept in {out_name}",
             traced.killed_at_timeout,
             if traced.killed_at_timeout == 1 {
                 ""
             } else {
                 "es"
+            },
+            if traced.killed_at_timeout == 1 {
+                "was"
+            } else {
+                "were"
             }
         ),
         _ => {}

@@ -56,7 +56,7 @@ pub enum Ended {
     Code(i32),
     /// Killed by this signal.
     Signal(Signal),
-    /// Still running when the trace ended (timeout).
+    /// Still running when the trace ended: `--timeout` killed it.
     Running,
 }
 
@@ -384,11 +384,16 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
     let live: Arc<Mutex<HashSet<Pid>>> = Arc::new(Mutex::new([child].into_iter().collect()));
     let timed_out = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let killed = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+    // Set before the watchdog's SIGKILL reaches the first process, so that
+    // its death is read as the timeout's doing (`Ended::Running`, exit 124)
+    // and not as a signal the workload got (128 + 9).
+    let first_killed = Arc::new(std::sync::atomic::AtomicBool::new(false));
     let (done_tx, done_rx) = mpsc::channel::<()>();
     let watchdog = timeout.map(|t| {
         let live = Arc::clone(&live);
         let timed_out = Arc::clone(&timed_out);
         let killed = Arc::clone(&killed);
+        let first_killed = Arc::clone(&first_killed);
         std::thread::spawn(move || {
             if done_rx.recv_timeout(t) == Err(mpsc::RecvTimeoutError::Timeout) {
                 timed_out.store(true, std::sync::atomic::Ordering::SeqCst);
@@ -397,6 +402,7 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
                     .map(|s| s.iter().copied().collect())
                     .unwrap_or_default();
                 killed.store(pids.len(), std::sync::atomic::Ordering::SeqCst);
+                first_killed.store(pids.contains(&child), std::sync::atomic::Ordering::SeqCst);
                 for p in pids {
                     let _ = signal::kill(p, Signal::SIGKILL);
                 }
@@ -439,7 +445,16 @@ fn trace_loop(child: Pid, by_nr: &HashMap<u64, Call>, timeout: Option<Duration>)
             }
             WaitStatus::Signaled(p, sig, _) => {
                 if p == child {
-                    ended = Ended::Signal(sig);
+                    // A first process that had already exited (a zombie
+                    // not yet reaped when the watchdog fired) reports its
+                    // own code above; only the watchdog's SIGKILL counts.
+                    ended = if sig == Signal::SIGKILL
+                        && first_killed.load(std::sync::atomic::Ordering::SeqCst)
+                    {
+                        Ended::Running
+                    } else {
+                        Ended::Signal(sig)
+                    };
                 }
                 pending.remove(&p);
                 forget(p, &mut known);
