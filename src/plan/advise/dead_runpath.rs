@@ -16,9 +16,9 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
             cx.g.path(to),
             files.join(", ")
         ),
-        snippet: format!(
-            "postFixup = ''\n  patchelf --shrink-rpath {}\n'';",
-            out_paths(&files)
+        snippet: super::snippet::shell_hook(
+            "postFixup",
+            &[format!("patchelf --shrink-rpath {}", out_paths(&files))],
         ),
         evidence: files,
         ..cx.action(

@@ -16,6 +16,7 @@ mod bin_output;
 mod dead_runpath;
 mod partition_targets;
 mod remove_references_to;
+mod snippet;
 mod split_outputs;
 mod strip_debug;
 
@@ -329,7 +330,7 @@ fn files_of(evs: &[Evidence]) -> Vec<String> {
 fn out_paths(files: &[String]) -> String {
     files
         .iter()
-        .map(|f| format!("$out/{f}"))
+        .map(|f| snippet::out_file(f))
         .collect::<Vec<_>>()
         .join(" ")
 }

@@ -110,9 +110,11 @@ pub(super) fn action(
         )
     };
     let (kept_list, saving, kept_refs) = choice?;
-    let kept = kept_list.join("\", \"");
+    // The targets as the snippet's Nix list, and as the comment names them.
+    let kept_nix = super::snippet::list(&kept_list);
+    let kept = kept_list.join(", ");
     let trace_names = || cx.traces.map(|t| t.names()).unwrap_or_default();
-    let pkg = pkg_name(g.path(p).as_str());
+    let pkg = super::snippet::package(pkg_name(g.path(p).as_str()));
     let cuts: Vec<String> = g
         .references(p)
         .iter()
@@ -138,14 +140,14 @@ pub(super) fn action(
         evidence: all_files.into_iter().take(8).collect(),
         snippet: match source {
             KeepSource::Given => format!(
-                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets given with --targets"
+                "{pkg}.override {{ {knob} = {kept_nix}; }}  # the targets given with --targets"
             ),
             KeepSource::Trace => format!(
-                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets the trace ({}) used",
+                "{pkg}.override {{ {knob} = {kept_nix}; }}  # the targets the trace ({}) used",
                 trace_names()
             ),
             KeepSource::Costliest => format!(
-                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more"
+                "{pkg}.override {{ {knob} = {kept_nix}; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more"
             ),
         },
         keeps: kept_list,
