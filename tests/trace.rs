@@ -531,7 +531,7 @@ fn merged_traces_keep_every_traced_target() {
     ));
     let act = action(&advice, "partition-targets", &rocblas).unwrap();
     let snippet = act["snippet"].as_str().unwrap();
-    assert!(snippet.contains("\"gfx1100\", \"gfx90a\""), "{snippet}");
+    assert!(snippet.contains("[ \"gfx1100\" \"gfx90a\" ]"), "{snippet}");
     assert_eq!(act["removes"].as_array().unwrap().len(), 3);
 }
 
