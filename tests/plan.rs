@@ -588,3 +588,34 @@ fn split_finds_a_consumer_target_past_the_excerpt() {
     assert_eq!(c.keeps, vec!["data".to_string()], "{r:?}");
     assert!(!r.warnings.is_empty(), "a run-time file moved: {r:?}");
 }
+
+/// `advise --targets` on the bundled example's cache.
+fn advise_example_targets(targets: &str) -> Outcome {
+    let cache = example_cache();
+    heft_run(
+        Some(cache.to_str().unwrap()),
+        &["--json", "advise", &example_root(), "--targets", targets],
+    )
+}
+
+#[test]
+fn targets_ignore_case_and_a_miss_lists_the_targets_found() {
+    let lower = advise_example_targets("gfx90a");
+    let upper = advise_example_targets("GFX90A");
+    assert_eq!(lower.code, 0, "{}", lower.stderr);
+    assert_eq!(upper.code, 0, "{}", upper.stderr);
+    // The same advice to the byte: the snippet names the target as the
+    // files do.
+    assert_eq!(upper.stdout, lower.stdout);
+    assert!(
+        upper.stdout.contains(r#"gpuTargets = [ \"gfx90a\" ]"#),
+        "{}",
+        upper.stdout
+    );
+    let miss = advise_example_targets("gfx9000");
+    assert_usage_error(
+        &miss,
+        "--targets gfx9000: no per-target package in the closure has that target \
+         (targets found: gfx1030, gfx1100, gfx900, gfx906, gfx90a in rocblas-5.7.1)",
+    );
+}

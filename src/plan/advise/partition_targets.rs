@@ -7,18 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex::bytes::Regex;
 
-use super::{Action, ActionKind, Advisor, Safety, full_name, pkg_name};
+use super::{Action, ActionKind, Advisor, KeepSource, Safety, full_name, pkg_name};
 use crate::evidence::{Kind, Verdict};
 use crate::graph::NodeId;
 use crate::problem::Problem;
-
-/// Where a partition's kept targets come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeepSource {
-    Given,
-    Trace,
-    Costliest,
-}
 
 /// The action partitioning `p` by the targets `pattern` names (selected by
 /// the nixpkgs knob `knob`): `None` when its run-time files name fewer
@@ -90,9 +82,16 @@ pub(super) fn action(
     };
     // The targets to keep: those given (--targets), else those the trace
     // used, else the costliest single target (the least a user saves).
+    // `--targets` ignores case (`GFX90A`), as `partition --keep` does; the
+    // snippet names each target as its files do.
     let given: Vec<String> = cx
         .targets
-        .map(|t| t.iter().filter(|k| keys.contains(k)).cloned().collect())
+        .map(|t| {
+            t.iter()
+                .filter_map(|want| keys.iter().find(|k| k.eq_ignore_ascii_case(want)))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let (choice, source) = if !given.is_empty() {
         (try_keep(given), KeepSource::Given)
@@ -152,6 +151,8 @@ pub(super) fn action(
         },
         keeps: kept_list,
         pattern: Some(pattern),
+        targets_found: keys,
+        keeps_from: Some(source),
         ..cx.action(
             ActionKind::PartitionTargets,
             p,
