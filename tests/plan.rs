@@ -428,7 +428,19 @@ fn advise_ranks_real_savings_on_the_example() {
     assert!(
         dead.package.ends_with("-hipblas-5.7.1") && dead.removes[0].ends_with("-rocm-smi-5.7.1")
     );
-    assert!(dead.saving.unwrap() > 0 && dead.snippet.contains("patchelf --shrink-rpath"));
+    assert!(dead.saving.unwrap() > 0);
+    // The edit keeps hipblas' other entries (rocblas, glibc) as written and
+    // drops only rocm-smi's.
+    assert!(
+        dead.snippet
+            .contains("patchelf --set-rpath \"$runpath\" $out/lib/libhipblas.so")
+            && !dead.snippet.contains("-rocm-smi-5.7.1/lib")
+            && dead.snippet.contains("runpath='/nix/store/")
+            && dead.snippet.contains("-rocblas-5.7.1/lib'\n")
+            && dead.snippet.contains("-glibc-2.36/lib'\n"),
+        "{}",
+        dead.snippet
+    );
     let leak = a
         .actions
         .iter()

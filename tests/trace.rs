@@ -835,7 +835,7 @@ fn the_plan_matches_the_lean_rebuild() {
     // Two files differ in bytes, not only in what they are: the one-target
     // TensileManifest.txt lists fewer kernels, and patchelf shrinks
     // libhipblas.so when the RUNPATH is set without the dead entry (the
-    // plan keeps the file's size: --shrink-rpath rewrites in place).
+    // plan keeps the file's size: a shorter RUNPATH is rewritten in place).
     let manifest = "lib/rocblas/library/TensileManifest.txt";
     let residual = pad8_of(&format!("{rocblas}/{manifest}"))
         - pad8_of(&format!("{lean_rocblas}/{manifest}"))

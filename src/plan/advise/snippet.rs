@@ -72,8 +72,14 @@ pub(crate) fn shell_word(s: &str) -> String {
     {
         s.to_string()
     } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
+        single_quoted(s)
     }
+}
+
+/// `s` single-quoted for the shell, always (`'` written as `'\''`): a
+/// RUNPATH is shown as one word even when it needs no quoting.
+pub(crate) fn single_quoted(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// A file of the package as a builder's shell names it: `$out/lib/x.so`,

@@ -1,0 +1,110 @@
+//! The RUNPATH edit `advise` proposes for a dead entry, applied with real
+//! patchelf (the snippet's own shell, as Nix hands it to a builder) to a
+//! copy of a real program whose RUNPATH also has an entry that serves only
+//! a library it dlopen()s (tests/fixtures/runpath.nix): the dead entry
+//! goes, the dlopen() entry stays and the program still loads its plug-in;
+//! `patchelf --shrink-rpath` on another copy drops both and breaks it.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+use common::*;
+use serde_json::Value;
+
+/// The RUNPATH of `file`, as patchelf prints it.
+fn rpath(file: &Path) -> String {
+    run(Command::new("patchelf").arg("--print-rpath").arg(file))
+        .trim()
+        .to_string()
+}
+
+/// A writable copy of the store path `p` under `dir`.
+fn copy_of(p: &str, dir: &Path, name: &str) -> std::path::PathBuf {
+    let to = dir.join(name);
+    run(Command::new("cp").arg("-r").arg(p).arg(&to));
+    run(Command::new("chmod").arg("-R").arg("u+w").arg(&to));
+    to
+}
+
+/// The `postFixup` text of a bindings snippet, as Nix evaluates it.
+fn post_fixup(snippet: &str) -> String {
+    let expr = format!("{{\n{snippet}\n}}.postFixup");
+    let out = run(
+        Command::new("nix-instantiate").args(["--eval", "--strict", "--json", "--expr", &expr])
+    );
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn the_runpath_edit_keeps_the_entry_that_serves_dlopen() {
+    let built = nix_build(
+        &repo().join("tests/fixtures/runpath.nix"),
+        &["app", "plugin", "unused"],
+    );
+    let [app, plugin, unused] = [&built[0], &built[1], &built[2]];
+    let original = rpath(&Path::new(app).join("bin/app"));
+    assert_eq!(original, format!("{unused}/lib:{plugin}/lib"));
+
+    let o = heft_run(None, &["--json", "advise", app, "--min-saving", "0"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    let actions = v["actions"].as_array().unwrap();
+    let a = actions
+        .iter()
+        .find(|a| a["kind"] == "dead-runpath")
+        .unwrap_or_else(|| panic!("no dead-runpath action: {v}"));
+    assert_eq!(a["cuts"], serde_json::json!([unused]), "{a}");
+    assert_eq!(a["safety"], "safe");
+    // No action touches the entry that serves the plug-in.
+    assert!(
+        actions
+            .iter()
+            .all(|a| !a["cuts"].to_string().contains(plugin.as_str())),
+        "{v}"
+    );
+
+    // The snippet, run as a builder would run it, on a copy as `$out`.
+    let dir = scratch("runpath-edit");
+    let edited = copy_of(app, &dir, "edited");
+    let hook = post_fixup(a["snippet"].as_str().unwrap());
+    assert!(hook.contains("patchelf --set-rpath"), "{hook}");
+    run(Command::new("bash")
+        .args(["-e", "-c", &hook])
+        .env("out", &edited));
+    let bin = edited.join("bin/app");
+    assert_eq!(
+        rpath(&bin),
+        format!("{plugin}/lib"),
+        "only the dead entry goes"
+    );
+    // Every dlopen() candidate is still found: the program loads its plug-in.
+    let ran = Command::new(&bin).output().unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "plugin says 42\n");
+
+    // Why not --shrink-rpath: it keeps only entries where a DT_NEEDED
+    // library is found, so the plug-in's entry goes too and dlopen() fails.
+    let shrunk = copy_of(app, &dir, "shrunk");
+    let bin = shrunk.join("bin/app");
+    run(Command::new("patchelf").arg("--shrink-rpath").arg(&bin));
+    assert!(!rpath(&bin).contains(plugin.as_str()), "{}", rpath(&bin));
+    let ran = Command::new(&bin).output().unwrap();
+    assert!(!ran.status.success());
+    assert!(
+        String::from_utf8_lossy(&ran.stderr).contains("libplugin.so"),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+
+    // The reason says why a dead entry can survive nixpkgs' fixup at all.
+    let reason = a["reason"].as_str().unwrap();
+    for why in ["dontPatchELF", "patchelf --shrink-rpath", "DT_RPATH"] {
+        assert!(reason.contains(why), "reason lacks {why}: {reason}");
+    }
+}
