@@ -41,23 +41,29 @@ fn post_fixup(snippet: &str) -> String {
 fn the_runpath_edit_keeps_the_entry_that_serves_dlopen() {
     let built = nix_build(
         &repo().join("tests/fixtures/runpath.nix"),
-        &["app", "plugin", "unused"],
+        &["app", "plugin", "unused", "unused2"],
     );
-    let [app, plugin, unused] = [&built[0], &built[1], &built[2]];
+    let [app, plugin, unused, unused2] = [&built[0], &built[1], &built[2], &built[3]];
     let original = rpath(&Path::new(app).join("bin/app"));
-    assert_eq!(original, format!("{unused}/lib:{plugin}/lib"));
+    assert_eq!(original, format!("{unused}/lib:{plugin}/lib:{unused2}/lib"));
 
     let o = heft_run(None, &["--json", "advise", app, "--min-saving", "0"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     let actions = v["actions"].as_array().unwrap();
-    let a = actions
+    // One action per dead entry, none on the entry that serves the plug-in.
+    let dead: Vec<&Value> = actions
         .iter()
-        .find(|a| a["kind"] == "dead-runpath")
-        .unwrap_or_else(|| panic!("no dead-runpath action: {v}"));
-    assert_eq!(a["cuts"], serde_json::json!([unused]), "{a}");
-    assert_eq!(a["safety"], "safe");
-    // No action touches the entry that serves the plug-in.
+        .filter(|a| a["kind"] == "dead-runpath")
+        .collect();
+    let mut cut: Vec<&str> = dead
+        .iter()
+        .map(|a| a["cuts"][0].as_str().unwrap())
+        .collect();
+    cut.sort();
+    let mut want = [unused.as_str(), unused2.as_str()];
+    want.sort();
+    assert_eq!(cut, want, "{v}");
     assert!(
         actions
             .iter()
@@ -65,28 +71,28 @@ fn the_runpath_edit_keeps_the_entry_that_serves_dlopen() {
         "{v}"
     );
 
-    // The snippet, run as a builder would run it, on a copy as `$out`.
+    // Each snippet, run as a builder would run it, on a copy as `$out`;
+    // then all of them in turn on one copy, as the plan applies them.
     let dir = scratch("runpath-edit");
-    let edited = copy_of(app, &dir, "edited");
-    let hook = post_fixup(a["snippet"].as_str().unwrap());
-    assert!(hook.contains("patchelf --set-rpath"), "{hook}");
-    run(Command::new("bash")
-        .args(["-e", "-c", &hook])
-        .env("out", &edited));
-    let bin = edited.join("bin/app");
-    assert_eq!(
-        rpath(&bin),
-        format!("{plugin}/lib"),
-        "only the dead entry goes"
-    );
-    // Every dlopen() candidate is still found: the program loads its plug-in.
-    let ran = Command::new(&bin).output().unwrap();
-    assert!(
-        ran.status.success(),
-        "{}",
-        String::from_utf8_lossy(&ran.stderr)
-    );
-    assert_eq!(String::from_utf8_lossy(&ran.stdout), "plugin says 42\n");
+    let hooks: Vec<String> = dead
+        .iter()
+        .map(|a| {
+            assert_eq!(a["safety"], "safe");
+            post_fixup(a["snippet"].as_str().unwrap())
+        })
+        .collect();
+    let together = copy_of(app, &dir, "together");
+    for (i, hook) in hooks.iter().enumerate() {
+        assert!(hook.contains("patchelf --set-rpath"), "{hook}");
+        let alone = copy_of(app, &dir, &format!("alone-{i}"));
+        for out in [&alone, &together] {
+            run(Command::new("bash")
+                .args(["-e", "-c", hook])
+                .env("out", out));
+        }
+        check_loads(&alone.join("bin/app"), plugin);
+    }
+    check_loads(&together.join("bin/app"), plugin);
 
     // Why not --shrink-rpath: it keeps only entries where a DT_NEEDED
     // library is found, so the plug-in's entry goes too and dlopen() fails.
@@ -103,8 +109,27 @@ fn the_runpath_edit_keeps_the_entry_that_serves_dlopen() {
     );
 
     // The reason says why a dead entry can survive nixpkgs' fixup at all.
-    let reason = a["reason"].as_str().unwrap();
-    for why in ["dontPatchELF", "patchelf --shrink-rpath", "DT_RPATH"] {
-        assert!(reason.contains(why), "reason lacks {why}: {reason}");
+    for a in &dead {
+        let reason = a["reason"].as_str().unwrap();
+        for why in ["dontPatchELF", "patchelf --shrink-rpath", "DT_RPATH"] {
+            assert!(reason.contains(why), "reason lacks {why}: {reason}");
+        }
     }
+}
+
+/// `bin` has only the plug-in's entry left, and still loads the plug-in
+/// (every dlopen() candidate is found).
+fn check_loads(bin: &Path, plugin: &str) {
+    assert_eq!(
+        rpath(bin),
+        format!("{plugin}/lib"),
+        "only the dead entries go"
+    );
+    let ran = Command::new(bin).output().unwrap();
+    assert!(
+        ran.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ran.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&ran.stdout), "plugin says 42\n");
 }

@@ -15,8 +15,10 @@ use crate::graph::NodeId;
 pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -> Action {
     let files = files_of(evs);
     let saving = cx.saving_without_edge(from, to);
-    // Per file: its RUNPATH and the entries of it this edge's dead holds
-    // are (a file may name the path in several entries).
+    // Per file: its RUNPATH and its dead entries, this edge's and those of
+    // the file's other dead holds (other actions): every snippet for the
+    // file then writes the same RUNPATH, so pasting several of them (as the
+    // plan does) never puts back an entry another one dropped.
     let mut runpaths: BTreeMap<&str, (&[String], BTreeSet<usize>)> = BTreeMap::new();
     for e in evs.iter().filter(|e| e.kind == Kind::ElfRunpath && e.dead) {
         if let Some((rp, i)) = &e.runpath {
@@ -25,6 +27,16 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
                 .or_insert_with(|| (rp.as_slice(), BTreeSet::new()))
                 .1
                 .insert(*i);
+        }
+    }
+    let mut others: BTreeSet<&str> = BTreeSet::new();
+    let all = cx.c.paths[&from].by_reference.iter();
+    for e in all.filter(|(t, _)| **t != to).flat_map(|(_, evs)| evs) {
+        if let (Kind::ElfRunpath, true, Some((_, i))) = (e.kind, e.dead, &e.runpath)
+            && let Some((rp, dead)) = runpaths.get_mut(e.file.as_str())
+            && dead.insert(*i)
+        {
+            others.insert(rp[*i].as_str());
         }
     }
     // One entry a line (`runpath+=':…'`): store paths are long, and code in
@@ -59,12 +71,20 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
     Action {
         reason: format!(
             "RUNPATH entry {}/lib provides none of the libraries {} needs or dlopen()s; \
-             the edit drops only it (`patchelf --shrink-rpath` would also drop entries that \
+             the edit drops dead entries only (`patchelf --shrink-rpath` would also drop entries that \
              serve only dlopen()ed libraries). nixpkgs' fixup already runs \
              `patchelf --shrink-rpath` unless `dontPatchELF` is set: a dead entry left \
-             usually means `dontPatchELF`, an RPATH added after fixup, or a DT_RPATH",
+             usually means `dontPatchELF`, an RPATH added after fixup, or a DT_RPATH{}",
             cx.g.path(to),
-            files.join(", ")
+            files.join(", "),
+            if others.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; the edit also drops the other dead entries of the same files ({})",
+                    others.into_iter().collect::<Vec<_>>().join(", ")
+                )
+            }
         ),
         snippet: snippet::shell_hook("postFixup", &lines),
         evidence: files,
