@@ -134,6 +134,11 @@ pub struct Evidence {
     /// this directory provides.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub serves: Vec<String>,
+    /// For a RUNPATH entry: the file's whole RUNPATH (or RPATH) as written,
+    /// and which entry this is, so that an edit can drop this entry and
+    /// keep the others exactly (not in JSON).
+    #[serde(skip)]
+    pub runpath: Option<(Vec<String>, usize)>,
     /// Extra explanation (e.g. why an ELF file was treated as binary).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub note: Option<String>,
@@ -174,6 +179,7 @@ impl Evidence {
             context,
             dead: false,
             serves: Vec::new(),
+            runpath: None,
             note: None,
             used_by: None,
             looked_up_by: None,

@@ -112,7 +112,8 @@ impl Examined {
         if !self.readable {
             return None;
         }
-        let (plan, problems) = crate::plan::joint::plan(g, &self.classified, &self.actions, None);
+        let (plan, problems) =
+            crate::plan::joint::plan(g, &self.classified, &self.actions, Default::default());
         self.problems.extend(problems);
         Some(plan)
     }
@@ -262,7 +263,7 @@ pub fn check(
     let (actions, plan) = if prepared.needs_advice {
         let (a, p) = crate::plan::advise::advise(g, &c, None, None);
         problems.extend(p);
-        let (plan, pp) = crate::plan::joint::plan(g, &c, &a, None);
+        let (plan, pp) = crate::plan::joint::plan(g, &c, &a, Default::default());
         problems.extend(pp);
         (a, Some(plan))
     } else {

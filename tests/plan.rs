@@ -428,7 +428,19 @@ fn advise_ranks_real_savings_on_the_example() {
     assert!(
         dead.package.ends_with("-hipblas-5.7.1") && dead.removes[0].ends_with("-rocm-smi-5.7.1")
     );
-    assert!(dead.saving.unwrap() > 0 && dead.snippet.contains("patchelf --shrink-rpath"));
+    assert!(dead.saving.unwrap() > 0);
+    // The edit keeps hipblas' other entries (rocblas, glibc) as written and
+    // drops only rocm-smi's.
+    assert!(
+        dead.snippet
+            .contains("patchelf --set-rpath \"$runpath\" $out/lib/libhipblas.so")
+            && !dead.snippet.contains("-rocm-smi-5.7.1/lib")
+            && dead.snippet.contains("runpath='/nix/store/")
+            && dead.snippet.contains("-rocblas-5.7.1/lib'\n")
+            && dead.snippet.contains("-glibc-2.36/lib'\n"),
+        "{}",
+        dead.snippet
+    );
     let leak = a
         .actions
         .iter()
@@ -587,4 +599,35 @@ fn split_finds_a_consumer_target_past_the_excerpt() {
     let c = r.consumers.iter().find(|c| c.consumer == user).unwrap();
     assert_eq!(c.keeps, vec!["data".to_string()], "{r:?}");
     assert!(!r.warnings.is_empty(), "a run-time file moved: {r:?}");
+}
+
+/// `advise --targets` on the bundled example's cache.
+fn advise_example_targets(targets: &str) -> Outcome {
+    let cache = example_cache();
+    heft_run(
+        Some(cache.to_str().unwrap()),
+        &["--json", "advise", &example_root(), "--targets", targets],
+    )
+}
+
+#[test]
+fn targets_ignore_case_and_a_miss_lists_the_targets_found() {
+    let lower = advise_example_targets("gfx90a");
+    let upper = advise_example_targets("GFX90A");
+    assert_eq!(lower.code, 0, "{}", lower.stderr);
+    assert_eq!(upper.code, 0, "{}", upper.stderr);
+    // The same advice to the byte: the snippet names the target as the
+    // files do.
+    assert_eq!(upper.stdout, lower.stdout);
+    assert!(
+        upper.stdout.contains(r#"gpuTargets = [ \"gfx90a\" ]"#),
+        "{}",
+        upper.stdout
+    );
+    let miss = advise_example_targets("gfx9000");
+    assert_usage_error(
+        &miss,
+        "--targets gfx9000: no per-target package in the closure has that target \
+         (targets found: gfx1030, gfx1100, gfx900, gfx906, gfx90a in rocblas-5.7.1)",
+    );
 }

@@ -598,7 +598,7 @@ fn merged_traces_keep_every_traced_target() {
     ));
     let act = action(&advice, "partition-targets", &rocblas).unwrap();
     let snippet = act["snippet"].as_str().unwrap();
-    assert!(snippet.contains("\"gfx1100\", \"gfx90a\""), "{snippet}");
+    assert!(snippet.contains("[ \"gfx1100\" \"gfx90a\" ]"), "{snippet}");
     assert_eq!(act["removes"].as_array().unwrap().len(), 3);
 }
 
@@ -902,7 +902,7 @@ fn the_plan_matches_the_lean_rebuild() {
     // Two files differ in bytes, not only in what they are: the one-target
     // TensileManifest.txt lists fewer kernels, and patchelf shrinks
     // libhipblas.so when the RUNPATH is set without the dead entry (the
-    // plan keeps the file's size: --shrink-rpath rewrites in place).
+    // plan keeps the file's size: a shorter RUNPATH is rewritten in place).
     let manifest = "lib/rocblas/library/TensileManifest.txt";
     let residual = pad8_of(&format!("{rocblas}/{manifest}"))
         - pad8_of(&format!("{lean_rocblas}/{manifest}"))
@@ -953,4 +953,68 @@ fn a_32_bit_program_runs_and_the_trace_says_it_was_not_decoded() {
     assert_eq!(o.stdout, "32-bit ok\n");
     assert!(o.stderr.contains("ran in another ABI"), "{}", o.stderr);
     assert_eq!(t["complete"], false);
+}
+
+#[test]
+fn a_trace_that_used_no_target_file_is_warned_about() {
+    // llama-server with no GPU named loads no kernel library: the trace
+    // lists the Tensile directory but uses no per-target file.
+    let server = format!("{}/bin/llama-server", rocm());
+    let (o, t) = trace(
+        &[&server],
+        &[("ROCBLAS_GPU_TARGET", "")],
+        &[],
+        "no-gpu.json",
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let rocblas = path_named("rocblas-5.7.1");
+    assert!(t["paths"].get(&rocblas).is_some(), "rocblas untouched: {t}");
+    let used_targets: Vec<&str> = t["paths"][&rocblas]["files"]
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter(|(_, f)| used(f))
+                .map(|(k, _)| k.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        used_targets.iter().all(|f| !f.contains("gfx")),
+        "the workload used per-target files: {used_targets:?}"
+    );
+    let file = scratch_file("no-gpu.json");
+    let file = file.to_str().unwrap();
+    let with = heft_run(None, &["--json", "advise", rocm(), "--trace", file]);
+    let without = json_of(&heft_run(None, &["--json", "advise", rocm()]));
+    let with_json = json_of(&with);
+    let warning =
+        "used no per-target file of rocblas-5.7.1: it says nothing about which targets are used";
+    assert!(
+        with.stderr.contains("nix-heft: warning: the trace ("),
+        "{}",
+        with.stderr
+    );
+    assert!(with.stderr.contains(warning), "{}", with.stderr);
+    let warnings = with_json["plan"]["warnings"]
+        .as_array()
+        .expect("plan warnings");
+    assert!(
+        warnings
+            .iter()
+            .any(|w| w.as_str().unwrap().contains(warning)),
+        "{warnings:?}"
+    );
+    // The trace changed nothing about targets: the same partition as
+    // without it.
+    let part = |v: &Value| action(v, "partition-targets", &rocblas).map(|a| a["snippet"].clone());
+    assert_eq!(part(&with_json), part(&without));
+    assert!(
+        without["plan"].get("warnings").is_none(),
+        "{}",
+        without["plan"]
+    );
+    // Text output warns on stderr too.
+    let text = heft_run(None, &["advise", rocm(), "--trace", file]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stderr.contains(warning), "{}", text.stderr);
 }

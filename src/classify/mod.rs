@@ -100,6 +100,7 @@ fn classify_path(
                     ElfHold::Interpreter => Kind::ElfInterpreter,
                     ElfHold::Needed { .. } => Kind::ElfNeeded,
                     ElfHold::Runpath { entry } => {
+                        ev.runpath = Some((facts.runpath.clone(), *entry));
                         if let Some(dir) = facts.runpath.get(*entry) {
                             let tree = all.get(&h.target).and_then(|r| r.tree.as_ref());
                             runpath::judge(g, h.target, tree, dir, facts, &mut ev);

@@ -49,6 +49,10 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         traces: traces.as_ref(),
     };
     let advised = nix_heft::pipeline::advise(src, &g, &req, &ctx.read_bar(src))?;
+    // On stderr whatever the format: the JSON carries them in the plan too.
+    for w in &advised.plan.warnings {
+        eprintln!("nix-heft: warning: {w}");
+    }
     let report = AdviceReport {
         roots: roots.iter().map(|r| r.to_string()).collect(),
         closure_size,

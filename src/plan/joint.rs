@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use serde::{Deserialize, Serialize};
 
-use super::advise::{Action, ActionKind, Safety};
+use super::advise::{Action, ActionKind, KeepSource, Safety};
 use super::split::{nixpkgs_preset, simulate};
 use super::whatif::WhatIf;
 use crate::classify::Classified;
@@ -61,6 +61,10 @@ pub struct Plan {
     /// Which GPU targets the plan keeps, and why those.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub targets: Option<String>,
+    /// What the user should know about the plan's choices (a trace that
+    /// says nothing about which targets are used); also on stderr.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// Depth of every node: 0 for a path with no references, else one more
@@ -181,58 +185,110 @@ fn joint(
     w.closure_size(g.roots())
 }
 
+/// The plan's note on GPU targets, and warnings about them.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TargetsNote {
+    /// Which targets the plan's partitions keep, and why those; `None`
+    /// when advise found no partition.
+    pub note: Option<String>,
+    /// What the user should know about that choice (a trace that says
+    /// nothing about targets).
+    pub warnings: Vec<String>,
+}
+
 /// Which GPU targets the plan's partitions keep, as the plan's note says it:
-/// the `--targets` asked for, else the targets the traces used, else the
-/// costliest single target. `None` when advise found no partition.
+/// the `--targets` asked for (matched ignoring case, named as the files
+/// name them), else the targets the traces used, else the costliest single
+/// target.
 ///
-/// A target asked for that no partition keeps is a usage error naming the
-/// targets the partitions found: the plan would silently keep others.
+/// A target asked for that no partition has is a usage error listing the
+/// targets the partitions found: the plan would silently keep others. A
+/// trace that used no per-target file of a partition is warned about: it
+/// says nothing about which targets are used, yet the plan looks as if it
+/// did.
 pub fn targets_note(
     actions: &[Action],
     targets: Option<&[String]>,
     traces: Option<&crate::trace::file::TraceSet>,
-) -> crate::Result<Option<String>> {
+) -> crate::Result<TargetsNote> {
     let partitions: Vec<&Action> = actions
         .iter()
         .filter(|a| a.kind == ActionKind::PartitionTargets)
         .collect();
-    let kept = || {
+    // Each partition's targets found, with the package that has them.
+    let found = || {
         partitions
             .iter()
-            .map(|a| a.keeps.join(","))
+            .map(|a| {
+                format!(
+                    "{} in {}",
+                    a.targets_found.join(", "),
+                    crate::store_path::name_of(&a.package)
+                )
+            })
             .collect::<Vec<_>>()
             .join("; ")
     };
     if let Some(t) = targets {
         for want in t {
-            if !partitions.iter().any(|a| a.keeps.contains(want)) {
+            let has = partitions
+                .iter()
+                .any(|a| a.targets_found.iter().any(|k| k.eq_ignore_ascii_case(want)));
+            if !has {
                 return Err(crate::Error::Usage(format!(
                     "--targets {want}: no per-target package in the closure has that target{}",
                     if partitions.is_empty() {
                         String::new()
                     } else {
-                        format!(" (the partitions found keep {})", kept())
+                        format!(" (targets found: {})", found())
                     }
                 )));
             }
         }
     }
-    Ok(if partitions.is_empty() {
+    let mut warnings = Vec::new();
+    if targets.is_none()
+        && let Some(tr) = traces
+    {
+        for a in &partitions {
+            if a.keeps_from != Some(KeepSource::Trace) {
+                warnings.push(format!(
+                    "the trace ({}) used no per-target file of {}: it says nothing about which targets are used; the plan keeps {}, the costliest single target; give --targets to choose",
+                    tr.names(),
+                    crate::store_path::name_of(&a.package),
+                    a.keeps.join(", ")
+                ));
+            }
+        }
+    }
+    let note = if partitions.is_empty() {
         None
-    } else if let Some(t) = targets {
-        Some(format!("keeps {} (--targets)", t.join(", ")))
+    } else if targets.is_some() {
+        // Named as the files name them, each once, in the order given.
+        let mut kept: Vec<&str> = Vec::new();
+        for k in partitions.iter().flat_map(|a| &a.keeps) {
+            if !kept.contains(&k.as_str()) {
+                kept.push(k);
+            }
+        }
+        Some(format!("keeps {} (--targets)", kept.join(", ")))
     } else if let Some(tr) = traces
         && partitions
             .iter()
-            .any(|a| a.snippet.contains("the targets the trace"))
+            .any(|a| a.keeps_from == Some(KeepSource::Trace))
     {
         Some(format!("keeps the targets the trace used ({})", tr.names()))
     } else {
         Some(format!(
             "keeps {}, the costliest single target; give --targets to choose",
-            kept()
+            partitions
+                .iter()
+                .map(|a| a.keeps.join(","))
+                .collect::<Vec<_>>()
+                .join("; ")
         ))
-    })
+    };
+    Ok(TargetsNote { note, warnings })
 }
 
 /// The plan of `actions` (as `advise` ranked them) for the graph's roots.
@@ -241,7 +297,7 @@ pub fn plan(
     g: &Graph,
     c: &Classified,
     actions: &[Action],
-    targets_note: Option<String>,
+    targets_note: TargetsNote,
 ) -> (Plan, Vec<Problem>) {
     let mut problems = Vec::new();
     let index: HashMap<&str, NodeId> = g
@@ -338,7 +394,8 @@ pub fn plan(
             closure_after: after,
             actions: out_steps,
             rebuilds,
-            targets: targets_note,
+            targets: targets_note.note,
+            warnings: targets_note.warnings,
         },
         problems,
     )

@@ -45,8 +45,10 @@ pub(super) fn action(cx: &Advisor, p: NodeId) -> Option<Action> {
             .iter()
             .flat_map(|t| files_of(&pe.by_reference[t]))
             .collect(),
-        snippet: "outputs = [ \"bin\" \"out\" ];  # not simulated: install-time routing of bin/"
-            .into(),
+        snippet: format!(
+            "outputs = {};  # not simulated: install-time routing of bin/",
+            super::snippet::list(&["bin", "out"])
+        ),
         ..cx.action(
             ActionKind::BinOutput,
             p,

@@ -16,6 +16,7 @@ mod bin_output;
 mod dead_runpath;
 mod partition_targets;
 mod remove_references_to;
+mod snippet;
 mod split_outputs;
 mod strip_debug;
 
@@ -126,6 +127,25 @@ pub struct Action {
     /// JSON; the plan applies the partition again with it).
     #[serde(skip)]
     pub pattern: Option<&'static str>,
+    /// For `partition-targets`: every target found, as its files name it
+    /// (not in JSON; `--targets` is checked against it).
+    #[serde(skip)]
+    pub targets_found: Vec<String>,
+    /// For `partition-targets`: where `keeps` came from (not in JSON; the
+    /// plan's note says it).
+    #[serde(skip)]
+    pub keeps_from: Option<KeepSource>,
+}
+
+/// Where a partition's kept targets come from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeepSource {
+    /// The targets given with `--targets`.
+    Given,
+    /// The targets whose files a trace used.
+    Trace,
+    /// The costliest single target: nothing said which to keep.
+    Costliest,
 }
 
 /// A cut reference that stays in the closure, and the chain that keeps it.
@@ -218,6 +238,8 @@ impl Advisor<'_> {
             simulated: saving.is_some(),
             keeps: Vec::new(),
             pattern: None,
+            targets_found: Vec::new(),
+            keeps_from: None,
         }
     }
 }
@@ -329,7 +351,7 @@ fn files_of(evs: &[Evidence]) -> Vec<String> {
 fn out_paths(files: &[String]) -> String {
     files
         .iter()
-        .map(|f| format!("$out/{f}"))
+        .map(|f| snippet::out_file(f))
         .collect::<Vec<_>>()
         .join(" ")
 }

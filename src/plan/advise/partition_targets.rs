@@ -7,18 +7,10 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex::bytes::Regex;
 
-use super::{Action, ActionKind, Advisor, Safety, full_name, pkg_name};
+use super::{Action, ActionKind, Advisor, KeepSource, Safety, full_name, pkg_name};
 use crate::evidence::{Kind, Verdict};
 use crate::graph::NodeId;
 use crate::problem::Problem;
-
-/// Where a partition's kept targets come from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum KeepSource {
-    Given,
-    Trace,
-    Costliest,
-}
 
 /// The action partitioning `p` by the targets `pattern` names (selected by
 /// the nixpkgs knob `knob`): `None` when its run-time files name fewer
@@ -90,9 +82,16 @@ pub(super) fn action(
     };
     // The targets to keep: those given (--targets), else those the trace
     // used, else the costliest single target (the least a user saves).
+    // `--targets` ignores case (`GFX90A`), as `partition --keep` does; the
+    // snippet names each target as its files do.
     let given: Vec<String> = cx
         .targets
-        .map(|t| t.iter().filter(|k| keys.contains(k)).cloned().collect())
+        .map(|t| {
+            t.iter()
+                .filter_map(|want| keys.iter().find(|k| k.eq_ignore_ascii_case(want)))
+                .cloned()
+                .collect()
+        })
         .unwrap_or_default();
     let (choice, source) = if !given.is_empty() {
         (try_keep(given), KeepSource::Given)
@@ -110,9 +109,11 @@ pub(super) fn action(
         )
     };
     let (kept_list, saving, kept_refs) = choice?;
-    let kept = kept_list.join("\", \"");
+    // The targets as the snippet's Nix list, and as the comment names them.
+    let kept_nix = super::snippet::list(&kept_list);
+    let kept = kept_list.join(", ");
     let trace_names = || cx.traces.map(|t| t.names()).unwrap_or_default();
-    let pkg = pkg_name(g.path(p).as_str());
+    let pkg = super::snippet::package(pkg_name(g.path(p).as_str()));
     let cuts: Vec<String> = g
         .references(p)
         .iter()
@@ -138,18 +139,20 @@ pub(super) fn action(
         evidence: all_files.into_iter().take(8).collect(),
         snippet: match source {
             KeepSource::Given => format!(
-                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets given with --targets"
+                "{pkg}.override {{ {knob} = {kept_nix}; }}  # the targets given with --targets"
             ),
             KeepSource::Trace => format!(
-                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # the targets the trace ({}) used",
+                "{pkg}.override {{ {knob} = {kept_nix}; }}  # the targets the trace ({}) used",
                 trace_names()
             ),
             KeepSource::Costliest => format!(
-                "{pkg}.override {{ {knob} = [ \"{kept}\" ]; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more"
+                "{pkg}.override {{ {knob} = {kept_nix}; }}  # saving shown keeps {kept}, the costliest target; fewer or cheaper targets save more"
             ),
         },
         keeps: kept_list,
         pattern: Some(pattern),
+        targets_found: keys,
+        keeps_from: Some(source),
         ..cx.action(
             ActionKind::PartitionTargets,
             p,

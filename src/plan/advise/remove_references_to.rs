@@ -23,8 +23,10 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
         ),
         snippet: format!(
             "nativeBuildInputs = [ removeReferencesTo ];\npostFixup = ''\n  remove-references-to -t ${{{}}} {}\n'';",
-            pkg_name(&dep),
-            out_paths(&files)
+            // `${…}` is Nix's: it puts the dependency's store path into the
+            // shell line, so it is written here, not escaped by a helper.
+            super::snippet::package(pkg_name(&dep)),
+            super::snippet::indented(&out_paths(&files))
         ),
         evidence: files,
         ..cx.action(

@@ -79,12 +79,8 @@ pub(super) fn action(cx: &Advisor, p: NodeId, problems: &mut Vec<Problem>) -> Op
         },
         evidence,
         snippet: format!(
-            "outputs = [ {} ];  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",
-            names
-                .iter()
-                .map(|n| format!("\"{n}\""))
-                .collect::<Vec<_>>()
-                .join(" ")
+            "outputs = {};  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",
+            super::snippet::list(&names)
         ),
         ..cx.action(
             ActionKind::SplitOutputs,
