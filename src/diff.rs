@@ -105,6 +105,13 @@ pub struct PathChange {
     /// The paths of the same package on the other side that it replaces
     /// (or that replace it), in the other side's graph.
     pub counterparts: Vec<NodeId>,
+    /// For a path that left because its referrers left too (every BEFORE
+    /// referrer is of a package absent from AFTER): the chain that held it,
+    /// from the nearest path whose package stayed (or a root) down to the
+    /// path itself. Empty when a referrer stayed and only the edge vanished,
+    /// or for an added path. Without it, "clr no longer references comgr"
+    /// would be said of a clr that is gone altogether.
+    pub left_with: Vec<NodeId>,
 }
 
 /// One package's change, grouped like `nix store diff-closures`.
@@ -180,8 +187,8 @@ pub fn diff(before: &Graph, after: &Graph) -> ClosureDiff {
     };
     let b_edges = b.key_edges(&keys_of(&a, &added));
     let a_edges = a.key_edges(&keys_of(&b, &removed));
-    let mut added = explain(&a, &b, &added, &b_edges, &removed);
-    let mut removed = explain(&b, &a, &removed, &a_edges, &added_ids(&added));
+    let mut added = explain(&a, &b, &added, &b_edges, &removed, false);
+    let mut removed = explain(&b, &a, &removed, &a_edges, &added_ids(&added), true);
     added.sort_by(|x, y| order(after, x, y));
     removed.sort_by(|x, y| order(before, x, y));
     let before_all: Vec<bool> = vec![true; before.len()];
@@ -216,8 +223,13 @@ fn explain(
     changed: &[NodeId],
     other_edges: &HashSet<(u32, u32)>,
     other_changed: &[NodeId],
+    chains: bool,
 ) -> Vec<PathChange> {
     let other_keys: HashSet<u32> = other.key.iter().copied().collect();
+    // A path "left" in the sense that matters to a reader when its package
+    // is gone from the other side; a rebuilt referrer (same package, new
+    // hash) stayed.
+    let gone = |r: NodeId| !other_keys.contains(&this.key[r as usize]);
     let mut by_key: HashMap<u32, Vec<NodeId>> = HashMap::new();
     for &v in other_changed {
         by_key.entry(other.key[v as usize]).or_default().push(v);
@@ -235,6 +247,7 @@ fn explain(
                     referrer: None,
                     edge: EdgeChange::Changed,
                     counterparts,
+                    left_with: Vec::new(),
                 };
             }
             // Prefer a referrer whose package is on both sides (the package
@@ -255,14 +268,51 @@ fn explain(
                 Some(r) if other_edges.contains(&(this.key[r as usize], kv)) => EdgeChange::Renamed,
                 _ => EdgeChange::Changed,
             };
+            let left_with = match referrer {
+                Some(_) if chains && this.g.referrers(v).iter().all(|&r| gone(r)) => {
+                    chain_to_stayed(this, v, &gone, &roots)
+                }
+                _ => Vec::new(),
+            };
             PathChange {
                 node: v,
                 referrer,
                 edge,
                 counterparts,
+                left_with,
             }
         })
         .collect()
+}
+
+/// The chain that held `v`: from `v` up through its nearest referrer (by
+/// distance from the roots) until a path whose package stayed or a root,
+/// returned root side first and ending at `v`. Depth falls by one at each
+/// step, so the walk ends.
+fn chain_to_stayed(
+    this: &Side,
+    v: NodeId,
+    gone: &dyn Fn(NodeId) -> bool,
+    roots: &HashSet<NodeId>,
+) -> Vec<NodeId> {
+    let mut chain = vec![v];
+    let mut cur = v;
+    while !roots.contains(&cur) {
+        let Some(up) = this.g.referrers(cur).iter().copied().min_by(|x, y| {
+            this.depth[*x as usize]
+                .cmp(&this.depth[*y as usize])
+                .then_with(|| this.g.path(*x).cmp(this.g.path(*y)))
+        }) else {
+            break;
+        };
+        chain.push(up);
+        if !gone(up) {
+            break;
+        }
+        cur = up;
+    }
+    chain.reverse();
+    chain
 }
 
 /// Per package: the versions and sizes on both sides, like

@@ -303,3 +303,50 @@ fn profile_generation_links_are_roots() {
     let j: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(j, diff_json(&[]));
 }
+
+/// A path whose only referrer left too is said to have left with it (the
+/// chain that held it), not that a referrer "no longer references it";
+/// a path whose referrer stayed (rebuilt) and dropped the edge keeps that
+/// wording (tests/fixtures/diff-chain.nix).
+#[test]
+fn a_path_that_left_with_its_referrer_names_the_chain() {
+    let p = nix_build(
+        &repo().join("tests/fixtures/diff-chain.nix"),
+        &["before", "after"],
+    );
+    let (before, after) = (p[0].as_str(), p[1].as_str());
+    let o = heft_run(None, &["--json", "diff", before, after]);
+    assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
+    let j: Value = serde_json::from_str(&o.stdout).unwrap();
+    let removed = &j["removed"];
+    let clr = by_name(removed, "clr-1.0");
+    let comgr = &by_name(removed, "comgr-1.0")["why"];
+    // clr is comgr's only referrer, as Nix registers it.
+    let comgr_path = by_name(removed, "comgr-1.0")["path"].as_str().unwrap();
+    let referrers = run(Command::new("nix-store").args(["-q", "--referrers", comgr_path]));
+    assert_eq!(referrers.trim(), clr["path"].as_str().unwrap());
+    assert_eq!(comgr["left_with"], clr["path"]);
+    assert_eq!(
+        comgr["left_chain"],
+        serde_json::json!([before, clr["path"], comgr_path])
+    );
+    // top stayed (rebuilt) and dropped clr; keeper stayed and dropped
+    // olddep: neither left with anything.
+    for name in ["clr-1.0", "olddep-1.0"] {
+        let why = &by_name(removed, name)["why"];
+        assert_eq!(why["edge"], "gone", "{name}: {why}");
+        assert!(why.get("left_with").is_none(), "{name}: {why}");
+        assert!(why.get("left_chain").is_none(), "{name}: {why}");
+    }
+    let text = heft_run(None, &["diff", before, after]).stdout;
+    assert!(
+        text.contains("comgr-1.0 (-39.5 KiB) left with clr-1.0 (top-1.0 → clr-1.0 → comgr-1.0)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("olddep-1.0 (-20.0 KiB) left: keeper-1.0 no longer references it"),
+        "{text}"
+    );
+    assert!(text.contains("clr-1.0 (-"), "{text}");
+    assert!(!text.contains("clr-1.0 no longer references"), "{text}");
+}

@@ -33,6 +33,15 @@ pub struct Why {
     /// True when the source has no file contents for the referrer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub unavailable: bool,
+    /// For a path that left together with its referrer (every referrer's
+    /// package is gone too): the referrer it left with. `null` when a
+    /// referrer stayed and only the edge vanished.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub left_with: Option<String>,
+    /// With `left_with`: the chain that held the path, from the nearest
+    /// path that stayed (or the old root) down to the path itself.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub left_chain: Vec<String>,
 }
 
 /// A path that appeared or left.
@@ -131,6 +140,16 @@ impl DiffReport {
                         .collect(),
                     evidence,
                     unavailable,
+                    left_with: if pc.left_with.is_empty() {
+                        None
+                    } else {
+                        pc.referrer.map(|r| this.path(r).to_string())
+                    },
+                    left_chain: pc
+                        .left_with
+                        .iter()
+                        .map(|&n| this.path(n).to_string())
+                        .collect(),
                 },
             }
         };
@@ -281,6 +300,14 @@ impl Report for DiffReport {
                             name_of(r)
                         )
                     }
+                }
+                (Some(_), _) if !new && c.why.left_with.is_some() => {
+                    let chain: Vec<&str> = c.why.left_chain.iter().map(|p| name_of(p)).collect();
+                    format!(
+                        "left with {} ({})",
+                        name_of(c.why.left_with.as_deref().unwrap_or_default()),
+                        chain.join(" → ")
+                    )
                 }
                 (Some(r), _) => {
                     let held = if c.why.unavailable {
