@@ -157,13 +157,19 @@ impl Baseline {
     }
 }
 
+/// A path a budget violation lists, with the referrer that pulled it in
+/// when the violation explains growth since a baseline.
+pub type Listed = (NodeId, Option<NodeId>);
+
 /// What `check` learns from the graph alone, and the edges it needs read.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     /// Closure size of the roots.
     pub closure_size: u64,
-    /// Broken budgets: (rule, detail, the paths to list as contributors).
-    pub budgets: Vec<(String, String, Vec<NodeId>)>,
+    /// Broken budgets: (rule, detail, the paths to list as contributors,
+    /// each with the referrer that pulled it in where the rule explains
+    /// growth since a baseline).
+    pub budgets: Vec<(String, String, Vec<Listed>)>,
     /// Forbidden paths found: (pattern, path, shortest chain from a root).
     pub forbidden: Vec<(String, NodeId, Vec<NodeId>)>,
     /// Edges whose evidence the violations need.
@@ -221,7 +227,7 @@ pub fn prepare(
                 iec(max),
                 iec(closure_size - max)
             ),
-            top(&|_| true),
+            top(&|_| true).into_iter().map(|v| (v, None)).collect(),
         ));
     }
     if let (Some(growth), Some(base)) = (rules.max_growth, baseline) {
@@ -247,8 +253,15 @@ pub fn prepare(
                     base.label,
                     iec(closure_size)
                 ),
-                // New paths first: what came in since the baseline.
-                top(&|v| new_only.is_none_or(|s| !s.contains(g.path(v).as_str()))),
+                match new_only {
+                    // Growth is explained by what came in since the
+                    // baseline, as `diff` lists it, not by the largest
+                    // paths: a big path that was there before did not grow.
+                    Some(base_paths) => added_since(g, base_paths),
+                    // A baseline without its path list (`size --top`):
+                    // what is new cannot be told, so the largest paths.
+                    None => top(&|_| true).into_iter().map(|v| (v, None)).collect(),
+                },
             ));
         }
     }
@@ -280,6 +293,74 @@ pub fn prepare(
         wants,
         needs_advice,
     }
+}
+
+/// The paths of `g`'s closure not in `base_paths`, largest NAR first (then
+/// by path), each with the referrer that pulled it in, chosen as
+/// [`crate::diff::diff`] chooses it: a referrer whose package (name and
+/// output, as `nix store diff-closures` reads names) is in the baseline
+/// too, then the one nearest the roots, then by path. Only the baseline's
+/// path names are needed, so a saved `size --json` serves as well as a
+/// graph.
+fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
+    let key = |name: &str| {
+        let n = crate::store_path::split_name_like_diff_closures(name);
+        (n.name.to_string(), n.output.unwrap_or("").to_string())
+    };
+    let base_keys: HashSet<(String, String)> = base_paths
+        .iter()
+        .map(|p| key(crate::store_path::name_of(p)))
+        .collect();
+    let depth = bfs_depth(g);
+    let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
+    let mut added: Vec<NodeId> = (0..g.len() as NodeId)
+        .filter(|&v| !base_paths.contains(g.path(v).as_str()))
+        .collect();
+    added.sort_by(|a, b| {
+        g.nar_size(*b)
+            .cmp(&g.nar_size(*a))
+            .then_with(|| g.path(*a).cmp(g.path(*b)))
+    });
+    added
+        .into_iter()
+        .map(|v| {
+            if roots.contains(&v) {
+                return (v, None);
+            }
+            let r = g.referrers(v).iter().copied().min_by(|x, y| {
+                let rank = |r: NodeId| {
+                    (
+                        !base_keys.contains(&key(g.path(r).name())),
+                        depth[r as usize],
+                    )
+                };
+                rank(*x)
+                    .cmp(&rank(*y))
+                    .then_with(|| g.path(*x).cmp(g.path(*y)))
+            });
+            (v, r)
+        })
+        .collect()
+}
+
+/// Breadth-first distance of every path from the nearest root.
+fn bfs_depth(g: &Graph) -> Vec<u32> {
+    let mut depth = vec![u32::MAX; g.len()];
+    let mut q = VecDeque::new();
+    for &r in g.roots() {
+        depth[r as usize] = 0;
+        q.push_back(r);
+    }
+    while let Some(v) = q.pop_front() {
+        let d = depth[v as usize].saturating_add(1);
+        for &w in g.references(v) {
+            if depth[w as usize] == u32::MAX {
+                depth[w as usize] = d;
+                q.push_back(w);
+            }
+        }
+    }
+    depth
 }
 
 /// Breadth-first predecessors from all roots at once: one pass gives the
@@ -337,6 +418,17 @@ pub struct Contributor {
     pub path: String,
     /// Bytes that leave the closure without it.
     pub added_size: u64,
+    /// For growth over a baseline: the path's own NAR size (what `diff`
+    /// counts for an added path).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub nar_size: Option<u64>,
+    /// For growth over a baseline: the path that pulled it in (`null` for
+    /// a root, or for a budget that is not about growth).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub referrer: Option<String>,
+    /// The referrer's holds of the reference.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub evidence: Vec<Evidence>,
 }
 
 /// One of advise's actions, judged against a budget on its own.
@@ -466,9 +558,13 @@ pub fn check(
             evidence: None,
             contributors: contributors
                 .iter()
-                .map(|&v| Contributor {
+                .map(|&(v, r)| Contributor {
                     path: path(v),
                     added_size: added[v as usize],
+                    nar_size: (rule == "max-growth" && baseline.is_some_and(|b| b.paths.is_some()))
+                        .then(|| g.nar_size(v)),
+                    referrer: r.map(path),
+                    evidence: r.map(|r| c.evidence(r, v).to_vec()).unwrap_or_default(),
                 })
                 .collect(),
             note: (!acts.is_empty()).then(|| match plan {

@@ -486,3 +486,66 @@ fn verdicts_without_file_contents_are_a_partial_result() {
     let o = heft_run(Some(store), &["check", after, "--max-closure", "1GiB"]);
     assert_eq!(o.code, 0, "{}{}", o.stdout, o.stderr);
 }
+
+/// A growth violation is explained by what `diff` says came in since the
+/// baseline: exactly its added paths, in its order (largest NAR first),
+/// each with the same referrer and, where `diff` read them, the same files;
+/// not the largest paths of the closure by added size. With both kinds of
+/// baseline: a root and a saved `size --json`.
+#[test]
+fn growth_lists_the_paths_diff_says_were_added() {
+    let (before, after) = diff_fixture();
+    let o = heft_run(None, &["--json", "diff", before, after]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let d: Value = serde_json::from_str(&o.stdout).unwrap();
+    let diff_added = d["added"].as_array().unwrap();
+    let saved = scratch("check-growth-diff").join("before.json");
+    let o = heft_run(None, &["--json", "size", before]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    std::fs::write(&saved, &o.stdout).unwrap();
+    for baseline in [
+        ["--against", before.as_str()],
+        ["--against-json", saved.to_str().unwrap()],
+    ] {
+        let mut args = vec![after.as_str(), "--max-growth", "10%"];
+        args.extend(baseline);
+        let (code, j) = check_json(&args);
+        assert_eq!(code, 4);
+        let v = &j["violations"][0];
+        assert_eq!(v["rule"], "max-growth");
+        let listed = v["contributors"].as_array().unwrap();
+        let paths = |a: &[Value]| -> Vec<String> {
+            a.iter()
+                .map(|c| c["path"].as_str().unwrap().to_string())
+                .collect()
+        };
+        assert_eq!(paths(listed), paths(diff_added), "{baseline:?}: {v}");
+        for (c, a) in listed.iter().zip(diff_added) {
+            assert_eq!(c["nar_size"], a["nar_size"], "{c}");
+            assert_eq!(c["referrer"], a["why"]["referrer"], "{c} vs {a}");
+            if a["why"]["edge"] == "new" {
+                assert_eq!(c["evidence"], a["why"]["evidence"], "{c} vs {a}");
+            }
+        }
+        // The rebuilt root is new too (diff lists it), which the largest
+        // paths by added size left out.
+        assert!(listed.iter().any(|c| c["path"] == after.as_str()), "{v}");
+    }
+    let text = heft_run(
+        None,
+        &["check", after, "--max-growth", "10%", "--against", before],
+    );
+    assert_eq!(text.code, 4);
+    assert!(
+        text.stdout
+            .contains("paths added since the baseline, largest first:"),
+        "{}",
+        text.stdout
+    );
+    assert!(
+        text.stdout
+            .contains("docdep-3.0  pulled in by app-1.0 from share/doc/app/README (text, docs)"),
+        "{}",
+        text.stdout
+    );
+}

@@ -65,7 +65,25 @@ impl CheckReport {
     /// The explanation lines of one violation, without the headline.
     fn explain(v: &Violation) -> Vec<String> {
         let mut out = Vec::new();
-        if !v.contributors.is_empty() {
+        if v.contributors.iter().any(|c| c.nar_size.is_some()) {
+            // Growth over a baseline whose paths are known: what is new, as
+            // `diff` lists it, each with what pulled it in.
+            out.push("paths added since the baseline, largest first:".to_string());
+            for c in &v.contributors {
+                let why = match &c.referrer {
+                    None => "a root".to_string(),
+                    Some(r) if c.evidence.is_empty() => format!("pulled in by {}", name_of(r)),
+                    Some(r) => {
+                        format!("pulled in by {} from {}", name_of(r), files_of(&c.evidence))
+                    }
+                };
+                out.push(format!(
+                    "  {:>10}  {}  {why}",
+                    iec(c.nar_size.unwrap_or(0)),
+                    name_of(&c.path)
+                ));
+            }
+        } else if !v.contributors.is_empty() {
             out.push("top contributors by added size:".to_string());
             for c in &v.contributors {
                 out.push(format!("  {:>10}  {}", iec(c.added_size), name_of(&c.path)));
