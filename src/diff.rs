@@ -10,7 +10,7 @@
 //! its package key, so an update is reported as one transition and not as
 //! an unrelated add and remove, and its edge needs no evidence.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::graph::{Graph, NodeId, ReadRequest};
 use crate::store_path::split_name_like_diff_closures;
@@ -44,23 +44,7 @@ impl<'g> Side<'g> {
                 *keys.entry((pkg.to_string(), out.to_string())).or_insert(n)
             })
             .collect();
-        // Breadth-first distance from the roots: the referrer "that pulls a
-        // path in" is the one nearest to them.
-        let mut depth = vec![u32::MAX; g.len()];
-        let mut q = VecDeque::new();
-        for &r in g.roots() {
-            depth[r as usize] = 0;
-            q.push_back(r);
-        }
-        while let Some(v) = q.pop_front() {
-            let d = depth[v as usize].saturating_add(1);
-            for &w in g.references(v) {
-                if depth[w as usize] == u32::MAX {
-                    depth[w as usize] = d;
-                    q.push_back(w);
-                }
-            }
-        }
+        let depth = crate::graph::chains::depths_from_roots(g);
         Side { g, key, depth }
     }
 

@@ -311,7 +311,7 @@ fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
         .iter()
         .map(|p| key(crate::store_path::name_of(p)))
         .collect();
-    let depth = bfs_depth(g);
+    let depth = crate::graph::chains::depths_from_roots(g);
     let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
     let mut added: Vec<NodeId> = (0..g.len() as NodeId)
         .filter(|&v| !base_paths.contains(g.path(v).as_str()))
@@ -341,26 +341,6 @@ fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
             (v, r)
         })
         .collect()
-}
-
-/// Breadth-first distance of every path from the nearest root.
-fn bfs_depth(g: &Graph) -> Vec<u32> {
-    let mut depth = vec![u32::MAX; g.len()];
-    let mut q = VecDeque::new();
-    for &r in g.roots() {
-        depth[r as usize] = 0;
-        q.push_back(r);
-    }
-    while let Some(v) = q.pop_front() {
-        let d = depth[v as usize].saturating_add(1);
-        for &w in g.references(v) {
-            if depth[w as usize] == u32::MAX {
-                depth[w as usize] = d;
-                q.push_back(w);
-            }
-        }
-    }
-    depth
 }
 
 /// Breadth-first predecessors from all roots at once: one pass gives the

@@ -281,3 +281,25 @@ fn walk_back(prev: &[Option<NodeId>], v: NodeId) -> Vec<NodeId> {
     chain.reverse();
     chain
 }
+
+/// Breadth-first distance of every path from the nearest root
+/// (`u32::MAX` for a path no root reaches): "the referrer that pulls a path
+/// in" is the one nearest the roots, in `diff` and in the gate alike.
+pub fn depths_from_roots(g: &Graph) -> Vec<u32> {
+    let mut depth = vec![u32::MAX; g.len()];
+    let mut q = VecDeque::new();
+    for &r in g.roots() {
+        depth[r as usize] = 0;
+        q.push_back(r);
+    }
+    while let Some(v) = q.pop_front() {
+        let d = depth[v as usize].saturating_add(1);
+        for &w in g.references(v) {
+            if depth[w as usize] == u32::MAX {
+                depth[w as usize] = d;
+                q.push_back(w);
+            }
+        }
+    }
+    depth
+}
