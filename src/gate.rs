@@ -311,6 +311,10 @@ fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
         .iter()
         .map(|p| key(crate::store_path::name_of(p)))
         .collect();
+    // Each path's package looked up once, not once per comparison.
+    let in_base: Vec<bool> = (0..g.len() as NodeId)
+        .map(|v| base_keys.contains(&key(g.path(v).name())))
+        .collect();
     let depth = crate::graph::chains::depths_from_roots(g);
     let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
     let mut added: Vec<NodeId> = (0..g.len() as NodeId)
@@ -328,12 +332,7 @@ fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
                 return (v, None);
             }
             let r = g.referrers(v).iter().copied().min_by(|x, y| {
-                let rank = |r: NodeId| {
-                    (
-                        !base_keys.contains(&key(g.path(r).name())),
-                        depth[r as usize],
-                    )
-                };
+                let rank = |r: NodeId| (!in_base[r as usize], depth[r as usize]);
                 rank(*x)
                     .cmp(&rank(*y))
                     .then_with(|| g.path(*x).cmp(g.path(*y)))
