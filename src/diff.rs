@@ -12,6 +12,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
+use crate::classify::Classified;
 use crate::graph::{Graph, NodeId, ReadRequest};
 use crate::store_path::split_name_like_diff_closures;
 
@@ -82,8 +83,16 @@ pub struct PathChange {
     /// The path, in its own side's graph.
     pub node: NodeId,
     /// The referrer on the same side that pulls it in (nearest the roots,
-    /// preferring a package present on both sides); `None` for a root.
+    /// preferring a package present on both sides, until
+    /// [`ClosureDiff::prefer_strongest`] picks the strongest hold among
+    /// `candidates`); `None` for a root.
     pub referrer: Option<NodeId>,
+    /// When the edge from `referrer` is [`EdgeChange::Changed`]: every
+    /// referrer whose edge is changed too, in the same order of
+    /// preference, the referrer first. Their edges are read, so that a dead
+    /// or build-only hold is not given as the reason when another referrer
+    /// holds the path at run time.
+    pub candidates: Vec<NodeId>,
     /// Whether that edge is new or gone, or only renamed.
     pub edge: EdgeChange,
     /// The paths of the same package on the other side that it replaces
@@ -145,11 +154,26 @@ impl ClosureDiff {
                 changes
                     .iter()
                     .filter(|c| c.edge == EdgeChange::Changed)
-                    .filter_map(|c| c.referrer.map(|r| (r, c.node))),
+                    .flat_map(|c| c.candidates.iter().map(|&r| (r, c.node))),
             );
             e
         };
         (side(&self.removed), side(&self.added))
+    }
+
+    /// Once [`ClosureDiff::wants`] is read: each changed path's referrer
+    /// becomes the candidate whose hold is strongest (runtime first, then
+    /// the order of preference), as `why` ranks holds, so "comgr references
+    /// rocm-llvm at run time" is said rather than a dead RUNPATH entry of
+    /// the root that also points there.
+    pub fn prefer_strongest(&mut self, before: &Classified, after: &Classified) {
+        for (changes, c) in [(&mut self.removed, before), (&mut self.added, after)] {
+            for ch in changes.iter_mut() {
+                if ch.candidates.len() > 1 {
+                    ch.referrer = crate::explain::strongest_referrer(c, ch.node, &ch.candidates);
+                }
+            }
+        }
     }
 }
 
@@ -229,6 +253,7 @@ fn explain(
                 return PathChange {
                     node: v,
                     referrer: None,
+                    candidates: Vec::new(),
                     edge: EdgeChange::Changed,
                     counterparts,
                     left_with: Vec::new(),
@@ -237,7 +262,8 @@ fn explain(
             // Prefer a referrer whose package is on both sides (the package
             // that gained or lost the reference), then the one nearest the
             // roots, then by path for a stable answer.
-            let referrer = this.g.referrers(v).iter().copied().min_by(|x, y| {
+            let mut ordered = this.g.referrers(v).to_vec();
+            ordered.sort_by(|x, y| {
                 let rank = |r: NodeId| {
                     (
                         !other_keys.contains(&this.key[r as usize]),
@@ -248,9 +274,15 @@ fn explain(
                     .cmp(&rank(*y))
                     .then_with(|| this.g.path(*x).cmp(this.g.path(*y)))
             });
+            let renamed = |r: NodeId| other_edges.contains(&(this.key[r as usize], kv));
+            let referrer = ordered.first().copied();
             let edge = match referrer {
-                Some(r) if other_edges.contains(&(this.key[r as usize], kv)) => EdgeChange::Renamed,
+                Some(r) if renamed(r) => EdgeChange::Renamed,
                 _ => EdgeChange::Changed,
+            };
+            let candidates = match edge {
+                EdgeChange::Renamed => Vec::new(),
+                EdgeChange::Changed => ordered.into_iter().filter(|&r| !renamed(r)).collect(),
             };
             let left_with = match referrer {
                 Some(_) if chains && this.g.referrers(v).iter().all(|&r| gone(r)) => {
@@ -261,6 +293,7 @@ fn explain(
             PathChange {
                 node: v,
                 referrer,
+                candidates,
                 edge,
                 counterparts,
                 left_with,

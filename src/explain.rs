@@ -71,6 +71,14 @@ pub fn chain_verdict(c: &Classified, chain: &[NodeId]) -> Verdict {
     )
 }
 
+/// Of `referrers` of `dep`, given in the caller's order of preference, the
+/// one whose hold is strongest (runtime first, a dead or build-only hold
+/// last); the first of those on a tie. The reason a path is present is
+/// never an edge that would not keep it when another one does.
+pub fn strongest_referrer(c: &Classified, dep: NodeId, referrers: &[NodeId]) -> Option<NodeId> {
+    referrers.iter().copied().min_by_key(|&r| rank(c, r, dep))
+}
+
 /// What keeps `dep` in the closure of `roots` without the edge `skip`: the
 /// best remaining chain, or `None` when nothing else holds it.
 pub fn keeper(

@@ -3,17 +3,19 @@
 //! violation explained from the graph and the classified evidence.
 //!
 //! Two steps, so that the read stage reads only what the rules need:
-//! [`prepare`] looks at the graph alone (sizes, the forbidden paths'
-//! shortest chains) and says which edges need evidence; [`check`] turns the
-//! classified evidence (and advise's actions, when a budget is broken) into
-//! [`Violation`]s.
+//! [`prepare`] looks at the graph alone (sizes, what is new since the
+//! baseline) and says which edges need evidence (every chain to a forbidden
+//! path, every referrer of a path added since the baseline); [`check`]
+//! turns the classified evidence (and advise's actions, when a budget is
+//! broken) into [`Violation`]s, naming as the reason a path is present the
+//! strongest chain or hold, as `why` ranks them: runtime first.
 //!
 //! Pure: the gate judges data. Reading the config and baseline files,
 //! compiling and matching the forbidden globs against a closure, and the
 //! store are the command's; [`Config::parse`] and [`Settings::merge`] turn
 //! the file's text and the flags into [`Rules`].
 
-use std::collections::{BTreeSet, HashSet, VecDeque};
+use std::collections::{BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use globset::GlobMatcher;
@@ -157,9 +159,11 @@ impl Baseline {
     }
 }
 
-/// A path a budget violation lists, with the referrer that pulled it in
-/// when the violation explains growth since a baseline.
-pub type Listed = (NodeId, Option<NodeId>);
+/// A path a budget violation lists, with the referrers that may have
+/// pulled it in, in order of preference, when the violation explains growth
+/// since a baseline (empty otherwise): [`check`] names the one whose hold is
+/// strongest once the evidence is read.
+pub type Listed = (NodeId, Vec<NodeId>);
 
 /// What `check` learns from the graph alone, and the edges it needs read.
 #[derive(Debug, Clone)]
@@ -170,8 +174,9 @@ pub struct Prepared {
     /// each with the referrer that pulled it in where the rule explains
     /// growth since a baseline).
     pub budgets: Vec<(String, String, Vec<Listed>)>,
-    /// Forbidden paths found: (pattern, path, shortest chain from a root).
-    pub forbidden: Vec<(String, NodeId, Vec<NodeId>)>,
+    /// Forbidden paths found: (pattern, path). Their chains are chosen by
+    /// [`check`] from the evidence: the strongest, as `why` chooses.
+    pub forbidden: Vec<(String, NodeId)>,
     /// Edges whose evidence the violations need.
     pub wants: ReadRequest,
     /// Whether advise's actions are needed (a budget is broken).
@@ -227,7 +232,10 @@ pub fn prepare(
                 iec(max),
                 iec(closure_size - max)
             ),
-            top(&|_| true).into_iter().map(|v| (v, None)).collect(),
+            top(&|_| true)
+                .into_iter()
+                .map(|v| (v, Vec::new()))
+                .collect(),
         ));
     }
     if let (Some(growth), Some(base)) = (rules.max_growth, baseline) {
@@ -260,32 +268,44 @@ pub fn prepare(
                     Some(base_paths) => added_since(g, base_paths),
                     // A baseline without its path list (`size --top`):
                     // what is new cannot be told, so the largest paths.
-                    None => top(&|_| true).into_iter().map(|v| (v, None)).collect(),
+                    None => top(&|_| true)
+                        .into_iter()
+                        .map(|v| (v, Vec::new()))
+                        .collect(),
                 },
             ));
         }
     }
-    let forbidden: Vec<(String, NodeId, Vec<NodeId>)> = if forbidden.is_empty() {
-        Vec::new()
-    } else {
-        let prev = bfs_prev(g);
-        forbidden
-            .iter()
-            .map(|(pat, v)| (pat.clone(), *v, chain_to(&prev, *v)))
-            .collect()
-    };
+    let forbidden = forbidden.to_vec();
     let needs_advice = !budgets.is_empty();
     let mut wants = if needs_advice || !rules.forbid_verdict.is_empty() {
         request::all_edges(g)
     } else {
         ReadRequest::new()
     };
-    request::want(
-        &mut wants,
-        forbidden
-            .iter()
-            .flat_map(|(_, _, c)| c.windows(2).map(|w| (w[0], w[1]))),
-    );
+    // Every chain to a forbidden path is read, as `why` reads them: the
+    // reason given must be the strongest chain, not the shortest one (a
+    // dead RUNPATH entry straight into rocm-llvm while clr → comgr holds it
+    // at run time).
+    if !forbidden.is_empty() {
+        let targets: Vec<NodeId> = forbidden.iter().map(|(_, v)| *v).collect();
+        request::want(
+            &mut wants,
+            crate::graph::chains::edges_toward(g, &targets)
+                .into_iter()
+                .flat_map(|(r, ts)| ts.into_iter().map(move |t| (r, t))),
+        );
+    }
+    // Each added path's referrers, so the strongest hold names the one that
+    // pulled it in.
+    for (_, _, listed) in &budgets {
+        request::want(
+            &mut wants,
+            listed
+                .iter()
+                .flat_map(|(v, rs)| rs.iter().map(move |&r| (r, *v))),
+        );
+    }
     Prepared {
         closure_size,
         budgets,
@@ -296,10 +316,11 @@ pub fn prepare(
 }
 
 /// The paths of `g`'s closure not in `base_paths`, largest NAR first (then
-/// by path), each with the referrer that pulled it in, chosen as
-/// [`crate::diff::diff`] chooses it: a referrer whose package (name and
-/// output, as `nix store diff-closures` reads names) is in the baseline
-/// too, then the one nearest the roots, then by path. Only the baseline's
+/// by path), each with its referrers in the order [`crate::diff::diff`]
+/// prefers them: a referrer whose package (name and output, as `nix store
+/// diff-closures` reads names) is in the baseline too, then the one nearest
+/// the roots, then by path ([`check`] then takes the strongest hold among
+/// them). Only the baseline's
 /// path names are needed, so a saved `size --json` serves as well as a
 /// graph.
 fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
@@ -329,50 +350,18 @@ fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
         .into_iter()
         .map(|v| {
             if roots.contains(&v) {
-                return (v, None);
+                return (v, Vec::new());
             }
-            let r = g.referrers(v).iter().copied().min_by(|x, y| {
+            let mut rs = g.referrers(v).to_vec();
+            rs.sort_by(|x, y| {
                 let rank = |r: NodeId| (!in_base[r as usize], depth[r as usize]);
                 rank(*x)
                     .cmp(&rank(*y))
                     .then_with(|| g.path(*x).cmp(g.path(*y)))
             });
-            (v, r)
+            (v, rs)
         })
         .collect()
-}
-
-/// Breadth-first predecessors from all roots at once: one pass gives the
-/// shortest chain to every path.
-fn bfs_prev(g: &Graph) -> Vec<Option<NodeId>> {
-    let mut prev = vec![None; g.len()];
-    let mut seen = vec![false; g.len()];
-    let mut q = VecDeque::new();
-    for &r in g.roots() {
-        if !std::mem::replace(&mut seen[r as usize], true) {
-            q.push_back(r);
-        }
-    }
-    while let Some(v) = q.pop_front() {
-        for &w in g.references(v) {
-            if !std::mem::replace(&mut seen[w as usize], true) {
-                prev[w as usize] = Some(v);
-                q.push_back(w);
-            }
-        }
-    }
-    prev
-}
-
-fn chain_to(prev: &[Option<NodeId>], v: NodeId) -> Vec<NodeId> {
-    let mut c = vec![v];
-    let mut cur = v;
-    while let Some(p) = prev[cur as usize] {
-        c.push(p);
-        cur = p;
-    }
-    c.reverse();
-    c
 }
 
 /// One edge with the files that hold it.
@@ -429,7 +418,8 @@ pub struct Violation {
     pub rule: String,
     /// What is wrong, in one line.
     pub detail: String,
-    /// For a forbidden path: the shortest chain from a root to it.
+    /// For a forbidden path: the strongest chain from a root to it (as
+    /// `why` ranks chains: runtime first, then shortest).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub chain: Option<Vec<String>>,
     /// For a forbidden path, each edge of the chain with its files; for a
@@ -537,7 +527,8 @@ pub fn check(
             evidence: None,
             contributors: contributors
                 .iter()
-                .map(|&(v, r)| Contributor {
+                .map(|(v, rs)| (*v, crate::explain::strongest_referrer(c, *v, rs)))
+                .map(|(v, r)| Contributor {
                     path: path(v),
                     added_size: added[v as usize],
                     nar_size: (rule == "max-growth" && baseline.is_some_and(|b| b.paths.is_some()))
@@ -569,7 +560,12 @@ pub fn check(
             actions: acts,
         });
     }
-    for (pat, v, chain) in &p.forbidden {
+    for (pat, v) in &p.forbidden {
+        // The strongest chain, as `why` gives it: a dead or build-only edge
+        // is never the reason when a runtime chain keeps the path.
+        let chain = crate::explain::best_chains(g, c, g.roots(), &[*v])
+            .pop()
+            .map_or_else(|| vec![*v], |e| e.chain);
         let names: Vec<&str> = chain.iter().map(|&x| g.path(x).name()).collect();
         out.push(Violation {
             rule: "forbid".into(),

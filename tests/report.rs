@@ -842,3 +842,31 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert!(!o.stdout.contains(r#""diff""#));
 }
+
+/// The page's "why it is here" is the chain `why` gives: the runtime chain
+/// through clr → comgr, not the root's dead RUNPATH entry straight into
+/// rocm-llvm, which is shorter (tests/fixtures/strongest-chain.nix).
+#[test]
+fn why_it_is_here_is_the_strongest_chain_not_the_shortest() {
+    let built = nix_build(
+        &repo().join("tests/fixtures/strongest-chain.nix"),
+        &["app", "llvm", "clr", "comgr"],
+    );
+    let [app, llvm, clr, comgr] = [&built[0], &built[1], &built[2], &built[3]];
+    let page = out_dir().join("strongest-chain.html");
+    json(&heft_run(
+        None,
+        &["--json", "report", app, "-o", page.to_str().unwrap()],
+    ));
+    let b = chromium(&format!("file://{}#click={llvm}", page.display()), None);
+    assert_clean(&b);
+    assert_eq!(by_id(&b.dom, "detail-path"), llvm.as_str());
+    let start = b.dom.find("id=\"detail-chain\"").expect("no chain shown");
+    let end = start + b.dom[start..].find("</ol>").unwrap();
+    let shown: Vec<&str> = regex::Regex::new(r#"data-select="([^"]+)""#)
+        .unwrap()
+        .captures_iter(&b.dom[start..end])
+        .map(|c| c.get(1).unwrap().as_str())
+        .collect();
+    assert_eq!(shown, [app, clr, comgr, llvm]);
+}

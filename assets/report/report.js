@@ -367,22 +367,36 @@
   new ResizeObserver(() => drawMap()).observe(mapEl);
 
   // ---- details -----------------------------------------------------------
-  function shortestChain(i) {
-    // Breadth-first from the path up its referrers to the nearest root.
-    const prev = new Int32Array(N).fill(-2);
-    prev[i] = -1;
-    const queue = [i];
-    for (let h = 0; h < queue.length; h++) {
-      const v = queue[h];
-      if (isRoot[v]) {
-        const chain = [];
-        for (let x = v; x !== -1; x = prev[x]) chain.push(x);
-        return chain;
-      }
-      for (const r of referrers[v]) {
-        if (prev[r] === -2) {
-          prev[r] = v;
-          queue.push(r);
+  // How strongly an edge holds its reference, as `why` ranks it: runtime
+  // first, an edge without evidence counted as unknown, dead last.
+  const RANK = { runtime: 0, unknown: 1, build: 2, docs: 3, dead: 4 };
+  function edgeRank(from, to) {
+    const e = edgeAt.get(from + ">" + to);
+    const r = e && e.verdict ? RANK[e.verdict] : undefined;
+    return r === undefined ? 1 : r;
+  }
+  function strongestChain(i) {
+    // The chain `why` and `check` give: the one whose weakest edge is
+    // strongest, the shortest among those. Breadth-first from the path up
+    // its referrers, over edges no weaker than each level in turn, so a
+    // dead RUNPATH entry from the root is never shown as the reason when a
+    // runtime chain keeps the path.
+    for (let level = 0; level <= 4; level++) {
+      const prev = new Int32Array(N).fill(-2);
+      prev[i] = -1;
+      const queue = [i];
+      for (let h = 0; h < queue.length; h++) {
+        const v = queue[h];
+        if (isRoot[v]) {
+          const chain = [];
+          for (let x = v; x !== -1; x = prev[x]) chain.push(x);
+          return chain;
+        }
+        for (const r of referrers[v]) {
+          if (prev[r] === -2 && edgeRank(r, v) <= level) {
+            prev[r] = v;
+            queue.push(r);
+          }
         }
       }
     }
@@ -432,7 +446,7 @@
     drawMap();
     writeHash();
     const p = P[i];
-    const chain = shortestChain(i);
+    const chain = strongestChain(i);
     const rootPath = P[chain[0]].p;
     const whyCmd = "nix-heft why " + rootPath + " " + p.p;
     const parts = [
@@ -450,7 +464,7 @@
         el("dt", { text: "Kept alone by" }), el("dd", null, p.d < 0 ? "the roots together" : pathLink(p.d)),
         el("dt", { text: "Keeps alone" }), el("dd", { text: kids[i].length + " paths" }),
       ),
-      el("h3", { text: "Why it is here (shortest chain)" }),
+      el("h3", { text: "Why it is here (strongest chain: runtime first, then shortest)" }),
     ];
     const ch = el("ol", { class: "plain", id: "detail-chain" });
     chain.forEach((v, k) => {

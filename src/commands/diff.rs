@@ -55,10 +55,11 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     );
     pb.finish_and_clear();
     let (bg, ag) = (bg?, ag?);
-    let d = nix_heft::diff::diff(&bg, &ag);
+    let mut d = nix_heft::diff::diff(&bg, &ag);
     let (wb, wa) = d.wants();
     let cb = ctx.classified(bsrc, &bg, &wb, None);
     let ca = ctx.classified(asrc, &ag, &wa, None);
+    d.prefer_strongest(&cb, &ca);
     let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
     ctx.emit(
         &report,

@@ -130,7 +130,7 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     );
     model.traces = traces.as_ref().map(|t| t.names());
     if let Some(bg) = before {
-        let d = nix_heft::diff::diff(&bg, &g);
+        let mut d = nix_heft::diff::diff(&bg, &g);
         // BEFORE is read only for the edges that held the paths that
         // left; the page's own evidence explains the new ones.
         let cb = if args.no_evidence {
@@ -138,6 +138,8 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         } else {
             ctx.classified(bsrc, &bg, &d.wants().0, None)
         };
+        let none = Classified::default();
+        d.prefer_strongest(&cb, c.as_ref().unwrap_or(&none));
         let dr = nix_heft::report::diff::DiffReport::new(&bg, &g, d, cb, Classified::default());
         model.set_diff(&g, dr);
     }

@@ -202,6 +202,40 @@ pub fn edges_of_all_chains(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Read
         .collect()
 }
 
+/// The edges of every chain from the graph's roots to any of `targets`,
+/// chains free to pass through other targets: the edges between paths
+/// that can reach a target. What the gate reads to give each forbidden
+/// path its strongest chain, one pass for all of them.
+pub fn edges_toward(g: &Graph, targets: &[NodeId]) -> ReadRequest {
+    let mut back = vec![false; g.len()];
+    let mut stack: Vec<NodeId> = Vec::new();
+    for &t in targets {
+        if !std::mem::replace(&mut back[t as usize], true) {
+            stack.push(t);
+        }
+    }
+    while let Some(v) = stack.pop() {
+        for &u in g.referrers(v) {
+            if !std::mem::replace(&mut back[u as usize], true) {
+                stack.push(u);
+            }
+        }
+    }
+    (0..g.len() as NodeId)
+        .filter(|&v| back[v as usize])
+        .map(|v| {
+            let t: Vec<NodeId> = g
+                .references(v)
+                .iter()
+                .copied()
+                .filter(|&w| back[w as usize] && w != v)
+                .collect();
+            (v, t)
+        })
+        .filter(|(_, t)| !t.is_empty())
+        .collect()
+}
+
 /// The best chain from any of `roots` to `dep`: the one whose weakest edge
 /// is strongest (lowest `rank`, e.g. a verdict's order: runtime before
 /// dead), the shortest among those. Chains do not pass through another node
