@@ -119,6 +119,59 @@ impl Examined {
     }
 }
 
+/// advise's actions from the classified evidence, knowing the outputs the
+/// split candidates' packages already have (their sibling store paths in
+/// `src`: the same deriver, else the name), so that moved files join an
+/// existing `dev` and the snippet fits what the package has. A source that
+/// fails to say leaves a problem, and the advice as if no output existed.
+fn advice(
+    src: &dyn StoreSource,
+    g: &Graph,
+    c: &Classified,
+    traces: Option<&TraceSet>,
+    targets: Option<&[String]>,
+) -> (Vec<Action>, Vec<Problem>) {
+    let mut problems = Vec::new();
+    let candidates = crate::plan::advise::split_candidates(g, c);
+    let paths: Vec<crate::StorePath> = candidates.iter().map(|&v| g.path(v).clone()).collect();
+    let mut existing = crate::plan::advise::ExistingOutputs::new();
+    if !paths.is_empty() {
+        match crate::roots::sibling_outputs_many(src, &paths) {
+            Ok(found) => {
+                let index = g.index();
+                for (&v, p) in candidates.iter().zip(&paths) {
+                    if let Some(sibs) = found.get(p) {
+                        existing.insert(
+                            v,
+                            sibs.iter()
+                                .map(|s| crate::plan::split::Existing {
+                                    output: s.output.clone(),
+                                    path: s.path.to_string(),
+                                    node: index.get(&s.path).copied(),
+                                    found_by: s.found_by,
+                                })
+                                .collect(),
+                        );
+                    }
+                }
+            }
+            Err(e) => problems.push(Problem::new(
+                g.path(candidates.iter().copied().next().unwrap_or_default())
+                    .as_str(),
+                ProblemKind::Simulation,
+                format!(
+                    "{} could not say which outputs the packages already have ({e}); splits \
+                     are advised as if they had only `out`",
+                    src.describe()
+                ),
+            )),
+        }
+    }
+    let (actions, p) = crate::plan::advise::advise_with(g, c, traces, targets, &existing);
+    problems.extend(p);
+    (actions, problems)
+}
+
 /// Every edge of `g` read and classified (traces applied), and advised
 /// when the source had file contents.
 pub fn examine(
@@ -130,7 +183,7 @@ pub fn examine(
     let c = classified(src, g, &request::all_edges(g), traces, progress);
     let readable = readable(&c);
     let (actions, sim_problems) = if readable {
-        crate::plan::advise::advise(g, &c, traces, None)
+        advice(src, g, &c, traces, None)
     } else {
         (Vec::new(), Vec::new())
     };
@@ -208,7 +261,7 @@ pub fn advise(
     // same bound: every source gives the same advice.
     pruning.settle(g, &c.trees);
     let not_examined = pruning.not_examined();
-    let (mut actions, sim_problems) = crate::plan::advise::advise(g, &c, req.traces, req.targets);
+    let (mut actions, sim_problems) = advice(src, g, &c, req.traces, req.targets);
     // A consumer read only for its holds into an examined referrer stays
     // unexamined: no advice on it (none could reach the threshold anyway).
     let skipped: HashSet<String> = not_examined
@@ -261,7 +314,7 @@ pub fn check(
     let mut problems = c.problems.clone();
     problems.extend(crate::gate::unchecked(g, &c, &prepared));
     let (actions, plan) = if prepared.needs_advice {
-        let (a, p) = crate::plan::advise::advise(g, &c, None, None);
+        let (a, p) = advice(src, g, &c, None, None);
         problems.extend(p);
         let (plan, pp) = crate::plan::joint::plan(g, &c, &a, Default::default());
         problems.extend(pp);

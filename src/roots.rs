@@ -380,6 +380,131 @@ pub fn top_level_referrers(
     Ok(Some(tops))
 }
 
+/// How an existing output of a path's package was found.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FoundBy {
+    /// Registered with the same deriver as the path (certain).
+    Deriver,
+    /// No deriver recorded: the same name and version with that output's
+    /// suffix, referencing the path where several match (assumed).
+    Name,
+}
+
+impl FoundBy {
+    /// How the sibling was found, in words, for reports.
+    pub fn describe(self) -> &'static str {
+        match self {
+            FoundBy::Deriver => "same deriver",
+            FoundBy::Name => "assumed from the name (no deriver recorded)",
+        }
+    }
+}
+
+/// An output the package of a path already has, other than the path.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SiblingOutput {
+    /// Output name (`dev`; `out` for the unsuffixed one).
+    pub output: String,
+    /// Its store path.
+    pub path: StorePath,
+    /// How it was found.
+    pub found_by: FoundBy,
+}
+
+/// The other outputs of `path`'s package that the source holds: the paths
+/// with the same deriver, else (no deriver recorded, or a source that
+/// cannot say) the valid paths named like `path` with an output suffix
+/// (`rocm-lib-5.7.1-dev` beside `rocm-lib-5.7.1`). Where several paths have
+/// one name, the one that references `path` (as a `dev` output names `out`
+/// in `nix-support/propagated-build-inputs`) is taken; when none or several
+/// do, that output is left out rather than guessed. A source that can list
+/// neither (a binary cache) gives none.
+pub fn sibling_outputs(src: &dyn PathMetadata, path: &StorePath) -> Result<Vec<SiblingOutput>> {
+    Ok(sibling_outputs_many(src, std::slice::from_ref(path))?
+        .remove(path)
+        .unwrap_or_default())
+}
+
+/// [`sibling_outputs`] of many paths, with one scan of the source's
+/// derivers and at most one listing of its paths for all of them; paths
+/// with no sibling are absent.
+pub fn sibling_outputs_many(
+    src: &dyn PathMetadata,
+    paths: &[StorePath],
+) -> Result<std::collections::HashMap<StorePath, Vec<SiblingOutput>>> {
+    let by_deriver = src.same_deriver_many(paths)?.unwrap_or_default();
+    let mut all: Option<Vec<StorePath>> = None;
+    let mut out = std::collections::HashMap::new();
+    for path in paths {
+        let base = split_output(path.name()).0;
+        let output_of = |p: &StorePath| -> Option<String> {
+            let n = p.name();
+            if n == base {
+                return Some("out".to_string());
+            }
+            let o = n.strip_prefix(base)?.strip_prefix('-')?;
+            (output_suffix(n) == Some(o)).then(|| o.to_string())
+        };
+        let mut found: Vec<SiblingOutput> = Vec::new();
+        if let Some(same) = by_deriver.get(path) {
+            for p in same {
+                if p != path
+                    && let Some(output) = output_of(p)
+                {
+                    found.push(SiblingOutput {
+                        output,
+                        path: p.clone(),
+                        found_by: FoundBy::Deriver,
+                    });
+                }
+            }
+        } else {
+            if all.is_none() {
+                // A source that cannot list its paths has no siblings to
+                // offer: not an error for the caller.
+                all = Some(src.all_paths().unwrap_or_default());
+            }
+            let mut by_output: std::collections::BTreeMap<String, Vec<&StorePath>> =
+                std::collections::BTreeMap::new();
+            for p in all.iter().flatten() {
+                if p == path || p.name().ends_with(".drv") {
+                    continue;
+                }
+                if let Some(o) = output_of(p) {
+                    by_output.entry(o).or_default().push(p);
+                }
+            }
+            for (output, cands) in by_output {
+                let mut holding = Vec::new();
+                for &c in &cands {
+                    let refs = src.path_info(c)?.map(|i| i.references).unwrap_or_default();
+                    if refs.contains(path) {
+                        holding.push(c);
+                    }
+                }
+                let pick = match (holding.len(), cands.len()) {
+                    (1, _) => holding.pop(),
+                    (0, 1) => cands.first().copied(),
+                    _ => None,
+                };
+                if let Some(p) = pick {
+                    found.push(SiblingOutput {
+                        output,
+                        path: p.clone(),
+                        found_by: FoundBy::Name,
+                    });
+                }
+            }
+        }
+        if !found.is_empty() {
+            found.sort_by(|a, b| a.output.cmp(&b.output).then_with(|| a.path.cmp(&b.path)));
+            out.insert(path.clone(), found);
+        }
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,8 +5,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::graph::{ReadRequest, request};
+use nix_heft::graph::{Graph, NodeId, ReadRequest, request};
+use nix_heft::plan::split::Existing;
 use nix_heft::report::split::SplitReport;
+use nix_heft::roots::SiblingOutput;
+use nix_heft::source::StoreSource;
 
 use super::{Context, TraceOpt};
 
@@ -74,11 +77,40 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
             .into()),
         }
     })?;
-    // The path's own holds, and each consumer's holds into it.
+    // The outputs the package already has: moved files join them, so
+    // their files and holds are read too, and they must be in the graph.
+    let siblings = nix_heft::roots::sibling_outputs(src, g.path(p))?;
+    let (g, p, root_ids) = with_siblings(ctx, src, g, p, root_ids, &siblings)?;
+    let index = g.index();
+    let existing: Vec<Existing> = siblings
+        .iter()
+        .map(|s| Existing {
+            output: s.output.clone(),
+            path: s.path.to_string(),
+            node: index.get(&s.path).copied(),
+            found_by: s.found_by,
+        })
+        .collect();
+    // The path's own holds, each consumer's holds into it, and the
+    // existing outputs' own holds.
     let mut wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
     request::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
+    for n in existing.iter().filter_map(|e| e.node) {
+        request::want(
+            &mut wants,
+            request::references_of(&g, n).into_iter().map(|t| (n, t)),
+        );
+    }
     let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let plan = nix_heft::plan::split::split(&g, &c, p, &moves, !args.no_propagate_dev, &root_ids)?;
+    let plan = nix_heft::plan::split::split(
+        &g,
+        &c,
+        p,
+        &moves,
+        !args.no_propagate_dev,
+        &root_ids,
+        &existing,
+    )?;
     let mut problems = c.problems.clone();
     problems.extend(plan.sim.problems.iter().cloned());
     let unmatched: Vec<String> = args
@@ -97,4 +129,34 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
     let mut report = SplitReport::new(&g, p, moves, plan, problems);
     report.warnings.extend(unmatched);
     ctx.emit(&report, ctx.text_options())
+}
+
+/// The graph again with the sibling outputs it lacks (an existing `dev`
+/// that no root reaches) as extra roots, and the ids of PATH and the roots
+/// in it; the graph as it is when it has them all.
+fn with_siblings(
+    ctx: &Context,
+    src: &dyn StoreSource,
+    g: Graph,
+    p: NodeId,
+    root_ids: Vec<NodeId>,
+    siblings: &[SiblingOutput],
+) -> anyhow::Result<(Graph, NodeId, Vec<NodeId>)> {
+    let index = g.index();
+    if siblings.iter().all(|s| index.contains_key(&s.path)) {
+        return Ok((g, p, root_ids));
+    }
+    let path = g.path(p).clone();
+    let roots: Vec<_> = root_ids.iter().map(|&r| g.path(r).clone()).collect();
+    let mut all: Vec<_> = g.roots().iter().map(|&r| g.path(r).clone()).collect();
+    for x in std::iter::once(&path).chain(siblings.iter().map(|s| &s.path)) {
+        if !all.contains(x) {
+            all.push(x.clone());
+        }
+    }
+    let g = ctx.load(src, &all)?;
+    let index = g.index();
+    let p = index[&path];
+    let root_ids = roots.iter().map(|r| index[r]).collect();
+    Ok((g, p, root_ids))
 }

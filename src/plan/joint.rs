@@ -125,7 +125,7 @@ fn apply(
             }
         }
         ActionKind::SplitOutputs => {
-            simulate(g, c, w, p, &nixpkgs_preset(), true)?;
+            simulate(g, c, w, p, &nixpkgs_preset(), true, &[])?;
         }
         ActionKind::PartitionTargets => {
             let (Some(pat), false) = (a.pattern, a.keeps.is_empty()) else {

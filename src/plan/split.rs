@@ -237,11 +237,31 @@ pub fn assign(tree: &FileTree, moves: &[Move], propagate: bool) -> Result<Assign
     Assignment::apply(tree, &all)
 }
 
+/// An output the package already has (a sibling store path, see
+/// [`crate::roots::sibling_outputs`]): files moved to an output of that
+/// name join its files, as `moveToOutput` into an existing `$dev` does.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Existing {
+    /// Output name (`dev`).
+    pub output: String,
+    /// Its store path.
+    pub path: String,
+    /// Its node in the graph, when the graph has it (its files and holds
+    /// then come from the read and the moved files merge into it); an
+    /// output outside the graph only names what the package has.
+    pub node: Option<NodeId>,
+    /// How it was found.
+    pub found_by: crate::roots::FoundBy,
+}
+
 /// A simulated output.
 #[derive(Debug, Clone)]
 pub struct SimOutput {
     /// Output name.
     pub name: String,
+    /// The existing output it is merged into (its node and how it was
+    /// found), `None` for `out` and for an output the split creates.
+    pub existing: Option<(NodeId, crate::roots::FoundBy)>,
     /// Its files.
     pub tree: FileTree,
     /// NAR size of `tree`.
@@ -282,6 +302,7 @@ pub fn build_outputs(
                 .collect();
             SimOutput {
                 name: name.clone(),
+                existing: None,
                 tree: FileTree::from_entries(entries),
                 nar_size: 0,
                 references: BTreeSet::new(),
@@ -334,6 +355,99 @@ pub fn build_outputs(
     outs
 }
 
+/// Merges the existing output `e`, when the graph has it, into the
+/// simulated output `o` of the
+/// same name: its files join the moved ones (a moved file replaces one of
+/// the same name, as `mv` would, with a problem saying so), its holds join
+/// the moved files' references (a hold on the split path is a reference to
+/// `out`, one on itself none), and its NAR size is the merged tree's. With
+/// `propagate`, an existing `nix-support/propagated-build-inputs` already
+/// names `out` (the build that made it ran `_multioutPropagateDev`), so
+/// the line the simulation added for `out` is not added twice.
+fn merge_existing(
+    g: &Graph,
+    c: &Classified,
+    path: NodeId,
+    o: &mut SimOutput,
+    e: &Existing,
+    propagate: bool,
+    problems: &mut Vec<Problem>,
+) {
+    // An output outside the graph is not in any closure measured: the
+    // split creates its node as for a new output.
+    let Some(node) = e.node else {
+        return;
+    };
+    o.existing = Some((node, e.found_by));
+    let (Some(tree), Some(read)) = (
+        c.trees.get(&node),
+        c.paths.get(&node).filter(|p| p.available),
+    ) else {
+        // Its references are known from the graph, not its files.
+        problems.push(Problem::new(
+            g.path(node).as_str(),
+            crate::problem::ProblemKind::Simulation,
+            format!(
+                "the existing '{}' output could not be read: its own files are not in the \
+                 predicted NAR size",
+                e.output
+            ),
+        ));
+        for &r in g.references(node) {
+            if r == path {
+                o.output_refs.insert(0);
+            } else if r != node {
+                o.references.insert(r);
+            }
+        }
+        return;
+    };
+    let pbi: &[u8] = b"nix-support/propagated-build-inputs";
+    let had_pbi = tree.entries.iter().any(|x| x.path == pbi);
+    let moved = std::mem::take(&mut o.tree.entries);
+    let mut merged: BTreeMap<Vec<u8>, TreeEntry> = tree
+        .entries
+        .iter()
+        .map(|x| (x.path.clone(), x.clone()))
+        .collect();
+    for m in moved {
+        let is_dir = matches!(m.node, TreeNode::Directory);
+        match merged.get(&m.path) {
+            Some(_) if is_dir => {}
+            // The line `build_outputs` appended for `out` is already there.
+            Some(_) if propagate && m.path == pbi && had_pbi => {}
+            Some(_) => {
+                problems.push(Problem::new(
+                    g.path(node).as_str(),
+                    crate::problem::ProblemKind::Simulation,
+                    format!(
+                        "{} is both moved from out and already in the '{}' output: the moved \
+                         one is assumed to replace it",
+                        String::from_utf8_lossy(&m.path),
+                        e.output
+                    ),
+                ));
+                merged.insert(m.path.clone(), m);
+            }
+            None => {
+                merged.insert(m.path.clone(), m);
+            }
+        }
+    }
+    o.tree = FileTree::from_entries(merged.into_values().collect());
+    o.nar_size = o.tree.nar_size();
+    for (&target, evs) in &read.by_reference {
+        if evs.is_empty() || target == node {
+            continue;
+        }
+        if target == path {
+            o.output_refs.insert(0);
+        } else {
+            o.references.insert(target);
+        }
+    }
+}
+
 /// Which entry of `tree` a hold points into: the longest entry that the
 /// path bytes after the hash (`-name/lib/libx.so`) begin with, past the
 /// name; `""` (the path itself) when none does.
@@ -383,7 +497,9 @@ pub struct Simulation {
 
 /// Simulates splitting `path` with `moves`, editing `w` so that consumers
 /// point at the outputs they use. Everything comes from `c`: the path's
-/// tree and evidence, and each consumer's evidence for it. `propagate`
+/// tree and evidence, each consumer's evidence for it, and the files and
+/// holds of the `existing` outputs the package already has (moved files
+/// join an existing output of their destination's name). `propagate`
 /// models `_multioutPropagateDev`. Precondition: `w` is unedited for `path`
 /// and its consumers.
 pub fn simulate(
@@ -393,17 +509,30 @@ pub fn simulate(
     path: NodeId,
     moves: &[Move],
     propagate: bool,
+    existing: &[Existing],
 ) -> Result<Simulation> {
     let tree = super::tree_of(g, c, path, "a split")?;
     let mut problems: Vec<Problem> = Vec::new();
     let empty = BTreeMap::new();
     let evidence = c.paths.get(&path).map_or(&empty, |p| &p.by_reference);
     let a = assign(tree, moves, propagate)?;
-    let outputs = build_outputs(tree, &a, path, g.path(path).as_str(), evidence, propagate);
-    // Nodes: `out` replaces the path; the others are new.
+    let mut outputs = build_outputs(tree, &a, path, g.path(path).as_str(), evidence, propagate);
+    for o in outputs.iter_mut().skip(1) {
+        if let Some(e) = existing.iter().find(|e| e.output == o.name) {
+            merge_existing(g, c, path, o, e, propagate, &mut problems);
+        }
+    }
+    // Nodes: `out` replaces the path; an existing output keeps its node;
+    // the others are new.
     let mut nodes = vec![path];
     for o in &outputs[1..] {
-        nodes.push(w.add_node(o.nar_size));
+        match o.existing {
+            Some((n, _)) => {
+                w.set_nar(n, o.nar_size);
+                nodes.push(n);
+            }
+            None => nodes.push(w.add_node(o.nar_size)),
+        }
     }
     w.set_nar(path, outputs[0].nar_size);
     for (i, o) in outputs.iter().enumerate() {
@@ -420,6 +549,11 @@ pub fn simulate(
     let entries: HashSet<&[u8]> = tree.entries.iter().map(|e| e.path.as_slice()).collect();
     let mut consumers = Vec::new();
     for &cons in g.referrers(path) {
+        // An existing output merged into is an output of the split now,
+        // not a consumer: its references were set above.
+        if nodes[1..].contains(&cons) {
+            continue;
+        }
         if !c.paths.contains_key(&cons) {
             problems.push(Problem::new(
                 g.path(cons).as_str(),
@@ -544,8 +678,9 @@ pub struct SplitPlan {
     pub roots: Vec<RootClosure>,
 }
 
-/// Simulates the split of `path` and measures each root's closure before
-/// and after it.
+/// Simulates the split of `path` (moved files joining the `existing`
+/// outputs of their destination's name) and measures each root's closure
+/// before and after it.
 pub fn split(
     g: &Graph,
     c: &Classified,
@@ -553,10 +688,11 @@ pub fn split(
     moves: &[Move],
     propagate: bool,
     roots: &[NodeId],
+    existing: &[Existing],
 ) -> Result<SplitPlan> {
     let base = super::whatif::WhatIf::new(g);
     let mut w = super::whatif::WhatIf::new(g);
-    let sim = simulate(g, c, &mut w, path, moves, propagate)?;
+    let sim = simulate(g, c, &mut w, path, moves, propagate, existing)?;
     let roots = roots
         .iter()
         .map(|&r| RootClosure {

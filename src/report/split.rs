@@ -28,6 +28,13 @@ pub struct OutputReport {
     /// What it would reference: store paths, and `output:NAME` for another
     /// output of the split.
     pub references: Vec<String>,
+    /// The existing output of the package the moved files join (its store
+    /// path), `None` for `out` and for an output the split creates.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub existing: Option<String>,
+    /// How that existing output was found (`deriver`, or `name`: assumed).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub found_by: Option<crate::roots::FoundBy>,
 }
 
 /// A root's closure before and after.
@@ -110,6 +117,8 @@ impl SplitReport {
                     nar_size: o.nar_size,
                     closure_size: c,
                     references,
+                    existing: o.existing.map(|(n, _)| g.path(n).to_string()),
+                    found_by: o.existing.map(|(_, f)| f),
                 }
             })
             .collect();
@@ -183,6 +192,21 @@ impl Report for SplitReport {
             ]);
         }
         out.push_str(&t.render_fit(opts.width, opts.style));
+        for o in &self.outputs {
+            if let (Some(e), Some(f)) = (&o.existing, o.found_by) {
+                out.push_str(&super::style::wrap_hanging(
+                    &format!(
+                        "{}: the package already has this output ({e}, {}): the moved files \
+                         join its files, as moveToOutput into it does",
+                        o.name,
+                        f.describe()
+                    ),
+                    opts.width,
+                    "",
+                    "  ",
+                ));
+            }
+        }
         render_roots(&mut out, &self.roots, opts);
         if !self.consumers.is_empty() {
             out.push('\n');

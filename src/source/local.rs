@@ -663,6 +663,40 @@ impl PathMetadata for LocalStore {
         self.read(false, |conn| self.referrers_in(conn, path))
     }
 
+    fn same_deriver_many(
+        &self,
+        paths: &[StorePath],
+    ) -> Result<Option<HashMap<StorePath, Vec<StorePath>>>> {
+        let wanted: std::collections::HashSet<&str> = paths.iter().map(|p| p.as_str()).collect();
+        // No index on `deriver`: one scan of ValidPaths for all the paths
+        // asked about, grouped here.
+        let rows: Vec<(String, String)> = self.read(false, |conn| {
+            conn.prepare_cached(
+                "SELECT path, deriver FROM ValidPaths WHERE deriver IS NOT NULL AND deriver != ''",
+            )
+            .and_then(|mut s| {
+                s.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, String>(1)?)))
+                    .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+            })
+            .map_err(|e| self.db_err(e))
+        })?;
+        let mut by_deriver: HashMap<&str, Vec<&str>> = HashMap::new();
+        for (p, d) in &rows {
+            by_deriver.entry(d.as_str()).or_default().push(p.as_str());
+        }
+        let mut out = HashMap::new();
+        for (p, d) in &rows {
+            if wanted.contains(p.as_str()) {
+                let same = by_deriver[d.as_str()]
+                    .iter()
+                    .map(|s| self.parse_db_path(s))
+                    .collect::<Result<Vec<_>>>()?;
+                out.insert(self.parse_db_path(p)?, same);
+            }
+        }
+        Ok(Some(out))
+    }
+
     fn all_paths(&self) -> Result<Vec<StorePath>> {
         self.read(false, |conn| {
             let mut stmt = conn

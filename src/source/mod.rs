@@ -127,6 +127,24 @@ pub trait PathMetadata: Send + Sync {
     fn registration_time(&self, _path: &StorePath) -> Result<Option<i64>> {
         Ok(None)
     }
+    /// The valid paths built by the same derivation as `path` (its sibling
+    /// outputs, `path` included), where the source records derivers (the
+    /// local store's `deriver` column); `None` when it cannot say, or when
+    /// no deriver is recorded for `path`.
+    fn same_deriver(&self, path: &StorePath) -> Result<Option<Vec<StorePath>>> {
+        Ok(self
+            .same_deriver_many(std::slice::from_ref(path))?
+            .and_then(|mut m| m.remove(path)))
+    }
+    /// [`PathMetadata::same_deriver`] for many paths at once (one scan of
+    /// the local store's database rather than one per path); paths without
+    /// a recorded deriver are absent from the map.
+    fn same_deriver_many(
+        &self,
+        _paths: &[StorePath],
+    ) -> Result<Option<std::collections::HashMap<StorePath, Vec<StorePath>>>> {
+        Ok(None)
+    }
     /// Every valid path the source holds; used to match names and globs.
     fn all_paths(&self) -> Result<Vec<StorePath>>;
     /// The closure of `roots`: every path reachable through references, each

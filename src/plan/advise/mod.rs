@@ -20,7 +20,7 @@ mod snippet;
 mod split_outputs;
 mod strip_debug;
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::{Deserialize, Serialize};
 
@@ -180,6 +180,37 @@ struct Advisor<'a> {
     traces: Option<&'a TraceSet>,
     targets: Option<&'a [String]>,
     total: u64,
+    /// The outputs each split candidate's package already has.
+    existing: &'a ExistingOutputs,
+}
+
+/// The outputs packages already have, by the node of the path a split
+/// would be simulated on (see [`split_candidates`]).
+pub type ExistingOutputs = BTreeMap<NodeId, Vec<crate::plan::split::Existing>>;
+
+/// The referrers whose build-time or documentation files hold some
+/// reference, outside outputs already split off (`-dev`, `-doc` ...):
+/// where advise simulates a split, and so whose existing outputs the
+/// caller looks up for [`advise_with`].
+pub fn split_candidates(g: &Graph, c: &Classified) -> BTreeSet<NodeId> {
+    let mut out = BTreeSet::new();
+    for (&from, pe) in &c.paths {
+        if OutputKind::of(g.path(from).name()).is_dev_or_docs() {
+            continue;
+        }
+        let held = pe.by_reference.iter().any(|(&to, evs)| {
+            to != from
+                && evs
+                    .iter()
+                    .map(|e| judge(e).0)
+                    .min()
+                    .is_some_and(|v| matches!(v, Verdict::Build | Verdict::Docs))
+        });
+        if held {
+            out.insert(from);
+        }
+    }
+    out
 }
 
 impl Advisor<'_> {
@@ -256,18 +287,31 @@ pub fn advise(
     traces: Option<&TraceSet>,
     targets: Option<&[String]>,
 ) -> (Vec<Action>, Vec<Problem>) {
+    advise_with(g, c, traces, targets, &ExistingOutputs::new())
+}
+
+/// [`advise`], knowing the outputs the split candidates' packages already
+/// have: moved files join an existing output, and the snippet moves them
+/// into it rather than declaring outputs the package has.
+pub fn advise_with(
+    g: &Graph,
+    c: &Classified,
+    traces: Option<&TraceSet>,
+    targets: Option<&[String]>,
+    existing: &ExistingOutputs,
+) -> (Vec<Action>, Vec<Problem>) {
     let cx = Advisor {
         g,
         c,
         traces,
         targets,
         total: WhatIf::new(g).closure_size(g.roots()),
+        existing,
     };
     let mut problems = Vec::new();
     let mut actions = Vec::new();
     // Edges first, by their weakest hold's verdict; referrers whose build
-    // or documentation files hold something become split candidates.
-    let mut split_candidates: BTreeSet<NodeId> = BTreeSet::new();
+    // or documentation files hold something are split candidates.
     for (&from, pe) in &c.paths {
         for (&to, evs) in &pe.by_reference {
             if to == from || evs.is_empty() {
@@ -279,14 +323,6 @@ pub fn advise(
                     dead_runpath::action(&cx, from, to, evs)
                 }
                 Verdict::Dead => strip_debug::action(&cx, from, to, evs),
-                // An output that is already split off (`-dev`, `-doc` ...)
-                // is where such files belong.
-                Verdict::Build | Verdict::Docs
-                    if !OutputKind::of(g.path(from).name()).is_dev_or_docs() =>
-                {
-                    split_candidates.insert(from);
-                    continue;
-                }
                 Verdict::Unknown if remove_references_to::applies(evs) => {
                     remove_references_to::action(&cx, from, to, evs)
                 }
@@ -295,7 +331,7 @@ pub fn advise(
             actions.push(rank_down(action, traced_use(evs)));
         }
     }
-    for &p in &split_candidates {
+    for p in split_candidates(g, c) {
         actions.extend(split_outputs::action(&cx, p, &mut problems));
     }
     for &p in c.paths.keys() {

@@ -4,7 +4,7 @@
 
 use super::{Action, ActionKind, Advisor, Safety, files_of, full_name};
 use crate::graph::NodeId;
-use crate::plan::split::{nixpkgs_preset, simulate};
+use crate::plan::split::{Existing, Move, nixpkgs_preset, simulate};
 use crate::plan::whatif::WhatIf;
 use crate::problem::Problem;
 
@@ -14,7 +14,9 @@ use crate::problem::Problem;
 pub(super) fn action(cx: &Advisor, p: NodeId, problems: &mut Vec<Problem>) -> Option<Action> {
     let g = cx.g;
     let mut w = WhatIf::new(g);
-    let sim = match simulate(g, cx.c, &mut w, p, &nixpkgs_preset(), true) {
+    let existing = cx.existing.get(&p).map_or(&[][..], Vec::as_slice);
+    let preset = nixpkgs_preset();
+    let sim = match simulate(g, cx.c, &mut w, p, &preset, true, existing) {
         Ok(sim) => sim,
         Err(e) => {
             problems.push(cx.not_simulated(ActionKind::SplitOutputs, p, e));
@@ -64,9 +66,26 @@ pub(super) fn action(cx: &Advisor, p: NodeId, problems: &mut Vec<Problem>) -> Op
         .map(|r| full_name(r))
         .collect::<Vec<_>>()
         .join(", ");
+    let has = if existing.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "; the package already has {} (moved files join it)",
+            existing
+                .iter()
+                .map(|e| format!(
+                    "output '{}' ({}, {})",
+                    e.output,
+                    full_name(&e.path),
+                    e.found_by.describe()
+                ))
+                .collect::<Vec<_>>()
+                .join(", ")
+        )
+    };
     let action = Action {
         reason: if moved_runtime.is_empty() {
-            format!("build-time/documentation files hold {held}; consumers use only `out`")
+            format!("build-time/documentation files hold {held}; consumers use only `out`{has}")
         } else {
             format!(
                 "build-time/documentation files hold {held}, but consumers use {} at run time",
@@ -78,10 +97,7 @@ pub(super) fn action(cx: &Advisor, p: NodeId, problems: &mut Vec<Problem>) -> Op
             )
         },
         evidence,
-        snippet: format!(
-            "outputs = {};  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",
-            super::snippet::list(&names)
-        ),
+        snippet: snippet(&names, existing, &preset, &sim.unmatched),
         ..cx.action(
             ActionKind::SplitOutputs,
             p,
@@ -103,4 +119,61 @@ pub(super) fn action(cx: &Advisor, p: NodeId, problems: &mut Vec<Problem>) -> Op
             )
         }),
     ))
+}
+
+/// What to paste: a package without the outputs gets them declared (the
+/// multiple-outputs hook then moves the files); files bound for an output
+/// the package already has are moved there by hand, since the hook left
+/// them in `out` although that output exists (a `postInstall` with
+/// `moveToOutput`; the propagated-build-inputs file the hook writes itself
+/// is left out). `names` are the simulated outputs, `out` first.
+fn snippet(names: &[&str], existing: &[Existing], preset: &[Move], unmatched: &[String]) -> String {
+    if existing.is_empty() {
+        return format!(
+            "outputs = {};  # the multiple-outputs hook moves include, lib/cmake, lib/pkgconfig, share/doc ...",
+            super::snippet::list(names)
+        );
+    }
+    let has = |o: &str| o == "out" || existing.iter().any(|e| e.output == o);
+    let mut parts = Vec::new();
+    let new: Vec<&str> = names.iter().copied().filter(|o| !has(o)).collect();
+    if !new.is_empty() {
+        // Every output it has, then the new ones.
+        let mut all: Vec<&str> = vec!["out"];
+        for e in existing {
+            if !all.contains(&e.output.as_str()) {
+                all.push(&e.output);
+            }
+        }
+        all.extend(&new);
+        parts.push(format!(
+            "outputs = {};  # adds {}; the multiple-outputs hook moves their files",
+            super::snippet::list(&all),
+            new.join(", ")
+        ));
+    }
+    let lines: Vec<String> = preset
+        .iter()
+        .filter(|m| {
+            has(&m.output)
+                && m.output != "out"
+                && names.contains(&m.output.as_str())
+                && !unmatched.contains(&m.pattern)
+                && m.pattern != "nix-support/propagated-build-inputs"
+        })
+        .map(|m| {
+            // Quoted as nixpkgs writes it (`moveToOutput "lib/cmake"
+            // "$dev"`): the hook expands the glob itself.
+            let pattern = if m.pattern.contains(['$', '`', '"', '\\', '!']) {
+                super::snippet::single_quoted(&m.pattern)
+            } else {
+                format!("\"{}\"", m.pattern)
+            };
+            format!("moveToOutput {pattern} \"${}\"", m.output)
+        })
+        .collect();
+    if !lines.is_empty() {
+        parts.push(super::snippet::shell_hook("postInstall", &lines));
+    }
+    parts.join("\n")
 }
