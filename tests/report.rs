@@ -870,3 +870,52 @@ fn why_it_is_here_is_the_strongest_chain_not_the_shortest() {
         .collect();
     assert_eq!(shown, [app, clr, comgr, llvm]);
 }
+
+/// The Changes view says a path left with its referrer (the chain), as
+/// `diff` does, rather than that a referrer which left too "no longer
+/// references it" (tests/fixtures/diff-chain.nix).
+#[test]
+fn the_changes_view_says_a_path_left_with_its_referrer() {
+    let p = nix_build(
+        &repo().join("tests/fixtures/diff-chain.nix"),
+        &["before", "after"],
+    );
+    let page = out_dir().join("diff-chain.html");
+    json(&heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            "--diff",
+            &p[0],
+            &p[1],
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    ));
+    let ch = chromium(&format!("file://{}#view=changes", page.display()), None);
+    assert_clean(&ch);
+    let removed = |name: &str| -> String {
+        unescape(
+            ch.dom
+                .split(r#"<li data-change="removed""#)
+                .skip(1)
+                .find(|li| li.contains(&format!("-{name}\"")))
+                .unwrap_or_else(|| panic!("{name} not listed"))
+                .split("</li>")
+                .next()
+                .unwrap(),
+        )
+    };
+    let comgr = removed("comgr-1.0");
+    assert!(
+        comgr.contains("left with clr-1.0 (top-1.0 → clr-1.0 → comgr-1.0)"),
+        "{comgr}"
+    );
+    assert!(!comgr.contains("no longer references"), "{comgr}");
+    let olddep = removed("olddep-1.0");
+    assert!(
+        olddep.contains("keeper-1.0 no longer references it"),
+        "{olddep}"
+    );
+}

@@ -256,6 +256,11 @@
       return (r.replaced_by.length ? "replaced by " + r.replaced_by.map((j) => P[j].n).join(", ") + "; " : "") +
         by + " references it as before";
     }
+    if (r.left_chain && r.left_chain.length > 1) {
+      // Its referrer left too: it went with the chain, not because an
+      // edge vanished from a referrer that stayed.
+      return "left with " + r.left_chain[r.left_chain.length - 2] + " (" + r.left_chain.join(" → ") + ")";
+    }
     return by + " no longer references it" + (r.unavailable
       ? " (BEFORE's files were not read: no file contents there, or --no-evidence)"
       : r.held_by ? " (held before by " + r.held_by + ")" : " (registered, but no occurrence found)");

@@ -253,6 +253,11 @@ pub struct RemovedNode {
     /// BEFORE's source has no file contents for the referrer.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub unavailable: bool,
+    /// For a path that left with its referrer (whose package is gone too):
+    /// the names of the chain that held it, from the nearest path that
+    /// stayed (or a root) to the path, as `diff` says "left with".
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_chain: Vec<String>,
 }
 
 /// `report --diff`: the comparison with BEFORE, from `diff`'s report.
@@ -443,6 +448,15 @@ impl HtmlReport {
                 replaced_by: c.why.renamed.iter().filter_map(|s| id_of(s)).collect(),
                 held_by: super::diff::files_of(&c.why.evidence),
                 unavailable: c.why.unavailable,
+                left_chain: if c.why.left_with.is_some() {
+                    c.why
+                        .left_chain
+                        .iter()
+                        .map(|p| name_of(p).to_string())
+                        .collect()
+                } else {
+                    Vec::new()
+                },
             })
             .collect();
         self.problems.extend(d.problems);
