@@ -94,6 +94,26 @@ fn the_runpath_edit_keeps_the_entry_that_serves_dlopen() {
     }
     check_loads(&together.join("bin/app"), plugin);
 
+    // After a rebuild of the dead dependencies their hashes differ from
+    // the ones nix-heft saw: the edit matches entries by name, not by the
+    // old store path, so it still drops exactly them.
+    let rebuilt = copy_of(app, &dir, "rebuilt-deps");
+    let other = |p: &str, c: &str| format!("/nix/store/{}{}", c.repeat(32), &p[43..]);
+    let moved = format!(
+        "{}/lib:{plugin}/lib:{}/lib",
+        other(unused, "a"),
+        other(unused2, "b")
+    );
+    run(Command::new("patchelf")
+        .args(["--set-rpath", &moved])
+        .arg(rebuilt.join("bin/app")));
+    for hook in &hooks {
+        run(Command::new("bash")
+            .args(["-e", "-c", hook])
+            .env("out", &rebuilt));
+    }
+    check_loads(&rebuilt.join("bin/app"), plugin);
+
     // Why not --shrink-rpath: it keeps only entries where a DT_NEEDED
     // library is found, so the plug-in's entry goes too and dlopen() fails.
     let shrunk = copy_of(app, &dir, "shrunk");

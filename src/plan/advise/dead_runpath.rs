@@ -39,34 +39,35 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
             others.insert(rp[*i].as_str());
         }
     }
-    // One entry a line (`runpath+=':…'`): store paths are long, and code in
-    // a snippet is never wrapped, so this keeps it readable at 80 columns.
+    // Per file, the RUNPATH the builder finds, with the dead entries
+    // dropped by name, hash left open: a pasted store path would name the
+    // old build of the dependency (after any rebuild of it the entry would
+    // no longer match, and a hash outside the inputs would not even be
+    // registered as a reference), while `*/<32 chars>-unused-1.0/lib`
+    // matches the entry whatever its hash. Every other entry stays as the
+    // file has it then, including those that serve only dlopen().
     let mut lines: Vec<String> = Vec::new();
     for (file, (rp, dead)) in &runpaths {
-        let keep: Vec<&String> = rp
+        let patterns: Vec<String> = dead
             .iter()
-            .enumerate()
-            .filter(|(i, _)| !dead.contains(i))
-            .map(|(_, d)| d)
+            .filter_map(|&i| rp.get(i))
+            .map(|d| entry_pattern(d))
             .collect();
-        let Some((first, rest)) = keep.split_first() else {
-            lines.push(format!(
-                "patchelf --remove-rpath {}",
-                snippet::out_file(file)
-            ));
+        if patterns.is_empty() {
             continue;
-        };
-        lines.push(format!("runpath={}", snippet::single_quoted(first)));
-        for d in rest {
-            lines.push(format!(
-                "runpath+={}",
-                snippet::single_quoted(&format!(":{d}"))
-            ));
         }
+        let f = snippet::out_file(file);
         lines.push(format!(
-            "patchelf --set-rpath \"$runpath\" {}",
-            snippet::out_file(file)
+            "IFS=: read -ra entries <<< \"$(patchelf --print-rpath {f})\""
         ));
+        lines.push("runpath=".to_string());
+        lines.push("for d in \"${entries[@]}\"; do".to_string());
+        lines.push("  case \"$d\" in".to_string());
+        lines.push(format!("    {}) ;;", patterns.join(" | ")));
+        lines.push("    *) runpath=\"${runpath:+$runpath:}$d\" ;;".to_string());
+        lines.push("  esac".to_string());
+        lines.push("done".to_string());
+        lines.push(format!("patchelf --set-rpath \"$runpath\" {f}"));
     }
     Action {
         reason: format!(
@@ -95,5 +96,25 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
             Some(saving),
             Safety::Safe,
         )
+    }
+}
+
+/// A `case` pattern matching the RUNPATH entry `d` whatever its store
+/// hash: `/nix/store/<hash>-unused-1.0/lib` becomes
+/// `*/????????????????????????????????'-unused-1.0/lib'` (the literal part
+/// quoted, so a `*` or `[` in a name is not a pattern). An entry outside
+/// the store (`$ORIGIN/../lib`) is matched as it is.
+fn entry_pattern(d: &str) -> String {
+    let hashed = d.rsplit_once("/nix/store/").and_then(|(_, rest)| {
+        let (hash, tail) = rest.split_at_checked(crate::store_path::HASH_LEN)?;
+        (tail.starts_with('-') && hash.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(tail)
+    });
+    match hashed {
+        Some(tail) => format!(
+            "*/{}{}",
+            "?".repeat(crate::store_path::HASH_LEN),
+            snippet::single_quoted(tail)
+        ),
+        None => snippet::single_quoted(d),
     }
 }
