@@ -4,7 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::refs::append_problems;
-use super::table::{Align, Table};
+use super::table::{Align, Cell, Paint, Table};
 use super::{Report, TextOptions};
 use crate::graph::{Graph, NodeId};
 use crate::plan::partition::Partition;
@@ -287,14 +287,14 @@ impl Report for PartitionReport {
             ));
         }
         if with_kept && self.keep.is_none() {
+            out.push('\n');
             out.push_str(&super::style::wrap_hanging(
-                "\nKEPT: links of the group that stay when it is dropped: they point into a path \
+                "KEPT: links of the group that stay when it is dropped: they point into a path \
                  the other files still reference, which a per-target build links as before",
                 opts.width,
                 "",
                 "  ",
             ));
-            out.push('\n');
         }
         // The kept links, by the path they point into: why each stays.
         let mut by_into: Vec<(&str, Vec<&KeptAnywayReport>)> = Vec::new();
@@ -304,24 +304,52 @@ impl Report for PartitionReport {
                 None => by_into.push((&k.links_into, vec![k])),
             }
         }
-        for (_, ks) in &by_into {
+        for (into, ks) in &by_into {
             let n = ks.len();
             out.push('\n');
             out.push_str(&super::style::wrap_hanging(
                 &format!(
-                    "kept although they match the pattern: {n} link{} into {}, which stays: needed by {}; a link into a path that stays costs only the link",
+                    "kept although they match the pattern: {n} link{} into {}, which stays: \
+                     the files that stay need it; a link into a path that stays costs only the link",
                     if n == 1 { "" } else { "s" },
-                    name(&ks[0].links_into),
-                    needed_text(&ks[0].needed_by, ks[0].needed_by_count)
+                    name(into),
                 ),
                 opts.width,
                 "",
                 "  ",
             ));
-            out.push('\n');
-            let mut t = Table::new(&[("  GROUP", Align::Left), ("FILE", Align::Left)]);
+            let mut t = Table::new(&[
+                ("  GROUP", Align::Left),
+                ("", Align::Left),
+                ("FILE", Align::Left),
+            ]);
+            let row = |t: &mut Table, group: &str, what: &str, file: &str| {
+                t.cells(vec![
+                    Cell::from(format!("  {group}")),
+                    Cell::from(what.to_string()),
+                    Cell::new(file, Paint::Path),
+                ])
+            };
             for k in ks {
-                t.row(vec![format!("  {}", k.group), k.file.clone()]);
+                row(&mut t, &k.group, "kept", &k.file);
+            }
+            let first = ks[0];
+            for nb in &first.needed_by {
+                row(
+                    &mut t,
+                    nb.group.as_deref().unwrap_or("no group"),
+                    "needs it",
+                    &nb.file,
+                );
+            }
+            let more = first.needed_by_count.saturating_sub(first.needed_by.len());
+            if more > 0 {
+                row(
+                    &mut t,
+                    "",
+                    "needs it",
+                    &format!("and {more} more file{}", if more == 1 { "" } else { "s" }),
+                );
             }
             out.push_str(&t.render_fit(opts.width, opts.style));
         }

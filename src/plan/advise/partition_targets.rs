@@ -176,34 +176,40 @@ pub(super) fn action(
     })
 }
 
-/// "; 4 links of other targets stay (gfx1030, gfx900): they point into
-/// rocblas-tensile-fallbacks-6.0.2, which stays: needed by FILE (gfx90a)
-/// and 2 more files", one clause per path the kept links point into; empty
-/// when none stays.
+/// "; 2 links of other targets stay (gfx1030, gfx900): they point into
+/// rocblas-tensile-fallbacks-6.0.2, which stays: needed by 1 file of gfx90a
+/// and 2 files in no group", one clause per path the kept links point
+/// into; empty when none stays. Files are counted, not named: their names
+/// are long, and `partition --keep` lists them.
 fn kept_links_note(g: &crate::graph::Graph, kept: &[KeptLink]) -> String {
     let mut by_into: BTreeMap<NodeId, Vec<&KeptLink>> = BTreeMap::new();
     for k in kept {
         by_into.entry(k.into).or_default().push(k);
     }
+    let files = |n: usize| format!("{n} file{}", if n == 1 { "" } else { "s" });
     by_into
         .iter()
         .map(|(&into, ks)| {
             let groups: BTreeSet<&str> = ks.iter().map(|k| k.group.as_str()).collect();
-            let holders = &ks[0].needed_by;
-            let named: Vec<String> = holders
+            // The holders by group, the kept targets' first (as `needed_by`
+            // lists them), those in no group last.
+            let mut holders: Vec<(Option<&str>, usize)> = Vec::new();
+            for (_, gr) in &ks[0].needed_by {
+                let gr = gr.as_deref();
+                match holders.iter_mut().find(|(h, _)| *h == gr) {
+                    Some((_, n)) => *n += 1,
+                    None => holders.push((gr, 1)),
+                }
+            }
+            let needed: Vec<String> = holders
                 .iter()
-                .take(2)
-                .map(|(f, gr)| {
-                    format!(
-                        "{} ({})",
-                        String::from_utf8_lossy(f),
-                        gr.as_deref().unwrap_or("no group")
-                    )
+                .map(|(gr, n)| match gr {
+                    Some(gr) => format!("{} of {gr}", files(*n)),
+                    None => format!("{} in no group", files(*n)),
                 })
                 .collect();
-            let more = holders.len().saturating_sub(named.len());
             format!(
-                "; {} link{} of other targets stay{} ({}): {} into {}, which stays: needed by {}{}",
+                "; {} link{} of other targets stay{} ({}): {} into {}, which stays: needed by {}",
                 ks.len(),
                 if ks.len() == 1 { "" } else { "s" },
                 if ks.len() == 1 { "s" } else { "" },
@@ -214,12 +220,7 @@ fn kept_links_note(g: &crate::graph::Graph, kept: &[KeptLink]) -> String {
                     "they point"
                 },
                 full_name(g.path(into).as_str()),
-                named.join(", "),
-                if more > 0 {
-                    format!(" and {more} more file{}", if more == 1 { "" } else { "s" })
-                } else {
-                    String::new()
-                }
+                needed.join(" and ")
             )
         })
         .collect()
