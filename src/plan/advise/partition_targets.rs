@@ -220,7 +220,11 @@ fn kept_links_note(g: &crate::graph::Graph, kept: &[KeptLink]) -> String {
                     "they point"
                 },
                 full_name(g.path(into).as_str()),
-                needed.join(" and ")
+                match needed.split_last() {
+                    Some((last, rest)) if !rest.is_empty() =>
+                        format!("{} and {last}", rest.join(", ")),
+                    _ => needed.join(""),
+                }
             )
         })
         .collect()
