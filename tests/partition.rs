@@ -125,9 +125,7 @@ fn the_links_kept_are_those_the_rebuild_keeps_and_say_why() {
     let kept: BTreeSet<String> = r.kept_anyway.iter().map(|k| k.file.clone()).collect();
     assert_eq!(kept, expected);
     let fallbacks = store_path_of(
-        &rebuilt[&format!(
-            "TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback_gfx900.hsaco"
-        )],
+        &rebuilt["TensileLibrary_Type_DD_Contraction_l_Ailk_Bjlk_Cijk_Dijk_fallback_gfx900.hsaco"],
     );
     assert!(fallbacks.ends_with("-rocblas-tensile-fallbacks-6.0.2"));
     let kernel = format!(

@@ -148,6 +148,10 @@ fn links_into<'t>(
         .collect()
 }
 
+/// What a partition drops and what it keeps of the entries it would drop:
+/// (entries that go, links that stay with the path each points into).
+type Settled<'a> = (BTreeSet<&'a [u8]>, Vec<(&'a [u8], NodeId)>);
+
 /// Of the entries `candidates` a partition would drop, those that stay (a
 /// link into a path the remaining entries still reference), and the rest,
 /// which go.
@@ -155,7 +159,7 @@ fn settle<'a>(
     evidence: &BTreeMap<NodeId, Vec<Evidence>>,
     links: &BTreeMap<&[u8], NodeId>,
     candidates: BTreeSet<&'a [u8]>,
-) -> (BTreeSet<&'a [u8]>, Vec<(&'a [u8], NodeId)>) {
+) -> Settled<'a> {
     let still_held = |t: NodeId| {
         evidence.get(&t).is_some_and(|evs| {
             evs.iter()
@@ -337,4 +341,56 @@ pub fn partition_of(
         kept_refs,
         kept_anyway,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn link(file: &str) -> Evidence {
+        Evidence::new(file.as_bytes(), Kind::Symlink, 0, String::new())
+    }
+
+    /// A dropped link into a path a remaining file holds stays; a dropped
+    /// link into a path only dropped files hold goes, and so does a file
+    /// that is no link.
+    #[test]
+    fn links_into_a_path_still_held_stay() {
+        let (shared, only) = (1, 2);
+        let evidence: BTreeMap<NodeId, Vec<Evidence>> = [
+            (shared, vec![link("kept_fallback"), link("fallback_gfx900")]),
+            (only, vec![link("kernels_gfx900")]),
+        ]
+        .into_iter()
+        .collect();
+        let links: BTreeMap<&[u8], NodeId> = [
+            (&b"kept_fallback"[..], shared),
+            (&b"fallback_gfx900"[..], shared),
+            (&b"kernels_gfx900"[..], only),
+        ]
+        .into_iter()
+        .collect();
+        let candidates: BTreeSet<&[u8]> = [
+            &b"fallback_gfx900"[..],
+            b"kernels_gfx900",
+            b"arch_gfx900.txt",
+        ]
+        .into_iter()
+        .collect();
+        let (drop, stay) = settle(&evidence, &links, candidates);
+        assert_eq!(stay, vec![(&b"fallback_gfx900"[..], shared)]);
+        assert_eq!(
+            drop,
+            [&b"arch_gfx900.txt"[..], b"kernels_gfx900"]
+                .into_iter()
+                .collect()
+        );
+        // Once the only other holder goes too, the link goes with it.
+        let all: BTreeSet<&[u8]> = [&b"fallback_gfx900"[..], b"kept_fallback"]
+            .into_iter()
+            .collect();
+        let (drop, stay) = settle(&evidence, &links, all.clone());
+        assert!(stay.is_empty());
+        assert_eq!(drop, all);
+    }
 }
