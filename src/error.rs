@@ -22,6 +22,23 @@ pub enum Error {
         /// Description of the store that was asked.
         store: String,
     },
+    /// An installable's output that the store read does not hold: nix-heft
+    /// evaluates installables but never builds or substitutes.
+    #[error(
+        "output '{output}' of '{installable}' ({path}) is not valid in {store}; nix-heft evaluates \
+         but never builds: read it from a binary cache that has it \
+         (--store https://cache.nixos.org), or build it first (nix build)"
+    )]
+    MissingOutput {
+        /// The installable as given.
+        installable: String,
+        /// The output's name.
+        output: String,
+        /// The output's store path.
+        path: String,
+        /// Description of the store that was asked.
+        store: String,
+    },
     /// No `--store` given and no local store present.
     #[error(
         "no Nix store found: {} does not exist; point nix-heft at one with \

@@ -8,8 +8,11 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use nix_heft::StorePath;
 use nix_heft::classify::Classified;
+use nix_heft::graph::NodeId;
 use nix_heft::graph::{Graph, ReadRequest};
+use nix_heft::installable::{Evaluated, Installable, InstallableError, Options};
 use nix_heft::pipeline::{self, Progress};
 use nix_heft::problem::Problem;
 use nix_heft::report::{Report, TextOptions};
@@ -42,6 +45,9 @@ pub struct Context {
     pub json: bool,
     /// `--color`.
     pub color: Color,
+    /// `-f`/`--file`, `--expr`, `--impure`, `--override-input`, `--option`:
+    /// how installables are evaluated.
+    pub installables: Options,
 }
 
 impl Context {
@@ -126,6 +132,151 @@ impl Context {
         pb
     }
 
+    /// The installable options for arguments read against `src`: its
+    /// store directory, and where its `.drv` files are on this machine (a
+    /// chroot store's, or the local store directory for a cache, where
+    /// `nix` instantiated them).
+    fn installable_options(&self, src: &dyn StoreSource) -> Options {
+        let mut o = self.installables.clone();
+        o.store_dir = src.store_dir().to_string();
+        // Any path of the store shows where its files are; a .drv name
+        // is enough to ask (sources map paths without looking them up).
+        o.real_store_dir = StorePath::parse(
+            src.store_dir(),
+            &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
+        )
+        .ok()
+        .and_then(|p| src.real_path(&p))
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .filter(|d| d.as_os_str() != src.store_dir());
+        o
+    }
+
+    /// Each argument evaluated when it is an installable (`None` for the
+    /// store paths, links and names [`nix_heft::roots`] resolves), with a
+    /// spinner while `nix` evaluates.
+    fn evaluate(
+        &self,
+        src: &dyn StoreSource,
+        args: &[String],
+    ) -> anyhow::Result<Vec<Option<Evaluated>>> {
+        let opts = self.installable_options(src);
+        if opts.file.is_some() && opts.expr.is_some() {
+            return Err(installable_error(InstallableError::FileAndExpr));
+        }
+        args.iter()
+            .map(|a| {
+                let Some(i) = Installable::parse(a, &opts) else {
+                    return Ok(None);
+                };
+                let pb = match i {
+                    Installable::Derivation { .. } => ProgressBar::hidden(),
+                    _ => self.spinner(&format!("evaluating {a} with nix")),
+                };
+                let e = nix_heft::installable::evaluate(std::slice::from_ref(&i), &opts);
+                pb.finish_and_clear();
+                let mut e = e.map_err(installable_error)?;
+                Ok(e.pop())
+            })
+            .collect()
+    }
+
+    /// ROOT arguments → store paths: installables (`nixpkgs#hello`,
+    /// `-f FILE ATTR`, `--expr`, `DRV^out`) evaluated by the user's `nix`,
+    /// each output required valid in `src` (nothing is built); the rest by
+    /// [`nix_heft::roots::resolve_roots`]. Duplicates kept once, in order.
+    pub fn roots(&self, src: &dyn StoreSource, args: &[String]) -> anyhow::Result<Vec<StorePath>> {
+        let evaluated = self.evaluate(src, args)?;
+        if evaluated.iter().all(Option::is_none) {
+            return Ok(nix_heft::roots::resolve_roots(src, args)?);
+        }
+        let mut out: Vec<StorePath> = Vec::new();
+        for (arg, e) in args.iter().zip(evaluated) {
+            let found = match e {
+                Some(e) => {
+                    for (name, p) in &e.outputs {
+                        if !src.is_valid(p)? {
+                            return Err(nix_heft::Error::MissingOutput {
+                                installable: e.arg.clone(),
+                                output: name.clone(),
+                                path: p.to_string(),
+                                store: src.describe(),
+                            }
+                            .into());
+                        }
+                    }
+                    e.outputs.into_iter().map(|(_, p)| p).collect()
+                }
+                None => nix_heft::roots::resolve_roots(src, std::slice::from_ref(arg))?,
+            };
+            for p in found {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether `arg` is an installable (evaluated by `nix`) rather than a
+    /// store path, link or name.
+    pub fn is_installable(&self, src: &dyn StoreSource, arg: &str) -> bool {
+        Installable::parse(arg, &self.installable_options(src)).is_some()
+    }
+
+    /// One ROOT argument that must name one path (an installable with one
+    /// output selected, or a store path, link or name matching one path).
+    pub fn one_root(&self, src: &dyn StoreSource, arg: &str) -> anyhow::Result<StorePath> {
+        let mut p = self.roots(src, &[arg.to_string()])?;
+        if p.len() != 1 {
+            let hint = if self.is_installable(src, arg) {
+                " (select one output with ^NAME)"
+            } else {
+                ""
+            };
+            return Err(nix_heft::Error::Usage(format!(
+                "'{arg}' matches {} paths; give one{hint}",
+                p.len()
+            ))
+            .into());
+        }
+        Ok(p.remove(0))
+    }
+
+    /// A DEP argument within a loaded closure: an installable's selected
+    /// outputs that are in it (at least one must be), or a path, name or
+    /// glob as [`nix_heft::roots::resolve_in_closure`] takes it.
+    pub fn in_closure(
+        &self,
+        src: &dyn StoreSource,
+        g: &Graph,
+        arg: &str,
+    ) -> anyhow::Result<Vec<NodeId>> {
+        let Some(e) = self.evaluate(src, &[arg.to_string()])?.pop().flatten() else {
+            return Ok(nix_heft::roots::resolve_in_closure(
+                g,
+                src.store_dir(),
+                arg,
+            )?);
+        };
+        let index = g.index();
+        let ids: Vec<NodeId> = e
+            .outputs
+            .iter()
+            .filter_map(|(_, p)| index.get(p).copied())
+            .collect();
+        if ids.is_empty() {
+            let paths: Vec<String> = e.outputs.iter().map(|(_, p)| p.to_string()).collect();
+            return Err(nix_heft::Error::Usage(format!(
+                "'{arg}' evaluates to {}, not in the closure of {}",
+                paths.join(", "),
+                g.path(g.roots()[0])
+            ))
+            .into());
+        }
+        Ok(ids)
+    }
+
     /// Resolve and load: the roots' closure as a graph, a spinner meanwhile.
     pub fn load(
         &self,
@@ -172,6 +323,17 @@ impl Context {
         }
         out.flush()?;
         Ok(partial_code(report.problems()))
+    }
+}
+
+/// An installable's error for the binary: a missing `nix` or conflicting
+/// flags are usage errors (exit 2), a failed evaluation a failure (exit 1,
+/// with Nix's own message).
+fn installable_error(e: InstallableError) -> anyhow::Error {
+    if e.is_usage() {
+        nix_heft::Error::Usage(e.to_string()).into()
+    } else {
+        e.into()
     }
 }
 

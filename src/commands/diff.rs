@@ -16,7 +16,7 @@ use super::Context;
 #[derive(Args, Debug)]
 pub struct DiffArgs {
     /// The old closure's root (store path, ./result, profile generation
-    /// link, name).
+    /// link, name, installable).
     #[arg(value_name = "BEFORE")]
     before: String,
     /// The new closure's root.
@@ -45,8 +45,8 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     );
     let bsrc = b_own.as_deref().unwrap_or(src);
     let asrc = a_own.as_deref().unwrap_or(src);
-    let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(&args.before))?;
-    let aroots = nix_heft::roots::resolve_roots(asrc, std::slice::from_ref(&args.after))?;
+    let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
+    let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;
     let pb = ctx.spinner("reading both closures");
     // The two sides are independent: load them at once.
     let (bg, ag) = rayon::join(

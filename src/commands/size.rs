@@ -13,8 +13,11 @@ use super::context::print_warnings;
 /// `size`'s arguments.
 #[derive(Args, Debug)]
 pub struct SizeArgs {
-    /// Roots: store paths, paths inside them, symlinks like ./result, or
-    /// package names and globs (`llama-cpp-rocm`, `rocm-llvm*`).
+    /// Roots: store paths, paths inside them, symlinks like ./result,
+    /// package names and globs (`llama-cpp-rocm`, `rocm-llvm*`), or
+    /// installables as `nix` takes them, evaluated but never built
+    /// (`nixpkgs#hello`, `.#default^out,dev`, `-f FILE ATTR`, `--expr`, a
+    /// `.drv` or `DRV^out` for its outputs).
     #[arg(required = true, value_name = "ROOT")]
     roots: Vec<String>,
     /// Order of the table (largest first, except name).
@@ -61,7 +64,7 @@ impl From<Sort> for SortKey {
 pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let src = ctx.open()?;
     let src = src.as_ref();
-    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let roots = ctx.roots(src, &args.roots)?;
     let g = ctx.load(src, &roots)?;
     let report = SizeReport::new(
         &g,

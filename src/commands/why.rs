@@ -13,11 +13,12 @@ use super::{Context, TraceOpt};
 /// `why`'s arguments.
 #[derive(Args, Debug)]
 pub struct WhyArgs {
-    /// The root (store path, ./result, name).
+    /// The root (store path, ./result, name, installable).
     #[arg(value_name = "ROOT")]
     root: String,
-    /// The dependency: a store path, or a name or glob matched against the
-    /// root's closure (several matches are all explained).
+    /// The dependency: a store path, a name or glob matched against the
+    /// root's closure (several matches are all explained), or an
+    /// installable (its outputs in the closure).
     #[arg(value_name = "DEP")]
     dep: String,
     /// Show every chain (up to 10,000, strongest first), not only the
@@ -38,9 +39,9 @@ pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
     let src = ctx.open()?;
     let src = src.as_ref();
     let traces = args.trace.load()?;
-    let root = super::one_path(src, &args.root)?;
+    let root = ctx.one_root(src, &args.root)?;
     let g = ctx.load(src, std::slice::from_ref(&root))?;
-    let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
+    let deps = ctx.in_closure(src, &g, &args.dep)?;
     let root = g.roots()[0];
     let mut is_dep = vec![false; g.len()];
     for &d in &deps {
