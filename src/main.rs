@@ -213,6 +213,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         json: cli.json,
         color: cli.color,
         installables: cli.installables.options(),
+        derivation: false,
     };
     match &cli.command {
         Command::Size(args) => commands::size::run(&ctx, args),

@@ -354,3 +354,184 @@ fn evaluation_failures_and_missing_nix() {
     let (code, _, _) = heft_in(&f.dir, &["-f", &file, "--expr", "1", "size", "x"]);
     assert_eq!(code, 2);
 }
+
+// ---- The build graph (--derivation) ----
+
+/// `nix-instantiate FILE [-A ATTR]`: the `.drv` path.
+fn instantiate(file: &Path, attr: Option<&str>) -> String {
+    let mut c = Command::new("nix-instantiate");
+    c.arg(file);
+    if let Some(a) = attr {
+        c.args(["-A", a]);
+    }
+    run(&mut c).trim().to_string()
+}
+
+/// The outputs of a derivation, as `nix-store -q --outputs` lists them.
+fn outputs_of(drv: &str) -> Vec<String> {
+    run(Command::new("nix-store").args(["-q", "--outputs", drv]))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn derivation_graph_is_nix_store_qr_with_output_sizes() {
+    let f = fx();
+    let file = f.dir.join("default.nix");
+    let drv = instantiate(&file, None);
+    let (code, out, err) = heft_in(&f.dir, &["--json", "size", "--derivation", &drv]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let nodes: std::collections::BTreeSet<String> = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap().to_string())
+        .collect();
+    let want: std::collections::BTreeSet<String> =
+        run(Command::new("nix-store").args(["-qR", &drv]))
+            .lines()
+            .map(str::to_string)
+            .collect();
+    assert_eq!(nodes, want);
+    assert!(nodes.iter().filter(|n| n.ends_with(".drv")).count() > 10);
+    // Every output is built: a derivation's SELF is its outputs' NAR
+    // sizes, as `nix path-info` has them; a source's its own.
+    assert!(v.get("unknown_outputs").is_none(), "{v}");
+    let mut checked = 0;
+    for p in v["paths"].as_array().unwrap() {
+        let path = p["path"].as_str().unwrap();
+        let of: Vec<String> = if path.ends_with(".drv") {
+            outputs_of(path)
+        } else {
+            vec![path.to_string()]
+        };
+        let refs: Vec<&str> = of.iter().map(String::as_str).collect();
+        let info = run(nix().args(["path-info", "--json"]).args(&refs));
+        let info: Value = serde_json::from_str(&info).unwrap();
+        let sum: u64 = info
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i["narSize"].as_u64().unwrap())
+            .sum();
+        assert_eq!(p["nar_size"].as_u64().unwrap(), sum, "{path}");
+        checked += 1;
+    }
+    assert_eq!(checked, want.len());
+    // The installable means the same derivation.
+    let by_attr = heft_in(
+        &f.dir,
+        &[
+            "-f",
+            file.to_str().unwrap(),
+            "--json",
+            "size",
+            "--derivation",
+            ".",
+        ],
+    );
+    assert_eq!(by_attr.1, out, "{}", by_attr.2);
+}
+
+/// The store paths of `nix why-depends`' tree, in order.
+fn paths_in(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || c == '\u{1b}' || c == '─' || c == '└')
+        .filter_map(|w| w.find("/nix/store/").map(|i| &w[i..]))
+        .map(|w| {
+            w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '_')
+                .trim_end_matches("[0m")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn why_derivation_agrees_with_nix_why_depends() {
+    let f = fx();
+    let file = f.dir.join("default.nix");
+    let root = instantiate(&file, None);
+    for dep in ["rocblas-tensile.gfx90a", "rocm-llvm", "rocblas"] {
+        let dep = instantiate(&file, Some(dep));
+        let nix_says = run(nix().args(["why-depends", "--derivation", &root, &dep]));
+        let nix_chain = paths_in(&nix_says);
+        assert_eq!(nix_chain.first(), Some(&root), "{nix_says}");
+        assert_eq!(nix_chain.last(), Some(&dep), "{nix_says}");
+        let (code, out, err) = heft_in(&f.dir, &["--json", "why", "--derivation", &root, &dep]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let ours: Vec<Vec<String>> = serde_json::from_value(v["chains"].clone()).unwrap();
+        // Nix shows one shortest chain; ours (the strongest) is one of the
+        // same length, and Nix's is among all of ours.
+        assert_eq!(ours[0].len(), nix_chain.len(), "{nix_says}\n{out}");
+        let (_, all, _) = heft_in(
+            &f.dir,
+            &["--json", "why", "--all", "--derivation", &root, &dep],
+        );
+        let all: Value = serde_json::from_str(&all).unwrap();
+        let all: Vec<Vec<String>> = serde_json::from_value(all["chains"].clone()).unwrap();
+        assert!(all.contains(&nix_chain), "{nix_chain:?} not in {all:?}");
+    }
+    // Text: each edge's evidence is the input's entry in the .drv file.
+    let dep = instantiate(&file, Some("rocblas-tensile.gfx90a"));
+    let (_, text, _) = heft_in(&f.dir, &["why", "--derivation", &root, &dep]);
+    assert!(text.contains(&format!("(\"{dep}\",[\"out")), "{text}");
+}
+
+#[test]
+fn derivation_outputs_unknown_then_known_from_a_cache() {
+    let f = fx();
+    let unbuilt = f.dir.join("unbuilt.nix");
+    let drv = instantiate(&unbuilt, None);
+    let (code, out, err) = heft_in(&f.dir, &["--json", "size", "--derivation", &drv]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["unknown_outputs"],
+        serde_json::json!([{"derivation": drv, "outputs": [format!("out {}", f.unbuilt_out)]}])
+    );
+    let own = |v: &Value| {
+        v["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == drv.as_str())
+            .unwrap()["nar_size"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(own(&v), 0);
+    let (_, text, _) = heft_in(&f.dir, &["size", "--derivation", &drv]);
+    assert!(
+        text.contains("1 derivations have outputs of unknown size")
+            && text.contains(&f.unbuilt_out),
+        "{text}"
+    );
+    // With the cache that holds the output: its size, from the narinfo.
+    let cache = format!("file://{}", f.cache.display());
+    let (code, out, err) = heft_in(
+        &f.dir,
+        &["--store", &cache, "--json", "size", "--derivation", &drv],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("unknown_outputs").is_none(), "{v}");
+    let info = run(nix()
+        .args(["path-info", "--json", "--store", &cache])
+        .arg(&f.unbuilt_out));
+    let info: Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(own(&v), info[0]["narSize"].as_u64().unwrap());
+    // A derivation the local store lacks: the build graph needs .drv
+    // files, which a binary cache does not have.
+    let missing = format!("/nix/store/{}-gone-1.0.drv", "0".repeat(32));
+    let (code, _, err) = heft_in(
+        &f.dir,
+        &["--store", &cache, "size", "--derivation", &missing],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&missing) && err.contains("binary cache"),
+        "{err}"
+    );
+}

@@ -16,6 +16,7 @@ use nix_heft::installable::{Evaluated, Installable, InstallableError, Options};
 use nix_heft::pipeline::{self, Progress};
 use nix_heft::problem::Problem;
 use nix_heft::report::{Report, TextOptions};
+use nix_heft::source::derivation::DerivationSource;
 use nix_heft::source::{self, StoreSource};
 use nix_heft::trace::file::TraceSet;
 
@@ -48,6 +49,9 @@ pub struct Context {
     /// `-f`/`--file`, `--expr`, `--impure`, `--override-input`, `--option`:
     /// how installables are evaluated.
     pub installables: Options,
+    /// `--derivation`: ROOTs mean derivations (an installable its `.drv`,
+    /// instantiated by `nix`; a `.drv` itself), read in the build graph.
+    pub derivation: bool,
 }
 
 impl Context {
@@ -61,6 +65,31 @@ impl Context {
             ..self.open.clone()
         };
         source::open_with(spec, &opts)
+    }
+
+    /// This context for the build graph (`--derivation`).
+    pub fn for_derivations(&self) -> Context {
+        Context {
+            derivation: true,
+            ..self.clone()
+        }
+    }
+
+    /// The build graph (`--derivation`): `.drv` files from the store
+    /// `--store` names when it has files on disk (local or chroot), else
+    /// from the local store, with outputs' sizes from the local store and
+    /// then that cache.
+    pub fn open_derivations(&self) -> nix_heft::Result<DerivationSource> {
+        let src = self.open()?;
+        let probe = StorePath::parse(
+            src.store_dir(),
+            &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
+        )?;
+        if src.real_path(&probe).is_some() {
+            return Ok(DerivationSource::new(src, None));
+        }
+        let local = self.open_store(None)?;
+        Ok(DerivationSource::new(local, Some(src)))
     }
 
     /// The store `--store` names (the local store by default).
@@ -139,6 +168,9 @@ impl Context {
     fn installable_options(&self, src: &dyn StoreSource) -> Options {
         let mut o = self.installables.clone();
         o.store_dir = src.store_dir().to_string();
+        // The build graph reads the `.drv` files: let `nix` write them
+        // (instantiation, never a build).
+        o.instantiate = self.derivation;
         // Any path of the store shows where its files are; a .drv name
         // is enough to ask (sources map paths without looking them up).
         o.real_store_dir = StorePath::parse(
@@ -169,6 +201,15 @@ impl Context {
                 let Some(i) = Installable::parse(a, &opts) else {
                     return Ok(None);
                 };
+                // In the build graph a `.drv` is itself: nothing to read
+                // or evaluate (its validity is checked by the caller).
+                if let (true, Installable::Derivation { drv, .. }) = (self.derivation, &i) {
+                    return Ok(Some(Evaluated {
+                        arg: a.clone(),
+                        drv_path: StorePath::parse(&opts.store_dir, drv)?,
+                        outputs: Vec::new(),
+                    }));
+                }
                 let pb = match i {
                     Installable::Derivation { .. } => ProgressBar::hidden(),
                     _ => self.spinner(&format!("evaluating {a} with nix")),
@@ -193,6 +234,16 @@ impl Context {
         let mut out: Vec<StorePath> = Vec::new();
         for (arg, e) in args.iter().zip(evaluated) {
             let found = match e {
+                Some(e) if self.derivation => {
+                    if !src.is_valid(&e.drv_path)? {
+                        return Err(nix_heft::Error::NoDerivation {
+                            path: e.drv_path.to_string(),
+                            store: src.describe(),
+                        }
+                        .into());
+                    }
+                    vec![e.drv_path]
+                }
                 Some(e) => {
                     for (name, p) in &e.outputs {
                         if !src.is_valid(p)? {
@@ -260,13 +311,20 @@ impl Context {
             )?);
         };
         let index = g.index();
-        let ids: Vec<NodeId> = e
-            .outputs
-            .iter()
-            .filter_map(|(_, p)| index.get(p).copied())
-            .collect();
+        let ids: Vec<NodeId> = if self.derivation {
+            index.get(&e.drv_path).copied().into_iter().collect()
+        } else {
+            e.outputs
+                .iter()
+                .filter_map(|(_, p)| index.get(p).copied())
+                .collect()
+        };
         if ids.is_empty() {
-            let paths: Vec<String> = e.outputs.iter().map(|(_, p)| p.to_string()).collect();
+            let paths: Vec<String> = if self.derivation {
+                vec![e.drv_path.to_string()]
+            } else {
+                e.outputs.iter().map(|(_, p)| p.to_string()).collect()
+            };
             return Err(nix_heft::Error::Usage(format!(
                 "'{arg}' evaluates to {}, not in the closure of {}",
                 paths.join(", "),

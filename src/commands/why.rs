@@ -29,6 +29,12 @@ pub struct WhyArgs {
     /// in one directory.
     #[arg(long)]
     evidence: bool,
+    /// The build-time graph (as `nix why-depends --derivation`): ROOT and
+    /// DEP are derivations (an installable its `.drv`), the chains run
+    /// through `inputDrvs` and `inputSrcs`, and each edge's evidence is
+    /// the input's entry in the `.drv` file (the outputs it uses).
+    #[arg(long)]
+    derivation: bool,
     #[command(flatten)]
     trace: TraceOpt,
 }
@@ -36,8 +42,18 @@ pub struct WhyArgs {
 /// Reads every edge on some chain from ROOT to DEP, so that chains can be
 /// ranked by verdict, and prints the strongest (or all).
 pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
-    let src = ctx.open()?;
-    let src = src.as_ref();
+    if args.derivation {
+        let ctx = &ctx.for_derivations();
+        return explain(ctx, &ctx.open_derivations()?, args);
+    }
+    explain(ctx, ctx.open()?.as_ref(), args)
+}
+
+fn explain(
+    ctx: &Context,
+    src: &dyn nix_heft::source::StoreSource,
+    args: &WhyArgs,
+) -> anyhow::Result<ExitCode> {
     let traces = args.trace.load()?;
     let root = ctx.one_root(src, &args.root)?;
     let g = ctx.load(src, std::slice::from_ref(&root))?;
