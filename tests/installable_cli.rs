@@ -477,6 +477,10 @@ fn why_derivation_agrees_with_nix_why_depends() {
     let dep = instantiate(&file, Some("rocblas-tensile.gfx90a"));
     let (_, text, _) = heft_in(&f.dir, &["why", "--derivation", &root, &dep]);
     assert!(text.contains(&format!("(\"{dep}\",[\"out")), "{text}");
+    assert!(
+        text.contains("drv-input") && text.contains("build: an input of the derivation"),
+        "{text}"
+    );
 }
 
 #[test]
