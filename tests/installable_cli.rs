@@ -539,3 +539,72 @@ fn derivation_outputs_unknown_then_known_from_a_cache() {
         "{err}"
     );
 }
+
+#[test]
+fn diff_derivation_names_the_changed_input() {
+    let f = fx();
+    let file = f.dir.join("two-tops.nix");
+    std::fs::write(
+        &file,
+        r#"let
+  p = import ./default.nix { };
+  mk = name: deps: derivation {
+    inherit name; system = builtins.currentSystem; builder = "/bin/sh";
+    args = [ "-c" "echo ${toString deps} > $out" ];
+  };
+  x1 = mk "xinput-1.0" [ p.rocblas ];
+  x2 = mk "xinput-2.0" [ p.rocblas ];
+in { before = mk "top-1.0" [ p.clr x1 ]; after = mk "top-1.0" [ p.clr x2 ]; }"#,
+    )
+    .unwrap();
+    let (before, after) = (
+        instantiate(&file, Some("before")),
+        instantiate(&file, Some("after")),
+    );
+    let (code, out, err) = heft_in(&f.dir, &["--json", "diff", "--derivation", &before, &after]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let names = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (added, removed) = (names("added"), names("removed"));
+    // The changed input and the derivation that uses it; nothing else
+    // (clr, rocblas and their inputs are shared).
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert_eq!(removed.len(), 2, "{removed:?}");
+    let new_input = added
+        .iter()
+        .find(|p| p.ends_with("-xinput-2.0.drv"))
+        .unwrap();
+    assert!(removed.iter().any(|p| p.ends_with("-xinput-1.0.drv")));
+    assert!(added.contains(&after) && removed.contains(&before));
+    let entry = v["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| &p["path"] == new_input.as_str())
+        .unwrap();
+    assert_eq!(entry["why"]["referrer"], after.as_str(), "{entry}");
+    // The same through installables, and the text names the input.
+    let (code, text, err) = heft_in(
+        &f.dir,
+        &[
+            "-f",
+            file.to_str().unwrap(),
+            "diff",
+            "--derivation",
+            "before",
+            "after",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("xinput-2.0.drv") && text.contains("replaces xinput-1.0.drv"),
+        "{text}"
+    );
+}
