@@ -508,7 +508,7 @@ fn derivation_outputs_unknown_then_known_from_a_cache() {
     assert_eq!(own(&v), 0);
     let (_, text, _) = heft_in(&f.dir, &["size", "--derivation", &drv]);
     assert!(
-        text.contains("1 derivations have outputs of unknown size")
+        text.contains("1 derivation(s) with outputs of unknown size")
             && text.contains(&f.unbuilt_out),
         "{text}"
     );
@@ -587,7 +587,7 @@ in { before = mk "top-1.0" [ p.clr x1 ]; after = mk "top-1.0" [ p.clr x2 ]; }"#,
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| &p["path"] == new_input.as_str())
+        .find(|p| p["path"] == new_input.as_str())
         .unwrap();
     assert_eq!(entry["why"]["referrer"], after.as_str(), "{entry}");
     // The same through installables, and the text names the input.

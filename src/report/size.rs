@@ -186,7 +186,7 @@ impl Report for SizeReport {
         }
         if !self.unknown_outputs.is_empty() {
             out.push_str(&format!(
-                "{} derivations have outputs of unknown size (built nowhere this run looked; \
+                "{} derivation(s) with outputs of unknown size (valid in no store this run read; \
                  counted as 0):\n",
                 self.unknown_outputs.len()
             ));
