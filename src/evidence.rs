@@ -84,6 +84,10 @@ pub enum Kind {
     Text,
     /// Any other file.
     Binary,
+    /// An input named in a store derivation (`.drv`): an `inputDrvs`
+    /// entry with the outputs used, or an `inputSrcs` path (the build
+    /// graph, `--derivation`).
+    DrvInput,
 }
 
 impl Kind {
@@ -103,6 +107,7 @@ impl Kind {
             Kind::NixSupport => "nix-support",
             Kind::Text => "text",
             Kind::Binary => "binary",
+            Kind::DrvInput => "drv-input",
         }
     }
 }

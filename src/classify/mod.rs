@@ -131,6 +131,10 @@ fn classify_path(
                 ev.kind = Kind::Shebang;
                 ev.line = Some(1);
             }
+            // A `.drv` file names its inputs: the build graph's edges.
+            Site::Text { .. } if h.file.is_empty() && g.path(v).name().ends_with(".drv") => {
+                ev.kind = Kind::DrvInput;
+            }
             Site::Text { line } => {
                 ev.kind = Kind::Text;
                 ev.line = Some(*line);

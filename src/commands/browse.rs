@@ -37,7 +37,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
         )
         .into());
     }
-    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &args.roots)?;
+    let roots = ctx.roots(src.as_ref(), &args.roots)?;
     let g = Arc::new(ctx.load(src.as_ref(), &roots)?);
     let no_color = !ctx.colour(true);
     let progress = Arc::new(AtomicU64::new(0));

@@ -33,7 +33,8 @@ pub struct CheckArgs {
     /// baseline given by --against or --against-json.
     #[arg(long, value_name = "SIZE|PCT")]
     max_growth: Option<String>,
-    /// Baseline: the closure of this root (same --store).
+    /// Baseline: the closure of this root (same --store; any ROOT form,
+    /// installables included).
     #[arg(long, value_name = "ROOT", conflicts_with = "against_json")]
     against: Option<String>,
     /// Baseline: a saved `nix-heft size --json`.
@@ -143,12 +144,12 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let src = src.as_ref();
     let baseline = match &settings.baseline {
         Some(BaselineFrom::Root(a)) => {
-            let r = nix_heft::roots::resolve_roots(src, std::slice::from_ref(a))?;
+            let r = ctx.roots(src, std::slice::from_ref(a))?;
             Some(Baseline::from_graph(&ctx.load(src, &r)?))
         }
         _ => saved,
     };
-    let roots = nix_heft::roots::resolve_roots(src, &settings.roots)?;
+    let roots = ctx.roots(src, &settings.roots)?;
     let g = ctx.load(src, &roots)?;
     let forbidden: Vec<(String, nix_heft::graph::NodeId)> = settings
         .rules

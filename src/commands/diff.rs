@@ -16,7 +16,7 @@ use super::Context;
 #[derive(Args, Debug)]
 pub struct DiffArgs {
     /// The old closure's root (store path, ./result, profile generation
-    /// link, name).
+    /// link, name, installable).
     #[arg(value_name = "BEFORE")]
     before: String,
     /// The new closure's root.
@@ -31,12 +31,23 @@ pub struct DiffArgs {
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
+    /// Compare build-time graphs (as nix-diff does): BEFORE and AFTER are
+    /// derivations (an installable its `.drv`), and the paths added and
+    /// removed are the inputs (derivations and sources) that changed, each
+    /// with the derivation whose `.drv` names it.
+    #[arg(long, conflicts_with_all = ["before_store", "after_store"])]
+    derivation: bool,
 }
 
 /// Loads both closures at once, reads only the edges that explain what
 /// came and went (AFTER's new edges, BEFORE's vanished ones) and prints
 /// the comparison.
 pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    if args.derivation {
+        let ctx = &ctx.for_derivations();
+        let src = ctx.open_derivations()?;
+        return compare(ctx, &src, &src, args);
+    }
     let src = ctx.open()?;
     let src = src.as_ref();
     let (b_own, a_own) = (
@@ -45,8 +56,17 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     );
     let bsrc = b_own.as_deref().unwrap_or(src);
     let asrc = a_own.as_deref().unwrap_or(src);
-    let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(&args.before))?;
-    let aroots = nix_heft::roots::resolve_roots(asrc, std::slice::from_ref(&args.after))?;
+    compare(ctx, bsrc, asrc, args)
+}
+
+fn compare(
+    ctx: &Context,
+    bsrc: &dyn nix_heft::source::StoreSource,
+    asrc: &dyn nix_heft::source::StoreSource,
+    args: &DiffArgs,
+) -> anyhow::Result<ExitCode> {
+    let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
+    let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;
     let pb = ctx.spinner("reading both closures");
     // The two sides are independent: load them at once.
     let (bg, ag) = rayon::join(

@@ -93,8 +93,8 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let src = a_own.as_deref().unwrap_or(src);
     let (g, before) = match args.diff.as_deref() {
         Some([before, after]) => {
-            let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(before))?;
-            let aroots = nix_heft::roots::resolve_roots(src, std::slice::from_ref(after))?;
+            let broots = ctx.roots(bsrc, std::slice::from_ref(before))?;
+            let aroots = ctx.roots(src, std::slice::from_ref(after))?;
             let pb = ctx.spinner("reading both closures");
             let (bg, ag) = rayon::join(
                 || Graph::load(bsrc, &broots).context("loading BEFORE's closure"),
@@ -104,7 +104,7 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             (ag?, Some(bg?))
         }
         _ => {
-            let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+            let roots = ctx.roots(src, &args.roots)?;
             (ctx.load(src, &roots)?, None)
         }
     };

@@ -47,6 +47,20 @@ pub struct SizeReport {
     pub path_count: usize,
     /// One entry per path (all of them, or the first `--top`).
     pub paths: Vec<PathSizes>,
+    /// The build graph (`--derivation`) only: derivations with outputs of
+    /// unknown size (valid in no store asked), counted with the outputs
+    /// that are known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_outputs: Vec<UnknownOutputs>,
+}
+
+/// A derivation whose outputs' sizes are not all known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnknownOutputs {
+    /// The `.drv` path.
+    pub derivation: String,
+    /// The outputs of unknown size: `name` or `name path`.
+    pub outputs: Vec<String>,
 }
 
 /// Sort orders of the table; all but `Name` put the largest first.
@@ -115,6 +129,7 @@ impl SizeReport {
                     }),
                 })
                 .collect(),
+            unknown_outputs: Vec::new(),
         }
     }
 }
@@ -168,6 +183,16 @@ impl Report for SizeReport {
                 self.paths.len(),
                 self.path_count
             ));
+        }
+        if !self.unknown_outputs.is_empty() {
+            out.push_str(&format!(
+                "{} derivation(s) with outputs of unknown size (valid in no store this run read; \
+                 counted as 0):\n",
+                self.unknown_outputs.len()
+            ));
+            for u in &self.unknown_outputs {
+                out.push_str(&format!("  {}: {}\n", u.derivation, u.outputs.join(", ")));
+            }
         }
         out
     }

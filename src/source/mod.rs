@@ -14,6 +14,7 @@
 
 mod binary_cache;
 mod closure;
+pub mod derivation;
 mod http_cache;
 pub mod listing;
 mod local;

@@ -1,0 +1,183 @@
+//! The build-time graph as a store source: nodes are derivations (`.drv`
+//! files) and sources, edges a derivation's `inputDrvs` and `inputSrcs`, as
+//! `nix-store -qR DRV` walks them. The `.drv` files are read from a store
+//! that has them on disk (the local store or a chroot store); a binary
+//! cache normally has none.
+//!
+//! A derivation's size is the NAR size of its outputs where they are
+//! known (valid in the `.drv` store or in the size store given, such as a
+//! binary cache), which is what "how much does building X pull in" asks.
+//! A derivation with an output known nowhere is counted with the outputs
+//! that are known (zero when none) and listed by [`DerivationSource::unknown`],
+//! never guessed. A source (an `inputSrcs` path, or anything else that is
+//! not a `.drv`) is the store's own path: its NAR size and references.
+//!
+//! File contents ([`PathContents`]) and the log are the `.drv` store's, so
+//! the read stage scans a `.drv` file like any file and finds each input's
+//! path in its ATerm text (`("/nix/store/…-x.drv",["out"])`): the evidence
+//! of a build-graph edge names the input and the outputs used.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+use crate::derivation::Derivation;
+use crate::error::{Error, Result};
+use crate::nar::tree::FileTree;
+use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
+use crate::store_path::StorePath;
+
+/// One output of a derivation in the graph, and its size where known.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct OutputSize {
+    /// The output's name.
+    pub name: String,
+    /// Its path (none for a content-addressed output not yet built).
+    pub path: Option<StorePath>,
+    /// Its NAR size, where the output is valid in a store asked.
+    pub nar_size: Option<u64>,
+}
+
+/// The build graph over the `.drv` files of `drvs`; see the module docs.
+pub struct DerivationSource {
+    drvs: Box<dyn StoreSource>,
+    sizes: Option<Box<dyn StoreSource>>,
+    /// Every derivation read so far: its outputs and their sizes.
+    outputs: Mutex<BTreeMap<StorePath, Vec<OutputSize>>>,
+}
+
+impl DerivationSource {
+    /// The graph of the `.drv` files in `drvs`, with outputs' sizes from
+    /// `drvs` and then `sizes` (a binary cache, say).
+    pub fn new(drvs: Box<dyn StoreSource>, sizes: Option<Box<dyn StoreSource>>) -> Self {
+        DerivationSource {
+            drvs,
+            sizes,
+            outputs: Mutex::new(BTreeMap::new()),
+        }
+    }
+
+    /// The outputs of every derivation read, with their sizes where known.
+    pub fn outputs(&self) -> BTreeMap<StorePath, Vec<OutputSize>> {
+        self.outputs.lock().map(|m| m.clone()).unwrap_or_default()
+    }
+
+    /// The derivations read that have an output of unknown size (not
+    /// valid in any store asked), in path order, with those outputs.
+    pub fn unknown(&self) -> Vec<(StorePath, Vec<OutputSize>)> {
+        self.outputs()
+            .into_iter()
+            .filter_map(|(d, outs)| {
+                let missing: Vec<OutputSize> =
+                    outs.into_iter().filter(|o| o.nar_size.is_none()).collect();
+                (!missing.is_empty()).then_some((d, missing))
+            })
+            .collect()
+    }
+
+    fn output_size(&self, path: &StorePath) -> Result<Option<u64>> {
+        if let Some(i) = self.drvs.path_info(path)? {
+            return Ok(Some(i.nar_size));
+        }
+        match &self.sizes {
+            Some(s) => Ok(s.path_info(path)?.map(|i| i.nar_size)),
+            None => Ok(None),
+        }
+    }
+
+    fn derivation_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
+        if !self.drvs.is_valid(path)? {
+            return Ok(None);
+        }
+        let Some(file) = self.drvs.real_path(path) else {
+            return Err(Error::NoDerivation {
+                path: path.to_string(),
+                store: self.drvs.describe(),
+            });
+        };
+        let d =
+            Derivation::read(self.drvs.store_dir(), &file).map_err(|e| Error::BadDerivation {
+                path: path.to_string(),
+                reason: e.to_string(),
+            })?;
+        let mut outs = Vec::with_capacity(d.outputs.len());
+        let mut nar_size = 0u64;
+        for o in &d.outputs {
+            let size = match &o.path {
+                Some(p) => self.output_size(p)?,
+                None => None,
+            };
+            nar_size = nar_size.saturating_add(size.unwrap_or(0));
+            outs.push(OutputSize {
+                name: o.name.clone(),
+                path: o.path.clone(),
+                nar_size: size,
+            });
+        }
+        if let Ok(mut m) = self.outputs.lock() {
+            m.insert(path.clone(), outs);
+        }
+        let mut references: Vec<StorePath> = d.input_drvs.iter().map(|(p, _)| p.clone()).collect();
+        references.extend(d.input_srcs.iter().cloned());
+        Ok(Some(PathInfo {
+            path: path.clone(),
+            nar_size,
+            references,
+        }))
+    }
+}
+
+impl PathMetadata for DerivationSource {
+    fn store_dir(&self) -> &str {
+        self.drvs.store_dir()
+    }
+
+    fn describe(&self) -> String {
+        // The store the `.drv` files come from, as errors name it.
+        self.drvs.describe()
+    }
+
+    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
+        if path.name().ends_with(".drv") {
+            self.derivation_info(path)
+        } else {
+            self.drvs.path_info(path)
+        }
+    }
+
+    fn is_valid(&self, path: &StorePath) -> Result<bool> {
+        self.drvs.is_valid(path)
+    }
+
+    fn registration_time(&self, path: &StorePath) -> Result<Option<i64>> {
+        self.drvs.registration_time(path)
+    }
+
+    fn all_paths(&self) -> Result<Vec<StorePath>> {
+        self.drvs.all_paths()
+    }
+}
+
+impl PathContents for DerivationSource {
+    fn real_path(&self, path: &StorePath) -> Option<PathBuf> {
+        self.drvs.real_path(path)
+    }
+
+    fn nar(&self, path: &StorePath, check_file: bool) -> Result<Option<Nar>> {
+        self.drvs.nar(path, check_file)
+    }
+
+    fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
+        self.drvs.listing(path)
+    }
+
+    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
+        self.drvs.expected_nar_hash(path)
+    }
+}
+
+impl StoreSource for DerivationSource {
+    fn log(&self) -> &RunLog {
+        self.drvs.log()
+    }
+}
