@@ -9,7 +9,6 @@ use super::{Report, TextOptions};
 use crate::graph::{Graph, NodeId};
 use crate::plan::partition::Partition;
 use crate::problem::Problem;
-use crate::store_path::name_of as name;
 use crate::units::iec;
 
 /// One group of a partition.
@@ -115,6 +114,14 @@ impl Report for PartitionReport {
     }
 
     fn render_text(&self, opts: &TextOptions) -> String {
+        let names = super::Names::new(
+            [&self.path]
+                .into_iter()
+                .chain(&self.roots)
+                .chain(self.groups.iter().flat_map(|g| &g.exclusive_references))
+                .map(String::as_str),
+        );
+        let name = |p: &'_ str| names.get(p).to_string();
         let header = format!(
             "{} by /{}/: {} groups, {} entries in no group; closure of {}: {}",
             name(&self.path),
@@ -128,7 +135,9 @@ impl Report for PartitionReport {
                 .join(", "),
             iec(self.closure_before)
         );
-        let mut out = super::style::wrap_hanging(&header, opts.width, "", "  ");
+        let mut out = opts
+            .style
+            .paths(&super::style::wrap_hanging(&header, opts.width, "", "  "));
         out.push('\n');
         let mut t = Table::new(&[
             ("GROUP", Align::Left),
@@ -137,6 +146,7 @@ impl Report for PartitionReport {
             ("ADDS", Align::Right),
             ("ONLY IT REFERENCES", Align::Left),
         ]);
+        t.wrap(4);
         for gr in &self.groups {
             t.row(vec![
                 gr.key.clone(),
@@ -145,7 +155,7 @@ impl Report for PartitionReport {
                 iec(gr.added),
                 gr.exclusive_references
                     .iter()
-                    .map(|r| name(r).to_string())
+                    .map(|r| name(r))
                     .collect::<Vec<_>>()
                     .join(" "),
             ]);
@@ -158,18 +168,24 @@ impl Report for PartitionReport {
                 .map(|g| g.key.as_str())
                 .filter(|k| !tg.iter().any(|t| t == k))
                 .collect();
-            out.push_str(&format!(
-                "\nthe trace used: {}; never used: {}\n",
-                if tg.is_empty() {
-                    "none".to_string()
-                } else {
-                    tg.join(", ")
-                },
-                if untouched.is_empty() {
-                    "none".to_string()
-                } else {
-                    untouched.join(", ")
-                }
+            out.push('\n');
+            out.push_str(&super::style::wrap_hanging(
+                &format!(
+                    "the trace used: {}; never used: {}",
+                    if tg.is_empty() {
+                        "none".to_string()
+                    } else {
+                        tg.join(", ")
+                    },
+                    if untouched.is_empty() {
+                        "none".to_string()
+                    } else {
+                        untouched.join(", ")
+                    }
+                ),
+                opts.width,
+                "",
+                "  ",
             ));
         }
         if let (Some(k), Some(after)) = (&self.keep, self.closure_after_keep) {

@@ -59,11 +59,9 @@ pub(super) fn action(cx: &Advisor, p: NodeId, problems: &mut Vec<Problem>) -> Op
                 .collect()
         })
         .unwrap_or_default();
-    let held = removed
-        .iter()
-        .map(|r| full_name(r))
-        .collect::<Vec<_>>()
-        .join(", ");
+    // The references are named in the action's heading (its cuts), by the
+    // report's display names.
+    let held = "the references cut";
     let action = Action {
         reason: if moved_runtime.is_empty() {
             format!("build-time/documentation files hold {held}; consumers use only `out`")
