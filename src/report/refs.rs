@@ -141,7 +141,7 @@ impl Report for RefsReport {
             ("VERDICT", Align::Left),
             ("FILES", Align::Left),
         ]);
-        t.keep(0).keep(1).wrap(2).wrap(3).wrap(4);
+        t.keep(0).keep(1).wrap(2).wrap(3);
         let names = super::Names::new(
             self.roots
                 .iter()
