@@ -602,8 +602,11 @@ pub fn check(
                 out.push(Violation {
                     rule: "forbid-verdict".into(),
                     detail: format!(
+                        // Whole paths: the report's display names (with a
+                        // hash where one name is shown twice) are in the
+                        // edge's lines, this stage cannot know them.
                         "{} references {} {what} ({}): {}",
-                        g.path(from).name(),
+                        g.path(from),
                         g.path(to),
                         strongest.as_str(),
                         held.into_iter()

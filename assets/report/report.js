@@ -323,16 +323,19 @@
     }
     return measureCtx.measureText(t).width;
   }
-  // The label of a cell `px` wide: the name shortened (never below 6
-  // characters) until prefix, name and rest fit; the rest is cut by CSS
-  // when even that does not fit.
-  function fitLabel(p, pre, rest, px) {
-    if (textWidth(pre + p.n + rest) <= px) return pre + p.n + rest;
-    for (let k = p.n.length - 1; k >= 6; k--) {
-      const t = pre + shortName(p, k) + rest;
-      if (textWidth(t) <= px) return t;
+  // The label of a cell `px` wide: name, size and tag when they fit; else
+  // the name shortened (never below the part that tells it apart) until it
+  // fits with the size, else alone; CSS cuts what still does not fit.
+  function fitLabel(p, pre, size, tag, px) {
+    const min = Math.min(p.n.length, p.ks[1] - p.ks[0] + (p.kh || 0) + 2);
+    if (textWidth(pre + p.n + size + tag) <= px) return pre + p.n + size + tag;
+    for (const rest of [size, ""]) {
+      for (let k = p.n.length; k >= min; k--) {
+        const t = pre + shortName(p, k) + rest;
+        if (textWidth(t) <= px) return t;
+      }
     }
-    return pre + shortName(p, 6) + rest;
+    return pre + shortName(p, min) + size + tag;
   }
 
   // ---- treemap -----------------------------------------------------------
@@ -396,7 +399,7 @@
       const change = changeOf(i);
       const tag = colourBy === "change" ? (fresh ? change : "unchanged") : colourBy === "kind" ? p.k : p.v;
       const pre = change === "added" ? "+ " : change === "same" ? "" : "↻ ";
-      const label = fitLabel(p, pre, " " + iec(p.a) + " [" + tag + "]", w - 6);
+      const label = fitLabel(p, pre, " " + iec(p.a), " [" + tag + "]", w - 6);
       const cell = el("div", {
         role: "button",
         tabindex: "0",
