@@ -784,7 +784,11 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
             "size not shown: {}",
             &c[4]
         );
-        let side = if &c[1] == "removed" { "removed" } else { "added" };
+        let side = if &c[1] == "removed" {
+            "removed"
+        } else {
+            "added"
+        };
         listed
             .entry(side)
             .or_default()
@@ -895,7 +899,11 @@ fn labels_keep_the_target_and_the_root_is_shown_on_load() {
             shortened += 1;
         }
     }
-    assert!(labelled >= 6, "{labelled} tensile cells labelled\n{}", b.dom);
+    assert!(
+        labelled >= 6,
+        "{labelled} tensile cells labelled\n{}",
+        b.dom
+    );
     assert!(shortened > 0, "no tensile label shortened");
 }
 
@@ -905,7 +913,15 @@ fn a_diff_page_names_two_builds_of_one_name_apart_and_marks_rebuilt_paths() {
     let page = out_dir().join("names-diff.html");
     json(&heft_run(
         None,
-        &["--json", "report", "--diff", &fat, &lean, "-o", page.to_str().unwrap()],
+        &[
+            "--json",
+            "report",
+            "--diff",
+            &fat,
+            &lean,
+            "-o",
+            page.to_str().unwrap(),
+        ],
     ));
     let data = page_data(&page);
     let (hf, hl) = (&fat[11..19], &lean[11..19]);
@@ -918,7 +934,10 @@ fn a_diff_page_names_two_builds_of_one_name_apart_and_marks_rebuilt_paths() {
             .find(|x| x["p"] == p)
             .map(|x| x["n"].as_str().unwrap().to_string())
     };
-    assert_eq!(name_of(&lean).unwrap(), format!("llama-cpp-rocm-1710 ({hl})"));
+    assert_eq!(
+        name_of(&lean).unwrap(),
+        format!("llama-cpp-rocm-1710 ({hl})")
+    );
     assert_eq!(
         data["diff"]["before_names"][0],
         format!("llama-cpp-rocm-1710 ({hf})")
@@ -952,7 +971,13 @@ fn a_diff_page_names_two_builds_of_one_name_apart_and_marks_rebuilt_paths() {
     .unwrap();
     let mut changes = BTreeMap::new();
     for c in cell.captures_iter(&first.dom) {
-        changes.insert(c[2].to_string(), (c[3].to_string(), c.get(4).map_or(String::new(), |m| unescape(m.as_str()))));
+        changes.insert(
+            c[2].to_string(),
+            (
+                c[3].to_string(),
+                c.get(4).map_or(String::new(), |m| unescape(m.as_str())),
+            ),
+        );
     }
     for p in [&lean, &rocblas_after] {
         let (change, label) = &changes[p.as_str()];
@@ -964,10 +989,14 @@ fn a_diff_page_names_two_builds_of_one_name_apart_and_marks_rebuilt_paths() {
     }
     assert!(!changes.values().any(|(c, _)| c == "added"), "{changes:?}");
     let legend = unescape(element(&first.dom, "data-legend", "rebuilt"));
-    assert!(legend.contains("rebuilt: same name and version"), "{legend}");
+    assert!(
+        legend.contains("rebuilt: same name and version"),
+        "{legend}"
+    );
     // The summary names BEFORE with its hash too.
     assert!(
-        unescape(by_id(&first.dom, "summary")).contains(&format!("since llama-cpp-rocm-1710 ({hf})")),
+        unescape(by_id(&first.dom, "summary"))
+            .contains(&format!("since llama-cpp-rocm-1710 ({hf})")),
         "{}",
         by_id(&first.dom, "summary")
     );

@@ -261,7 +261,7 @@ impl Report for AdviceReport {
             out.push('\n');
             out.push_str(&wrap_hanging(&line, opts.width, "", "  "));
         }
-        super::refs::append_problems(&mut out, &self.problems);
+        super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

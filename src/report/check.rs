@@ -346,7 +346,7 @@ impl Report for CheckReport {
                 }
             }
         }
-        super::refs::append_problems(&mut out, &self.problems);
+        super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

@@ -369,7 +369,7 @@ impl Report for DiffReport {
                 line(&mut out, c, false);
             }
         }
-        super::refs::append_problems(&mut out, &self.problems);
+        super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

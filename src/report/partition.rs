@@ -209,7 +209,7 @@ impl Report for PartitionReport {
                 "  ",
             ));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

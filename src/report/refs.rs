@@ -214,13 +214,13 @@ impl Report for RefsReport {
                 },
             ));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }
 
-/// Lists problems under a table.
-pub(crate) fn append_problems(out: &mut String, problems: &[Problem]) {
+/// Lists problems under a table, each wrapped to `width` when given.
+pub(crate) fn append_problems(out: &mut String, problems: &[Problem], width: Option<usize>) {
     if problems.is_empty() {
         return;
     }
@@ -229,6 +229,11 @@ pub(crate) fn append_problems(out: &mut String, problems: &[Problem]) {
         problems.len()
     ));
     for p in problems {
-        out.push_str(&format!("  {}\n", p.display()));
+        out.push_str(&super::style::wrap_hanging(
+            &p.display(),
+            width,
+            "  ",
+            "    ",
+        ));
     }
 }

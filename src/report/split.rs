@@ -221,7 +221,7 @@ impl Report for SplitReport {
                 "  ",
             ));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

@@ -234,7 +234,7 @@ impl Report for WhyReport {
             }
             out.push_str(&super::evidence_lines(&e.evidence, opts));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }
