@@ -562,18 +562,14 @@ pub fn check(
     }
     for (pat, v) in &p.forbidden {
         // The strongest chain, as `why` gives it: a dead or build-only edge
-        // is never the reason when a runtime chain keeps the path.
+        // is never the reason when a runtime chain keeps the path. The
+        // report shows it with the display names of everything it shows.
         let chain = crate::explain::best_chains(g, c, g.roots(), &[*v])
             .pop()
             .map_or_else(|| vec![*v], |e| e.chain);
-        let names: Vec<&str> = chain.iter().map(|&x| g.path(x).name()).collect();
         out.push(Violation {
             rule: "forbid".into(),
-            detail: format!(
-                "{} matches the forbidden pattern '{pat}'; it is pulled in by {}",
-                g.path(*v),
-                names.join(" → ")
-            ),
+            detail: format!("{} matches the forbidden pattern '{pat}'", g.path(*v),),
             chain: Some(chain.iter().map(|&x| path(x)).collect()),
             evidence: Some(chain.windows(2).map(|w| files(w[0], w[1])).collect()),
             contributors: Vec::new(),
@@ -601,8 +597,11 @@ pub fn check(
                 out.push(Violation {
                     rule: "forbid-verdict".into(),
                     detail: format!(
+                        // Whole paths: the report's display names (with a
+                        // hash where one name is shown twice) are in the
+                        // edge's lines, this stage cannot know them.
                         "{} references {} {what} ({}): {}",
-                        g.path(from).name(),
+                        g.path(from),
                         g.path(to),
                         strongest.as_str(),
                         held.into_iter()

@@ -690,14 +690,22 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         .map(|c| (c[1].to_string(), c[2].to_string()))
         .collect();
     assert_eq!(rows.keys().cloned().collect::<BTreeSet<_>>(), closure);
+    // What came: app-1.0 rebuilt (BEFORE's root had its name), libbump
+    // updated (1.0 → 1.1), the rest added.
+    let kind_of = |p: &str| match nix_heft::store_path::name_of(p) {
+        "app-1.0" => "rebuilt",
+        "libbump-1.1" => "updated",
+        _ => "added",
+    };
     for (p, change) in &rows {
         let want = if added.contains_key(p) {
-            "added"
+            kind_of(p)
         } else {
             "same"
         };
         assert_eq!(change, want, "{p}");
     }
+    assert!(rows.values().any(|c| c == "rebuilt") && rows.values().any(|c| c == "updated"));
     assert!(!b.dom.contains(r#"id="tab-changes" aria-controls="view-changes" aria-selected="false" tabindex="-1" hidden"#));
 
     // The treemap: every drawn cell says whether it is new, in a label
@@ -713,14 +721,18 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         let (class, p, change) = (&c[1], &c[2], &c[3]);
         let label = c.get(4).map_or("", |m| m.as_str());
         if added.contains_key(p) {
-            assert_eq!(change, "added", "{p}");
+            let want = kind_of(p);
+            assert_eq!(change, want, "{p}");
             assert!(
-                class.contains("pat-added") && class.contains("is-added"),
+                class.contains(&format!("pat-{want}")) && class.contains(&format!("is-{want}")),
                 "{p}: {class}"
             );
             if !label.is_empty() {
+                let sign = if want == "added" { "+ " } else { "↻ " };
+                // The tag goes first when a cell is narrow, never the sign.
                 assert!(
-                    label.starts_with("+ ") && label.ends_with("[added]"),
+                    label.starts_with(sign)
+                        && (label.ends_with(&format!("[{want}]")) || !label.contains('[')),
                     "{p}: {label}"
                 );
             }
@@ -745,7 +757,11 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         "{legend}"
     );
     for (p, s) in &removed {
-        let name = nix_heft::store_path::name_of(p);
+        // app-1.0 left and came back rebuilt: its hash tells the two apart.
+        let name = match nix_heft::store_path::name_of(p) {
+            "app-1.0" => format!("app-1.0 ({})", &p[11..19]),
+            n => n.to_string(),
+        };
         assert!(
             legend.contains(&format!("{name} ({})", nix_heft::units::iec(*s))),
             "{legend}"
@@ -757,7 +773,7 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
     let ch = chromium(&format!("file://{}#view=changes", page.display()), None);
     assert_clean(&ch);
     let item = regex::Regex::new(
-        r#"<li data-change="(added|removed)" data-path="([^"]+)" data-bytes="(\d+)">(.*?)</li>"#,
+        r#"<li data-change="(added|rebuilt|updated|removed)" data-path="([^"]+)" data-bytes="(\d+)">(.*?)</li>"#,
     )
     .unwrap();
     let mut listed: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
@@ -768,7 +784,11 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
             "size not shown: {}",
             &c[4]
         );
-        let side = if &c[1] == "added" { "added" } else { "removed" };
+        let side = if &c[1] == "removed" {
+            "removed"
+        } else {
+            "added"
+        };
         listed
             .entry(side)
             .or_default()
@@ -917,5 +937,144 @@ fn the_changes_view_says_a_path_left_with_its_referrer() {
     assert!(
         olddep.contains("keeper-1.0 no longer references it"),
         "{olddep}"
+    );
+}
+
+/// tests/fixtures/names.nix: two builds of one stack under the same names.
+fn names_fixture() -> (String, String) {
+    let p = nix_build(&repo().join("tests/fixtures/names.nix"), &["fat", "lean"]);
+    (p[0].clone(), p[1].clone())
+}
+
+#[test]
+fn labels_keep_the_target_and_the_root_is_shown_on_load() {
+    let (fat, _) = names_fixture();
+    let page = out_dir().join("names.html");
+    json(&heft_run(
+        None,
+        &["--json", "report", &fat, "-o", page.to_str().unwrap()],
+    ));
+    // The twelve rocblas-tensile-gfx*-5.7.1 cells are too small for their
+    // names and sizes.
+    let b = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&b);
+    // Nothing asked for: the detail pane shows the root.
+    assert_eq!(by_id(&b.dom, "detail-path"), fat);
+    let target = regex::Regex::new(r"-(gfx[0-9a-z]+)-5\.7\.1$").unwrap();
+    let mut shortened = 0;
+    let mut labelled = 0;
+    for (path, (_, label)) in cells(&b.dom) {
+        let Some(t) = target.captures(&path) else {
+            continue;
+        };
+        if label.is_empty() {
+            continue;
+        }
+        labelled += 1;
+        assert!(label.contains(&t[1]), "{path}: {label:?} lost its target");
+        if label.contains('…') {
+            shortened += 1;
+        }
+    }
+    assert!(
+        labelled >= 6,
+        "{labelled} tensile cells labelled\n{}",
+        b.dom
+    );
+    assert!(shortened > 0, "no tensile label shortened");
+}
+
+#[test]
+fn a_diff_page_names_two_builds_of_one_name_apart_and_marks_rebuilt_paths() {
+    let (fat, lean) = names_fixture();
+    let page = out_dir().join("names-diff.html");
+    json(&heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            "--diff",
+            &fat,
+            &lean,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    ));
+    let data = page_data(&page);
+    let (hf, hl) = (&fat[11..19], &lean[11..19]);
+    // The page's JSON names every path as the text reports do.
+    let name_of = |p: &str| {
+        data["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["p"] == p)
+            .map(|x| x["n"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        name_of(&lean).unwrap(),
+        format!("llama-cpp-rocm-1710 ({hl})")
+    );
+    assert_eq!(
+        data["diff"]["before_names"][0],
+        format!("llama-cpp-rocm-1710 ({hf})")
+    );
+    let d = json(&heft_run(None, &["--json", "diff", &fat, &lean]));
+    let rocblas_after = d["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .find(|p| p.ends_with("-rocblas-5.7.1"))
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        name_of(&rocblas_after).unwrap(),
+        format!("rocblas-5.7.1 ({})", &rocblas_after[11..19])
+    );
+
+    let ch = chromium(&format!("file://{}#view=changes", page.display()), None);
+    assert_clean(&ch);
+    assert_eq!(
+        unescape(by_id(&ch.dom, "changes-heading")),
+        format!("Changes since llama-cpp-rocm-1710 ({hf})")
+    );
+    // The map: rebuilt paths are "rebuilt", not "added".
+    let first = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&first);
+    let cell = regex::Regex::new(
+        r#"<div role="button" tabindex="0" class="cell ([^"]*)" style="[^"]*" data-path="([^"]+)" data-added="\d+" data-change="(\w+)"[^>]*>(?:<span class="lbl">([^<]*)</span>)?"#,
+    )
+    .unwrap();
+    let mut changes = BTreeMap::new();
+    for c in cell.captures_iter(&first.dom) {
+        changes.insert(
+            c[2].to_string(),
+            (
+                c[3].to_string(),
+                c.get(4).map_or(String::new(), |m| unescape(m.as_str())),
+            ),
+        );
+    }
+    for p in [&lean, &rocblas_after] {
+        let (change, label) = &changes[p.as_str()];
+        assert_eq!(change, "rebuilt", "{p}");
+        assert!(
+            label.is_empty() || label.ends_with("[rebuilt]") || !label.contains('['),
+            "{label}"
+        );
+    }
+    assert!(!changes.values().any(|(c, _)| c == "added"), "{changes:?}");
+    let legend = unescape(element(&first.dom, "data-legend", "rebuilt"));
+    assert!(
+        legend.contains("rebuilt: same name and version"),
+        "{legend}"
+    );
+    // The summary names BEFORE with its hash too.
+    assert!(
+        unescape(by_id(&first.dom, "summary"))
+            .contains(&format!("since llama-cpp-rocm-1710 ({hf})")),
+        "{}",
+        by_id(&first.dom, "summary")
     );
 }

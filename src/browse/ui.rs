@@ -342,7 +342,15 @@ fn advice_lines(app: &App, v: NodeId) -> Vec<Line<'static>> {
         out.push(Line::from(format!(
             "{}  {}  saves {}  safety: {}",
             a.kind.as_str(),
-            crate::store_path::name_of(&a.package),
+            // The browser's display names (report::names), as in its lists.
+            app.g
+                .paths()
+                .iter()
+                .position(|p| p.as_str() == a.package)
+                .map_or_else(
+                    || crate::store_path::name_of(&a.package).to_string(),
+                    |i| app.names[i].clone()
+                ),
             a.saving.map_or("?".to_string(), iec),
             a.safety.as_str()
         )));

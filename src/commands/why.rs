@@ -22,7 +22,8 @@ pub struct WhyArgs {
     #[arg(value_name = "DEP")]
     dep: String,
     /// Show every chain (up to 10,000, strongest first), not only the
-    /// strongest to each dependency; lists every piece of evidence.
+    /// strongest to each dependency; evidence stays grouped (add
+    /// `--evidence` for every piece).
     #[arg(long)]
     all: bool,
     /// List every piece of evidence instead of grouping many of one kind
@@ -75,7 +76,7 @@ fn explain(
     }
     let report = WhyReport::new(&g, root, &args.dep, &deps, (count, shown), best, c);
     let opts = TextOptions {
-        every_line: args.all || args.evidence,
+        every_line: args.evidence,
         ..ctx.text_options()
     };
     ctx.emit(&report, opts)

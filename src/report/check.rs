@@ -62,8 +62,32 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
+    /// The display names of every path the report shows ([`super::Names`]).
+    fn names(&self) -> super::Names {
+        let label = self
+            .baseline
+            .iter()
+            .flat_map(|b| b.label.split(", "))
+            .filter(|p| p.contains('/'));
+        let mut paths: Vec<&str> = self.roots.iter().map(String::as_str).chain(label).collect();
+        for v in &self.violations {
+            paths.extend(v.chain.iter().flatten().map(String::as_str));
+            for e in v.evidence.iter().flatten() {
+                paths.push(&e.referrer);
+                paths.push(&e.reference);
+            }
+            for c in &v.contributors {
+                paths.push(&c.path);
+                paths.extend(c.referrer.as_deref());
+            }
+            paths.extend(v.actions.iter().map(|a| a.action.package.as_str()));
+        }
+        super::Names::new(paths)
+    }
+
     /// The explanation lines of one violation, without the headline.
-    fn explain(v: &Violation) -> Vec<String> {
+    fn explain(v: &Violation, names: &super::Names) -> Vec<String> {
+        let name_of = |p: &'_ str| names.get(p).to_string();
         let mut out = Vec::new();
         if v.contributors.iter().any(|c| c.nar_size.is_some()) {
             // Growth over a baseline whose paths are known: what is new, as
@@ -109,8 +133,8 @@ impl CheckReport {
             out.push(format!("note: {n}"));
         }
         if let Some(chain) = &v.chain {
-            let names: Vec<&str> = chain.iter().map(|p| name_of(p)).collect();
-            out.push(format!("chain: {}", names.join(" → ")));
+            let shown: Vec<String> = chain.iter().map(|p| name_of(p)).collect();
+            out.push(format!("chain: {}", shown.join(" → ")));
         }
         for e in v.evidence.iter().flatten() {
             let held = if e.unavailable {
@@ -129,8 +153,8 @@ impl CheckReport {
         out
     }
 
-    fn roots_shown(&self) -> String {
-        short(&self.roots.join(", "))
+    fn roots_shown(&self, names: &super::Names) -> String {
+        short(&self.roots.join(", "), names)
     }
 
     /// GitHub Actions workflow commands: one `::error` per violation (its
@@ -145,10 +169,11 @@ impl CheckReport {
                 .replace('\n', "%0A")
         };
         let prop = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
+        let names = self.names();
         let mut out = String::new();
         for v in &self.violations {
             let mut msg = vec![v.detail.clone()];
-            msg.extend(Self::explain(v));
+            msg.extend(Self::explain(v, &names));
             out.push_str(&format!(
                 "::error title={}::{}\n",
                 prop(&format!("nix-heft check: {}", v.rule)),
@@ -168,7 +193,7 @@ impl CheckReport {
                 prop("nix-heft check"),
                 data(&format!(
                     "closure of {} is {}; every rule holds",
-                    self.roots_shown(),
+                    self.roots_shown(&names),
                     iec(self.closure_size)
                 ))
             ));
@@ -179,6 +204,7 @@ impl CheckReport {
     /// A markdown summary: before/after table, then the violations.
     pub fn render_markdown(&self) -> String {
         let cell = |s: &str| s.replace('|', "\\|");
+        let names = self.names();
         let mut out = format!(
             "### nix-heft check: {}\n\n",
             if self.ok {
@@ -191,7 +217,7 @@ impl CheckReport {
         if let Some(b) = &self.baseline {
             out.push_str(&format!(
                 "| before ({}) | {} |\n",
-                cell(&short(&b.label)),
+                cell(&short(&b.label, &names)),
                 iec(b.closure_size)
             ));
         }
@@ -202,7 +228,7 @@ impl CheckReport {
             } else {
                 "now"
             },
-            cell(&self.roots_shown()),
+            cell(&self.roots_shown(&names)),
             iec(self.closure_size)
         ));
         if let Some(b) = &self.baseline {
@@ -227,7 +253,7 @@ impl CheckReport {
                 out.push_str(&format!("| `{}` | {} |\n", v.rule, cell(&v.detail)));
             }
             for (i, v) in self.violations.iter().enumerate() {
-                let lines = Self::explain(v);
+                let lines = Self::explain(v, &names);
                 if lines.is_empty() {
                     continue;
                 }
@@ -252,15 +278,13 @@ impl CheckReport {
     }
 }
 
-/// Store paths in a comma-separated list shown as `name (hash8)`: short,
-/// and still apart when before and after share a name.
-fn short(list: &str) -> String {
+/// Store paths in a comma-separated list by their display names (other
+/// items, such as a file name, as they are).
+fn short(list: &str, names: &super::Names) -> String {
     list.split(", ")
         .map(|p| {
-            let base = p.rsplit('/').next().unwrap_or(p);
-            let name = name_of(p);
-            if name.len() < base.len() && p.contains('/') {
-                format!("{name} ({})", base.get(..8).unwrap_or(base))
+            if p.contains('/') && name_of(p).len() < p.len() {
+                names.get(p).to_string()
             } else {
                 p.to_string()
             }
@@ -274,36 +298,55 @@ impl Report for CheckReport {
         &self.problems
     }
 
-    fn render_text(&self, _: &TextOptions) -> String {
-        let mut out = format!(
+    fn render_text(&self, opts: &TextOptions) -> String {
+        use super::style::wrap_hanging;
+        let names = self.names();
+        let mut head = format!(
             "closure of {}: {}",
-            self.roots_shown(),
+            self.roots_shown(&names),
             iec(self.closure_size)
         );
         if let Some(b) = &self.baseline {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 " (baseline {}: {}, {})",
-                short(&b.label),
+                short(&b.label, &names),
                 iec(b.closure_size),
                 iec_delta(self.closure_size as i128 - b.closure_size as i128)
             ));
         }
-        out.push('\n');
+        let mut out = wrap_hanging(&head, opts.width, "", "  ");
         if self.ok {
-            out.push_str(&format!(
-                "ok: every rule holds ({})\n",
-                self.rules.join(", ")
+            out.push_str(&wrap_hanging(
+                &format!("ok: every rule holds ({})", self.rules.join(", ")),
+                opts.width,
+                "",
+                "  ",
             ));
         } else {
             out.push_str(&format!("{} violation(s):\n", self.violations.len()));
             for v in &self.violations {
-                out.push_str(&format!("\n[{}] {}\n", v.rule, v.detail));
-                for l in Self::explain(v) {
-                    out.push_str(&format!("  {l}\n"));
+                out.push('\n');
+                out.push_str(&wrap_hanging(
+                    &format!("[{}] {}", v.rule, v.detail),
+                    opts.width,
+                    "",
+                    "  ",
+                ));
+                for l in Self::explain(v, &names) {
+                    // Keep each line's own indent; continuation lines
+                    // deeper.
+                    let text = l.trim_start();
+                    let lead = format!("  {}", &l[..l.len() - text.len()]);
+                    out.push_str(&opts.style.paths(&wrap_hanging(
+                        text,
+                        opts.width,
+                        &lead,
+                        &format!("{lead}    "),
+                    )));
                 }
             }
         }
-        super::refs::append_problems(&mut out, &self.problems);
+        super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

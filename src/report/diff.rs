@@ -11,7 +11,6 @@ use crate::diff::{ClosureDiff, EdgeChange, PathChange};
 use crate::evidence::Evidence;
 use crate::graph::Graph;
 use crate::problem::Problem;
-use crate::store_path::name_of;
 use crate::units::{iec, iec_delta};
 
 /// Why a path appeared or left.
@@ -241,24 +240,47 @@ impl Report for DiffReport {
             }
         };
         let delta = self.closure_size_after as i128 - self.closure_size_before as i128;
-        // BEFORE and AFTER often share a name: the hash tells them apart.
-        let names = super::display_names(self.before.iter().chain(&self.after).map(String::as_str));
+        // BEFORE and AFTER often share names: the hash tells them apart,
+        // wherever a name is shown twice.
+        let names = super::Names::new(
+            self.before
+                .iter()
+                .chain(&self.after)
+                .chain(self.added.iter().chain(&self.removed).flat_map(|c| {
+                    std::iter::once(&c.path)
+                        .chain(&c.why.referrer)
+                        .chain(&c.why.renamed)
+                        .chain(&c.why.left_with)
+                        .chain(&c.why.left_chain)
+                }))
+                .map(String::as_str),
+        );
+        let name_of = |p: &'_ str| names.get(p).to_string();
         let roots = |r: &[String]| {
             r.iter()
-                .map(|p| names[p].as_str())
+                .map(|p| names.get(p))
                 .collect::<Vec<_>>()
                 .join(", ")
         };
-        let mut out = format!(
-            "{} → {}\npaths {} → {}, closure {} → {} ({})\n",
-            roots(&self.before),
-            roots(&self.after),
-            self.paths_before,
-            self.paths_after,
-            size(self.closure_size_before),
-            size(self.closure_size_after),
-            iec_delta(delta)
+        let mut out = super::style::wrap_hanging(
+            &format!("{} → {}", roots(&self.before), roots(&self.after)),
+            opts.width,
+            "",
+            "  ",
         );
+        out.push_str(&super::style::wrap_hanging(
+            &format!(
+                "paths {} → {}, closure {} → {} ({})",
+                self.paths_before,
+                self.paths_after,
+                size(self.closure_size_before),
+                size(self.closure_size_after),
+                iec_delta(delta)
+            ),
+            opts.width,
+            "",
+            "  ",
+        ));
         if self.packages.is_empty() {
             out.push_str("\nno package changed\n");
         } else {
@@ -267,6 +289,7 @@ impl Report for DiffReport {
                 ("VERSIONS", Align::Left),
                 ("SIZE Δ", Align::Right),
             ]);
+            t.keep(0).wrap(1);
             for p in &self.packages {
                 t.row(vec![
                     p.name.clone(),
@@ -275,7 +298,7 @@ impl Report for DiffReport {
                 ]);
             }
             out.push('\n');
-            out.push_str(&t.render());
+            out.push_str(&t.render_fit(opts.width, opts.style));
         }
         let line = |out: &mut String, c: &ChangedPath, new: bool| {
             let name = name_of(&c.path);
@@ -289,7 +312,7 @@ impl Report for DiffReport {
                     }
                 }
                 (Some(r), "renamed") => {
-                    let was: Vec<&str> = c.why.renamed.iter().map(|p| name_of(p)).collect();
+                    let was: Vec<String> = c.why.renamed.iter().map(|p| name_of(p)).collect();
                     let verb = if new { "replaces" } else { "replaced by" };
                     if was.is_empty() {
                         format!("{} references it as before", name_of(r))
@@ -302,7 +325,7 @@ impl Report for DiffReport {
                     }
                 }
                 (Some(_), _) if !new && c.why.left_with.is_some() => {
-                    let chain: Vec<&str> = c.why.left_chain.iter().map(|p| name_of(p)).collect();
+                    let chain: Vec<String> = c.why.left_chain.iter().map(|p| name_of(p)).collect();
                     format!(
                         "left with {} ({})",
                         name_of(c.why.left_with.as_deref().unwrap_or_default()),
@@ -327,7 +350,12 @@ impl Report for DiffReport {
                     }
                 }
             };
-            out.push_str(&format!("  {name} ({sign}{}) {what}\n", size(c.nar_size)));
+            out.push_str(&opts.style.paths(&super::style::wrap_hanging(
+                &format!("{name} ({sign}{}) {what}", size(c.nar_size)),
+                opts.width,
+                "  ",
+                "      ",
+            )));
         };
         if !self.added.is_empty() {
             out.push_str(&format!("\n{} path(s) added:\n", self.added.len()));
@@ -341,7 +369,7 @@ impl Report for DiffReport {
                 line(&mut out, c, false);
             }
         }
-        super::refs::append_problems(&mut out, &self.problems);
+        super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

@@ -11,6 +11,8 @@ pub mod advise;
 pub mod check;
 pub mod diff;
 pub mod html;
+pub mod names;
+pub use names::Names;
 pub mod partition;
 pub mod refs;
 pub mod size;
@@ -20,12 +22,11 @@ pub mod table;
 pub mod trace;
 pub mod why;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
 use crate::problem::Problem;
-use crate::store_path::name_of;
 
 /// How to render text.
 #[derive(Debug, Clone, Copy, Default)]
@@ -140,28 +141,9 @@ pub const GROUP_AT: usize = 3;
 
 /// Short display names for store paths: the full name (`rocblas-5.7.1-dev`),
 /// with the first 8 characters of the hash added where two different paths
-/// shown together share a name.
+/// shown together share a name. The one rule, [`names::Names`], as a map.
 pub fn display_names<'a>(paths: impl IntoIterator<Item = &'a str>) -> HashMap<String, String> {
-    let mut by_name: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for p in paths {
-        let v = by_name.entry(name_of(p)).or_default();
-        if !v.contains(&p) {
-            v.push(p);
-        }
-    }
-    let mut out = HashMap::new();
-    for (n, ps) in by_name {
-        for p in &ps {
-            let shown = if ps.len() > 1 {
-                let base = p.rsplit('/').next().unwrap_or(p);
-                format!("{n} ({})", base.get(..8).unwrap_or(base))
-            } else {
-                n.to_string()
-            };
-            out.insert(p.to_string(), shown);
-        }
-    }
-    out
+    names::Names::new(paths).into_map()
 }
 
 #[cfg(test)]

@@ -199,6 +199,14 @@ impl Report for PartitionReport {
     }
 
     fn render_text(&self, opts: &TextOptions) -> String {
+        let names = super::Names::new(
+            [&self.path]
+                .into_iter()
+                .chain(&self.roots)
+                .chain(self.groups.iter().flat_map(|g| &g.exclusive_references))
+                .map(String::as_str),
+        );
+        let name = |p: &'_ str| names.get(p).to_string();
         let header = format!(
             "{} by /{}/: {} groups, {} entries in no group; closure of {}: {}",
             name(&self.path),
@@ -212,7 +220,9 @@ impl Report for PartitionReport {
                 .join(", "),
             iec(self.closure_before)
         );
-        let mut out = super::style::wrap_hanging(&header, opts.width, "", "  ");
+        let mut out = opts
+            .style
+            .paths(&super::style::wrap_hanging(&header, opts.width, "", "  "));
         out.push('\n');
         // A KEPT column only when a group has links that stay (a farm with
         // a shared path); other partitions keep the table as it was.
@@ -227,6 +237,8 @@ impl Report for PartitionReport {
             ("ONLY IT REFERENCES", Align::Left),
         ]);
         let mut t = Table::new(&cols);
+        // The last column (what only the group references) wraps.
+        t.wrap(cols.len() - 1);
         for gr in &self.groups {
             let mut row = vec![gr.key.clone(), gr.files.to_string()];
             if with_kept {
@@ -237,7 +249,7 @@ impl Report for PartitionReport {
                 iec(gr.added),
                 gr.exclusive_references
                     .iter()
-                    .map(|r| name(r).to_string())
+                    .map(|r| name(r))
                     .collect::<Vec<_>>()
                     .join(" "),
             ]);
@@ -251,18 +263,24 @@ impl Report for PartitionReport {
                 .map(|g| g.key.as_str())
                 .filter(|k| !tg.iter().any(|t| t == k))
                 .collect();
-            out.push_str(&format!(
-                "\nthe trace used: {}; never used: {}\n",
-                if tg.is_empty() {
-                    "none".to_string()
-                } else {
-                    tg.join(", ")
-                },
-                if untouched.is_empty() {
-                    "none".to_string()
-                } else {
-                    untouched.join(", ")
-                }
+            out.push('\n');
+            out.push_str(&super::style::wrap_hanging(
+                &format!(
+                    "the trace used: {}; never used: {}",
+                    if tg.is_empty() {
+                        "none".to_string()
+                    } else {
+                        tg.join(", ")
+                    },
+                    if untouched.is_empty() {
+                        "none".to_string()
+                    } else {
+                        untouched.join(", ")
+                    }
+                ),
+                opts.width,
+                "",
+                "  ",
             ));
         }
         if let (Some(k), Some(after)) = (&self.keep, self.closure_after_keep) {
@@ -353,7 +371,7 @@ impl Report for PartitionReport {
             }
             out.push_str(&t.render_fit(opts.width, opts.style));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

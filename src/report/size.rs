@@ -163,6 +163,12 @@ impl Report for SizeReport {
         }
         cols.push(("PATH", Align::Left));
         let mut t = Table::new(&cols);
+        let names = super::Names::new(
+            self.roots
+                .iter()
+                .chain(self.paths.iter().map(|p| &p.path))
+                .map(String::as_str),
+        );
         for p in &self.paths {
             use super::table::{Cell, Paint};
             let mut row = vec![
@@ -173,7 +179,7 @@ impl Report for SizeReport {
             if let Some(r) = &p.references {
                 row.push(Cell::new(r.len().to_string(), Paint::Plain));
             }
-            row.push(Cell::new(p.path.clone(), Paint::Path));
+            row.push(Cell::store_path(&names, &p.path));
             t.cells(row);
         }
         out.push_str(&t.render_fit(opts.width, opts.style));

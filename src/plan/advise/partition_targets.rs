@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex::bytes::Regex;
 
-use super::{Action, ActionKind, Advisor, KeepSource, Safety, full_name, pkg_name};
+use super::{Action, ActionKind, Advisor, KeepSource, Safety, pkg_name};
 use crate::evidence::{Kind, Verdict};
 use crate::graph::NodeId;
 use crate::plan::partition::KeptLink;
@@ -134,8 +134,7 @@ pub(super) fn action(
         .collect();
     Some(Action {
         reason: format!(
-            "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them{}{}",
-            full_name(g.path(p).as_str()),
+            "the package holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them{}{}",
             keys.len(),
             keys.join(", "),
             if source == KeepSource::Trace {
@@ -149,6 +148,7 @@ pub(super) fn action(
             },
             stays_note
         ),
+        evidence_files: all_files.len(),
         evidence: all_files.into_iter().take(8).collect(),
         snippet: match source {
             KeepSource::Given => format!(
