@@ -8,9 +8,11 @@ use anyhow::Context as _;
 use clap::Args;
 
 use nix_heft::graph::Graph;
-use nix_heft::report::TextOptions;
+use nix_heft::report::{Report, TextOptions};
 
 use super::Context;
+use super::context::partial_code;
+use super::review::{self, ReviewArgs};
 
 /// `diff`'s arguments.
 #[derive(Args, Debug)]
@@ -31,12 +33,16 @@ pub struct DiffArgs {
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
+    #[command(flatten)]
+    review: ReviewArgs,
 }
 
 /// Loads both closures at once, reads only the edges that explain what
 /// came and went (AFTER's new edges, BEFORE's vanished ones) and prints
 /// the comparison.
 pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
+    let at = args.review.nix_file()?;
     let src = ctx.open()?;
     let src = src.as_ref();
     let (b_own, a_own) = (
@@ -60,11 +66,15 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let cb = ctx.classified(bsrc, &bg, &wb, None);
     let ca = ctx.classified(asrc, &ag, &wa, None);
     let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
-    ctx.emit(
+    review::emit(
         &report,
-        TextOptions {
+        format,
+        &args.review,
+        at.as_ref(),
+        &TextOptions {
             exact_bytes: args.bytes,
-            ..ctx.text_options()
+            ..args.review.text_options(ctx)
         },
-    )
+    )?;
+    Ok(partial_code(report.problems()))
 }

@@ -4,42 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::diff::files_of;
-use super::{Report, TextOptions};
+use super::{Report, TextOptions, review};
 use crate::gate::{Baseline, Violation};
 use crate::problem::Problem;
 use crate::store_path::name_of;
 use crate::units::{iec, iec_delta};
 
-/// Output formats of `check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Plain text.
-    Text,
-    /// The serde document.
-    Json,
-    /// GitHub Actions workflow commands (`::error ...`).
-    Github,
-    /// A markdown summary.
-    Markdown,
-}
-
-impl Format {
-    /// Parses `text`, `json`, `github` or `markdown`.
-    pub fn parse(s: &str) -> crate::Result<Format> {
-        Ok(match s {
-            "text" => Format::Text,
-            "json" => Format::Json,
-            "github" => Format::Github,
-            "markdown" => Format::Markdown,
-            _ => {
-                return Err(crate::Error::Usage(format!(
-                    "unknown format '{s}': use text, json, github or markdown"
-                )));
-            }
-        })
-    }
-}
+pub use super::review::Format;
 
 /// The whole report; also the `--json` document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -62,9 +33,18 @@ pub struct CheckReport {
 }
 
 impl CheckReport {
-    /// The explanation lines of one violation, without the headline.
-    fn explain(v: &Violation) -> Vec<String> {
+    /// The explanation lines of one violation, without the headline;
+    /// evidence grouped, or every hold listed below its edge with
+    /// `every` (`--evidence`).
+    fn explain(v: &Violation, every: Option<&TextOptions>) -> Vec<String> {
         let mut out = Vec::new();
+        let held = |out: &mut Vec<String>, evs: &[crate::evidence::Evidence]| {
+            if let Some(opts) = every {
+                for l in super::evidence_lines(evs, opts).lines() {
+                    out.push(format!("  {l}"));
+                }
+            }
+        };
         if v.contributors.iter().any(|c| c.nar_size.is_some()) {
             // Growth over a baseline whose paths are known: what is new, as
             // `diff` lists it, each with what pulled it in.
@@ -73,15 +53,21 @@ impl CheckReport {
                 let why = match &c.referrer {
                     None => "a root".to_string(),
                     Some(r) if c.evidence.is_empty() => format!("pulled in by {}", name_of(r)),
-                    Some(r) => {
-                        format!("pulled in by {} from {}", name_of(r), files_of(&c.evidence))
-                    }
+                    Some(r) => format!(
+                        "pulled in by {} from {}",
+                        name_of(r),
+                        review::groups_phrase(
+                            &review::groups_of(&c.groups, &c.evidence),
+                            review::plain
+                        )
+                    ),
                 };
                 out.push(format!(
                     "  {:>10}  {}  {why}",
                     iec(c.nar_size.unwrap_or(0)),
                     name_of(&c.path)
                 ));
+                held(&mut out, &c.evidence);
             }
         } else if !v.contributors.is_empty() {
             out.push("top contributors by added size:".to_string());
@@ -113,18 +99,19 @@ impl CheckReport {
             out.push(format!("chain: {}", names.join(" → ")));
         }
         for e in v.evidence.iter().flatten() {
-            let held = if e.unavailable {
+            let shown = if e.unavailable {
                 "(no file contents in this source)".to_string()
             } else if e.evidence.is_empty() {
                 "(registered, but no occurrence found)".to_string()
             } else {
-                files_of(&e.evidence)
+                review::groups_phrase(&review::groups_of(&e.groups, &e.evidence), review::plain)
             };
             out.push(format!(
-                "{} → {}: {held}",
+                "{} → {}: {shown}",
                 name_of(&e.referrer),
                 name_of(&e.reference)
             ));
+            held(&mut out, &e.evidence);
         }
         out
     }
@@ -134,68 +121,75 @@ impl CheckReport {
     }
 
     /// GitHub Actions workflow commands: one `::error` per violation (its
-    /// explanation on the following lines of the same annotation), a
-    /// `::warning` per problem, a `::notice` when all holds.
-    pub fn render_github(&self) -> String {
-        // Workflow-command escaping: data escapes %, CR and LF; properties
-        // also escape : and ,.
-        let data = |s: &str| {
-            s.replace('%', "%25")
-                .replace('\r', "%0D")
-                .replace('\n', "%0A")
-        };
-        let prop = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
+    /// detail and the first lines of its explanation), a `::warning` for a
+    /// partial read, a `::notice` when all holds; `at` is the package's Nix
+    /// file, for `file=`/`line=`.
+    fn render_github_at(&self, at: Option<&review::NixFile>) -> String {
         let mut out = String::new();
         for v in &self.violations {
-            let mut msg = vec![v.detail.clone()];
-            msg.extend(Self::explain(v));
-            out.push_str(&format!(
-                "::error title={}::{}\n",
-                prop(&format!("nix-heft check: {}", v.rule)),
-                data(&msg.join("\n"))
-            ));
+            let mut lines = vec![v.detail.clone()];
+            lines.extend(Self::explain(v, None));
+            out.push_str(
+                &review::Annotation {
+                    level: "error",
+                    title: format!("nix-heft check: {}", v.rule),
+                    lines,
+                }
+                .render(at),
+            );
         }
-        for p in &self.problems {
-            out.push_str(&format!(
-                "::warning title={}::{}\n",
-                prop("nix-heft check: partial read"),
-                data(&p.display())
-            ));
+        if !self.problems.is_empty() {
+            out.push_str(
+                &review::Annotation {
+                    level: "warning",
+                    title: "nix-heft check: partial read".into(),
+                    lines: self.problems.iter().map(|p| p.display()).collect(),
+                }
+                .render(at),
+            );
         }
         if self.ok {
-            out.push_str(&format!(
-                "::notice title={}::{}\n",
-                prop("nix-heft check"),
-                data(&format!(
-                    "closure of {} is {}; every rule holds",
-                    self.roots_shown(),
-                    iec(self.closure_size)
-                ))
-            ));
+            out.push_str(
+                &review::Annotation {
+                    level: "notice",
+                    title: "nix-heft check".into(),
+                    lines: vec![format!(
+                        "closure of {} is {}; every rule holds",
+                        self.roots_shown(),
+                        iec(self.closure_size)
+                    )],
+                }
+                .render(at),
+            );
         }
         out
     }
 
-    /// A markdown summary: before/after table, then the violations.
-    pub fn render_markdown(&self) -> String {
-        let cell = |s: &str| s.replace('|', "\\|");
-        let mut out = format!(
-            "### nix-heft check: {}\n\n",
+    /// A markdown summary for a pull-request comment or job summary:
+    /// [`review::MARKER`], the verdict, the closure (before and after with
+    /// a baseline), the violations, each one's explanation in
+    /// `<details>`; at most `limit` characters, cutting the explanations'
+    /// tails first and saying so.
+    fn render_markdown_within(&self, limit: usize) -> String {
+        let cell = |s: &str| review::clip(&s.replace('|', "\\|").replace('\n', " "), 1000);
+        let mut head = format!(
+            "{}\n### nix-heft check: {}\n\n",
+            review::MARKER,
             if self.ok {
                 "✅ every rule holds".to_string()
             } else {
                 format!("❌ {} violation(s)", self.violations.len())
             }
         );
-        out.push_str("| | closure |\n| --- | ---: |\n");
+        head.push_str("| | closure |\n| --- | ---: |\n");
         if let Some(b) = &self.baseline {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 "| before ({}) | {} |\n",
                 cell(&short(&b.label)),
                 iec(b.closure_size)
             ));
         }
-        out.push_str(&format!(
+        head.push_str(&format!(
             "| {} ({}) | {} |\n",
             if self.baseline.is_some() {
                 "after"
@@ -206,49 +200,70 @@ impl CheckReport {
             iec(self.closure_size)
         ));
         if let Some(b) = &self.baseline {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 "| change | {} |\n",
                 iec_delta(self.closure_size as i128 - b.closure_size as i128)
             ));
         }
         if !self.rules.is_empty() {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 "\nRules: {}\n",
                 self.rules
                     .iter()
-                    .map(|r| format!("`{r}`"))
+                    .map(|r| review::code(r))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
         }
+        let mut f = review::Fitter::new(limit, 1500);
+        f.push(&head);
         if !self.violations.is_empty() {
-            out.push_str("\n| rule | violation |\n| --- | --- |\n");
-            for v in &self.violations {
-                out.push_str(&format!("| `{}` | {} |\n", v.rule, cell(&v.detail)));
-            }
+            let rows: Vec<String> = self
+                .violations
+                .iter()
+                .map(|v| format!("| `{}` | {} |\n", v.rule, cell(&v.detail)))
+                .collect();
+            f.list(
+                "\n| rule | violation |\n| --- | --- |\n",
+                &rows,
+                "",
+                "violations",
+            );
             for (i, v) in self.violations.iter().enumerate() {
-                let lines = Self::explain(v);
+                // A fence inside a line would end the code block early.
+                let lines: Vec<String> = Self::explain(v, None)
+                    .into_iter()
+                    .map(|l| format!("{}\n", review::clip(&l.replace("```", "` ` `"), 2000)))
+                    .collect();
                 if lines.is_empty() {
                     continue;
                 }
-                out.push_str(&format!(
-                    "\n<details><summary>{}. {}</summary>\n\n```\n{}\n```\n</details>\n",
+                let head = format!(
+                    "\n<details><summary>{}. {}</summary>\n\n```\n",
                     i + 1,
-                    v.rule,
-                    lines.join("\n")
-                ));
+                    v.rule
+                );
+                f.list(
+                    &head,
+                    &lines,
+                    "```\n</details>\n",
+                    &format!("lines explaining violation {}", i + 1),
+                );
             }
         }
         if !self.problems.is_empty() {
-            out.push_str(&format!(
-                "\n⚠️ partial read, {} problem(s):\n\n",
-                self.problems.len()
-            ));
-            for p in &self.problems {
-                out.push_str(&format!("- {}\n", cell(&p.display())));
-            }
+            let items: Vec<String> = self
+                .problems
+                .iter()
+                .map(|p| format!("- {}\n", cell(&review::md(&p.display()))))
+                .collect();
+            let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
+            f.list(&head, &items, "", "problems");
         }
-        out
+        f.finish(
+            "`nix-heft check --format text` (with `--evidence` for every hold) shows all of it; \
+             a CI job can keep it as an artifact.",
+        )
     }
 }
 
@@ -274,7 +289,7 @@ impl Report for CheckReport {
         &self.problems
     }
 
-    fn render_text(&self, _: &TextOptions) -> String {
+    fn render_text(&self, opts: &TextOptions) -> String {
         let mut out = format!(
             "closure of {}: {}",
             self.roots_shown(),
@@ -298,12 +313,21 @@ impl Report for CheckReport {
             out.push_str(&format!("{} violation(s):\n", self.violations.len()));
             for v in &self.violations {
                 out.push_str(&format!("\n[{}] {}\n", v.rule, v.detail));
-                for l in Self::explain(v) {
+                for l in Self::explain(v, opts.every_line.then_some(opts)) {
                     out.push_str(&format!("  {l}\n"));
                 }
             }
         }
         super::refs::append_problems(&mut out, &self.problems);
         out
+    }
+}
+
+impl review::Reviewed for CheckReport {
+    fn render_markdown(&self, limit: usize) -> String {
+        self.render_markdown_within(limit)
+    }
+    fn render_github(&self, at: Option<&review::NixFile>) -> String {
+        self.render_github_at(at)
     }
 }

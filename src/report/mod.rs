@@ -13,6 +13,7 @@ pub mod diff;
 pub mod html;
 pub mod partition;
 pub mod refs;
+pub mod review;
 pub mod size;
 pub mod split;
 pub mod style;
