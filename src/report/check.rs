@@ -32,12 +32,26 @@ pub struct CheckReport {
     pub problems: Vec<Problem>,
 }
 
+/// Paths, actions and edges named per annotation.
+const ANNOTATED: usize = 2;
+
 impl CheckReport {
     /// The explanation lines of one violation, without the headline;
     /// evidence grouped, or every hold listed below its edge with
     /// `every` (`--evidence`).
     fn explain(v: &Violation, every: Option<&TextOptions>) -> Vec<String> {
+        Self::explain_up_to(v, every, usize::MAX)
+    }
+
+    /// [`CheckReport::explain`] with at most `few` paths, actions and
+    /// edges each, the rest counted: for an annotation.
+    fn explain_up_to(v: &Violation, every: Option<&TextOptions>, few: usize) -> Vec<String> {
         let mut out = Vec::new();
+        let more = |out: &mut Vec<String>, n: usize, what: &str| {
+            if n > few {
+                out.push(format!("  and {} more {what}", n - few));
+            }
+        };
         let held = |out: &mut Vec<String>, evs: &[crate::evidence::Evidence]| {
             if let Some(opts) = every {
                 for l in super::evidence_lines(evs, opts).lines() {
@@ -49,7 +63,7 @@ impl CheckReport {
             // Growth over a baseline whose paths are known: what is new, as
             // `diff` lists it, each with what pulled it in.
             out.push("paths added since the baseline, largest first:".to_string());
-            for c in &v.contributors {
+            for c in v.contributors.iter().take(few) {
                 let why = match &c.referrer {
                     None => "a root".to_string(),
                     Some(r) if c.evidence.is_empty() => format!("pulled in by {}", name_of(r)),
@@ -69,15 +83,17 @@ impl CheckReport {
                 ));
                 held(&mut out, &c.evidence);
             }
+            more(&mut out, v.contributors.len(), "paths");
         } else if !v.contributors.is_empty() {
             out.push("top contributors by added size:".to_string());
-            for c in &v.contributors {
+            for c in v.contributors.iter().take(few) {
                 out.push(format!("  {:>10}  {}", iec(c.added_size), name_of(&c.path)));
             }
+            more(&mut out, v.contributors.len(), "paths");
         }
         if !v.actions.is_empty() {
             out.push("single actions from advise (savings overlap, do not add up):".to_string());
-            for a in &v.actions {
+            for a in v.actions.iter().take(few) {
                 let saving = a.action.saving.map(iec).unwrap_or_default();
                 out.push(format!(
                     "  saves {saving}{}: {} in {} — {}",
@@ -90,6 +106,7 @@ impl CheckReport {
                     a.action.reason
                 ));
             }
+            more(&mut out, v.actions.len(), "actions");
         }
         if let Some(n) = &v.note {
             out.push(format!("note: {n}"));
@@ -98,7 +115,8 @@ impl CheckReport {
             let names: Vec<&str> = chain.iter().map(|p| name_of(p)).collect();
             out.push(format!("chain: {}", names.join(" → ")));
         }
-        for e in v.evidence.iter().flatten() {
+        let edges = v.evidence.as_deref().unwrap_or_default();
+        for e in edges.iter().take(few) {
             let shown = if e.unavailable {
                 "(no file contents in this source)".to_string()
             } else if e.evidence.is_empty() {
@@ -113,6 +131,7 @@ impl CheckReport {
             ));
             held(&mut out, &e.evidence);
         }
+        more(&mut out, edges.len(), "edges");
         out
     }
 
@@ -128,7 +147,7 @@ impl CheckReport {
         let mut out = String::new();
         for v in &self.violations {
             let mut lines = vec![v.detail.clone()];
-            lines.extend(Self::explain(v, None));
+            lines.extend(Self::explain_up_to(v, None, ANNOTATED));
             out.push_str(
                 &review::Annotation {
                     level: "error",

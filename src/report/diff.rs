@@ -351,6 +351,12 @@ impl DiffReport {
             self.paths_after,
             self.packages.len()
         ));
+        if !self.problems.is_empty() {
+            f.push(&format!(
+                "\n⚠️ partial read: {} problem(s), listed at the end as room allows\n",
+                self.problems.len()
+            ));
+        }
         let rows: Vec<String> = self
             .packages_by_impact()
             .iter()

@@ -328,7 +328,7 @@ pub struct Annotation {
 }
 
 /// Lines of one annotation's message.
-pub const ANNOTATION_LINES: usize = 6;
+pub const ANNOTATION_LINES: usize = 10;
 /// Characters of one line of an annotation's message.
 pub const ANNOTATION_WIDTH: usize = 300;
 
