@@ -240,7 +240,7 @@ impl CheckReport {
             let rows: Vec<String> = self
                 .violations
                 .iter()
-                .map(|v| format!("| `{}` | {} |\n", v.rule, cell(&v.detail)))
+                .map(|v| format!("| `{}` | {} |\n", v.rule, cell(&review::md(&v.detail))))
                 .collect();
             f.list(
                 "\n| rule | violation |\n| --- | --- |\n",
