@@ -22,7 +22,10 @@ const LIMIT: usize = 65_536;
 fn farm() -> &'static (String, String) {
     static F: OnceLock<(String, String)> = OnceLock::new();
     F.get_or_init(|| {
-        let mut p = nix_build(&repo().join("tests/fixtures/farm.nix"), &["before", "after"]);
+        let mut p = nix_build(
+            &repo().join("tests/fixtures/farm.nix"),
+            &["before", "after"],
+        );
         let after = p.pop().unwrap();
         let before = p.pop().unwrap();
         (before, after)
@@ -42,7 +45,10 @@ fn synthetic() -> &'static (String, String, String) {
                 .args(["--paths", "12000", "--seed", "3", "--force"]));
         }
         let roots = std::fs::read_to_string(dir.join("roots.txt")).unwrap();
-        let sys: Vec<&str> = roots.lines().filter(|l| l.contains("nixos-system")).collect();
+        let sys: Vec<&str> = roots
+            .lines()
+            .filter(|l| l.contains("nixos-system"))
+            .collect();
         assert!(sys.len() >= 2, "{roots}");
         (
             dir.display().to_string(),
@@ -55,7 +61,10 @@ fn synthetic() -> &'static (String, String, String) {
 fn tmp(name: &str) -> tempfile::TempDir {
     let base = repo().join("target/tmp");
     std::fs::create_dir_all(&base).unwrap();
-    tempfile::Builder::new().prefix(name).tempdir_in(base).unwrap()
+    tempfile::Builder::new()
+        .prefix(name)
+        .tempdir_in(base)
+        .unwrap()
 }
 
 /// What a markdown check found: headings, tables (rows, columns),
@@ -75,7 +84,11 @@ struct Markdown {
 fn parse_markdown(md: &str) -> Markdown {
     let mut m = Markdown::default();
     let mut lines = md.lines().peekable();
-    assert_eq!(lines.next(), Some("<!-- nix-heft -->"), "marker first:\n{md}");
+    assert_eq!(
+        lines.next(),
+        Some("<!-- nix-heft -->"),
+        "marker first:\n{md}"
+    );
     let mut open_details = 0usize;
     let mut in_fence = false;
     // Cells of a row, `\|` not splitting.
@@ -122,7 +135,9 @@ fn parse_markdown(md: &str) -> Markdown {
         open_details -= closes;
         if l.starts_with('|') {
             let cols = cells(l);
-            let sep = lines.next().unwrap_or_else(|| panic!("table without separator: {l}"));
+            let sep = lines
+                .next()
+                .unwrap_or_else(|| panic!("table without separator: {l}"));
             assert_eq!(cells(sep), cols, "separator of {l}: {sep}");
             assert!(
                 sep.split('|')
@@ -156,7 +171,9 @@ fn parse_github(out: &str) -> Vec<(String, BTreeMap<String, String>, Vec<String>
         let mut rest = s;
         while let Some(i) = rest.find('%') {
             r.push_str(&rest[..i]);
-            let code = rest.get(i..i + 3).unwrap_or_else(|| panic!("bare % in {s}"));
+            let code = rest
+                .get(i..i + 3)
+                .unwrap_or_else(|| panic!("bare % in {s}"));
             r.push(match code {
                 "%25" => '%',
                 "%0D" => '\r',
@@ -173,8 +190,12 @@ fn parse_github(out: &str) -> Vec<(String, BTreeMap<String, String>, Vec<String>
     let mut all = Vec::new();
     for l in out.lines() {
         assert!(!l.contains('\r'), "raw CR: {l:?}");
-        let rest = l.strip_prefix("::").unwrap_or_else(|| panic!("not a command: {l}"));
-        let (head, data) = rest.split_once("::").unwrap_or_else(|| panic!("no data: {l}"));
+        let rest = l
+            .strip_prefix("::")
+            .unwrap_or_else(|| panic!("not a command: {l}"));
+        let (head, data) = rest
+            .split_once("::")
+            .unwrap_or_else(|| panic!("no data: {l}"));
         let (level, props) = head.split_once(' ').unwrap_or((head, ""));
         assert!(
             ["error", "warning", "notice"].contains(&level),
@@ -182,7 +203,9 @@ fn parse_github(out: &str) -> Vec<(String, BTreeMap<String, String>, Vec<String>
         );
         let mut map = BTreeMap::new();
         for p in props.split(',').filter(|p| !p.is_empty()) {
-            let (k, v) = p.split_once('=').unwrap_or_else(|| panic!("property {p}: {l}"));
+            let (k, v) = p
+                .split_once('=')
+                .unwrap_or_else(|| panic!("property {p}: {l}"));
             assert!(
                 ["title", "file", "line", "endLine", "col", "endColumn"].contains(&k),
                 "unknown property {k}: {l}"
@@ -219,7 +242,12 @@ fn diff_groups_a_symlink_farm_in_every_format() {
     let farm_dir = Path::new(after).join("lib/farm");
     let bytes: u64 = std::fs::read_dir(&farm_dir)
         .unwrap()
-        .map(|e| std::fs::read_link(e.unwrap().path()).unwrap().as_os_str().len() as u64)
+        .map(|e| {
+            std::fs::read_link(e.unwrap().path())
+                .unwrap()
+                .as_os_str()
+                .len() as u64
+        })
         .sum();
     assert!(
         line.contains("300 symlink holds in lib/farm/ (300 files, "),
@@ -246,17 +274,25 @@ fn diff_groups_a_symlink_farm_in_every_format() {
     assert_eq!(g["examples"].as_array().unwrap().len(), 3);
     // --evidence: every hold listed.
     let all = heft_run(None, &["diff", "--evidence", before, after]);
-    let links = all.stdout.lines().filter(|l| l.contains("symlink @")).count();
+    let links = all
+        .stdout
+        .lines()
+        .filter(|l| l.contains("symlink @"))
+        .count();
     assert_eq!(links, 300, "{}", all.stdout);
     // markdown and github say the same group.
     let md = heft_run(None, &["diff", "--format", "markdown", before, after]).stdout;
     parse_markdown(&md);
-    assert!(md.contains("300 symlink holds in `lib/farm/` (300 files, "), "{md}");
+    assert!(
+        md.contains("300 symlink holds in `lib/farm/` (300 files, "),
+        "{md}"
+    );
     let gh = heft_run(None, &["diff", "--format", "github", before, after]).stdout;
     let anns = parse_github(&gh);
     assert!(
-        anns.iter()
-            .any(|(_, _, m)| m.iter().any(|l| l.contains("300 symlink holds in lib/farm/"))),
+        anns.iter().any(|(_, _, m)| m
+            .iter()
+            .any(|l| l.contains("300 symlink holds in lib/farm/"))),
         "{gh}"
     );
 }
@@ -264,33 +300,50 @@ fn diff_groups_a_symlink_farm_in_every_format() {
 #[test]
 fn diff_markdown_fits_a_comment_with_thousands_of_changed_paths() {
     let (store, before, after) = synthetic();
-    let j: Value = serde_json::from_str(
-        &heft_run(Some(store), &["--json", "diff", before, after]).stdout,
-    )
-    .unwrap();
+    let j: Value =
+        serde_json::from_str(&heft_run(Some(store), &["--json", "diff", before, after]).stdout)
+            .unwrap();
     let (added, removed) = (
         j["added"].as_array().unwrap().len(),
         j["removed"].as_array().unwrap().len(),
     );
     assert!(added + removed > 2000, "{added} + {removed}");
-    let o = heft_run(Some(store), &["diff", "--format", "markdown", before, after]);
+    let o = heft_run(
+        Some(store),
+        &["diff", "--format", "markdown", before, after],
+    );
     // Exit 3: a metadata-only store has no files for the evidence.
     assert_eq!(o.code, 3, "{}", o.stderr);
     let md = &o.stdout;
-    assert!(md.chars().count() <= LIMIT, "{} characters", md.chars().count());
+    assert!(
+        md.chars().count() <= LIMIT,
+        "{} characters",
+        md.chars().count()
+    );
     let m = parse_markdown(md);
-    assert!(m.headings[0].starts_with("nix-heft diff: closure "), "{:?}", m.headings);
+    assert!(
+        m.headings[0].starts_with("nix-heft diff: closure "),
+        "{:?}",
+        m.headings
+    );
     assert!(
         m.headings[0].contains(&format!("{added} paths added, {removed} removed")),
         "{:?}",
         m.headings
     );
     // The packages table, and the added and removed lists in <details>.
-    assert!(m.tables.iter().any(|&(rows, cols)| rows > 10 && cols == 3), "{m:?}");
+    assert!(
+        m.tables.iter().any(|&(rows, cols)| rows > 10 && cols == 3),
+        "{m:?}"
+    );
     assert!(m.details >= 3, "{m:?}");
     // What was cut, and how to see all of it.
     assert!(md.contains("✂️ Cut to fit GitHub's"), "{md}");
-    assert!(md.contains(&format!("of {added} added paths")), "{}", &md[md.len() - 600..]);
+    assert!(
+        md.contains(&format!("of {added} added paths")),
+        "{}",
+        &md[md.len() - 600..]
+    );
     assert!(md.contains("nix-heft diff --format text"), "{md}");
     // Sorted by size impact.
     let deltas: Vec<u128> = j["packages"]
@@ -307,18 +360,36 @@ fn diff_markdown_fits_a_comment_with_thousands_of_changed_paths() {
         .as_array()
         .unwrap()
         .iter()
-        .find(|p| p["size_delta"].as_i64().unwrap().unsigned_abs() as u128 == *deltas.iter().max().unwrap())
+        .find(|p| {
+            p["size_delta"].as_i64().unwrap().unsigned_abs() as u128
+                == *deltas.iter().max().unwrap()
+        })
         .unwrap();
     assert!(
-        first_row.starts_with(&format!("| {} |", biggest["name"].as_str().unwrap().replace('_', "\\_"))),
+        first_row.starts_with(&format!(
+            "| {} |",
+            biggest["name"].as_str().unwrap().replace('_', "\\_")
+        )),
         "{first_row} vs {biggest}"
     );
     // A smaller limit holds too.
     let small = heft_run(
         Some(store),
-        &["diff", "--format", "markdown", "--markdown-limit", "5000", before, after],
+        &[
+            "diff",
+            "--format",
+            "markdown",
+            "--markdown-limit",
+            "5000",
+            before,
+            after,
+        ],
     );
-    assert!(small.stdout.chars().count() <= 5000, "{}", small.stdout.len());
+    assert!(
+        small.stdout.chars().count() <= 5000,
+        "{}",
+        small.stdout.len()
+    );
     parse_markdown(&small.stdout);
 
     // GITHUB_STEP_SUMMARY: the same markdown appended after what the file
@@ -334,7 +405,10 @@ fn diff_markdown_fits_a_comment_with_thousands_of_changed_paths() {
     let anns = parse_github(&gh.stdout);
     // A few annotations, each a few lines.
     assert!(anns.len() <= 11, "{}", anns.len());
-    assert!(anns.iter().all(|(_, p, m)| p.contains_key("title") && m.len() <= 11));
+    assert!(
+        anns.iter()
+            .all(|(_, p, m)| p.contains_key("title") && m.len() <= 11)
+    );
     assert_eq!(anns[0].0, "notice");
     let written = std::fs::read_to_string(&summary).unwrap();
     assert_eq!(written, format!("earlier step\n{md}\n"));
@@ -368,20 +442,30 @@ fn check_github_and_markdown_point_at_the_nix_file() {
         assert!(msg.iter().all(|l| l.chars().count() <= 300), "{msg:?}");
     }
     assert!(
-        anns.iter()
-            .any(|(_, _, m)| m.iter().any(|l| l.contains("300 symlink holds in lib/farm/"))),
+        anns.iter().any(|(_, _, m)| m
+            .iter()
+            .any(|l| l.contains("300 symlink holds in lib/farm/"))),
         "{}",
         o.stdout
     );
     // A bad --nix-file is a usage error before any store is read.
-    let bad = heft_run(None, &["check", after, "--forbid", "x", "--nix-file", "a.nix:0"]);
+    let bad = heft_run(
+        None,
+        &["check", after, "--forbid", "x", "--nix-file", "a.nix:0"],
+    );
     assert_usage_error(&bad, "--nix-file");
 
     let md = heft_run(
         None,
         &[
-            "check", after, "--forbid", "kernels*", "--format", "markdown",
-            "--markdown-limit", "1800",
+            "check",
+            after,
+            "--forbid",
+            "kernels*",
+            "--format",
+            "markdown",
+            "--markdown-limit",
+            "1800",
         ],
     )
     .stdout;
@@ -435,8 +519,16 @@ fn action_script_runs_with_github_files() {
     let out = run(&mut c);
     // Annotations on stdout, for the runner: check's error, diff's notices.
     let anns = parse_github(&out);
-    assert!(anns.iter().any(|(l, p, _)| l == "error" && p["file"] == "farm.nix"), "{out}");
-    assert!(anns.iter().any(|(l, p, _)| l == "notice" && p["title"] == "nix-heft diff"), "{out}");
+    assert!(
+        anns.iter()
+            .any(|(l, p, _)| l == "error" && p["file"] == "farm.nix"),
+        "{out}"
+    );
+    assert!(
+        anns.iter()
+            .any(|(l, p, _)| l == "notice" && p["title"] == "nix-heft diff"),
+        "{out}"
+    );
     let outputs = std::fs::read_to_string(&files[1]).unwrap();
     assert_eq!(github_value(&outputs, "check-exit"), "4");
     assert_eq!(github_value(&outputs, "diff-exit"), "0");
@@ -446,17 +538,31 @@ fn action_script_runs_with_github_files() {
     assert_eq!(report.matches("<!-- nix-heft -->").count(), 1, "{report}");
     let m = parse_markdown(&report);
     assert_eq!(m.headings.len(), 2, "{:?}", m.headings);
-    assert!(m.headings[0].starts_with("nix-heft check: ❌"), "{:?}", m.headings);
-    assert!(m.headings[1].starts_with("nix-heft diff: closure "), "{:?}", m.headings);
+    assert!(
+        m.headings[0].starts_with("nix-heft check: ❌"),
+        "{:?}",
+        m.headings
+    );
+    assert!(
+        m.headings[1].starts_with("nix-heft diff: closure "),
+        "{:?}",
+        m.headings
+    );
     assert_eq!(std::fs::read_to_string(&files[0]).unwrap(), report);
 
     // Nothing to do is an error, said as an annotation.
     let mut c = Command::new("bash");
-    c.arg(&script).arg("run").env("NIX_HEFT", &bin).env("INPUT_AFTER", after);
+    c.arg(&script)
+        .arg("run")
+        .env("NIX_HEFT", &bin)
+        .env("INPUT_AFTER", after);
     github(&mut c);
     let o = c.output().unwrap();
     assert!(!o.status.success());
-    assert!(String::from_utf8_lossy(&o.stdout).starts_with("::error title=nix-heft action::nothing to do"));
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .starts_with("::error title=nix-heft action::nothing to do")
+    );
 }
 
 /// A value from a GitHub file in `KEY<<DELIM` form.
@@ -488,7 +594,11 @@ fn action_yml_passes_actionlint() {
     std::fs::create_dir_all(root.join(".github/workflows")).unwrap();
     std::fs::create_dir_all(root.join("scripts")).unwrap();
     std::fs::copy(repo().join("action.yml"), root.join("action.yml")).unwrap();
-    std::fs::copy(repo().join("scripts/action.sh"), root.join("scripts/action.sh")).unwrap();
+    std::fs::copy(
+        repo().join("scripts/action.sh"),
+        root.join("scripts/action.sh"),
+    )
+    .unwrap();
     let examples = repo().join("examples/workflows");
     let mut n = 0;
     for e in std::fs::read_dir(&examples).unwrap() {
@@ -514,7 +624,11 @@ fn action_yml_passes_actionlint() {
     // The linter reads action.yml: an undefined input fails.
     let wf = root.join(".github/workflows/flake.yml");
     let text = std::fs::read_to_string(&wf).unwrap();
-    std::fs::write(&wf, text.replace("install: nix", "install: nix\n          no-such-input: x")).unwrap();
+    std::fs::write(
+        &wf,
+        text.replace("install: nix", "install: nix\n          no-such-input: x"),
+    )
+    .unwrap();
     let o = lint(root);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("no-such-input"));
