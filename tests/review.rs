@@ -577,8 +577,8 @@ fn github_value(file: &str, key: &str) -> String {
     panic!("no {key} in {file}")
 }
 
-/// action.yml and the example workflows through actionlint (scripts/test.sh
-/// installs it): the examples use the action as `./`, so actionlint reads
+/// action.yml and the example workflows through actionlint, and
+/// scripts/action.sh through shellcheck (scripts/test.sh installs both): the examples use the action as `./`, so actionlint reads
 /// action.yml and checks their inputs against it; an input it does not
 /// define must be caught.
 #[test]
@@ -613,6 +613,17 @@ fn action_yml_passes_actionlint() {
         n += 1;
     }
     assert_eq!(n, 2);
+    // The script the Action runs, through shellcheck (actionlint runs it on
+    // the `run:` steps when it is on PATH; here it must be).
+    let sc = Command::new("shellcheck")
+        .arg(repo().join("scripts/action.sh"))
+        .output()
+        .expect("shellcheck is not installed (scripts/test.sh installs it)");
+    assert!(
+        sc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sc.stdout)
+    );
     run(Command::new("git").arg("init").arg("-q").arg(root));
     let o = lint(root);
     assert!(

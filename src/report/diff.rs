@@ -309,11 +309,11 @@ impl DiffReport {
     /// every format starts with.
     fn summary(&self) -> String {
         format!(
-            "closure {} → {} ({}), {} paths added, {} removed",
+            "closure {} → {} ({}), {} added, {} removed",
             iec(self.closure_size_before),
             iec(self.closure_size_after),
             iec_delta(self.closure_size_after as i128 - self.closure_size_before as i128),
-            self.added.len(),
+            plural(self.added.len(), "path"),
             self.removed.len()
         )
     }
@@ -412,9 +412,9 @@ impl DiffReport {
                 .collect();
             let what = if new { "added" } else { "removed" };
             let head = format!(
-                "\n<details{}><summary>{} paths {what} ({sign}{})</summary>\n\n",
+                "\n<details{}><summary>{} {what} ({sign}{})</summary>\n\n",
                 if items.len() <= OPEN_AT { " open" } else { "" },
-                items.len(),
+                plural(items.len(), "path"),
                 iec(total)
             );
             // Room for the removed paths: what is new matters more.
@@ -536,6 +536,15 @@ impl DiffReport {
             );
         }
         out
+    }
+}
+
+/// `1 path`, `2 paths`.
+fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("{n} {what}")
+    } else {
+        format!("{n} {what}s")
     }
 }
 
