@@ -57,8 +57,9 @@ pub const COMMENT_LIMIT: usize = 65_536;
 /// Groups shown per edge before "and N more".
 pub const SHOWN_GROUPS: usize = 3;
 
-/// Up to this many files a group names them all; above it, it is counted
-/// and its [`EvidenceGroup::examples`] named.
+/// Up to this many files a group names them all (no more than
+/// [`crate::evidence::EXAMPLES`]); above it, it is counted and its
+/// [`EvidenceGroup::examples`] named.
 const LIST_AT: usize = 3;
 
 /// The groups of `evs`: those given, or (for a report read from JSON
@@ -90,14 +91,20 @@ pub fn group_phrase(g: &EvidenceGroup, code: fn(&str) -> String) -> String {
             .unwrap_or(f)
             .to_string()
     };
-    if g.files <= LIST_AT && g.holds <= LIST_AT.max(g.files) {
+    if g.files <= LIST_AT {
         let files: Vec<String> = g
             .examples
             .iter()
             .map(|f| code(if f.is_empty() { "." } else { f }))
             .collect();
+        // A file that names the path many times says so.
+        let holds = if g.holds > g.files {
+            format!(", {} holds", g.holds)
+        } else {
+            String::new()
+        };
         return format!(
-            "{} ({}, {})",
+            "{} ({}, {}{holds})",
             files.join(", "),
             g.kind.as_str(),
             g.verdict.as_str()
@@ -405,6 +412,40 @@ mod tests {
         assert_eq!(
             a.render(Some(&at)),
             "::error title=a%3A b%2C 100%25,file=dir%2Cx/a%3Ab.nix,line=3::x%0Dy%0A50%25\n"
+        );
+    }
+
+    #[test]
+    fn phrases_name_few_files_and_count_many() {
+        use crate::evidence::{EvidenceGroup, Kind, Verdict};
+        let g = |files: usize, holds: usize| EvidenceGroup {
+            kind: Kind::Symlink,
+            verdict: Verdict::Runtime,
+            dir: "lib/farm".into(),
+            holds,
+            files,
+            bytes: Some(2048),
+            examples: (0..files.min(3))
+                .map(|i| format!("lib/farm/k{i}"))
+                .collect(),
+            reason: String::new(),
+        };
+        assert_eq!(
+            group_phrase(&g(2, 2), plain),
+            "lib/farm/k0, lib/farm/k1 (symlink, runtime)"
+        );
+        assert_eq!(
+            group_phrase(&g(1, 9), plain),
+            "lib/farm/k0 (symlink, runtime, 9 holds)"
+        );
+        assert_eq!(
+            group_phrase(&g(40, 40), code),
+            "40 symlink holds in `lib/farm/` (40 files, 2.0 KiB, runtime; e.g. `k0`, `k1`, `k2`)"
+        );
+        let many: Vec<EvidenceGroup> = (0..5).map(|_| g(1, 1)).collect();
+        assert!(
+            groups_phrase(&many, plain)
+                .ends_with("and 2 more holds in 2 more groups (--evidence lists all)")
         );
     }
 
