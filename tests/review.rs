@@ -412,6 +412,44 @@ fn diff_markdown_fits_a_comment_with_thousands_of_changed_paths() {
     assert_eq!(anns[0].0, "notice");
     let written = std::fs::read_to_string(&summary).unwrap();
     assert_eq!(written, format!("earlier step\n{md}\n"));
+
+    // check's growth rule over the same pair lists every added path: its
+    // markdown is cut the same way, its annotation stays a few lines.
+    let rules = ["check", after, "--against", before, "--max-growth", "1%"];
+    let md = heft_run(
+        Some(store),
+        &[&rules[..], &["--format", "markdown"]].concat(),
+    );
+    assert_eq!(md.code, 4, "{}", md.stderr);
+    assert!(md.stdout.chars().count() <= LIMIT, "{}", md.stdout.len());
+    let m = parse_markdown(&md.stdout);
+    assert!(
+        m.headings[0].starts_with("nix-heft check: ❌ 1 violation"),
+        "{m:?}"
+    );
+    assert!(
+        md.stdout.contains("lines explaining violation 1"),
+        "{}",
+        &md.stdout[..2000]
+    );
+    assert!(
+        md.stdout.contains("⚠️ partial read: "),
+        "{}",
+        &md.stdout[..2000]
+    );
+    let gh = heft_run(Some(store), &[&rules[..], &["--format", "github"]].concat());
+    let anns = parse_github(&gh.stdout);
+    assert_eq!(
+        anns.iter().filter(|a| a.0 == "error").count(),
+        1,
+        "{}",
+        gh.stdout
+    );
+    assert!(
+        anns.iter()
+            .all(|(_, p, m)| p.contains_key("title") && m.len() <= 11)
+    );
+    assert!(gh.stdout.len() < 8000, "{}", gh.stdout.len());
 }
 
 #[test]

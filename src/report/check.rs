@@ -234,6 +234,12 @@ impl CheckReport {
                     .join(", ")
             ));
         }
+        if !self.problems.is_empty() {
+            head.push_str(&format!(
+                "\n⚠️ partial read: {} problem(s), listed at the end as room allows\n",
+                self.problems.len()
+            ));
+        }
         let mut f = review::Fitter::new(limit, 1500);
         f.push(&head);
         if !self.violations.is_empty() {
