@@ -486,6 +486,28 @@ fn check_github_and_markdown_point_at_the_nix_file() {
         "{}",
         o.stdout
     );
+    // JSON: every hold and the groups; text: grouped, or every hold with
+    // --evidence.
+    let j: Value = serde_json::from_str(
+        &heft_run(None, &["--json", "check", after, "--forbid", "kernels*"]).stdout,
+    )
+    .unwrap();
+    let edge = &j["violations"][0]["evidence"][0];
+    assert_eq!(edge["evidence"].as_array().unwrap().len(), 301, "{edge}");
+    assert_eq!(edge["groups"][0]["holds"], 300, "{edge}");
+    let text = heft_run(None, &["check", after, "--forbid", "kernels*"]).stdout;
+    assert!(text.contains("300 symlink holds in lib/farm/"), "{text}");
+    assert!(text.lines().all(|l| l.len() < 400), "{text}");
+    let all = heft_run(
+        None,
+        &["check", after, "--forbid", "kernels*", "--evidence"],
+    )
+    .stdout;
+    assert_eq!(
+        all.lines().filter(|l| l.contains("symlink @")).count(),
+        300,
+        "{all}"
+    );
     // A bad --nix-file is a usage error before any store is read.
     let bad = heft_run(
         None,
