@@ -514,6 +514,8 @@ fn check_github_and_markdown_point_at_the_nix_file() {
         &["check", after, "--forbid", "x", "--nix-file", "a.nix:0"],
     );
     assert_usage_error(&bad, "--nix-file");
+    let bad = heft_run(None, &["diff", after, after, "--markdown-limit", "100"]);
+    assert_usage_error(&bad, "--markdown-limit 100");
 
     let md = heft_run(
         None,

@@ -117,7 +117,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         ctx.json,
         config.format.as_deref(),
     )?;
-    let at = args.review.nix_file()?;
+    let at = args.review.checked()?;
     let flags = args.as_config(ctx.store.as_deref());
     let settings = Settings::merge(config, flags, nix_heft::roots::glob)?;
     // The file is read before the store is opened: a bad baseline fails at

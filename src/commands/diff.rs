@@ -42,7 +42,7 @@ pub struct DiffArgs {
 /// the comparison.
 pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
-    let at = args.review.nix_file()?;
+    let at = args.review.checked()?;
     let src = ctx.open()?;
     let src = src.as_ref();
     let (b_own, a_own) = (

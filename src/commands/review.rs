@@ -12,6 +12,10 @@ use nix_heft::report::review::{COMMENT_LIMIT, Format, NixFile, Reviewed};
 
 use super::Context;
 
+/// The smallest `--markdown-limit`: the summary and the note on what was
+/// cut must fit.
+const MIN_LIMIT: usize = 1800;
+
 /// The review options of `diff` and `check`.
 #[derive(Args, Debug, Clone)]
 pub struct ReviewArgs {
@@ -51,8 +55,17 @@ pub fn format(flag: Option<&str>, json: bool, file: Option<&str>) -> anyhow::Res
 }
 
 impl ReviewArgs {
-    /// `--nix-file`, parsed; checked before any store is opened.
-    pub fn nix_file(&self) -> anyhow::Result<Option<NixFile>> {
+    /// The flags checked before any store is opened: `--markdown-limit`
+    /// leaves room for the summary and the note on what was cut; the
+    /// parsed `--nix-file`.
+    pub fn checked(&self) -> anyhow::Result<Option<NixFile>> {
+        if self.markdown_limit < MIN_LIMIT {
+            return Err(nix_heft::Error::Usage(format!(
+                "--markdown-limit {}: at least {MIN_LIMIT} characters",
+                self.markdown_limit
+            ))
+            .into());
+        }
         Ok(self.nix_file.as_deref().map(NixFile::parse).transpose()?)
     }
 

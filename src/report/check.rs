@@ -241,7 +241,7 @@ impl CheckReport {
             ));
         }
         let mut f = review::Fitter::new(limit, 1500);
-        f.push(&head);
+        f.force(&head);
         if !self.violations.is_empty() {
             let rows: Vec<String> = self
                 .violations

@@ -341,7 +341,7 @@ impl DiffReport {
         let name = |p: &str| review::code(names.get(p).map_or(name_of(p), String::as_str));
         let roots = |r: &[String]| r.iter().map(|p| name(p)).collect::<Vec<_>>().join(", ");
         let mut f = review::Fitter::new(limit, RESERVE);
-        f.push(&format!(
+        f.force(&format!(
             "{}\n### nix-heft diff: {}\n\n{} → {}: {} → {} paths, {} packages changed\n",
             review::MARKER,
             self.summary(),

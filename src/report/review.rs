@@ -200,6 +200,11 @@ impl Fitter {
             .saturating_sub(self.out.chars().count())
     }
 
+    /// Adds `part` whatever the room: the head, which every report has.
+    pub fn force(&mut self, part: &str) {
+        self.out.push_str(part);
+    }
+
     /// Adds `part` when it fits; false (and nothing added) when not.
     pub fn push(&mut self, part: &str) -> bool {
         if part.chars().count() <= self.room() {
