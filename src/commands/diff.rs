@@ -8,9 +8,11 @@ use anyhow::Context as _;
 use clap::Args;
 
 use nix_heft::graph::Graph;
-use nix_heft::report::TextOptions;
+use nix_heft::report::{Report, TextOptions};
 
 use super::Context;
+use super::context::partial_code;
+use super::review::{self, ReviewArgs};
 
 /// `diff`'s arguments.
 #[derive(Args, Debug)]
@@ -37,16 +39,20 @@ pub struct DiffArgs {
     /// with the derivation whose `.drv` names it.
     #[arg(long, conflicts_with_all = ["before_store", "after_store"])]
     derivation: bool,
+    #[command(flatten)]
+    review: ReviewArgs,
 }
 
 /// Loads both closures at once, reads only the edges that explain what
 /// came and went (AFTER's new edges, BEFORE's vanished ones) and prints
 /// the comparison.
 pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
+    let at = args.review.checked()?;
     if args.derivation {
         let ctx = &ctx.for_derivations();
         let src = ctx.open_derivations()?;
-        return compare(ctx, &src, &src, args);
+        return compare(ctx, &src, &src, args, format, at);
     }
     let src = ctx.open()?;
     let src = src.as_ref();
@@ -56,7 +62,7 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     );
     let bsrc = b_own.as_deref().unwrap_or(src);
     let asrc = a_own.as_deref().unwrap_or(src);
-    compare(ctx, bsrc, asrc, args)
+    compare(ctx, bsrc, asrc, args, format, at)
 }
 
 fn compare(
@@ -64,6 +70,8 @@ fn compare(
     bsrc: &dyn nix_heft::source::StoreSource,
     asrc: &dyn nix_heft::source::StoreSource,
     args: &DiffArgs,
+    format: review::Format,
+    at: Option<review::NixFile>,
 ) -> anyhow::Result<ExitCode> {
     let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
     let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;
@@ -81,11 +89,15 @@ fn compare(
     let ca = ctx.classified(asrc, &ag, &wa, None);
     d.prefer_strongest(&cb, &ca);
     let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
-    ctx.emit(
+    review::emit(
         &report,
-        TextOptions {
+        format,
+        &args.review,
+        at.as_ref(),
+        &TextOptions {
             exact_bytes: args.bytes,
-            ..ctx.text_options()
+            ..args.review.text_options(ctx)
         },
-    )
+    )?;
+    Ok(partial_code(report.problems()))
 }

@@ -17,6 +17,7 @@ pub mod man;
 pub mod partition;
 pub mod refs;
 pub mod report;
+pub mod review;
 pub mod size;
 pub mod split;
 pub mod trace;

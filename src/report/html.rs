@@ -492,7 +492,10 @@ impl HtmlReport {
                 referrer: c.why.referrer.clone(),
                 edge: c.why.edge.clone(),
                 replaced_by: c.why.renamed.iter().filter_map(|s| id_of(s)).collect(),
-                held_by: super::diff::files_of(&c.why.evidence),
+                held_by: super::review::groups_phrase(
+                    &super::review::groups_of(&c.why.groups, &c.why.evidence),
+                    super::review::plain,
+                ),
                 unavailable: c.why.unavailable,
                 left_chain: if c.why.left_with.is_some() {
                     c.why

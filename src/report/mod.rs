@@ -15,6 +15,7 @@ pub mod names;
 pub use names::Names;
 pub mod partition;
 pub mod refs;
+pub mod review;
 pub mod size;
 pub mod split;
 pub mod style;
