@@ -70,8 +70,8 @@ fn compare(
     bsrc: &dyn nix_heft::source::StoreSource,
     asrc: &dyn nix_heft::source::StoreSource,
     args: &DiffArgs,
-    format: review::Format,
-    at: Option<review::NixFile>,
+    format: nix_heft::report::review::Format,
+    at: Option<nix_heft::report::review::NixFile>,
 ) -> anyhow::Result<ExitCode> {
     let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
     let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;

@@ -83,7 +83,7 @@ impl CheckReport {
         };
         let held = |out: &mut Vec<String>, evs: &[crate::evidence::Evidence]| {
             if let Some(opts) = every {
-                for l in super::evidence_lines(evs, opts).lines() {
+                for l in super::evidence_lines(evs, &[], opts).lines() {
                     out.push(format!("  {l}"));
                 }
             }

@@ -292,16 +292,20 @@ const ANNOTATED_PATHS: usize = 8;
 impl DiffReport {
     /// Display names for every path the report shows (a hash where two
     /// share a name).
-    fn names(&self) -> std::collections::HashMap<String, String> {
-        let mut all: Vec<&str> = Vec::new();
-        all.extend(self.before.iter().chain(&self.after).map(String::as_str));
-        for c in self.added.iter().chain(&self.removed) {
-            all.push(&c.path);
-            all.extend(c.why.referrer.as_deref());
-            all.extend(c.why.renamed.iter().map(String::as_str));
-            all.extend(c.why.left_chain.iter().map(String::as_str));
-        }
-        super::display_names(all)
+    fn names(&self) -> super::Names {
+        super::Names::new(
+            self.before
+                .iter()
+                .chain(&self.after)
+                .chain(self.added.iter().chain(&self.removed).flat_map(|c| {
+                    std::iter::once(&c.path)
+                        .chain(&c.why.referrer)
+                        .chain(&c.why.renamed)
+                        .chain(&c.why.left_with)
+                        .chain(&c.why.left_chain)
+                }))
+                .map(String::as_str),
+        )
     }
 
     /// Closure before → after (Δ), paths added and removed: the one line
@@ -337,7 +341,7 @@ impl DiffReport {
     /// [`MARKER`]: review::MARKER
     fn render_markdown_within(&self, limit: usize) -> String {
         let names = self.names();
-        let name = |p: &str| review::code(names.get(p).map_or(name_of(p), String::as_str));
+        let name = |p: &str| review::code(names.get(p));
         let roots = |r: &[String]| r.iter().map(|p| name(p)).collect::<Vec<_>>().join(", ");
         let mut f = review::Fitter::new(limit, RESERVE);
         f.force(&format!(
@@ -444,7 +448,7 @@ impl DiffReport {
     /// package's Nix file.
     fn render_github_at(&self, at: Option<&review::NixFile>) -> String {
         let names = self.names();
-        let name = |p: &str| names.get(p).map_or(name_of(p), String::as_str).to_string();
+        let name = |p: &str| names.get(p).to_string();
         let mut lines = vec![self.summary()];
         for p in self.packages_by_impact().iter().take(4) {
             lines.push(format!(
@@ -566,19 +570,7 @@ impl Report for DiffReport {
         let delta = self.closure_size_after as i128 - self.closure_size_before as i128;
         // BEFORE and AFTER often share names: the hash tells them apart,
         // wherever a name is shown twice.
-        let names = super::Names::new(
-            self.before
-                .iter()
-                .chain(&self.after)
-                .chain(self.added.iter().chain(&self.removed).flat_map(|c| {
-                    std::iter::once(&c.path)
-                        .chain(&c.why.referrer)
-                        .chain(&c.why.renamed)
-                        .chain(&c.why.left_with)
-                        .chain(&c.why.left_chain)
-                }))
-                .map(String::as_str),
-        );
+        let names = self.names();
         let name_of = |p: &'_ str| names.get(p).to_string();
         let roots = |r: &[String]| {
             r.iter()
@@ -635,7 +627,7 @@ impl Report for DiffReport {
                 "      ",
             )));
             if opts.every_line && !c.why.evidence.is_empty() {
-                for l in super::evidence_lines(&c.why.evidence, opts).lines() {
+                for l in super::evidence_lines(&c.why.evidence, &c.why.groups, opts).lines() {
                     out.push_str(&format!("    {l}\n"));
                 }
             }

@@ -208,6 +208,7 @@ impl Report for RefsReport {
             out.push('\n');
             out.push_str(&super::evidence_lines(
                 evs,
+                &[],
                 &TextOptions {
                     every_line: true,
                     ..*opts

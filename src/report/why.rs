@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::{Report, TextOptions};
 use crate::classify::Classified;
-use crate::evidence::{Evidence, Verdict};
+use crate::evidence::{Evidence, EvidenceGroup, Verdict};
 use crate::explain::Explained;
 use crate::graph::{Graph, NodeId};
 use crate::problem::Problem;
@@ -25,6 +25,11 @@ pub struct WhyEdge {
     pub unavailable: bool,
     /// Every occurrence.
     pub evidence: Vec<Evidence>,
+    /// The occurrences grouped by kind, verdict and directory, with the
+    /// holding files' bytes ([`crate::evidence::group`]), as every
+    /// command shows evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<EvidenceGroup>,
 }
 
 /// The best chain to one matched dependency.
@@ -84,6 +89,7 @@ impl WhyReport {
                         reference: g.path(w[1]).to_string(),
                         unavailable: pe.is_none_or(|p| !p.available),
                         evidence: c.evidence(w[0], w[1]).to_vec(),
+                        groups: c.groups(w[0], w[1]),
                     });
                 }
             }
@@ -232,7 +238,7 @@ impl Report for WhyReport {
                     None => out.push_str("  (registered, but no occurrence found)\n"),
                 }
             }
-            out.push_str(&super::evidence_lines(&e.evidence, opts));
+            out.push_str(&super::evidence_lines(&e.evidence, &e.groups, opts));
         }
         append_problems(&mut out, &self.problems, opts.width);
         out

@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use regex::bytes::Regex;
 
-use super::{Action, ActionKind, Advisor, KeepSource, Safety, pkg_name};
+use super::{Action, ActionKind, Advisor, KeepSource, Safety, full_name, pkg_name};
 use crate::evidence::{Kind, Verdict};
 use crate::graph::NodeId;
 use crate::plan::partition::KeptLink;
