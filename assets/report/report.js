@@ -488,6 +488,8 @@
   }
   function evidenceList(e) {
     const ul = el("ul", { class: "plain" });
+    // The holds grouped as every command shows them, then the holds.
+    for (const g of e.g || []) ul.append(el("li", { class: "ev-group", text: g }));
     for (const x of e.evidence || []) {
       ul.append(
         el(

@@ -159,6 +159,11 @@ pub struct EdgeNode {
     pub kinds: BTreeMap<Kind, usize>,
     /// Distinct files holding it.
     pub files: usize,
+    /// The holds grouped by kind, verdict and directory, in the words
+    /// every command uses ([`super::review::group_phrase`]: "51 symlink
+    /// holds in lib/rocblas/library/ (51 files, 3.9 KiB, runtime; e.g. …)").
+    #[serde(rename = "g", skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
     /// The first pieces of evidence, strongest first (at most
     /// [`EVIDENCE_PER_EDGE`], fewer on large closures).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -356,6 +361,11 @@ impl HtmlReport {
                         traced: ev.iter().filter_map(|e| e.traced).min(),
                         kinds,
                         files: files.len(),
+                        groups: c
+                            .groups(from, to)
+                            .iter()
+                            .map(|g| super::review::group_phrase(g, super::review::plain))
+                            .collect(),
                         more: sorted.len().saturating_sub(per_edge),
                         evidence: sorted
                             .into_iter()

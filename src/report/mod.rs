@@ -99,11 +99,14 @@ pub fn evidence_lines(
     for e in evs {
         if let Some(i) = group_of(e) {
             if !std::mem::replace(&mut shown[i], true) {
-                out.push_str(&fit(format!(
-                    "  {}",
-                    review::group_phrase(&grouped[i], review::plain)
-                )));
-                out.push('\n');
+                // Wrapped, not cut: the counts, bytes and files named are
+                // the point of the line.
+                out.push_str(&style::wrap_hanging(
+                    &review::group_phrase(&grouped[i], review::plain),
+                    opts.width,
+                    "  ",
+                    "      ",
+                ));
                 out.push_str(&verdict_line(e));
                 last_file = None;
             }

@@ -249,9 +249,10 @@ mod tests {
         assert_eq!(n.get(T1), "rocblas-tensile-gfx942-5.7.1");
         let short = n.fit(A, Some(16));
         assert_eq!(short, "rocb… (aaaaaaaa)");
+        assert_eq!(short.chars().count(), 16);
         let short = n.fit(A, Some(20));
         assert_eq!(short, "rocblas-… (aaaaaaaa)");
-        assert_eq!(short.chars().count(), 16);
+        assert_eq!(short.chars().count(), 20);
     }
 
     #[test]

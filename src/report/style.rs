@@ -129,7 +129,10 @@ pub fn wrap_hanging(text: &str, width: Option<usize>, first: &str, rest: &str) -
                 .subsequent_indent(rest)
                 .word_separator(textwrap::WordSeparator::AsciiSpace)
                 .word_splitter(textwrap::WordSplitter::NoHyphenation)
-                .break_words(false);
+                .break_words(false)
+                // First fit: the optimal-fit default may let a line run past
+                // the width to avoid a short one.
+                .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
             let mut s = String::new();
             for l in textwrap::wrap(&glue(text), opts) {
                 let l = l.replace(NBSP, " ");
@@ -149,8 +152,8 @@ pub fn wrap_hanging(text: &str, width: Option<usize>, first: &str, rest: &str) -
 /// Stands for a space that [`wrap_hanging`] must not break at.
 const NBSP: char = '\u{a0}';
 
-/// `text` with the spaces inside sizes (`1.9 GiB`) and before a name's
-/// hash (`name (cvafbxx6)`) made unbreakable.
+/// `text` with the spaces inside sizes (`1.9 GiB`), after a count (`20
+/// paths`) and before a name's hash (`name (cvafbxx6)`) made unbreakable.
 fn glue(text: &str) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let b = text.as_bytes();
@@ -172,7 +175,10 @@ fn glue(text: &str) -> String {
                 && after.as_bytes()[1..9]
                     .iter()
                     .all(|&c| IS_BASE32[c as usize]);
-            if unit || hash {
+            // A count stays with what it counts ("20 paths").
+            let word = text[..i].rsplit([' ', NBSP]).next().unwrap_or("");
+            let count = !word.is_empty() && word.bytes().all(|c| c.is_ascii_digit() || c == b',');
+            if unit || hash || count {
                 out.push(NBSP);
                 continue;
             }

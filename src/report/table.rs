@@ -278,7 +278,10 @@ fn wrap_cell(text: &str, w: usize) -> Vec<String> {
     let opts = textwrap::Options::new(w.max(1))
         .word_separator(textwrap::WordSeparator::AsciiSpace)
         .word_splitter(textwrap::WordSplitter::NoHyphenation)
-        .break_words(true);
+        .break_words(true)
+        // First fit: the optimal-fit default may let a line run past
+        // the width to avoid a short one.
+        .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
     textwrap::wrap(text, opts)
         .into_iter()
         .map(|l| l.into_owned())
