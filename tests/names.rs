@@ -173,6 +173,7 @@ fn two_paths_of_one_name_are_told_apart_in_every_command_and_format() {
     assert_eq!(names["llama-cpp-rocm-1710"].len(), 2);
     assert_eq!(names["rocblas-5.7.1"].len(), 2);
     let mut shown_somewhere = 0;
+    let hash = regex::Regex::new(r" \(([0-9a-z]{8})\)").unwrap();
     for (what, args) in commands(f) {
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
         for columns in [None, Some(200)] {
@@ -187,7 +188,6 @@ fn two_paths_of_one_name_are_told_apart_in_every_command_and_format() {
         // hash shown piped is there.
         let piped = run(None, &args).stdout;
         let narrow = run(Some(80), &args).stdout;
-        let hash = regex::Regex::new(r" \(([0-9a-z]{8})\)").unwrap();
         for c in hash.captures_iter(&piped) {
             assert!(
                 narrow.contains(&c[0]),

@@ -450,7 +450,9 @@ fn advise_ranks_real_savings_on_the_example() {
     assert!(
         dead.snippet.contains("f=$out/lib/libhipblas.so\n")
             && dead.snippet.contains("patchelf --print-rpath \"$f\"")
-            && dead.snippet.contains("patchelf --set-rpath \"$runpath\" \"$f\"")
+            && dead
+                .snippet
+                .contains("patchelf --set-rpath \"$runpath\" \"$f\"")
             && dead.snippet.contains("'-rocm-smi-5.7.1/lib') ;;")
             && !dead.snippet.contains("/nix/store/"),
         "{}",

@@ -746,7 +746,7 @@ fn a_corrupt_trace_file_is_a_clear_error() {
 fn per_target_build_drops(name: &str, target: &str, keep: &str) -> bool {
     let re = regex::Regex::new("gfx[0-9]+[a-z]?").unwrap();
     let hay = format!("lib/rocblas/library/{name} {target}");
-    if !re.find(&hay).is_some_and(|m| m.as_str() != keep) {
+    if re.find(&hay).is_none_or(|m| m.as_str() == keep) {
         return false;
     }
     match target.strip_prefix("/nix/store/") {

@@ -80,7 +80,7 @@ impl Report for AdviceReport {
                 .chain(plan_paths)
                 .map(String::as_str),
         );
-        fn shown<'a>(names: &'a super::Names, p: &'a String) -> &'a str {
+        fn shown<'a>(names: &'a super::Names, p: &'a str) -> &'a str {
             names.get(p)
         }
         let pkg_name = |p: &'_ String| -> String { shown(&names, p).to_string() };
