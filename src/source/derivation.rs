@@ -38,6 +38,17 @@ pub struct OutputSize {
     pub nar_size: Option<u64>,
 }
 
+impl OutputSize {
+    /// `name path`, or `name` for an output whose path is not known yet:
+    /// how reports list an output of unknown size.
+    pub fn label(&self) -> String {
+        match &self.path {
+            Some(p) => format!("{} {p}", self.name),
+            None => self.name.clone(),
+        }
+    }
+}
+
 /// The build graph over the `.drv` files of `drvs`; see the module docs.
 pub struct DerivationSource {
     drvs: Box<dyn StoreSource>,
