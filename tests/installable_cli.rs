@@ -666,7 +666,16 @@ in { before = (side "1").top; after = (side "2").top; }"#,
         let bytes: u64 = new.iter().map(|p| own_size(p)).sum();
         assert_eq!(a["drags"]["paths"].as_u64(), Some(new.len() as u64), "{a}");
         assert_eq!(a["drags"]["bytes"].as_u64(), Some(bytes), "{a}");
-        got.push((path.rsplit_once('-').unwrap().0.split_once('-').unwrap().1.to_string(), bytes));
+        got.push((
+            path.rsplit_once('-')
+                .unwrap()
+                .0
+                .split_once('-')
+                .unwrap()
+                .1
+                .to_string(),
+            bytes,
+        ));
     }
     let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
     // The root drags in everything new; then the large yb before xa,
@@ -675,7 +684,10 @@ in { before = (side "1").top; after = (side "2").top; }"#,
     assert!(got[1].1 > 100_000 && got[2].1 < got[1].1, "{got:?}");
     let (code, text, err) = heft_in(&f.dir, &["diff", "--derivation", &before, &after]);
     assert_eq!(code, 0, "{err}");
-    assert!(text.contains("4 path(s) added, by what each drags in:"), "{text}");
+    assert!(
+        text.contains("4 path(s) added, by what each drags in:"),
+        "{text}"
+    );
     let yb = text.lines().find(|l| l.contains("yb-2.drv")).unwrap();
     assert!(yb.contains("drags in 1 path(s)"), "{text}");
 }

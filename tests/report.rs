@@ -1006,7 +1006,10 @@ fn a_build_graph_page_is_the_derivation_closure_sized_by_outputs() {
     );
     let b = chromium(&format!("file://{}#view=advice", page.display()), None);
     assert_clean(&b);
-    assert!(b.dom.contains("No advice on the build graph"), "advice view");
+    assert!(
+        b.dom.contains("No advice on the build graph"),
+        "advice view"
+    );
     // Text mode says what was written.
     let o = heft_run(
         None,

@@ -183,9 +183,11 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
         && !b.unknown_of(v).is_empty()
     {
         // Never guessed: said, and counted as nothing.
-        out.insert(5, Line::from("outputs of unknown size (as 0):"));
+        // After the sizes and counts, before the blank line.
+        let at = out.len() - 1;
+        out.insert(at, Line::from("outputs of unknown size (as 0):"));
         for (i, o) in b.unknown_of(v).iter().enumerate() {
-            out.insert(6 + i, Line::from(format!("  {o}")));
+            out.insert(at + 1 + i, Line::from(format!("  {o}")));
         }
     }
     let from = match app.focus {

@@ -211,10 +211,7 @@ fn page(
         evidence: model.evidence_state,
         added: model.diff.as_ref().map(|d| d.added.len()),
         removed: model.diff.as_ref().map(|d| d.removed.len()),
-        unknown_outputs: model
-            .build_graph
-            .as_ref()
-            .map(|b| b.unknown_outputs.len()),
+        unknown_outputs: model.build_graph.as_ref().map(|b| b.unknown_outputs.len()),
     };
     if args.output.as_os_str() != "-" {
         let mut out = std::io::stdout().lock();

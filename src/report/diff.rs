@@ -344,10 +344,15 @@ impl Report for DiffReport {
             ));
         };
         // Ranked by drag (diff --derivation), the order says so.
-        let order = if self.added.iter().chain(&self.removed).any(|c| c.drags.is_some()) {
-            ", by what each drags in"
+        let ranked = self
+            .added
+            .iter()
+            .chain(&self.removed)
+            .any(|c| c.drags.is_some());
+        let (order, order_removed) = if ranked {
+            (", by what each drags in", ", by what went with each")
         } else {
-            ""
+            ("", "")
         };
         if !self.added.is_empty() {
             out.push_str(&format!("\n{} path(s) added{order}:\n", self.added.len()));
@@ -356,7 +361,10 @@ impl Report for DiffReport {
             }
         }
         if !self.removed.is_empty() {
-            out.push_str(&format!("\n{} path(s) removed{order}:\n", self.removed.len()));
+            out.push_str(&format!(
+                "\n{} path(s) removed{order_removed}:\n",
+                self.removed.len()
+            ));
             for c in &self.removed {
                 line(&mut out, c, false);
             }
