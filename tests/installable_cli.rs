@@ -690,4 +690,40 @@ in { before = (side "1").top; after = (side "2").top; }"#,
     );
     let yb = text.lines().find(|l| l.contains("yb-2.drv")).unwrap();
     assert!(yb.contains("drags in 1 path(s)"), "{text}");
+    // The page of the same comparison lists the added inputs in that order.
+    let page = f.dir.join("ranked.html");
+    let (code, _, err) = heft_in(
+        &f.dir,
+        &[
+            "report",
+            "--derivation",
+            "--diff",
+            &before,
+            &after,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let data = html
+        .split_once(r#"<script type="application/json" id="heft-data">"#)
+        .unwrap()
+        .1
+        .split_once("</script>")
+        .unwrap()
+        .0;
+    let data: Value = serde_json::from_str(data).unwrap();
+    let on_page: Vec<&str> = data["diff"]["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            data["paths"][a["i"].as_u64().unwrap() as usize]["p"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    let in_diff: Vec<&str> = added.iter().map(|a| a["path"].as_str().unwrap()).collect();
+    assert_eq!(on_page, in_diff);
 }
