@@ -639,6 +639,14 @@ impl PathMetadata for LocalStore {
         self.read(false, |conn| self.path_info_in(conn, path))
     }
 
+    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        // One snapshot for all: one transaction (or one stamp check), where
+        // each path_info would take its own.
+        self.read(false, |conn| {
+            paths.iter().map(|p| self.path_info_in(conn, p)).collect()
+        })
+    }
+
     fn registration_time(&self, path: &StorePath) -> Result<Option<i64>> {
         self.read(false, |conn| {
             conn.prepare_cached("SELECT registrationTime FROM ValidPaths WHERE path = ?1")
