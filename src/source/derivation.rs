@@ -90,6 +90,9 @@ impl DerivationSource {
     /// then from the size store for the rest; one lookup of each store for
     /// all of them.
     fn output_sizes(&self, outs: &[StorePath]) -> Result<Vec<Option<u64>>> {
+        if outs.is_empty() {
+            return Ok(Vec::new());
+        }
         let mut sizes: Vec<Option<u64>> = self
             .drvs
             .path_infos(outs)?
@@ -124,14 +127,32 @@ impl DerivationSource {
 
     /// The infos of `paths`, in order. Many at once, because each lookup
     /// in the local store costs most per call (a snapshot of the database
-    /// checked or a transaction): the validity of all and the sources'
-    /// infos in one lookup, the valid derivations' files parsed in
+    /// checked or a transaction): the sources' infos in one lookup, the
+    /// derivations' validity in one, the valid ones' files parsed in
     /// parallel, their outputs' sizes in one more.
     fn infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
         use rayon::prelude::*;
-        let mut out = self.drvs.path_infos(paths)?;
-        let drv_at: Vec<usize> = (0..paths.len())
-            .filter(|&i| out[i].is_some() && paths[i].name().ends_with(".drv"))
+        let is_drv = |p: &StorePath| p.name().ends_with(".drv");
+        let (drvs, srcs): (Vec<usize>, Vec<usize>) =
+            (0..paths.len()).partition(|&i| is_drv(&paths[i]));
+        let pick =
+            |at: &[usize]| -> Vec<StorePath> { at.iter().map(|&i| paths[i].clone()).collect() };
+        let mut out: Vec<Option<PathInfo>> = vec![None; paths.len()];
+        if !srcs.is_empty() {
+            for (&i, info) in srcs.iter().zip(self.drvs.path_infos(&pick(&srcs))?) {
+                out[i] = info;
+            }
+        }
+        if drvs.is_empty() {
+            return Ok(out);
+        }
+        // A derivation's references are its file's, not the database's:
+        // only its validity is looked up.
+        let valid = self.drvs.are_valid(&pick(&drvs))?;
+        let drv_at: Vec<usize> = drvs
+            .iter()
+            .zip(valid)
+            .filter_map(|(&i, v)| v.then_some(i))
             .collect();
         let parsed: Vec<Derivation> = drv_at
             .par_iter()
@@ -159,8 +180,7 @@ impl DerivationSource {
                     nar_size: size,
                 });
             }
-            let mut references: Vec<StorePath> =
-                d.input_drvs.into_iter().map(|(p, _)| p).collect();
+            let mut references: Vec<StorePath> = d.input_drvs.into_iter().map(|(p, _)| p).collect();
             references.extend(d.input_srcs);
             out[i] = Some(PathInfo {
                 path: paths[i].clone(),

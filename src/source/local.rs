@@ -660,10 +660,18 @@ impl PathMetadata for LocalStore {
     }
 
     fn is_valid(&self, path: &StorePath) -> Result<bool> {
+        self.are_valid(std::slice::from_ref(path)).map(|v| v[0])
+    }
+
+    fn are_valid(&self, paths: &[StorePath]) -> Result<Vec<bool>> {
         self.read(false, |conn| {
-            conn.prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")
-                .and_then(|mut s| s.exists([path.as_str()]))
-                .map_err(|e| self.db_err(e))
+            let mut st = conn
+                .prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")
+                .map_err(|e| self.db_err(e))?;
+            paths
+                .iter()
+                .map(|p| st.exists([p.as_str()]).map_err(|e| self.db_err(e)))
+                .collect()
         })
     }
 

@@ -118,6 +118,11 @@ pub trait PathMetadata: Send + Sync {
     fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
         paths.iter().map(|p| self.path_info(p)).collect()
     }
+    /// [`PathMetadata::is_valid`] of each of `paths`, in order; overridden
+    /// as [`PathMetadata::path_infos`] is.
+    fn are_valid(&self, paths: &[StorePath]) -> Result<Vec<bool>> {
+        paths.iter().map(|p| self.is_valid(p)).collect()
+    }
     /// Whether the source holds `path`; cheaper than [`PathMetadata::path_info`]
     /// where a source can answer without reading references.
     fn is_valid(&self, path: &StorePath) -> Result<bool> {
