@@ -538,6 +538,31 @@ fn derivation_outputs_unknown_then_known_from_a_cache() {
         .arg(&f.unbuilt_out));
     let info: Value = serde_json::from_str(&info).unwrap();
     assert_eq!(own(&v), info[0]["narSize"].as_u64().unwrap());
+    // The same cache over HTTP (its narinfos requested in parallel).
+    let server = common::http_server::FileServer::start(&f.cache);
+    let (code, out, err) = heft_in(
+        &f.dir,
+        &[
+            "--store",
+            &server.url(),
+            "--refresh",
+            "--json",
+            "size",
+            "--derivation",
+            &drv,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("unknown_outputs").is_none(), "{v}");
+    assert_eq!(own(&v), info[0]["narSize"].as_u64().unwrap());
+    let hash = &f.unbuilt_out["/nix/store/".len()..][..32];
+    assert_eq!(
+        server.count(&format!("{hash}.narinfo")),
+        1,
+        "{:?}",
+        server.log()
+    );
     // A derivation the local store lacks: the build graph needs .drv
     // files, which a binary cache does not have.
     let missing = format!("/nix/store/{}-gone-1.0.drv", "0".repeat(32));
