@@ -266,11 +266,9 @@ fn status_line(app: &App) -> Line<'static> {
         _ => app.status.clone(),
     };
     let paths = match &app.build {
-        Some(b) => format!(
-            "build graph: {} paths, {} unknown",
-            app.g.len(),
-            b.unknown_count()
-        ),
+        // Short enough for 80 columns; the details pane's title says it
+        // is the build graph.
+        Some(b) => format!("{} paths, {} unknown size", app.g.len(), b.unknown_count()),
         None => format!("{} paths", app.g.len()),
     };
     Line::from(format!(
@@ -455,7 +453,14 @@ pub fn draw(f: &mut Frame, app: &App) {
     let lines = app.selected().map(|v| details(app, v)).unwrap_or_default();
     f.render_widget(
         Paragraph::new(lines)
-            .block(Block::default().borders(Borders::ALL).title(" details "))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(match app.build {
+                        Some(_) => " details (build graph) ",
+                        None => " details ",
+                    }),
+            )
             .wrap(Wrap { trim: false }),
         right,
     );
