@@ -375,6 +375,32 @@ fn outputs_of(drv: &str) -> Vec<String> {
         .collect()
 }
 
+/// A node's size in the build graph as Nix gives it: a derivation's
+/// outputs' NAR sizes summed (`nix path-info`; every output must be
+/// valid), a source's own.
+fn own_size(path: &str) -> u64 {
+    let of: Vec<String> = if path.ends_with(".drv") {
+        outputs_of(path)
+    } else {
+        vec![path.to_string()]
+    };
+    let info = run(nix().args(["path-info", "--json"]).args(&of));
+    let info: Value = serde_json::from_str(&info).unwrap();
+    info.as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["narSize"].as_u64().unwrap())
+        .sum()
+}
+
+/// `nix-store -qR` of one path.
+fn qr(path: &str) -> std::collections::BTreeSet<String> {
+    run(Command::new("nix-store").args(["-qR", path]))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
 #[test]
 fn derivation_graph_is_nix_store_qr_with_output_sizes() {
     let f = fx();
@@ -402,21 +428,7 @@ fn derivation_graph_is_nix_store_qr_with_output_sizes() {
     let mut checked = 0;
     for p in v["paths"].as_array().unwrap() {
         let path = p["path"].as_str().unwrap();
-        let of: Vec<String> = if path.ends_with(".drv") {
-            outputs_of(path)
-        } else {
-            vec![path.to_string()]
-        };
-        let refs: Vec<&str> = of.iter().map(String::as_str).collect();
-        let info = run(nix().args(["path-info", "--json"]).args(&refs));
-        let info: Value = serde_json::from_str(&info).unwrap();
-        let sum: u64 = info
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|i| i["narSize"].as_u64().unwrap())
-            .sum();
-        assert_eq!(p["nar_size"].as_u64().unwrap(), sum, "{path}");
+        assert_eq!(p["nar_size"].as_u64().unwrap(), own_size(path), "{path}");
         checked += 1;
     }
     assert_eq!(checked, want.len());
@@ -526,6 +538,31 @@ fn derivation_outputs_unknown_then_known_from_a_cache() {
         .arg(&f.unbuilt_out));
     let info: Value = serde_json::from_str(&info).unwrap();
     assert_eq!(own(&v), info[0]["narSize"].as_u64().unwrap());
+    // The same cache over HTTP (its narinfos requested in parallel).
+    let server = common::http_server::FileServer::start(&f.cache);
+    let (code, out, err) = heft_in(
+        &f.dir,
+        &[
+            "--store",
+            &server.url(),
+            "--refresh",
+            "--json",
+            "size",
+            "--derivation",
+            &drv,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("unknown_outputs").is_none(), "{v}");
+    assert_eq!(own(&v), info[0]["narSize"].as_u64().unwrap());
+    let hash = &f.unbuilt_out["/nix/store/".len()..][..32];
+    assert_eq!(
+        server.count(&format!("{hash}.narinfo")),
+        1,
+        "{:?}",
+        server.log()
+    );
     // A derivation the local store lacks: the build graph needs .drv
     // files, which a binary cache does not have.
     let missing = format!("/nix/store/{}-gone-1.0.drv", "0".repeat(32));
@@ -607,4 +644,111 @@ in { before = mk "top-1.0" [ p.clr x1 ]; after = mk "top-1.0" [ p.clr x2 ]; }"#,
         text.contains("xinput-2.0.drv") && text.contains("replaces xinput-1.0.drv"),
         "{text}"
     );
+}
+
+#[test]
+fn diff_derivation_ranks_changed_inputs_by_what_they_drag_in() {
+    let f = fx();
+    let file = f.dir.join("ranked-tops.nix");
+    // Two inputs of `top` change: xa (with its own new dependency, two
+    // small derivations) and yb (one derivation whose output is large).
+    // Shell builtins only: the builder has no PATH.
+    std::fs::write(
+        &file,
+        r#"let
+  p = import ./default.nix { };
+  mk = name: deps: script: derivation {
+    inherit name; system = builtins.currentSystem; builder = "/bin/sh";
+    args = [ "-c" "echo ${toString deps} > $out; ${script}" ];
+  };
+  big = "i=0; while [ $i -lt 3000 ]; do echo 0123456789012345678901234567890123456789 >> $out; i=$((i+1)); done";
+  side = v: rec {
+    xdep = mk "xdep-${v}" [ ] "";
+    xa = mk "xa-${v}" [ xdep ] "";
+    yb = mk "yb-${v}" [ ] (if v == "2" then big else "");
+    top = mk "top-1.0" [ p.clr xa yb ] "";
+  };
+in { before = (side "1").top; after = (side "2").top; }"#,
+    )
+    .unwrap();
+    let (before, after) = (
+        instantiate(&file, Some("before")),
+        instantiate(&file, Some("after")),
+    );
+    // AFTER built, so that its outputs' sizes are known.
+    nix_build(&file, &["after"]);
+    let (code, out, err) = heft_in(&f.dir, &["--json", "diff", "--derivation", &before, &after]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    // What each added path drags in, as Nix sees it: its `nix-store -qR`
+    // less BEFORE's, sized by `nix path-info`.
+    let old = qr(&before);
+    let added = v["added"].as_array().unwrap();
+    let mut got = Vec::new();
+    for a in added {
+        let path = a["path"].as_str().unwrap();
+        let new: Vec<String> = qr(path).difference(&old).cloned().collect();
+        let bytes: u64 = new.iter().map(|p| own_size(p)).sum();
+        assert_eq!(a["drags"]["paths"].as_u64(), Some(new.len() as u64), "{a}");
+        assert_eq!(a["drags"]["bytes"].as_u64(), Some(bytes), "{a}");
+        got.push((
+            path.rsplit_once('-')
+                .unwrap()
+                .0
+                .split_once('-')
+                .unwrap()
+                .1
+                .to_string(),
+            bytes,
+        ));
+    }
+    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    // The root drags in everything new; then the large yb before xa,
+    // which drags in two paths but fewer bytes; then xa's dependency.
+    assert_eq!(names, ["top", "yb", "xa", "xdep"], "{got:?}");
+    assert!(got[1].1 > 100_000 && got[2].1 < got[1].1, "{got:?}");
+    let (code, text, err) = heft_in(&f.dir, &["diff", "--derivation", &before, &after]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("4 path(s) added, by what each drags in:"),
+        "{text}"
+    );
+    let yb = text.lines().find(|l| l.contains("yb-2.drv")).unwrap();
+    assert!(yb.contains("drags in 1 path(s)"), "{text}");
+    // The page of the same comparison lists the added inputs in that order.
+    let page = f.dir.join("ranked.html");
+    let (code, _, err) = heft_in(
+        &f.dir,
+        &[
+            "report",
+            "--derivation",
+            "--diff",
+            &before,
+            &after,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let data = html
+        .split_once(r#"<script type="application/json" id="heft-data">"#)
+        .unwrap()
+        .1
+        .split_once("</script>")
+        .unwrap()
+        .0;
+    let data: Value = serde_json::from_str(data).unwrap();
+    let on_page: Vec<&str> = data["diff"]["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            data["paths"][a["i"].as_u64().unwrap() as usize]["p"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    let in_diff: Vec<&str> = added.iter().map(|a| a["path"].as_str().unwrap()).collect();
+    assert_eq!(on_page, in_diff);
 }

@@ -1119,3 +1119,107 @@ fn an_edge_shows_its_holds_grouped_as_the_commands_do() {
     let g = groups.iter().find(|g| g.starts_with("51 symlink")).unwrap();
     assert!(why.contains(g.as_str()), "{g}\n{why}");
 }
+
+/// `report --derivation`: the page is the build graph. Its paths are
+/// `nix-store -qR` of the derivation, each derivation sized by its
+/// outputs as `nix path-info` has them, the unbuilt one counted as 0 and
+/// listed (in the JSON and on the rendered page), every edge's evidence
+/// the input's entry in the `.drv` file, and no advice.
+#[test]
+fn a_build_graph_page_is_the_derivation_closure_sized_by_outputs() {
+    let (drv, unbuilt_out) = unbuilt_over_example();
+    let page = out_dir().join("derivation.html");
+    let o = heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            "--derivation",
+            drv,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    let w = json(&o);
+    assert_eq!(w["unknown_outputs"], 1, "{w}");
+    assert_eq!(w["evidence"], "available");
+    assert_eq!(w["advice"], 0);
+    let data = page_data(&page);
+    let paths = data["paths"].as_array().unwrap();
+    let got: BTreeSet<&str> = paths.iter().map(|p| p["p"].as_str().unwrap()).collect();
+    let qr = run(Command::new("nix-store").args(["-qR", drv]));
+    let want: BTreeSet<&str> = qr.lines().collect();
+    assert_eq!(got, want);
+    assert!(got.iter().filter(|p| p.ends_with(".drv")).count() > 10);
+    for p in paths {
+        let path = p["p"].as_str().unwrap();
+        assert_eq!(p["s"].as_u64().unwrap(), build_graph_size(path), "{path}");
+    }
+    let root = &paths[data["roots"][0].as_u64().unwrap() as usize];
+    assert_eq!(root["p"], drv.as_str());
+    assert_eq!(root["s"], 0, "the unbuilt output is counted as 0");
+    assert_eq!(
+        data["build_graph"]["unknown_outputs"],
+        serde_json::json!([{"derivation": drv, "outputs": [format!("out {unbuilt_out}")]}])
+    );
+    // Every edge out of a derivation is its `.drv` file's entry for the
+    // input: read, with that evidence.
+    let mut drv_edges = 0;
+    for (i, p) in paths.iter().enumerate() {
+        if !p["p"].as_str().unwrap().ends_with(".drv") {
+            continue;
+        }
+        for to in p["r"].as_array().unwrap() {
+            drv_edges += 1;
+            let e = data["edges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["from"] == i && e["to"] == *to)
+                .unwrap_or_else(|| panic!("edge {i} → {to} not on the page"));
+            assert!(
+                e["evidence"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x["k"] == "drv-input" && x["v"] == "build"),
+                "{e}"
+            );
+        }
+    }
+    assert!(drv_edges > 10);
+    assert_eq!(data["advice"].as_array().unwrap().len(), 0);
+    // Rendered: the summary says it is the build graph and counts the
+    // unknown; Problems lists the derivation; Advice says why there is none.
+    let b = chromium(&format!("file://{}#view=problems", page.display()), None);
+    assert_clean(&b);
+    let summary = by_id(&b.dom, "summary");
+    assert!(
+        summary.starts_with("Build graph: 1 root, ")
+            && summary.contains("1 derivation(s) with outputs of unknown size"),
+        "{summary}"
+    );
+    let listed = element(&b.dom, "id", "unknown-outputs");
+    assert!(
+        listed.contains(drv.as_str()) && listed.contains(unbuilt_out.as_str()),
+        "{listed}"
+    );
+    let b = chromium(&format!("file://{}#view=advice", page.display()), None);
+    assert_clean(&b);
+    assert!(
+        b.dom.contains("No advice on the build graph"),
+        "advice view"
+    );
+    // Text mode says what was written.
+    let o = heft_run(
+        None,
+        &["report", "--derivation", drv, "-o", page.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("1 derivation(s) with outputs of unknown size"),
+        "{}",
+        o.stdout
+    );
+}

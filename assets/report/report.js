@@ -51,6 +51,9 @@
   const isRoot = new Uint8Array(N);
   D.roots.forEach((r) => (isRoot[r] = 1));
   const noEvidence = D.evidence_state === "unavailable";
+  // report --derivation: the paths are derivations and sources, a
+  // derivation's size its outputs' where known; those unknown are listed.
+  const BG = D.build_graph || null;
   // report --diff: the page is AFTER's closure; these paths are new since
   // BEFORE (with why), and BEFORE's paths that left are listed apart.
   const DF = D.diff || null;
@@ -198,8 +201,13 @@
 
   // ---- summary and legend ------------------------------------------------
   document.getElementById("summary").textContent =
+    (BG ? "Build graph: " : "") +
     D.roots.length + " root" + (D.roots.length === 1 ? "" : "s") + ", " +
-    N + " paths, closure " + iec(D.closure_size) + "; evidence " + D.evidence_state +
+    N + (BG ? " derivations and sources, build closure " : " paths, closure ") + iec(D.closure_size) +
+    (BG ? " (a derivation counts its outputs' sizes)" +
+      (BG.unknown_outputs.length ? "; " + BG.unknown_outputs.length +
+        " derivation(s) with outputs of unknown size, counted as 0 (listed under Problems)" : "") : "") +
+    "; evidence " + D.evidence_state +
     " (" + D.source + ")" +
     (D.traces ? "; traced by " + D.traces : "") +
     (DF ? "; since " + DF.before.map(nameOfAny).join(", ") + ": closure " + iec(DF.closure_size_before) +
@@ -608,7 +616,8 @@
   function drawAdvice() {
     const v = document.getElementById("view-advice");
     const parts = [el("h2", { text: "Advice (" + D.advice.length + ")" })];
-    if (noEvidence) parts.push(el("p", { text: "No advice: it needs file-level evidence, which this report was made without." }));
+    if (BG) parts.push(el("p", { text: "No advice on the build graph: advice is about what outputs keep at run time (report without --derivation)." }));
+    else if (noEvidence) parts.push(el("p", { text: "No advice: it needs file-level evidence, which this report was made without." }));
     else {
       parts.push(el("p", { id: "plan-total", text: "Closure now " + iec(D.closure_size) +
         (D.plan_saving !== null && D.plan_saving !== undefined
@@ -623,6 +632,14 @@
     const ul = el("ul");
     D.problems.forEach((p) => ul.append(el("li", null, el("code", { text: p.path + (p.file ? "/" + p.file : "") }), " " + p.kind + ": " + p.message)));
     v.replaceChildren(el("h2", { text: "Problems (" + D.problems.length + ")" }), D.problems.length ? ul : el("p", { text: "None: everything was read." }));
+    if (BG) {
+      const u = BG.unknown_outputs;
+      const list = el("ul", { id: "unknown-outputs" });
+      u.forEach((d) => list.append(el("li", null, el("code", { text: d.derivation }), ": " + d.outputs.join(", "))));
+      v.append(el("h3", { text: "Derivations with outputs of unknown size (" + u.length + ")" }),
+        u.length ? list : el("p", { text: "None: every output is valid in a store this report read." }));
+      if (u.length) v.append(el("p", { text: "Their outputs are valid in no store read (not built, not in the cache given): counted as 0, never guessed." }));
+    }
   }
 
   // ---- changes (report --diff) ---------------------------------------------

@@ -36,7 +36,8 @@ pub struct DiffArgs {
     /// Compare build-time graphs (as nix-diff does): BEFORE and AFTER are
     /// derivations (an installable its `.drv`), and the paths added and
     /// removed are the inputs (derivations and sources) that changed, each
-    /// with the derivation whose `.drv` names it.
+    /// with the derivation whose `.drv` names it, ranked by how much of
+    /// the build closure each drags in (the new paths reachable from it).
     #[arg(long, conflicts_with_all = ["before_store", "after_store"])]
     derivation: bool,
     #[command(flatten)]
@@ -84,6 +85,11 @@ fn compare(
     pb.finish_and_clear();
     let (bg, ag) = (bg?, ag?);
     let mut d = nix_heft::diff::diff(&bg, &ag);
+    if args.derivation {
+        // The changed inputs, the one that drags most of the build
+        // closure along first (nix-diff's "why does X rebuild").
+        d.rank_by_drag(&bg, &ag);
+    }
     let (wb, wa) = d.wants();
     let cb = ctx.classified(bsrc, &bg, &wb, None);
     let ca = ctx.classified(asrc, &ag, &wa, None);

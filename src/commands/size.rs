@@ -76,20 +76,7 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
         let roots = ctx.roots(&src, &args.roots)?;
         let g = ctx.load(&src, &roots)?;
         let mut report = report(&g, args);
-        report.unknown_outputs = src
-            .unknown()
-            .into_iter()
-            .map(|(d, outs)| UnknownOutputs {
-                derivation: d.to_string(),
-                outputs: outs
-                    .into_iter()
-                    .map(|o| match o.path {
-                        Some(p) => format!("{} {p}", o.name),
-                        None => o.name,
-                    })
-                    .collect(),
-            })
-            .collect();
+        report.unknown_outputs = UnknownOutputs::of(&src, &g);
         print_warnings(&src);
         return emit(ctx, &report, args);
     }

@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::table::{Align, Table};
 use super::{Report, TextOptions, review};
 use crate::classify::Classified;
-use crate::diff::{ClosureDiff, EdgeChange, PathChange};
+use crate::diff::{ClosureDiff, Drag, EdgeChange, PathChange};
 use crate::evidence::{Evidence, EvidenceGroup};
 use crate::graph::Graph;
 use crate::problem::Problem;
@@ -57,6 +57,11 @@ pub struct ChangedPath {
     pub nar_size: u64,
     /// The edge that explains it.
     pub why: Why,
+    /// With `diff --derivation`: the paths of its side's closure
+    /// reachable from it that the other side lacks (itself included),
+    /// the order of the list.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub drags: Option<Drag>,
 }
 
 /// One package's transition.
@@ -157,6 +162,7 @@ impl DiffReport {
                         .map(|&n| this.path(n).to_string())
                         .collect(),
                 },
+                drags: pc.drags,
             }
         };
         let added = d
@@ -620,8 +626,13 @@ impl Report for DiffReport {
             let name = name_of(&c.path);
             let sign = if new { "+" } else { "-" };
             let what = c.explain(new, &|p| name_of(p).to_string(), review::plain);
+            let drags = match c.drags {
+                Some(d) if new => format!("; drags in {} path(s), {}", d.paths, size(d.bytes)),
+                Some(d) => format!("; {} path(s), {} gone with it", d.paths, size(d.bytes)),
+                None => String::new(),
+            };
             out.push_str(&opts.style.paths(&super::style::wrap_hanging(
-                &format!("{name} ({sign}{}) {what}", size(c.nar_size)),
+                &format!("{name} ({sign}{}{drags}) {what}", size(c.nar_size)),
                 opts.width,
                 "  ",
                 "      ",
@@ -632,14 +643,28 @@ impl Report for DiffReport {
                 }
             }
         };
+        // Ranked by drag (diff --derivation), the order says so.
+        let ranked = self
+            .added
+            .iter()
+            .chain(&self.removed)
+            .any(|c| c.drags.is_some());
+        let (order, order_removed) = if ranked {
+            (", by what each drags in", ", by what went with each")
+        } else {
+            ("", "")
+        };
         if !self.added.is_empty() {
-            out.push_str(&format!("\n{} path(s) added:\n", self.added.len()));
+            out.push_str(&format!("\n{} path(s) added{order}:\n", self.added.len()));
             for c in &self.added {
                 line(&mut out, c, true);
             }
         }
         if !self.removed.is_empty() {
-            out.push_str(&format!("\n{} path(s) removed:\n", self.removed.len()));
+            out.push_str(&format!(
+                "\n{} path(s) removed{order_removed}:\n",
+                self.removed.len()
+            ));
             for c in &self.removed {
                 line(&mut out, c, false);
             }

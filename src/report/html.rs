@@ -220,8 +220,20 @@ pub struct HtmlReport {
     /// is AFTER's closure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<DiffSection>,
+    /// With `report --derivation`: the page is the build graph (paths are
+    /// derivations and sources, a derivation's size its outputs').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_graph: Option<BuildGraph>,
     /// What could not be read or simulated.
     pub problems: Vec<Problem>,
+}
+
+/// What a build-graph page says besides its paths.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildGraph {
+    /// The derivations whose outputs are valid in no store read: counted
+    /// with the outputs that are known (zero when none), listed here.
+    pub unknown_outputs: Vec<super::size::UnknownOutputs>,
 }
 
 /// Why a path of the page is new since BEFORE.
@@ -437,6 +449,7 @@ impl HtmlReport {
             plan_saving,
             traces: None,
             diff: None,
+            build_graph: None,
             problems,
         }
     }

@@ -63,6 +63,26 @@ pub struct UnknownOutputs {
     pub outputs: Vec<String>,
 }
 
+impl UnknownOutputs {
+    /// The derivations of `g` whose outputs `src` found in no store, in
+    /// path order (those read for another graph, such as a diff's other
+    /// side, left out).
+    pub fn of(
+        src: &crate::source::derivation::DerivationSource,
+        g: &crate::graph::Graph,
+    ) -> Vec<UnknownOutputs> {
+        let index = g.index();
+        src.unknown()
+            .into_iter()
+            .filter(|(d, _)| index.contains_key(d))
+            .map(|(d, outs)| UnknownOutputs {
+                derivation: d.to_string(),
+                outputs: outs.iter().map(|o| o.label()).collect(),
+            })
+            .collect()
+    }
+}
+
 /// Sort orders of the table; all but `Name` put the largest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum SortKey {

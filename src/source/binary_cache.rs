@@ -210,6 +210,12 @@ impl PathMetadata for BinaryCache {
             .collect()
     }
 
+    /// The narinfos read in parallel, as a closure's levels are.
+    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        use rayon::prelude::*;
+        paths.par_iter().map(|p| self.path_info(p)).collect()
+    }
+
     /// Breadth-first, one level at a time, reading each level's narinfos in
     /// parallel: the cost is file opens, which overlap well.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {

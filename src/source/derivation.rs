@@ -24,7 +24,7 @@ use std::sync::Mutex;
 use crate::derivation::Derivation;
 use crate::error::{Error, Result};
 use crate::nar::tree::FileTree;
-use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
+use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource};
 use crate::store_path::StorePath;
 
 /// One output of a derivation in the graph, and its size where known.
@@ -36,6 +36,17 @@ pub struct OutputSize {
     pub path: Option<StorePath>,
     /// Its NAR size, where the output is valid in a store asked.
     pub nar_size: Option<u64>,
+}
+
+impl OutputSize {
+    /// `name path`, or `name` for an output whose path is not known yet:
+    /// how reports list an output of unknown size.
+    pub fn label(&self) -> String {
+        match &self.path {
+            Some(p) => format!("{} {p}", self.name),
+            None => self.name.clone(),
+        }
+    }
 }
 
 /// The build graph over the `.drv` files of `drvs`; see the module docs.
@@ -75,55 +86,113 @@ impl DerivationSource {
             .collect()
     }
 
-    fn output_size(&self, path: &StorePath) -> Result<Option<u64>> {
-        if let Some(i) = self.drvs.path_info(path)? {
-            return Ok(Some(i.nar_size));
+    /// The NAR size of each of `outs` where known: from the `.drv` store,
+    /// then from the size store for the rest; one lookup of each store for
+    /// all of them.
+    fn output_sizes(&self, outs: &[StorePath]) -> Result<Vec<Option<u64>>> {
+        if outs.is_empty() {
+            return Ok(Vec::new());
         }
-        match &self.sizes {
-            Some(s) => Ok(s.path_info(path)?.map(|i| i.nar_size)),
-            None => Ok(None),
+        let mut sizes: Vec<Option<u64>> = self
+            .drvs
+            .path_infos(outs)?
+            .into_iter()
+            .map(|i| i.map(|i| i.nar_size))
+            .collect();
+        if let Some(s) = &self.sizes {
+            let missing: Vec<usize> = (0..outs.len()).filter(|&i| sizes[i].is_none()).collect();
+            if !missing.is_empty() {
+                let paths: Vec<StorePath> = missing.iter().map(|&i| outs[i].clone()).collect();
+                for (i, info) in missing.into_iter().zip(s.path_infos(&paths)?) {
+                    sizes[i] = info.map(|i| i.nar_size);
+                }
+            }
         }
+        Ok(sizes)
     }
 
-    fn derivation_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
-        if !self.drvs.is_valid(path)? {
-            return Ok(None);
-        }
+    /// A valid derivation's `.drv` file, parsed.
+    fn parse(&self, path: &StorePath) -> Result<Derivation> {
         let Some(file) = self.drvs.real_path(path) else {
             return Err(Error::NoDerivation {
                 path: path.to_string(),
                 store: self.drvs.describe(),
             });
         };
-        let d =
-            Derivation::read(self.drvs.store_dir(), &file).map_err(|e| Error::BadDerivation {
-                path: path.to_string(),
-                reason: e.to_string(),
-            })?;
-        let mut outs = Vec::with_capacity(d.outputs.len());
-        let mut nar_size = 0u64;
-        for o in &d.outputs {
-            let size = match &o.path {
-                Some(p) => self.output_size(p)?,
-                None => None,
-            };
-            nar_size = nar_size.saturating_add(size.unwrap_or(0));
-            outs.push(OutputSize {
-                name: o.name.clone(),
-                path: o.path.clone(),
-                nar_size: size,
+        Derivation::read(self.drvs.store_dir(), &file).map_err(|e| Error::BadDerivation {
+            path: path.to_string(),
+            reason: e.to_string(),
+        })
+    }
+
+    /// The infos of `paths`, in order. Many at once, because each lookup
+    /// in the local store costs most per call (a snapshot of the database
+    /// checked or a transaction): the sources' infos in one lookup, the
+    /// derivations' validity in one, the valid ones' files parsed in
+    /// parallel, their outputs' sizes in one more.
+    fn infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        use rayon::prelude::*;
+        let is_drv = |p: &StorePath| p.name().ends_with(".drv");
+        let (drvs, srcs): (Vec<usize>, Vec<usize>) =
+            (0..paths.len()).partition(|&i| is_drv(&paths[i]));
+        let pick =
+            |at: &[usize]| -> Vec<StorePath> { at.iter().map(|&i| paths[i].clone()).collect() };
+        let mut out: Vec<Option<PathInfo>> = vec![None; paths.len()];
+        if !srcs.is_empty() {
+            for (&i, info) in srcs.iter().zip(self.drvs.path_infos(&pick(&srcs))?) {
+                out[i] = info;
+            }
+        }
+        if drvs.is_empty() {
+            return Ok(out);
+        }
+        // A derivation's references are its file's, not the database's:
+        // only its validity is looked up.
+        let valid = self.drvs.are_valid(&pick(&drvs))?;
+        let drv_at: Vec<usize> = drvs
+            .iter()
+            .zip(valid)
+            .filter_map(|(&i, v)| v.then_some(i))
+            .collect();
+        let parsed: Vec<Derivation> = drv_at
+            .par_iter()
+            .map(|&i| self.parse(&paths[i]))
+            .collect::<Result<_>>()?;
+        let outputs: Vec<StorePath> = parsed
+            .iter()
+            .flat_map(|d| d.outputs.iter().filter_map(|o| o.path.clone()))
+            .collect();
+        // In the order of `outputs`: each output with a path takes the next.
+        let mut sizes = self.output_sizes(&outputs)?.into_iter();
+        let mut recorded = Vec::with_capacity(drv_at.len());
+        for (&i, d) in drv_at.iter().zip(parsed) {
+            let mut outs = Vec::with_capacity(d.outputs.len());
+            let mut nar_size = 0u64;
+            for o in d.outputs {
+                let size = match o.path {
+                    Some(_) => sizes.next().flatten(),
+                    None => None,
+                };
+                nar_size = nar_size.saturating_add(size.unwrap_or(0));
+                outs.push(OutputSize {
+                    name: o.name,
+                    path: o.path,
+                    nar_size: size,
+                });
+            }
+            let mut references: Vec<StorePath> = d.input_drvs.into_iter().map(|(p, _)| p).collect();
+            references.extend(d.input_srcs);
+            out[i] = Some(PathInfo {
+                path: paths[i].clone(),
+                nar_size,
+                references,
             });
+            recorded.push((paths[i].clone(), outs));
         }
         if let Ok(mut m) = self.outputs.lock() {
-            m.insert(path.clone(), outs);
+            m.extend(recorded);
         }
-        let mut references: Vec<StorePath> = d.input_drvs.iter().map(|(p, _)| p.clone()).collect();
-        references.extend(d.input_srcs.iter().cloned());
-        Ok(Some(PathInfo {
-            path: path.clone(),
-            nar_size,
-            references,
-        }))
+        Ok(out)
     }
 }
 
@@ -138,11 +207,17 @@ impl PathMetadata for DerivationSource {
     }
 
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
-        if path.name().ends_with(".drv") {
-            self.derivation_info(path)
-        } else {
-            self.drvs.path_info(path)
-        }
+        Ok(self.infos(std::slice::from_ref(path))?.pop().flatten())
+    }
+
+    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        self.infos(paths)
+    }
+
+    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
+        // A level of the graph per batch: a few lookups per level rather
+        // than two per derivation.
+        crate::source::closure::closure_by_batches(roots, &self.describe(), |ps| self.infos(ps))
     }
 
     fn is_valid(&self, path: &StorePath) -> Result<bool> {
