@@ -56,6 +56,26 @@ pub enum Error {
         /// The file that was looked for.
         file: PathBuf,
     },
+    /// A binary cache's narinfo without a valid signature by a trusted key,
+    /// while signatures are required.
+    #[error(
+        "refusing the narinfo of {path} from {cache}: it has no valid signature by a \
+         trusted key ({why}; signatures by: {found}; trusted keys: {trusted}); trust the \
+         cache's key with --trusted-public-keys or nix.conf's trusted-public-keys, or accept \
+         such narinfos with --no-require-sigs"
+    )]
+    UntrustedNarinfo {
+        /// The store path described.
+        path: String,
+        /// The cache (its URL).
+        cache: String,
+        /// The key names of the narinfo's well-formed signatures, or "none".
+        found: String,
+        /// The names of the trusted keys, or "none".
+        trusted: String,
+        /// What is wrong with each signature, or that there is none.
+        why: String,
+    },
     /// A narinfo file that does not parse.
     #[error("corrupt narinfo {file}: {reason}")]
     BadNarinfo {
@@ -228,6 +248,10 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Nix's configuration (nix.conf, `NIX_CONFIG`) cannot be read as Nix
+    /// reads it, or a setting nix-heft uses is invalid.
+    #[error("nix.conf: {0}")]
+    NixConf(String),
     /// A trace file (`--trace`) that cannot be read or does not parse.
     #[error("cannot use trace file {}: {reason}", file.display())]
     BadTrace {

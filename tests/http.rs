@@ -218,7 +218,7 @@ fn caches() -> &'static Caches {
             if !dir.join("nix-cache-info").exists() {
                 run(nix()
                     .args(["copy", "--to"])
-                    .arg(format!("file://{}?{query}", dir.display()))
+                    .arg(signed_cache_url(&dir, query))
                     .args(&f.all_roots));
             }
             dir
@@ -834,9 +834,9 @@ in {
     let cache = dir.join("cache");
     run(nix()
         .args(["copy", "--to"])
-        .arg(format!(
-            "file://{}?compression=xz&write-nar-listing=1",
-            cache.display()
+        .arg(signed_cache_url(
+            &cache,
+            "compression=xz&write-nar-listing=1",
         ))
         .arg(&farm));
     let server = Server::start(&cache, Faults::default());

@@ -802,11 +802,9 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         .args(["copy", "--no-check-sigs", "--to"])
         .arg(&chroot)
         .arg(before));
-    let url = format!(
-        "file://{}",
-        scratch("report-diff-after").join("cache").display()
-    );
-    run(nix().args(["copy", "--to", &url, after]));
+    let after_cache = scratch("report-diff-after").join("cache");
+    let url = format!("file://{}", after_cache.display());
+    run(nix().args(["copy", "--to", &signed_cache_url(&after_cache, ""), after]));
     let split = out_dir().join("diff-split.html");
     let o = heft_run(
         None,

@@ -10,9 +10,11 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use nix_heft::classify::Classified;
 use nix_heft::graph::{Graph, ReadRequest};
+use nix_heft::nix_conf::{ConfEnv, NixConf};
 use nix_heft::pipeline::{self, Progress};
 use nix_heft::problem::Problem;
 use nix_heft::report::{Report, TextOptions};
+use nix_heft::source::signature::{SigPolicy, TrustedKeys};
 use nix_heft::source::{self, StoreSource};
 use nix_heft::trace::file::TraceSet;
 
@@ -34,14 +36,64 @@ pub enum Color {
 /// The global flags, as every command sees them.
 #[derive(Debug, Clone)]
 pub struct Context {
-    /// `--store`.
+    /// The first `--store`.
     pub store: Option<String>,
+    /// Every `--store`, in order.
+    pub stores: Vec<String>,
+    /// `--substituters`, as given.
+    pub substituters: Option<String>,
+    /// `--show-store`.
+    pub show_store: bool,
     /// `--netrc-file`, `--refresh`, `--verify`.
     pub open: source::OpenOptions,
     /// `--json`.
     pub json: bool,
     /// `--color`.
     pub color: Color,
+    /// `--trusted-public-keys`, `--no-require-sigs`.
+    pub trust: TrustFlags,
+}
+
+/// The flags that say which narinfos to trust; with nix.conf, they make the
+/// run's [`SigPolicy`].
+#[derive(Debug, Clone, Default)]
+pub struct TrustFlags {
+    /// `--trusted-public-keys`, as given.
+    pub trusted_public_keys: Option<String>,
+    /// `--no-require-sigs`.
+    pub no_require_sigs: bool,
+    /// The policy once made: one for the run, so that its one warning is
+    /// given once whatever the number of stores.
+    pub made: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<SigPolicy>>>,
+}
+
+impl TrustFlags {
+    /// The run's signature policy: the keys of `--trusted-public-keys`,
+    /// else nix.conf's `trusted-public-keys` + `extra-trusted-public-keys`
+    /// (read as Nix reads them); required unless `--no-require-sigs` or
+    /// nix.conf's `require-sigs = false`. nix.conf is read only when a flag
+    /// leaves something to it.
+    pub fn policy(&self) -> nix_heft::Result<std::sync::Arc<SigPolicy>> {
+        if let Some(p) = self.made.get() {
+            return Ok(std::sync::Arc::clone(p));
+        }
+        let conf = || {
+            NixConf::load(&ConfEnv::from_process())
+                .map_err(|e| nix_heft::Error::NixConf(e.to_string()))
+        };
+        let keys = match &self.trusted_public_keys {
+            Some(list) => TrustedKeys::parse(list.split_ascii_whitespace())
+                .map_err(|e| nix_heft::Error::Usage(format!("--trusted-public-keys: {e}")))?,
+            None => TrustedKeys::parse(conf()?.trusted_public_keys())
+                .map_err(|e| nix_heft::Error::NixConf(format!("trusted-public-keys: {e}")))?,
+        };
+        let require = !self.no_require_sigs
+            && conf()?
+                .require_sigs()
+                .map_err(|e| nix_heft::Error::NixConf(e.to_string()))?;
+        let p = std::sync::Arc::new(SigPolicy::new(keys, require));
+        Ok(std::sync::Arc::clone(self.made.get_or_init(|| p)))
+    }
 }
 
 impl Context {
@@ -52,14 +104,61 @@ impl Context {
         // (diff's BEFORE and AFTER) prints each one's warnings once.
         let opts = source::OpenOptions {
             log: Default::default(),
+            signatures: Some(self.trust.policy()?),
             ..self.open.clone()
         };
         source::open_with(spec, &opts)
     }
 
-    /// The store `--store` names (the local store by default).
+    /// The store `--store` names (the local store by default), or, when
+    /// several are named (`--store` repeated, `--substituters`), all of
+    /// them read as one ([`source::Layered`]).
     pub fn open(&self) -> nix_heft::Result<Box<dyn StoreSource>> {
-        self.open_store(self.store.as_deref())
+        let subs = match &self.substituters {
+            None => Vec::new(),
+            Some(s) if s.trim() == "auto" => {
+                let conf = NixConf::load(&ConfEnv::from_process())
+                    .map_err(|e| nix_heft::Error::NixConf(e.to_string()))?;
+                conf.substituters()
+            }
+            Some(s) => s.split_ascii_whitespace().map(str::to_string).collect(),
+        };
+        let auto = self.substituters.as_deref().map(str::trim) == Some("auto");
+        if self.stores.len() + subs.len() <= 1 {
+            let one = self.stores.first().or(subs.first());
+            if self.substituters.is_some() && one.is_none() {
+                return Err(nix_heft::Error::Usage(
+                    "--substituters names no store (and nix.conf's substituters none for auto)"
+                        .into(),
+                ));
+            }
+            return self.open_store(one.map(String::as_str));
+        }
+        // One log for every store, so that warnings and download counts
+        // of the run are read in one place.
+        let opts = source::OpenOptions {
+            log: Default::default(),
+            signatures: Some(self.trust.policy()?),
+            ..self.open.clone()
+        };
+        let open = |spec: &String| -> nix_heft::Result<source::Layer> {
+            Ok(source::Layer {
+                source: source::open_with(Some(spec), &opts)?,
+                label: spec.clone(),
+            })
+        };
+        let mut layers: Vec<source::Layer> =
+            self.stores.iter().map(open).collect::<Result<_, _>>()?;
+        let mut from_subs: Vec<source::Layer> = subs.iter().map(open).collect::<Result<_, _>>()?;
+        if auto {
+            // Nix's order: by priority, lower first; a `?priority=N` in the
+            // URL overrides the cache's `nix-cache-info`; no Priority is 0
+            // (Nix's default). Stable, so equal priorities keep nix.conf's
+            // order.
+            from_subs.sort_by_key(|l| url_priority(&l.label).or(l.source.priority()).unwrap_or(0));
+        }
+        layers.extend(from_subs);
+        Ok(Box::new(source::Layered::new(layers, opts.log)?))
     }
 
     /// The store a `--before-store` / `--after-store` flag names, if given.
@@ -175,6 +274,96 @@ impl Context {
     }
 }
 
+/// The `priority=N` of a store URL's query, which overrides the cache's
+/// own `Priority` in Nix.
+fn url_priority(spec: &str) -> Option<u64> {
+    let (_, query) = spec.split_once('?')?;
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("priority="))
+        .and_then(|v| v.parse().ok())
+}
+
+impl Context {
+    /// [`Context::emit`] for a report over the paths of `src`: the JSON
+    /// gains `origins`, each store path it mentions with the store that
+    /// answered for it and the key that signed its narinfo (when `src`
+    /// knows: binary caches, several stores); text with `--show-store`
+    /// ends with the same, grouped by store.
+    pub fn emit_from<R: Report>(
+        &self,
+        src: &dyn StoreSource,
+        report: &R,
+        opts: TextOptions,
+    ) -> anyhow::Result<ExitCode> {
+        if !self.json && !self.show_store {
+            return self.emit(report, opts);
+        }
+        let mut value = serde_json::to_value(report)?;
+        let origins = origins_of(src, &value);
+        if origins.is_empty() {
+            return self.emit(report, opts);
+        }
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            if let serde_json::Value::Object(m) = &mut value {
+                m.insert("origins".into(), serde_json::to_value(&origins)?);
+            }
+            serde_json::to_writer(&mut out, &value)?;
+            writeln!(out)?;
+        } else {
+            out.write_all(report.render_text(&opts).as_bytes())?;
+            let mut by_store: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
+            for (p, o) in &origins {
+                by_store.entry(o.label()).or_default().push(p);
+            }
+            writeln!(out, "\nwhere the paths came from:")?;
+            for (store, paths) in by_store {
+                writeln!(out, "  {store}:")?;
+                for p in paths {
+                    writeln!(out, "    {p}")?;
+                }
+            }
+        }
+        out.flush()?;
+        Ok(partial_code(report.problems()))
+    }
+}
+
+/// Each store path `value` mentions (in any string: a path, a file under
+/// it) with where `src` says it came from.
+fn origins_of(
+    src: &dyn StoreSource,
+    value: &serde_json::Value,
+) -> std::collections::BTreeMap<String, source::Provenance> {
+    fn walk(v: &serde_json::Value, f: &mut dyn FnMut(&str)) {
+        match v {
+            serde_json::Value::String(s) => f(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, f)),
+            serde_json::Value::Object(m) => m.values().for_each(|x| walk(x, f)),
+            _ => {}
+        }
+    }
+    let dir = format!("{}/", src.store_dir());
+    let mut out = std::collections::BTreeMap::new();
+    walk(value, &mut |s| {
+        let Some(rest) = s.strip_prefix(&dir) else {
+            return;
+        };
+        let base = rest.split('/').next().unwrap_or(rest);
+        let full = format!("{dir}{base}");
+        if out.contains_key(&full) {
+            return;
+        }
+        if let Ok(p) = nix_heft::StorePath::parse(src.store_dir(), &full)
+            && let Some(o) = src.provenance(&p)
+        {
+            out.insert(full, o);
+        }
+    });
+    out
+}
+
 /// The byte bar of a read; see [`Context::read_bar`].
 pub struct ReadBar<'a> {
     pb: ProgressBar,
@@ -207,10 +396,28 @@ impl Progress for ReadBar<'_> {
             && let Some((nars, fetched)) = self.src.log().fetched()
         {
             let scanned = self.scanned.load(std::sync::atomic::Ordering::Relaxed);
-            self.pb.set_message(format!(
+            let mut msg = format!(
                 "{nars}/{scanned} NARs, {} fetched",
                 nix_heft::units::iec(fetched)
-            ));
+            );
+            // Several stores that download: what came from each.
+            let each = self.src.log().downloads();
+            if each.len() > 1 {
+                let parts: Vec<String> = each
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{} {}",
+                            d.store,
+                            nix_heft::units::iec(
+                                d.bytes.load(std::sync::atomic::Ordering::Relaxed)
+                            )
+                        )
+                    })
+                    .collect();
+                msg.push_str(&format!(" ({})", parts.join(", ")));
+            }
+            self.pb.set_message(msg);
         }
     }
 

@@ -60,7 +60,10 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let cb = ctx.classified(bsrc, &bg, &wb, None);
     let ca = ctx.classified(asrc, &ag, &wa, None);
     let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
-    ctx.emit(
+    // Origins as AFTER's store says (BEFORE's own store, when separate,
+    // is not asked).
+    ctx.emit_from(
+        asrc,
         &report,
         TextOptions {
             exact_bytes: args.bytes,

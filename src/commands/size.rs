@@ -73,7 +73,8 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
         },
     );
     print_warnings(src);
-    ctx.emit(
+    ctx.emit_from(
+        src,
         &report,
         TextOptions {
             exact_bytes: args.bytes,

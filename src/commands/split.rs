@@ -96,5 +96,5 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let mut report = SplitReport::new(&g, p, moves, plan, problems);
     report.warnings.extend(unmatched);
-    ctx.emit(&report, ctx.text_options())
+    ctx.emit_from(src, &report, ctx.text_options())
 }

@@ -61,5 +61,5 @@ pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
         every_line: args.all || args.evidence,
         ..ctx.text_options()
     };
-    ctx.emit(&report, opts)
+    ctx.emit_from(src, &report, opts)
 }

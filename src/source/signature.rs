@@ -2,9 +2,12 @@
 //! owner's key signs, how keys and `Sig:` lines are written, and whether a
 //! narinfo carries a valid signature by a trusted key.
 //!
-//! Not wired in yet: issue 24 will check every narinfo from a binary cache
-//! with [`verify`] against the keys of `--trusted-public-keys` or nix.conf
-//! (`crate::nix_conf`).
+//! Every narinfo a binary cache (`file://`, `http(s)://`) gives is checked
+//! with [`SigPolicy::check`] before anything is made of it: kept in this
+//! run, kept in the local cache, or used for a size. The policy comes from
+//! `--trusted-public-keys`/`--no-require-sigs` or nix.conf
+//! (`trusted-public-keys`, `extra-trusted-public-keys`, `require-sigs`),
+//! as the command layer reads them with `crate::nix_conf`.
 //!
 //! Nix's rules (2.8; `ValidPathInfo::fingerprint` in libstore/path-info.cc,
 //! `Key`, `PublicKey` and `verifyDetached` in libstore/crypto.cc):
@@ -242,9 +245,8 @@ pub fn fingerprint(info: &NarInfo) -> Result<String, SigError> {
     ))
 }
 
-/// The `Sig:` values of a narinfo's text, in order. (`NarInfo` does not
-/// keep them yet; this reads the lines as `narinfo::NarInfo::parse` does:
-/// `Key: value`, else `Key:value`.)
+/// The `Sig:` values of a narinfo's text, in order, read as
+/// `narinfo::NarInfo::parse` reads them (`Key: value`, else `Key:value`).
 pub fn sig_lines(text: &str) -> Vec<&str> {
     text.lines()
         .filter_map(|l| l.split_once(": ").or_else(|| l.split_once(':')))
@@ -377,8 +379,93 @@ pub fn verify_narinfo(
     keys: &TrustedKeys,
 ) -> crate::Result<(NarInfo, Verdict)> {
     let info = NarInfo::parse(text, store_dir, file)?;
-    let verdict = verify(&info, &sig_lines(text), keys);
+    let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
+    let verdict = verify(&info, &sigs, keys);
     Ok((info, verdict))
+}
+
+/// Which narinfos a run accepts: those signed by one of `keys`, or, when
+/// signatures are not required, every one (with one warning for the run,
+/// however many stores and narinfos). Shared by every binary cache a run
+/// opens (an `Arc` in `OpenOptions::signatures`).
+#[derive(Debug, Default)]
+pub struct SigPolicy {
+    keys: TrustedKeys,
+    require: bool,
+    /// The one warning about an accepted narinfo was given.
+    warned: std::sync::atomic::AtomicBool,
+}
+
+impl SigPolicy {
+    /// Narinfos must be signed by one of `keys` (`require`, Nix's
+    /// `require-sigs = true`), or are accepted anyway with a warning.
+    pub fn new(keys: TrustedKeys, require: bool) -> Self {
+        SigPolicy {
+            keys,
+            require,
+            warned: Default::default(),
+        }
+    }
+
+    /// The trusted keys.
+    pub fn keys(&self) -> &TrustedKeys {
+        &self.keys
+    }
+
+    /// Whether a narinfo without a trusted signature is refused.
+    pub fn required(&self) -> bool {
+        self.require
+    }
+
+    /// Checks the narinfo `info` that `cache` (its URL, for messages) gave:
+    /// the name of the trusted key that signed it, `None` when it is
+    /// accepted unsigned (not required: the run's one warning goes to
+    /// `log`), or [`crate::Error::UntrustedNarinfo`] naming the path, the
+    /// cache, the keys found and why none counts.
+    pub fn check(
+        &self,
+        info: &NarInfo,
+        cache: &str,
+        log: &crate::source::RunLog,
+    ) -> crate::Result<Option<String>> {
+        let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
+        let v = verify(info, &sigs, &self.keys);
+        if let Some(k) = v.signed_by {
+            return Ok(Some(k));
+        }
+        let why = v
+            .problems
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        if !self.require {
+            if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                log.warn(format!(
+                    "accepting {} from {cache} without a valid signature by a trusted key \
+                     ({why}), and every other such narinfo of this run: signatures are not \
+                     required (--no-require-sigs or require-sigs = false)",
+                    info.store_path
+                ));
+            }
+            return Ok(None);
+        }
+        let names = |it: &mut dyn Iterator<Item = &str>| {
+            let v: Vec<&str> = it.collect();
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        Err(crate::Error::UntrustedNarinfo {
+            path: info.store_path.to_string(),
+            cache: cache.to_string(),
+            found: names(&mut v.keys_found.iter().map(String::as_str)),
+            trusted: names(&mut self.keys.names()),
+            why,
+        })
+    }
 }
 
 #[cfg(test)]
