@@ -202,8 +202,10 @@ fn tmux(args: &[&str]) -> String {
 fn real_binary_in_tmux_starts_moves_resizes_and_quits_cleanly() {
     let bin = assert_cmd::cargo::cargo_bin("nix-heft");
     let session = format!("heft-browse-{}", std::process::id());
+    // The example cache's key trusted as heft() trusts it.
     let cmd = format!(
-        "{} --store {} browse {}; echo EXITED rc=$?; sleep 60",
+        "NIX_CONFIG='{}' {} --store {} browse {}; echo EXITED rc=$?; sleep 60",
+        trusting_conf(),
         bin.display(),
         example_cache().display(),
         example_root()
