@@ -3,6 +3,21 @@
 
 use std::path::PathBuf;
 
+/// What [`Error::UntrustedNarinfo`] names (boxed: errors stay small).
+#[derive(Debug)]
+pub struct Untrusted {
+    /// The store path described.
+    pub path: String,
+    /// The cache (its URL).
+    pub cache: String,
+    /// The key names of the narinfo's well-formed signatures, or "none".
+    pub found: String,
+    /// The names of the trusted keys, or "none".
+    pub trusted: String,
+    /// What is wrong with each signature, or that there is none.
+    pub why: String,
+}
+
 /// Errors from reading stores and resolving roots.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -59,23 +74,13 @@ pub enum Error {
     /// A binary cache's narinfo without a valid signature by a trusted key,
     /// while signatures are required.
     #[error(
-        "refusing the narinfo of {path} from {cache}: it has no valid signature by a \
-         trusted key ({why}; signatures by: {found}; trusted keys: {trusted}); trust the \
+        "refusing the narinfo of {} from {}: it has no valid signature by a \
+         trusted key ({}; signatures by: {}; trusted keys: {}); trust the \
          cache's key with --trusted-public-keys or nix.conf's trusted-public-keys, or accept \
-         such narinfos with --no-require-sigs"
+         such narinfos with --no-require-sigs",
+        .0.path, .0.cache, .0.why, .0.found, .0.trusted
     )]
-    UntrustedNarinfo {
-        /// The store path described.
-        path: String,
-        /// The cache (its URL).
-        cache: String,
-        /// The key names of the narinfo's well-formed signatures, or "none".
-        found: String,
-        /// The names of the trusted keys, or "none".
-        trusted: String,
-        /// What is wrong with each signature, or that there is none.
-        why: String,
-    },
+    UntrustedNarinfo(Box<Untrusted>),
     /// A narinfo file that does not parse.
     #[error("corrupt narinfo {file}: {reason}")]
     BadNarinfo {

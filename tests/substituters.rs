@@ -584,3 +584,74 @@ fn tampered_and_unsigned_narinfos_are_refused() {
         assert!(!verify(&base.join(format!("case-{n}"))), "case {n}");
     }
 }
+
+/// Measured for BENCHMARKS.md (`cargo test --test substituters --
+/// --ignored --nocapture`): `size` over the chroot store and one cache
+/// holding every other path, against the chroot store and the split caches
+/// A and B, each server answering every request after `latency` (a cache
+/// across a network: the round trips show in the wall time). Prints the
+/// median wall time of 5 runs and the narinfo requests each server
+/// answered.
+#[test]
+#[ignore]
+fn measure_one_cache_against_two() {
+    let f = fixture();
+    let s = split();
+    let one = scratch("subst-bench-one");
+    run(nix()
+        .args(["copy", "--to"])
+        .arg(format!(
+            "file://{}?compression=xz&secret-key={}",
+            one.display(),
+            s.key_a.secret.display()
+        ))
+        .arg(&f.rocm));
+    let chroot = s.chroot.display().to_string();
+    let keys = trust(s);
+    for ms in [0u64, 100] {
+        let latency = std::time::Duration::from_millis(ms);
+        let zero = std::time::Duration::ZERO;
+        let all = FileServer::start_with(&one, zero, latency);
+        let (a, b) = (
+            FileServer::start_with(&s.cache_a, zero, latency),
+            FileServer::start_with(&s.cache_b, zero, latency),
+        );
+        for (label, stores) in [
+            ("one cache", vec![all.url()]),
+            ("two caches", vec![a.url(), b.url()]),
+        ] {
+            let mut times = Vec::new();
+            for run_no in 0..5 {
+                for srv in [&all, &a, &b] {
+                    srv.clear();
+                }
+                let mut args = vec!["--store", chroot.as_str()];
+                for st in &stores {
+                    args.extend(["--store", st.as_str()]);
+                }
+                args.extend(["--trusted-public-keys", &keys, "--json", "size", &f.rocm]);
+                let xdg = scratch(&format!("subst-bench-{ms}-{}-{run_no}", label.len()));
+                let t = std::time::Instant::now();
+                let o = heft_in(&xdg, &args);
+                times.push(t.elapsed());
+                assert_eq!(o.code, 0, "{}", o.stderr);
+            }
+            times.sort();
+            let asks = |srv: &FileServer| {
+                srv.asked()
+                    .iter()
+                    .filter(|x| x.path.ends_with(".narinfo"))
+                    .count()
+            };
+            println!(
+                "latency {ms} ms, {label}: median {:?} (min {:?}, max {:?}); narinfo requests: one {} A {} B {}",
+                times[2],
+                times[0],
+                times[4],
+                asks(&all),
+                asks(&a),
+                asks(&b)
+            );
+        }
+    }
+}

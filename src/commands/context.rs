@@ -147,9 +147,21 @@ impl Context {
                 label: spec.clone(),
             })
         };
-        let mut layers: Vec<source::Layer> =
-            self.stores.iter().map(open).collect::<Result<_, _>>()?;
-        let mut from_subs: Vec<source::Layer> = subs.iter().map(open).collect::<Result<_, _>>()?;
+        // Opened at once: each cache's nix-cache-info is a round trip.
+        let mut opened: Vec<source::Layer> = std::thread::scope(|s| {
+            let running: Vec<_> = self
+                .stores
+                .iter()
+                .chain(&subs)
+                .map(|spec| s.spawn(|| open(spec)))
+                .collect();
+            running
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect::<nix_heft::Result<Vec<_>>>()
+        })?;
+        let mut from_subs = opened.split_off(self.stores.len());
+        let mut layers = opened;
         if auto {
             // Nix's order: by priority, lower first; a `?priority=N` in the
             // URL overrides the cache's `nix-cache-info`; no Priority is 0

@@ -120,7 +120,7 @@ impl Layered {
                     return Ok(Some((i, info)));
                 }
                 Ok(None) => {}
-                Err(e @ Error::UntrustedNarinfo { .. }) => refused.push((i, e)),
+                Err(e @ Error::UntrustedNarinfo(_)) => refused.push((i, e)),
                 Err(e) => return Err(e),
             }
         }

@@ -458,13 +458,15 @@ impl SigPolicy {
                 v.join(", ")
             }
         };
-        Err(crate::Error::UntrustedNarinfo {
-            path: info.store_path.to_string(),
-            cache: cache.to_string(),
-            found: names(&mut v.keys_found.iter().map(String::as_str)),
-            trusted: names(&mut self.keys.names()),
-            why,
-        })
+        Err(crate::Error::UntrustedNarinfo(Box::new(
+            crate::error::Untrusted {
+                path: info.store_path.to_string(),
+                cache: cache.to_string(),
+                found: names(&mut v.keys_found.iter().map(String::as_str)),
+                trusted: names(&mut self.keys.names()),
+                why,
+            },
+        )))
     }
 }
 

@@ -41,6 +41,13 @@ impl FileServer {
     /// Serves `root` like [`FileServer::start`], each NAR after `delay`: a
     /// slow cache, for tests that must act while a reader is mid-way.
     pub fn start_slow(root: &Path, delay: Duration) -> FileServer {
+        FileServer::start_with(root, delay, Duration::ZERO)
+    }
+
+    /// Serves `root` with every answer after `latency` (a cache far away:
+    /// round trips cost it) and each NAR after a further `nar_delay`.
+    pub fn start_with(root: &Path, nar_delay: Duration, latency: Duration) -> FileServer {
+        let delay = nar_delay;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
@@ -50,7 +57,7 @@ impl FileServer {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
                 let (root, log, asked) = (root.clone(), l2.clone(), a2.clone());
-                std::thread::spawn(move || serve(conn, &root, &log, &asked, delay));
+                std::thread::spawn(move || serve(conn, &root, &log, &asked, delay, latency));
             }
         });
         FileServer { port, log, asked }
@@ -98,6 +105,7 @@ fn serve(
     log: &Mutex<Vec<String>>,
     asked: &Mutex<Vec<Asked>>,
     delay: Duration,
+    latency: Duration,
 ) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
@@ -122,6 +130,9 @@ fn serve(
         } else {
             (200, std::fs::read(&file).unwrap())
         };
+        if !latency.is_zero() {
+            std::thread::sleep(latency);
+        }
         if status == 200 && path.starts_with("/nar/") && !delay.is_zero() {
             std::thread::sleep(delay);
         }
