@@ -381,6 +381,42 @@ fn an_untrusted_cache_is_refused_and_accepted_only_when_asked() {
     for p in &s.in_a {
         assert_eq!(j["origins"][p]["signed_by"], key_name(&s.key_a), "{p}");
     }
+    // The same in text, with --show-store: grouped by store.
+    let mut args = base.to_vec();
+    args.extend([
+        "--no-require-sigs",
+        "--show-store",
+        "size",
+        "--top",
+        "100",
+        &f.rocm,
+    ]);
+    let o = heft_in(&scratch("subst-untrusted-text"), &args);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let (_, stores) = o
+        .stdout
+        .split_once("where the paths came from:\n")
+        .unwrap_or_else(|| panic!("{}", o.stdout));
+    let section = |head: &str| -> BTreeSet<String> {
+        let start = stores
+            .find(&format!("  {head}:\n"))
+            .unwrap_or_else(|| panic!("{head} in {stores}"));
+        stores[start..]
+            .lines()
+            .skip(1)
+            .take_while(|l| l.starts_with("    "))
+            .map(|l| l.trim().to_string())
+            .collect()
+    };
+    assert_eq!(
+        section(&format!("{} (signed by {})", a.url(), key_name(&s.key_a))),
+        s.in_a
+    );
+    assert_eq!(
+        section(&format!("{} (no trusted signature)", b.url())),
+        s.in_b
+    );
+    assert_eq!(section(&chroot), s.in_chroot);
 }
 
 /// `--substituters auto`: nix.conf's `substituters` and

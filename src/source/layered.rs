@@ -255,3 +255,79 @@ impl StoreSource for Layered {
         &self.log
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use super::*;
+    use crate::source::PathInfoJson;
+
+    const A: &str = "/nix/store/aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa-a";
+    const B: &str = "/nix/store/bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb-b";
+    const C: &str = "/nix/store/cccccccccccccccccccccccccccccccc-c";
+
+    /// A path-info JSON store of `entries` (path, NAR size, references).
+    fn json_layer(label: &str, entries: &[(&str, u64, &[&str])]) -> Layer {
+        let v: Vec<serde_json::Value> = entries
+            .iter()
+            .map(|(p, n, r)| serde_json::json!({"path": p, "narSize": n, "references": r}))
+            .collect();
+        let source = PathInfoJson::from_bytes(
+            serde_json::to_string(&v).unwrap().as_bytes(),
+            Path::new(label),
+            Default::default(),
+        )
+        .unwrap();
+        Layer {
+            source: Box::new(source),
+            label: label.to_string(),
+        }
+    }
+
+    fn sp(p: &str) -> StorePath {
+        StorePath::parse("/nix/store", p).unwrap()
+    }
+
+    #[test]
+    fn each_path_comes_from_the_first_store_that_holds_it() {
+        // B is in both: the first answers, with its own size.
+        let l = Layered::new(
+            vec![
+                json_layer("first", &[(A, 10, &[B]), (B, 20, &[C])]),
+                json_layer("second", &[(B, 99, &[]), (C, 30, &[])]),
+            ],
+            Default::default(),
+        )
+        .unwrap();
+        let raw = l.closure(&[sp(A)]).unwrap();
+        assert_eq!(raw.len(), 3);
+        assert_eq!(raw.nar_sizes, [10, 20, 30]);
+        let from = |p: &str| l.provenance(&sp(p)).unwrap().store;
+        assert_eq!(
+            (from(A), from(B), from(C)),
+            ("first".into(), "first".into(), "second".into())
+        );
+        let mut all = l.all_paths().unwrap();
+        all.sort();
+        assert_eq!(all, [sp(A), sp(B), sp(C)]);
+    }
+
+    #[test]
+    fn a_path_in_no_store_names_every_store() {
+        let l = Layered::new(
+            vec![
+                json_layer("first.json", &[(A, 10, &[B])]),
+                json_layer("second.json", &[]),
+            ],
+            Default::default(),
+        )
+        .unwrap();
+        let e = l.closure(&[sp(A)]).unwrap_err().to_string();
+        assert!(e.contains("first.json") && e.contains("second.json"), "{e}");
+        assert!(e.contains(B) && e.contains(A), "{e}");
+        let e = l.closure(&[sp(C)]).unwrap_err().to_string();
+        assert!(e.contains("first.json") && e.contains("second.json"), "{e}");
+        assert!(Layered::new(Vec::new(), Default::default()).is_err());
+    }
+}

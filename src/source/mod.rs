@@ -110,12 +110,12 @@ pub struct Provenance {
 }
 
 impl Provenance {
-    /// `STORE` or `STORE (signed by KEY)`, or `(unsigned)` for a narinfo
+    /// `STORE` or `STORE (signed by KEY)`, or `(no trusted signature)` for a narinfo
     /// accepted without a trusted signature: how text output shows it.
     pub fn label(&self) -> String {
         match &self.signed_by {
             Some(k) => format!("{} (signed by {k})", self.store),
-            None if self.store.contains("://") => format!("{} (unsigned)", self.store),
+            None if self.store.contains("://") => format!("{} (no trusted signature)", self.store),
             None => self.store.clone(),
         }
     }
