@@ -691,3 +691,81 @@ fn measure_one_cache_against_two() {
         }
     }
 }
+
+/// As in Nix's substitution, a narinfo the first cache gives but no trusted
+/// key signed is no answer: the next cache is asked, and the refusal is a
+/// warning when that one has the path signed by a trusted key.
+#[test]
+fn a_refused_narinfo_falls_through_to_the_next_store() {
+    let f = fixture();
+    let s = split();
+    let dir = scratch("subst-fallthrough");
+    let (untrusted, trusted) = (dir.join("untrusted"), dir.join("trusted"));
+    for (cache, key) in [(&untrusted, &s.key_a), (&trusted, &s.key_b)] {
+        run(nix()
+            .args(["copy", "--to"])
+            .arg(format!(
+                "file://{}?compression=none&secret-key={}",
+                cache.display(),
+                key.secret.display()
+            ))
+            .arg(&f.rocm));
+    }
+    let (u, t) = (
+        format!("file://{}", untrusted.display()),
+        format!("file://{}", trusted.display()),
+    );
+    let o = heft_in(
+        &scratch("subst-fallthrough-xdg"),
+        &[
+            "--store",
+            &u,
+            "--store",
+            &t,
+            "--trusted-public-keys",
+            &s.key_b.public,
+            "--json",
+            "size",
+            &f.rocm,
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    same(
+        &o.stdout,
+        &heft_run(None, &["--json", "size", &f.rocm]).stdout,
+        "fall-through",
+    );
+    let j: Value = serde_json::from_str(&o.stdout).unwrap();
+    let origins = j["origins"].as_object().unwrap();
+    assert_eq!(origins.len(), closure_set(&f.rocm).len());
+    for (p, o) in origins {
+        assert_eq!(o["store"], t.as_str(), "{p}");
+        assert_eq!(o["signed_by"], key_name(&s.key_b), "{p}");
+    }
+    assert!(
+        o.stderr.contains("refusing the narinfo of") && o.stderr.contains("is taken from"),
+        "{}",
+        o.stderr
+    );
+    assert_eq!(o.stderr.matches("is taken from").count(), 1, "one warning: {}", o.stderr);
+    // Only the untrusted cache: the refusal is the error.
+    let o = heft_in(
+        &scratch("subst-fallthrough-xdg2"),
+        &[
+            "--store",
+            &u,
+            "--store",
+            &s.chroot.display().to_string(),
+            "--trusted-public-keys",
+            &s.key_b.public,
+            "size",
+            &f.rocm,
+        ],
+    );
+    assert_error(&o, "refusing the narinfo of");
+    assert!(
+        o.stderr.contains(&u) && o.stderr.contains(key_name(&s.key_a)),
+        "{}",
+        o.stderr
+    );
+}

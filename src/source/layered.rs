@@ -47,6 +47,9 @@ pub struct Layered {
     answered: Mutex<HashMap<StorePath, usize>>,
     pool: rayon::ThreadPool,
     log: Arc<RunLog>,
+    /// Per layer: a refusal of one of its narinfos was warned about (one
+    /// warning per store, not one per path).
+    warned: Vec<std::sync::atomic::AtomicBool>,
 }
 
 impl Layered {
@@ -75,6 +78,7 @@ impl Layered {
             .build()
             .map_err(|e| Error::Usage(format!("cannot start threads: {e}")))?;
         Ok(Layered {
+            warned: layers.iter().map(|_| Default::default()).collect(),
             layers,
             store_dir,
             answered: Mutex::new(HashMap::new()),
@@ -107,11 +111,14 @@ impl Layered {
             match layer.source.path_info(path) {
                 Ok(Some(info)) => {
                     for (j, e) in &refused {
-                        self.log.warn(format!(
-                            "{e}; {path} is taken from {} instead (refused by {})",
-                            layer.source.describe(),
-                            self.layers[*j].source.describe()
-                        ));
+                        if !self.warned[*j].swap(true, std::sync::atomic::Ordering::Relaxed) {
+                            self.log.warn(format!(
+                                "{e}; {path} is taken from {} instead, and so is every other \
+                                 path {} gives no trusted narinfo for",
+                                layer.source.describe(),
+                                self.layers[*j].source.describe()
+                            ));
+                        }
                     }
                     self.answered
                         .lock()
