@@ -747,7 +747,12 @@ fn a_refused_narinfo_falls_through_to_the_next_store() {
         "{}",
         o.stderr
     );
-    assert_eq!(o.stderr.matches("is taken from").count(), 1, "one warning: {}", o.stderr);
+    assert_eq!(
+        o.stderr.matches("is taken from").count(),
+        1,
+        "one warning: {}",
+        o.stderr
+    );
     // Only the untrusted cache: the refusal is the error.
     let o = heft_in(
         &scratch("subst-fallthrough-xdg2"),

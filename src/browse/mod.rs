@@ -142,6 +142,10 @@ pub struct App<'g> {
     pub status: String,
     /// No colours, only emphasis (NO_COLOR).
     pub no_color: bool,
+    /// Where each path came from (the store, and the key that signed its
+    /// narinfo), by node id, as the details pane shows it; empty when the
+    /// store does not say (a single local store).
+    pub origins: Vec<Option<String>>,
 }
 
 impl<'g> App<'g> {
@@ -189,6 +193,7 @@ impl<'g> App<'g> {
             progress: (0, 0),
             status: String::new(),
             no_color,
+            origins: Vec::new(),
         };
         app.refill();
         app

@@ -159,6 +159,11 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
             Style::default().add_modifier(Modifier::BOLD),
         )),
         Line::from(g.path(v).to_string()),
+    ];
+    if let Some(Some(o)) = app.origins.get(v as usize) {
+        out.push(Line::from(format!("from    {o}")));
+    }
+    out.extend([
         Line::from(""),
         Line::from(format!("added   {}", iec(app.added[v as usize]))),
         Line::from(format!("self    {}", iec(g.nar_size(v)))),
@@ -173,7 +178,7 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
             g.referrers(v).len()
         )),
         Line::from(""),
-    ];
+    ]);
     let from = match app.focus {
         Focus::References => app.current.map(|c| (c, v)),
         Focus::Referrers => app.current.map(|c| (v, c)),
