@@ -353,8 +353,6 @@ fn details_show_where_the_path_came_from() {
         app.origins
     );
     let s = screen(&app);
-    assert!(
-        s.contains("│from    file://") || s.contains("│from "),
-        "{s}"
-    );
+    // The pane wraps the URL onto the next lines.
+    assert!(s.contains("│from "), "{s}");
 }
