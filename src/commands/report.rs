@@ -129,6 +129,9 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         problems,
     );
     model.traces = traces.as_ref().map(|t| t.names());
+    for (p, node) in g.paths().iter().zip(&mut model.paths) {
+        node.origin = src.provenance(p).map(|o| o.label());
+    }
     if let Some(bg) = before {
         let d = nix_heft::diff::diff(&bg, &g);
         // BEFORE is read only for the edges that held the paths that
