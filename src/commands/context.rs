@@ -308,7 +308,8 @@ impl Context {
         report: &R,
         opts: TextOptions,
     ) -> anyhow::Result<ExitCode> {
-        if !self.json && !self.show_store {
+        // A store that names no origins (a local store) costs nothing.
+        if (!self.json && !self.show_store) || !src.has_provenance() {
             return self.emit(report, opts);
         }
         let mut value = serde_json::to_value(report)?;

@@ -199,6 +199,10 @@ impl PathMetadata for BinaryCache {
         format!("binary cache file://{}", self.dir.display())
     }
 
+    fn has_provenance(&self) -> bool {
+        true
+    }
+
     fn provenance(&self, path: &StorePath) -> Option<Provenance> {
         let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
         known.get(path).map(|(_, signed_by)| Provenance {

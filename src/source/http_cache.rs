@@ -335,6 +335,10 @@ impl PathMetadata for HttpCache {
         format!("binary cache {}", self.base)
     }
 
+    fn has_provenance(&self) -> bool {
+        true
+    }
+
     fn provenance(&self, path: &StorePath) -> Option<Provenance> {
         let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
         known.get(path).map(|(_, signed_by)| Provenance {

@@ -168,6 +168,10 @@ impl PathMetadata for Layered {
         }
     }
 
+    fn has_provenance(&self) -> bool {
+        true
+    }
+
     fn provenance(&self, path: &StorePath) -> Option<Provenance> {
         let i = *self
             .answered

@@ -161,6 +161,12 @@ pub trait PathMetadata: Send + Sync {
     fn provenance(&self, _path: &StorePath) -> Option<Provenance> {
         None
     }
+    /// Whether [`PathMetadata::provenance`] can say anything at all, so
+    /// that a report over a store that cannot (a local store) skips
+    /// looking.
+    fn has_provenance(&self) -> bool {
+        false
+    }
     /// Every valid path the source holds; used to match names and globs.
     fn all_paths(&self) -> Result<Vec<StorePath>>;
     /// The closure of `roots`: every path reachable through references, each
