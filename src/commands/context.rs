@@ -312,18 +312,22 @@ impl Context {
         if (!self.json && !self.show_store) || !src.has_provenance() {
             return self.emit(report, opts);
         }
-        let mut value = serde_json::to_value(report)?;
-        let origins = origins_of(src, &value);
+        let origins = origins_of(src, &serde_json::to_value(report)?);
         if origins.is_empty() {
             return self.emit(report, opts);
         }
         let mut out = std::io::stdout().lock();
         if self.json {
-            if let serde_json::Value::Object(m) = &mut value {
-                m.insert("origins".into(), serde_json::to_value(&origins)?);
-            }
-            serde_json::to_writer(&mut out, &value)?;
-            writeln!(out)?;
+            // `origins` appended as the last key: the report's own keys stay
+            // in the order its struct gives them, as without origins.
+            let text = serde_json::to_string(report)?;
+            let body = text
+                .strip_suffix('}')
+                .ok_or_else(|| anyhow::anyhow!("a report's JSON is not an object"))?;
+            let sep = if body == "{" { "" } else { "," };
+            write!(out, "{body}{sep}\"origins\":")?;
+            serde_json::to_writer(&mut out, &origins)?;
+            writeln!(out, "}}")?;
         } else {
             out.write_all(report.render_text(&opts).as_bytes())?;
             let mut by_store: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
