@@ -774,3 +774,42 @@ fn a_refused_narinfo_falls_through_to_the_next_store() {
         o.stderr
     );
 }
+
+/// A local store asked first that holds the whole closure answers for all
+/// of it, in one read of its database: no cache is asked anything but its
+/// `nix-cache-info`, and every path says it came from the local store.
+#[test]
+fn a_local_store_first_that_holds_everything_answers_alone() {
+    let f = fixture();
+    let s = split();
+    let a = FileServer::start(&s.cache_a);
+    let chroot = f.chroot.display().to_string();
+    let o = heft_in(
+        &scratch("subst-local-all"),
+        &[
+            "--store",
+            &chroot,
+            "--store",
+            &a.url(),
+            "--trusted-public-keys",
+            &trust(s),
+            "--json",
+            "why",
+            &f.rocm,
+            "glibc",
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    same(
+        &o.stdout,
+        &heft_run(None, &["--json", "why", &f.rocm, "glibc"]).stdout,
+        "local first",
+    );
+    let asked: Vec<String> = a.asked().into_iter().map(|x| x.path).collect();
+    assert_eq!(asked, ["/nix-cache-info"], "{asked:?}");
+    let j: Value = serde_json::from_str(&o.stdout).unwrap();
+    for (p, o) in j["origins"].as_object().unwrap() {
+        assert_eq!(o["store"], chroot.as_str(), "{p}");
+        assert_eq!(o["signed_by"], Value::Null, "{p}");
+    }
+}

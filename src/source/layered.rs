@@ -43,8 +43,9 @@ pub struct Layer {
 pub struct Layered {
     layers: Vec<Layer>,
     store_dir: String,
-    /// Which layer answered for each path looked up so far.
-    answered: Mutex<HashMap<StorePath, usize>>,
+    /// Which layer answered for each path looked up so far, and what it
+    /// said.
+    answered: Mutex<HashMap<StorePath, (usize, PathInfo)>>,
     pool: rayon::ThreadPool,
     log: Arc<RunLog>,
     /// Per layer: a refusal of one of its narinfos was warned about (one
@@ -95,16 +96,13 @@ impl Layered {
     /// The layer that holds `path` (asking the stores in order if it was
     /// not looked up yet), with its metadata.
     fn find(&self, path: &StorePath) -> Result<Option<(usize, PathInfo)>> {
-        let known = self
+        if let Some(known) = self
             .answered
             .lock()
             .unwrap_or_else(|e| e.into_inner())
             .get(path)
-            .copied();
-        if let Some(i) = known
-            && let Some(info) = self.layers[i].source.path_info(path)?
         {
-            return Ok(Some((i, info)));
+            return Ok(Some(known.clone()));
         }
         let mut refused: Vec<(usize, Error)> = Vec::new();
         for (i, layer) in self.layers.iter().enumerate() {
@@ -123,7 +121,7 @@ impl Layered {
                     self.answered
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
-                        .insert(path.clone(), i);
+                        .insert(path.clone(), (i, info.clone()));
                     return Ok(Some((i, info)));
                 }
                 Ok(None) => {}
@@ -135,6 +133,41 @@ impl Layered {
             Some((_, e)) => Err(e),
             None => Ok(None),
         }
+    }
+
+    /// When the first store is closed under references (a local store),
+    /// the part of the closure it holds, read in one call (one database
+    /// snapshot, its own fast path) and remembered as its answers: every
+    /// path reachable from a root it holds is in it, and it is asked
+    /// first. The level-by-level walk then finds those paths known.
+    fn first_layer_closure(&self, roots: &[StorePath]) -> Result<()> {
+        let first = &self.layers[0].source;
+        if !first.closure_closed() {
+            return Ok(());
+        }
+        let mut held = Vec::new();
+        for r in roots {
+            if first.is_valid(r)? {
+                held.push(r.clone());
+            }
+        }
+        if held.is_empty() {
+            return Ok(());
+        }
+        let raw = first.closure(&held)?;
+        let mut answered = self.answered.lock().unwrap_or_else(|e| e.into_inner());
+        for (k, p) in raw.paths.iter().enumerate() {
+            let info = PathInfo {
+                path: p.clone(),
+                nar_size: raw.nar_sizes[k],
+                references: raw.references[k]
+                    .iter()
+                    .map(|&r| raw.paths[r as usize].clone())
+                    .collect(),
+            };
+            answered.insert(p.clone(), (0, info));
+        }
+        Ok(())
     }
 
     /// The store that answered for `path`, once it is known.
@@ -173,11 +206,12 @@ impl PathMetadata for Layered {
     }
 
     fn provenance(&self, path: &StorePath) -> Option<Provenance> {
-        let i = *self
+        let i = self
             .answered
             .lock()
             .unwrap_or_else(|e| e.into_inner())
-            .get(path)?;
+            .get(path)?
+            .0;
         let layer = &self.layers[i];
         // A local store vouches for itself; it is still named, so that a
         // report over several stores says where each path came from.
@@ -217,6 +251,7 @@ impl PathMetadata for Layered {
     /// level costs as many round trips as the deepest store it needs.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
         let describe = self.describe();
+        self.first_layer_closure(roots)?;
         self.pool.install(|| {
             super::closure_by_levels(
                 roots,

@@ -167,6 +167,14 @@ pub trait PathMetadata: Send + Sync {
     fn has_provenance(&self) -> bool {
         false
     }
+    /// Whether every reference of a path the source holds is a path it
+    /// holds: true of a store's database (Nix registers a path only after
+    /// its references), not of a binary cache, which may lack some. A
+    /// layered source then reads such a store's part of a closure in one
+    /// [`PathMetadata::closure`] call.
+    fn closure_closed(&self) -> bool {
+        false
+    }
     /// Every valid path the source holds; used to match names and globs.
     fn all_paths(&self) -> Result<Vec<StorePath>>;
     /// The closure of `roots`: every path reachable through references, each
