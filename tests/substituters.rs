@@ -813,3 +813,29 @@ fn a_local_store_first_that_holds_everything_answers_alone() {
         assert_eq!(o["signed_by"], Value::Null, "{p}");
     }
 }
+
+/// A nix.conf nix-heft cannot read (an `include` of a missing file, an
+/// error in Nix too) fails only runs that need its keys: a chroot store
+/// opens, a binary cache is an error naming the file.
+#[test]
+fn an_unreadable_nix_conf_fails_only_binary_caches() {
+    let f = fixture();
+    let xdg = scratch("subst-badconf");
+    let (home, conf) = (xdg.join("home"), xdg.join("conf"));
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::create_dir_all(&conf).unwrap();
+    std::fs::write(conf.join("nix.conf"), "include missing.conf\n").unwrap();
+    let env = [
+        ("XDG_CACHE_HOME", xdg.to_str().unwrap()),
+        ("HOME", home.to_str().unwrap()),
+        ("NIX_CONF_DIR", conf.to_str().unwrap()),
+        ("NIX_CONFIG", ""),
+    ];
+    let chroot = f.chroot.display().to_string();
+    let o = heft_run_env(&env, Some(&chroot), &["size", f.small("top")]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let cache = format!("file://{}", f.cache.display());
+    let o = heft_run_env(&env, Some(&cache), &["size", f.small("top")]);
+    assert_error(&o, "missing.conf");
+    assert!(o.stderr.contains("nix.conf"), "{}", o.stderr);
+}

@@ -102,12 +102,29 @@ impl Context {
     pub fn open_store(&self, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSource>> {
         // Each store its own log, so that a command reading two stores
         // (diff's BEFORE and AFTER) prints each one's warnings once.
+        self.open_trusting(spec, Default::default())
+    }
+
+    /// Opens `spec` with the run's signature policy, writing to `log`. When
+    /// the policy cannot be made (a nix.conf nix-heft cannot read, a bad
+    /// key), that is the error only for a store that checks narinfos: a
+    /// local store, chroot store or path-info JSON needs no key, and opens.
+    fn open_trusting(
+        &self,
+        spec: Option<&str>,
+        log: std::sync::Arc<source::RunLog>,
+    ) -> nix_heft::Result<Box<dyn StoreSource>> {
+        let policy = self.trust.policy();
         let opts = source::OpenOptions {
-            log: Default::default(),
-            signatures: Some(self.trust.policy()?),
+            log,
+            signatures: policy.as_ref().ok().cloned(),
             ..self.open.clone()
         };
-        source::open_with(spec, &opts)
+        let store = source::open_with(spec, &opts)?;
+        match policy {
+            Err(e) if store.has_provenance() => Err(e),
+            _ => Ok(store),
+        }
     }
 
     /// The store `--store` names (the local store by default), or, when
@@ -136,14 +153,10 @@ impl Context {
         }
         // One log for every store, so that warnings and download counts
         // of the run are read in one place.
-        let opts = source::OpenOptions {
-            log: Default::default(),
-            signatures: Some(self.trust.policy()?),
-            ..self.open.clone()
-        };
+        let log: std::sync::Arc<source::RunLog> = Default::default();
         let open = |spec: &String| -> nix_heft::Result<source::Layer> {
             Ok(source::Layer {
-                source: source::open_with(Some(spec), &opts)?,
+                source: self.open_trusting(Some(spec), std::sync::Arc::clone(&log))?,
                 label: spec.clone(),
             })
         };
@@ -170,7 +183,7 @@ impl Context {
             from_subs.sort_by_key(|l| url_priority(&l.label).or(l.source.priority()).unwrap_or(0));
         }
         layers.extend(from_subs);
-        Ok(Box::new(source::Layered::new(layers, opts.log)?))
+        Ok(Box::new(source::Layered::new(layers, log)?))
     }
 
     /// The store a `--before-store` / `--after-store` flag names, if given.
