@@ -838,4 +838,13 @@ fn an_unreadable_nix_conf_fails_only_binary_caches() {
     let o = heft_run_env(&env, Some(&cache), &["size", f.small("top")]);
     assert_error(&o, "missing.conf");
     assert!(o.stderr.contains("nix.conf"), "{}", o.stderr);
+    // A bad key on the command line is a usage error, whatever the store.
+    for store in [&chroot, &cache] {
+        let o = heft_run_env(
+            &env,
+            Some(store),
+            &["--trusted-public-keys", "nokey", "size", f.small("top")],
+        );
+        assert_usage_error(&o, "--trusted-public-keys");
+    }
 }

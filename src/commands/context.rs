@@ -107,14 +107,19 @@ impl Context {
 
     /// Opens `spec` with the run's signature policy, writing to `log`. When
     /// the policy cannot be made (a nix.conf nix-heft cannot read, a bad
-    /// key), that is the error only for a store that checks narinfos: a
-    /// local store, chroot store or path-info JSON needs no key, and opens.
+    /// key in nix.conf), that is the error only for a store that checks
+    /// narinfos: a local store, chroot store or path-info JSON needs no
+    /// key, and opens. A bad `--trusted-public-keys` is a usage error
+    /// whatever the store.
     fn open_trusting(
         &self,
         spec: Option<&str>,
         log: std::sync::Arc<source::RunLog>,
     ) -> nix_heft::Result<Box<dyn StoreSource>> {
         let policy = self.trust.policy();
+        if let Err(e @ nix_heft::Error::Usage(_)) = policy {
+            return Err(e);
+        }
         let opts = source::OpenOptions {
             log,
             signatures: policy.as_ref().ok().cloned(),
