@@ -848,3 +848,88 @@ fn an_unreadable_nix_conf_fails_only_binary_caches() {
         assert_usage_error(&o, "--trusted-public-keys");
     }
 }
+
+/// Narinfos Nix trusts unsigned, because their `CA` field proves their
+/// store path: a text path (`builtins.toFile`), a recursive and a flat
+/// fixed-output path (`builtins.path`). Accepted with no signature and no
+/// warning, `content_addressed` in the JSON; with the content address
+/// edited, refused. `nix store verify --sigs-needed 1` agrees on each.
+#[test]
+fn content_addressed_narinfos_need_no_signature() {
+    let dir = scratch("subst-ca");
+    let src = dir.join("src");
+    std::fs::create_dir_all(src.join("sub")).unwrap();
+    std::fs::write(src.join("sub/a.txt"), "content-addressed source\n").unwrap();
+    std::fs::write(dir.join("flat.txt"), "a flat file\n").unwrap();
+    let expr = format!(
+        r#"[ (builtins.toFile "heft-ca-text" "hello, content address\n")
+            (builtins.path {{ path = {}; name = "heft-ca-source"; }})
+            (builtins.path {{ path = {}; name = "heft-ca-flat"; recursive = false; }}) ]"#,
+        src.display(),
+        dir.join("flat.txt").display()
+    );
+    let out = run(std::process::Command::new("nix-instantiate").args([
+        "--eval",
+        "--strict",
+        "--json",
+        "--read-write-mode",
+        "-E",
+        &expr,
+    ]));
+    let paths: Vec<String> = serde_json::from_str(&out).unwrap();
+    let cache = dir.join("cache");
+    run(nix()
+        .args(["copy", "--to"])
+        .arg(format!("file://{}?compression=none", cache.display()))
+        .args(&paths));
+    let url = format!("file://{}", cache.display());
+    let verify = |p: &str| {
+        nix()
+            .args(["store", "verify", "--no-contents", "--sigs-needed", "1"])
+            .args([
+                "--trusted-public-keys",
+                &test_key().public,
+                "--store",
+                &url,
+                p,
+            ])
+            .output()
+            .unwrap()
+            .status
+            .success()
+    };
+    for (p, kind) in paths
+        .iter()
+        .zip(["CA: text:", "CA: fixed:r:", "CA: fixed:sha256:"])
+    {
+        let file = cache.join(format!("{}.narinfo", hash_of(p)));
+        let text = std::fs::read_to_string(&file).unwrap();
+        assert!(text.contains(kind) && !text.contains("Sig:"), "{text}");
+        assert!(verify(p), "Nix trusts {p} unsigned");
+        let o = heft_in(
+            &scratch(&format!("subst-ca-xdg-{}", &p[11..19])),
+            &["--store", &url, "--json", "size", p],
+        );
+        assert_eq!(o.code, 0, "{p}: {}", o.stderr);
+        assert!(!o.stderr.contains("warning"), "{p}: {}", o.stderr);
+        let j: Value = serde_json::from_str(&o.stdout).unwrap();
+        assert_eq!(j["origins"][p]["content_addressed"], true, "{p}: {j}");
+        assert_eq!(j["origins"][p]["signed_by"], Value::Null, "{p}: {j}");
+        // Another content address: the path is no longer proved.
+        let ca = text.lines().find(|l| l.starts_with("CA: ")).unwrap();
+        let last = ca.len() - 1;
+        let flipped = if &ca[last..] == "0" { "1" } else { "0" };
+        std::fs::write(
+            &file,
+            text.replace(ca, &format!("{}{flipped}", &ca[..last])),
+        )
+        .unwrap();
+        assert!(!verify(p), "Nix refuses {p} with its CA edited");
+        let o = heft_in(
+            &scratch(&format!("subst-ca-xdg2-{}", &p[11..19])),
+            &["--store", &url, "size", p],
+        );
+        assert_error(&o, &format!("refusing the narinfo of {p}"));
+        std::fs::write(&file, &text).unwrap();
+    }
+}

@@ -205,9 +205,10 @@ impl PathMetadata for BinaryCache {
 
     fn provenance(&self, path: &StorePath) -> Option<Provenance> {
         let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
-        known.get(path).map(|(_, signed_by)| Provenance {
+        known.get(path).map(|(info, signed_by)| Provenance {
             store: self.url(),
             signed_by: signed_by.clone(),
+            content_addressed: signed_by.is_none() && super::signature::content_addressed(info),
         })
     }
 

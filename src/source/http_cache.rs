@@ -341,9 +341,10 @@ impl PathMetadata for HttpCache {
 
     fn provenance(&self, path: &StorePath) -> Option<Provenance> {
         let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
-        known.get(path).map(|(_, signed_by)| Provenance {
+        known.get(path).map(|(info, signed_by)| Provenance {
             store: self.base.clone(),
             signed_by: signed_by.clone(),
+            content_addressed: signed_by.is_none() && super::signature::content_addressed(info),
         })
     }
 

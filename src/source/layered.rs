@@ -218,6 +218,7 @@ impl PathMetadata for Layered {
         Some(layer.source.provenance(path).unwrap_or_else(|| Provenance {
             store: layer.label.clone(),
             signed_by: None,
+            content_addressed: false,
         }))
     }
 

@@ -104,17 +104,23 @@ pub struct Provenance {
     /// `file:///srv/cache`).
     pub store: String,
     /// The trusted key whose signature of the narinfo verified; `None`
-    /// when it was accepted unsigned (`--no-require-sigs`) or the store
-    /// needs none.
+    /// when it was accepted unsigned (`--no-require-sigs`), is
+    /// `content_addressed`, or the store needs none.
     pub signed_by: Option<String>,
+    /// Trusted unsigned because its `CA` field proves its store path, as
+    /// Nix trusts it (`source::signature::content_addressed`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content_addressed: bool,
 }
 
 impl Provenance {
-    /// `STORE` or `STORE (signed by KEY)`, or `(no trusted signature)` for a narinfo
-    /// accepted without a trusted signature: how text output shows it.
+    /// `STORE` or `STORE (signed by KEY)`, `(content-addressed)`, or `(no
+    /// trusted signature)` for a narinfo accepted without one: how text
+    /// output shows it.
     pub fn label(&self) -> String {
         match &self.signed_by {
             Some(k) => format!("{} (signed by {k})", self.store),
+            None if self.content_addressed => format!("{} (content-addressed)", self.store),
             None if self.store.contains("://") => format!("{} (no trusted signature)", self.store),
             None => self.store.clone(),
         }

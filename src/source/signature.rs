@@ -33,8 +33,13 @@
 //! libsodium's `crypto_sign_verify_detached` that Nix calls (both refuse
 //! non-canonical and small-order points); no cryptography is done here.
 //!
-//! Not handled (yet): Nix also accepts an unsigned narinfo whose `CA:`
-//! field proves the store path (`ValidPathInfo::isContentAddressed`).
+//! * Before any signature, Nix trusts a narinfo whose `CA:` field proves
+//!   its store path (`ValidPathInfo::isContentAddressed`, path-info.cc;
+//!   `makeTextPath`/`makeFixedOutputPath`, store-api.cc): the path is
+//!   recomputed from the content address, the name and the references,
+//!   and must be the one described. [`content_addressed`] does the same
+//!   for `text:` and `fixed:` SHA-256 addresses (other algorithms are not
+//!   recomputed, and such a narinfo needs a signature).
 
 use std::fmt;
 use std::path::Path;
@@ -225,6 +230,79 @@ impl TrustedKeys {
     pub fn is_empty(&self) -> bool {
         self.keys.is_empty()
     }
+}
+
+/// Whether the narinfo's `CA` field proves its store path, so that Nix
+/// trusts it unsigned (see the module docs): `text:sha256:H` is
+/// `makeTextPath(name, H, references)`, `fixed:r:sha256:H` is
+/// `makeFixedOutputPath` of a recursive SHA-256 (type `source`, a self
+/// reference as `:self`), `fixed:sha256:H` a flat one (type `output:out`
+/// over `fixed:out:sha256:<hex>:`, no references allowed).
+pub fn content_addressed(info: &NarInfo) -> bool {
+    use sha2::{Digest, Sha256};
+    let Some(ca) = info.ca.as_deref() else {
+        return false;
+    };
+    let (kind, rest) = match ca.split_once(':') {
+        Some(("text", rest)) => ("text", rest),
+        Some(("fixed", rest)) => match rest.strip_prefix("r:") {
+            Some(r) => ("recursive", r),
+            None => ("flat", rest),
+        },
+        _ => return false,
+    };
+    let Some(hash) = rest.strip_prefix("sha256:") else {
+        return false;
+    };
+    let Ok(hash) = NarHash::parse(&format!("sha256:{hash}")) else {
+        return false;
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let path = &info.store_path;
+    let store_dir = path.store_dir();
+    let mut refs: Vec<&str> = info
+        .references
+        .iter()
+        .filter(|r| *r != path)
+        .map(|r| r.as_str())
+        .collect();
+    refs.sort_unstable();
+    refs.dedup();
+    let self_ref = info.references.iter().any(|r| r == path);
+    let typed = |t: &str| {
+        let mut s = t.to_string();
+        for r in &refs {
+            s.push(':');
+            s.push_str(r);
+        }
+        s
+    };
+    let (ty, inner) = match kind {
+        // Text paths cannot refer to themselves.
+        "text" if !self_ref => (typed("text"), hex(&hash.0)),
+        "recursive" => {
+            let mut t = typed("source");
+            if self_ref {
+                t.push_str(":self");
+            }
+            (t, hex(&hash.0))
+        }
+        "flat" if refs.is_empty() && !self_ref => {
+            let fixed = format!("fixed:out:sha256:{}:", hex(&hash.0));
+            (
+                "output:out".to_string(),
+                hex(&Sha256::digest(fixed.as_bytes())),
+            )
+        }
+        _ => return false,
+    };
+    let s = format!("{ty}:sha256:{inner}:{store_dir}:{}", path.name());
+    let digest = Sha256::digest(s.as_bytes());
+    let mut compressed = [0u8; 20];
+    for (i, b) in digest.iter().enumerate() {
+        compressed[i % 20] ^= b;
+    }
+    crate::nixbase32::encode(&compressed) == path.hash_part()
 }
 
 /// The bytes Nix signs for a narinfo (see the module docs).
@@ -433,6 +511,10 @@ impl SigPolicy {
         if let Some(k) = v.signed_by {
             return Ok(Some(k));
         }
+        // Trusted as Nix trusts it: its path is its content's address.
+        if content_addressed(info) {
+            return Ok(None);
+        }
         let why = v
             .problems
             .iter()
@@ -473,6 +555,43 @@ impl SigPolicy {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A path `builtins.toFile "heft-ca-probe" "hello ca\n"` made, its
+    /// narinfo as `nix copy` wrote it unsigned (Nix 2.8, which accepts it:
+    /// `nix store verify --sigs-needed 1`); tests/substituters.rs checks
+    /// more kinds against Nix.
+    #[test]
+    fn a_text_path_is_proved_by_its_content_address() {
+        let text = "StorePath: /nix/store/ihdgm6fsbz4hc8wnazm67l1ss9dq0wis-heft-ca-probe\n\
+URL: nar/x.nar.xz\nCompression: xz\n\
+NarHash: sha256:1b25p565bqlixnc4rz5gq341id9l3acr2r2xcw680f71f28yjgvl\n\
+NarSize: 128\nReferences: \n\
+CA: text:sha256:1ffb67ynwdxr2p5rvycx7prnzdrb65g7ljq8xg2bsm1fz7kx0y4f\n";
+        let info = NarInfo::parse(text, "/nix/store", Path::new("t")).unwrap();
+        assert!(content_addressed(&info));
+        // Another content, another name, a reference added: not proved.
+        for edited in [
+            text.replace("1ffb67", "1ffb68"),
+            text.replace("-heft-ca-probe", "-heft-ca-probf"),
+            text.replace(
+                "References: ",
+                "References: hh8rrl9zyj2zn11rk4kjmydn879vzcdh-glibc-2.36",
+            ),
+            text.replace("CA: text:", "CA: fixed:r:"),
+            text.replace("CA: text:sha256:", "CA: text:sha1:"),
+        ] {
+            let info = NarInfo::parse(&edited, "/nix/store", Path::new("t")).unwrap();
+            assert!(!content_addressed(&info), "{edited}");
+        }
+        let policy = SigPolicy::new(TrustedKeys::default(), true);
+        let info = NarInfo::parse(text, "/nix/store", Path::new("t")).unwrap();
+        assert_eq!(
+            policy
+                .check(&info, "file:///c", &Default::default())
+                .unwrap(),
+            None
+        );
+    }
 
     // Written by Nix 2.8: `nix-store --generate-binary-cache-key test-1`,
     // then `nix copy --to 'file://…?secret-key=…'` of a path referring to
