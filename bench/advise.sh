@@ -19,12 +19,17 @@ done
 heft="$repo/target/release/nix-heft"
 root="$(nix-build "$here/scan.nix" --option sandbox false --option substituters '' \
   --out-link "${TMPDIR:-/tmp}/nix-heft-bench-scan")"
-cache="$data/scan-cache-zstd"
+# Signed, as nix-heft refuses unsigned narinfos; the example's and this
+# cache's keys are trusted through NIX_CONFIG (which an older build ignores).
+cache="$data/scan-cache-zstd-signed"
+key="$data/bench-key"
+mkdir -p "$data"
+[ -f "$key.sec" ] || nix-store --generate-binary-cache-key nix-heft-bench-1 "$key.sec" "$key.pub"
 if [ ! -f "$cache/nix-cache-info" ]; then
-  mkdir -p "$data"
   nix --extra-experimental-features nix-command copy \
-    --to "file://$cache?compression=zstd" "$root"
+    --to "file://$cache?compression=zstd&secret-key=$key.sec" "$root"
 fi
+export NIX_CONFIG="trusted-public-keys = $(cat "$key.pub") $(cat "$repo/examples/rocm-mini/cache.pub")"
 echo "cache: $(du -sb "$cache" | cut -f1) bytes of zstd NARs for $(nix-store -qR "$root" | wc -l) paths"
 example="$repo/examples/rocm-mini/cache"
 example_root="$(cat "$repo/examples/rocm-mini/ROOT")"

@@ -21,6 +21,8 @@ store="$data/store-100000-s1"
 scan="$(nix-build "$here/scan.nix" --option sandbox false --option substituters '' \
   --out-link "${TMPDIR:-/tmp}/nix-heft-bench-scan")"
 example="$repo/examples/rocm-mini/cache"
+# The example cache is signed; its key trusted as a user's nix.conf would.
+export NIX_CONFIG="trusted-public-keys = $(cat "$repo/examples/rocm-mini/cache.pub")"
 example_root="$(cat "$repo/examples/rocm-mini/ROOT")"
 pair() { # LABEL TIMEOUT ARGS...: this build against the other on the same arguments
   local label="$1" timeout="$2"; shift 2

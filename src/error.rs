@@ -3,6 +3,21 @@
 
 use std::path::PathBuf;
 
+/// What [`Error::UntrustedNarinfo`] names (boxed: errors stay small).
+#[derive(Debug)]
+pub struct Untrusted {
+    /// The store path described.
+    pub path: String,
+    /// The cache (its URL).
+    pub cache: String,
+    /// The key names of the narinfo's well-formed signatures, or "none".
+    pub found: String,
+    /// The names of the trusted keys, or "none".
+    pub trusted: String,
+    /// What is wrong with each signature, or that there is none.
+    pub why: String,
+}
+
 /// Errors from reading stores and resolving roots.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
@@ -93,6 +108,16 @@ pub enum Error {
         /// The file that was looked for.
         file: PathBuf,
     },
+    /// A binary cache's narinfo without a valid signature by a trusted key,
+    /// while signatures are required.
+    #[error(
+        "refusing the narinfo of {} from {}: it has no valid signature by a \
+         trusted key ({}; signatures by: {}; trusted keys: {}); trust the \
+         cache's key with --trusted-public-keys or nix.conf's trusted-public-keys, or accept \
+         such narinfos with --no-require-sigs",
+        .0.path, .0.cache, .0.why, .0.found, .0.trusted
+    )]
+    UntrustedNarinfo(Box<Untrusted>),
     /// A narinfo file that does not parse.
     #[error("corrupt narinfo {file}: {reason}")]
     BadNarinfo {
@@ -265,6 +290,10 @@ pub enum Error {
         /// What is wrong with it.
         reason: String,
     },
+    /// Nix's configuration (nix.conf, `NIX_CONFIG`) cannot be read as Nix
+    /// reads it, or a setting nix-heft uses is invalid.
+    #[error("nix.conf: {0}")]
+    NixConf(String),
     /// A trace file (`--trace`) that cannot be read or does not parse.
     #[error("cannot use trace file {}: {reason}", file.display())]
     BadTrace {

@@ -20,13 +20,39 @@ struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
     /// `local?root=DIR`, a binary cache (`file:///path` or a directory with
     /// nix-cache-info, or `http://…` / `https://…`), or a file of
-    /// `nix path-info --json` output.
+    /// `nix path-info --json` output. Given several times, the stores are
+    /// read as one, as Nix reads its substituters: each path from the first
+    /// store, in the order given, that holds it (name `local` first to have
+    /// the local store asked before caches).
     #[arg(long, global = true, value_name = "STORE")]
-    store: Option<String>,
+    store: Vec<String>,
+    /// Stores asked after those of `--store`, space-separated, in Nix's
+    /// spelling (`--substituters 'https://a https://b'`); `auto` is
+    /// nix.conf's `substituters` and `extra-substituters`, ordered by each
+    /// cache's `Priority` as Nix orders them. The local store is only read
+    /// when `--store local` names it.
+    #[arg(long, global = true, value_name = "URLS")]
+    substituters: Option<String>,
+    /// End text output with which store each path shown came from, and the
+    /// key that signed its narinfo (`--json` always says, in `origins`).
+    #[arg(long, global = true)]
+    show_store: bool,
     /// netrc file with credentials for HTTP caches (default: nix.conf's
     /// `netrc-file`, then ~/.netrc).
     #[arg(long, global = true, value_name = "FILE")]
     netrc_file: Option<std::path::PathBuf>,
+    /// Public keys whose signatures make a binary cache's narinfo trusted,
+    /// space-separated `NAME:BASE64` as `nix-store
+    /// --generate-binary-cache-key` writes them (default: nix.conf's
+    /// `trusted-public-keys` and `extra-trusted-public-keys`, which Nix
+    /// starts from cache.nixos.org's key). Local stores need none.
+    #[arg(long, global = true, value_name = "KEYS")]
+    trusted_public_keys: Option<String>,
+    /// Accept narinfos of binary caches without a valid signature by a
+    /// trusted key, with one warning (as nix.conf's `require-sigs = false`).
+    /// By default they are refused, as Nix refuses them.
+    #[arg(long, global = true)]
+    no_require_sigs: bool,
     /// Fetch narinfos and listings from HTTP caches again instead of using
     /// the local cache ($XDG_CACHE_HOME/nix-heft).
     #[arg(long, global = true)]
@@ -203,7 +229,10 @@ fn main() -> ExitCode {
 /// `completions` and `man`, `check` may take it from its config file).
 fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     let ctx = commands::Context {
-        store: cli.store.clone(),
+        store: cli.store.first().cloned(),
+        stores: cli.store.clone(),
+        substituters: cli.substituters.clone(),
+        show_store: cli.show_store,
         open: nix_heft::source::OpenOptions {
             netrc_file: cli.netrc_file.clone(),
             refresh: cli.refresh,
@@ -214,6 +243,11 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         color: cli.color,
         installables: cli.installables.options(),
         derivation: false,
+        trust: commands::context::TrustFlags {
+            trusted_public_keys: cli.trusted_public_keys.clone(),
+            no_require_sigs: cli.no_require_sigs,
+            ..Default::default()
+        },
     };
     match &cli.command {
         Command::Size(args) => commands::size::run(&ctx, args),

@@ -3,9 +3,9 @@
 //! `extra-` rules, so that `--substituters auto` and the trusted keys mean
 //! what they mean to `nix`.
 //!
-//! Not wired in yet: issue 24 (several stores, signatures) will read
-//! `substituters`, `trusted-public-keys`, `require-sigs` and `netrc-file`
-//! from here.
+//! The command layer reads `substituters` (`--substituters auto`),
+//! `trusted-public-keys` and `require-sigs` (the signature policy) from
+//! here, and `source::netrc` reads `netrc-file`.
 //!
 //! The rules, as Nix 2.8 applies them (`loadConfFile` and
 //! `getUserConfigFiles` in libstore/globals.cc, `AbstractConfig::applyConfig`

@@ -64,12 +64,13 @@ fn bomb_cache(name: &str, compression: &str) -> (std::path::PathBuf, String) {
     drop(w);
     let nar_hash: [u8; 32] = h.finalize().into();
     let hex: String = nar_hash.iter().map(|b| format!("{b:02x}")).collect();
+    let text = format!(
+        "StorePath: {path}\nURL: nar/bomb.nar.{compression}\nCompression: {compression}\n\
+         NarHash: sha256:{hex}\nNarSize: {n}\nReferences: {hash}-bomb-1.0\n"
+    );
     std::fs::write(
         cache.join(format!("{hash}.narinfo")),
-        format!(
-            "StorePath: {path}\nURL: nar/bomb.nar.{compression}\nCompression: {compression}\n\
-             NarHash: sha256:{hex}\nNarSize: {n}\nReferences: {hash}-bomb-1.0\n"
-        ),
+        sign_narinfo(&text, &test_key()),
     )
     .unwrap();
     (cache, path)
@@ -119,6 +120,7 @@ fn measure(env: &[(&str, &str)], store: &str, args: &[&str]) -> Measured {
     let out = std::process::Command::new("/usr/bin/time")
         .args(["-f", "%M %e"])
         .arg(bin)
+        .env("NIX_CONFIG", trusting_conf())
         .envs(env.iter().copied())
         .args(["--store", store])
         .args(args)
@@ -253,6 +255,8 @@ impl TestCache {
             nar.nar_size,
             refs.join(" ")
         );
+        // Signed by the key `heft()` trusts, as a cache owner signs.
+        let text = sign_narinfo(&text, &test_key());
         std::fs::write(self.dir.join(format!("{hash}.narinfo")), text).unwrap();
     }
 }

@@ -202,8 +202,10 @@ fn tmux(args: &[&str]) -> String {
 fn real_binary_in_tmux_starts_moves_resizes_and_quits_cleanly() {
     let bin = assert_cmd::cargo::cargo_bin("nix-heft");
     let session = format!("heft-browse-{}", std::process::id());
+    // The example cache's key trusted as heft() trusts it.
     let cmd = format!(
-        "{} --store {} browse {}; echo EXITED rc=$?; sleep 60",
+        "NIX_CONFIG='{}' {} --store {} browse {}; echo EXITED rc=$?; sleep 60",
+        trusting_conf(),
         bin.display(),
         example_cache().display(),
         example_root()
@@ -246,7 +248,21 @@ fn real_binary_in_tmux_starts_moves_resizes_and_quits_cleanly() {
     let first = s.lines().find(|l| l.contains('▶')).unwrap().to_string();
     assert!(first.contains("rocbl"), "{s}");
     t(&["send-keys", "-t", &session, "j"]);
-    let s = wait("clr-5.7.1");
+    // clr is listed from the start: wait for the cursor to reach it.
+    let start = Instant::now();
+    let s = loop {
+        let s = t(&["capture-pane", "-p", "-t", &session]);
+        if s.lines()
+            .any(|l| l.contains('▶') && l.contains("clr-5.7.1"))
+        {
+            break s;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "never moved:\n{s}"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
     let moved = s.lines().find(|l| l.contains('▶')).unwrap();
     assert_ne!(moved, first, "cursor did not move:\n{s}");
     assert!(row(&s, "▶") > Some(1), "{s}");
@@ -377,4 +393,42 @@ fn real_binary_browses_the_build_graph_in_tmux() {
     t(&["send-keys", "-t", &session, "q"]);
     wait("EXITED rc=0");
     drop(guard);
+}
+
+/// The details pane says where the selected path came from, as the store
+/// the command opened says (a signed cache: its URL and the key).
+#[test]
+fn details_show_where_the_path_came_from() {
+    use nix_heft::source::signature::{SigPolicy, TrustedKeys};
+    let cache = example_cache().display().to_string();
+    let opts = nix_heft::source::OpenOptions {
+        signatures: Some(std::sync::Arc::new(SigPolicy::new(
+            TrustedKeys::parse([example_key()]).unwrap(),
+            true,
+        ))),
+        ..Default::default()
+    };
+    let src = nix_heft::source::open_with(Some(&cache), &opts).unwrap();
+    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
+    let g = Graph::load(src.as_ref(), &roots).unwrap();
+    let mut app = App::new(&g, true);
+    app.origins = g
+        .paths()
+        .iter()
+        .map(|p| src.provenance(p).map(|o| o.label()))
+        .collect();
+    let want = format!(
+        "file://{} (signed by rocm-mini-example-1)",
+        std::path::absolute(&cache).unwrap().display()
+    );
+    assert!(
+        app.origins
+            .iter()
+            .all(|o| o.as_deref() == Some(want.as_str())),
+        "{:?}",
+        app.origins
+    );
+    let s = screen(&app);
+    // The pane wraps the URL onto the next lines.
+    assert!(s.contains("│from "), "{s}");
 }

@@ -14,7 +14,7 @@ fn plain_cache(name: &str) -> (std::path::PathBuf, std::path::PathBuf) {
     let cache = dir.join("cache");
     run(nix()
         .args(["copy", "--to"])
-        .arg(format!("file://{}?compression=none", cache.display()))
+        .arg(signed_cache_url(&cache, "compression=none"))
         .arg(&f.rocm));
     let narinfo = cache.join(format!("{}.narinfo", &f.rocm[11..43]));
     let url = std::fs::read_to_string(&narinfo)
@@ -231,7 +231,7 @@ fn a_compressed_file_that_is_not_the_narinfos_is_refused() {
     let cache = dir.join("cache");
     run(nix()
         .args(["copy", "--to"])
-        .arg(format!("file://{}?compression=xz", cache.display()))
+        .arg(signed_cache_url(&cache, "compression=xz"))
         .arg(&f.rocm));
     let narinfo =
         std::fs::read_to_string(cache.join(format!("{}.narinfo", &f.rocm[11..43]))).unwrap();
@@ -348,9 +348,9 @@ fn file_size_and_hash_are_checked_for_every_compression() {
         let cache = dir.join("cache");
         run(nix()
             .args(["copy", "--to"])
-            .arg(format!(
-                "file://{}?compression={compression}",
-                cache.display()
+            .arg(signed_cache_url(
+                &cache,
+                &format!("compression={compression}"),
             ))
             .arg(top));
         let store = cache.display().to_string();

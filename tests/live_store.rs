@@ -418,6 +418,7 @@ fn cached_command(xdg: &Path, url: &str, args: &[&str]) -> Command {
     std::fs::create_dir_all(&home).unwrap();
     let mut c = Command::new(env!("CARGO_BIN_EXE_nix-heft"));
     c.env("XDG_CACHE_HOME", xdg)
+        .env("NIX_CONFIG", trusting_conf())
         .env("HOME", &home)
         .env("NIX_CONF_DIR", &home)
         .env("NIX_HEFT_HTTP_TIMEOUT", "5")

@@ -143,6 +143,7 @@ fn advise_opens_each_nar_and_each_file_once_under_strace() {
             f.rocm.clone()
         };
         let st = std::process::Command::new("strace")
+            .env("NIX_CONFIG", trusting_conf())
             .args(["-f", "-e", "trace=openat", "-o"])
             .arg(&log)
             .arg(&bin)

@@ -249,6 +249,16 @@ fn clicking_a_path_shows_its_sizes_evidence_and_advice() {
     let b = chromium(&format!("file://{}#click={tpath}", page.display()), None);
     assert_clean(&b);
     assert_eq!(by_id(&b.dom, "detail-path"), tpath);
+    // Where it came from, as size --json's origins say.
+    let o = &sizes["origins"][tpath];
+    assert_eq!(
+        by_id(&b.dom, "detail-origin"),
+        format!(
+            "{} (signed by {})",
+            o["store"].as_str().unwrap(),
+            o["signed_by"].as_str().unwrap()
+        )
+    );
     for (id, key) in [
         ("detail-added", "added_size"),
         ("detail-self", "nar_size"),
@@ -822,11 +832,9 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         .args(["copy", "--no-check-sigs", "--to"])
         .arg(&chroot)
         .arg(before));
-    let url = format!(
-        "file://{}",
-        scratch("report-diff-after").join("cache").display()
-    );
-    run(nix().args(["copy", "--to", &url, after]));
+    let after_cache = scratch("report-diff-after").join("cache");
+    let url = format!("file://{}", after_cache.display());
+    run(nix().args(["copy", "--to", &signed_cache_url(&after_cache, ""), after]));
     let split = out_dir().join("diff-split.html");
     let o = heft_run(
         None,
@@ -844,8 +852,16 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         ],
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let (local, other) = (page_data(&page), page_data(&split));
+    let (local, mut other) = (page_data(&page), page_data(&split));
     assert_eq!(local["diff"], other["diff"]);
+    // The same paths; only where they came from differs (the cache).
+    for p in other["paths"].as_array_mut().unwrap() {
+        let o = p.as_object_mut().unwrap().remove("o").unwrap();
+        assert!(
+            o.as_str().unwrap().contains("(signed by nix-heft-test-1)"),
+            "{o}"
+        );
+    }
     assert_eq!(local["paths"], other["paths"]);
     assert_eq!(local["edges"], other["edges"]);
     assert_ne!(local["source"], other["source"]);

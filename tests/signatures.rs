@@ -448,3 +448,72 @@ fn nix_conf_reads_what_nix_reads() {
         );
     }
 }
+
+/// Measured for BENCHMARKS.md (`cargo test --test signatures -- --ignored
+/// --nocapture`): 10,000 narinfos of 10 references each, signed as Nix
+/// signs them, each parsed and checked by the run's `SigPolicy` as a cache
+/// checks it. Dependencies (ed25519-dalek, curve25519-dalek) are built
+/// with opt-level 2 in the dev profile, so the figure is the release one
+/// for the cryptography.
+#[test]
+#[ignore]
+fn measure_ten_thousand_signature_checks() {
+    use nix_heft::source::RunLog;
+    use nix_heft::source::narinfo::NarInfo;
+    use nix_heft::source::signature::SigPolicy;
+    const NIX32: &[u8] = b"0123456789abcdfghijklmnpqrsvwxyz";
+    let hash = |seed: u64, len: usize| -> String {
+        let mut x = seed
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        (0..len)
+            .map(|_| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                NIX32[(x % 32) as usize] as char
+            })
+            .collect()
+    };
+    let key = common::test_key();
+    let n = 10_000u64;
+    let texts: Vec<String> = (0..n)
+        .map(|i| {
+            let refs: Vec<String> = (1..=10)
+                .map(|r| format!("{}-dep-{r}", hash(i * 100 + r, 32)))
+                .collect();
+            let text = format!(
+                "StorePath: /nix/store/{}-p-{i}\nURL: nar/{i}.nar.xz\nCompression: xz\n\
+                 NarHash: sha256:0{}\nNarSize: {}\nReferences: {}\n",
+                hash(i, 32),
+                // 52 nix32 digits hold 260 bits: the first is 0 for 256.
+                hash(i + 7, 51),
+                1000 + i,
+                refs.join(" ")
+            );
+            common::sign_narinfo(&text, &key)
+        })
+        .collect();
+    let policy = SigPolicy::new(TrustedKeys::parse([&key.public]).unwrap(), true);
+    let log = RunLog::default();
+    let parse_only = std::time::Instant::now();
+    for t in &texts {
+        NarInfo::parse(t, "/nix/store", Path::new("x")).unwrap();
+    }
+    let parse_only = parse_only.elapsed();
+    let start = std::time::Instant::now();
+    for t in &texts {
+        let info = NarInfo::parse(t, "/nix/store", Path::new("x")).unwrap();
+        assert!(
+            policy
+                .check(&info, "file:///bench", &log)
+                .unwrap()
+                .is_some()
+        );
+    }
+    let all = start.elapsed();
+    let per = (all.saturating_sub(parse_only)).as_secs_f64() * 1e6 / n as f64;
+    println!(
+        "{n} narinfos: parse {parse_only:?}, parse + check {all:?}: {per:.1} µs per signature check"
+    );
+}

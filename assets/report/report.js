@@ -555,6 +555,8 @@
         DF ? el("dd", { id: "detail-change", "data-change": changeOf(i) }, changeBadge(changeOf(i)), " ",
           ...(isNew(i) ? addedWhyNodes(i) : ["in BEFORE's closure too"])) : null,
         el("dt", { text: "Kind" }), el("dd", { text: p.k }),
+        p.o ? el("dt", { text: "From" }) : null,
+        p.o ? el("dd", { id: "detail-origin", text: p.o }) : null,
         el("dt", { text: "Kept alone by" }), el("dd", null, p.d < 0 ? "the roots together" : pathLink(p.d)),
         el("dt", { text: "Keeps alone" }), el("dd", { text: kids[i].length + " paths" }),
       ),

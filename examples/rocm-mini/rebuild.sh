@@ -6,7 +6,9 @@
 # 1. nix-build default.nix (llama-cpp-rocm-0.0.0) into the real /nix/store,
 #    sandbox off, no substituters (there is no nixpkgs, no binary cache);
 #    a gc root is kept at ./result (git-ignored).
-# 2. Replace ./cache with a fresh xz file:// binary cache of the closure.
+# 2. Replace ./cache with a fresh xz file:// binary cache of the closure,
+#    signed with a new key made for it (the secret key is thrown away; the
+#    public key is written to ./cache.pub, for --trusted-public-keys).
 # 3. Write ./path-info.json  (`nix path-info -rsS --json`, array form in Nix 2.8)
 #    and ./ROOT (the top-level store path, one line).
 # 4. Smoke-test: run result/bin/llama-server and bin/llama-convert.
@@ -24,7 +26,11 @@ root="$(nix-build "$DIR/default.nix" \
   --out-link "$DIR/result")"
 
 rm -rf "$DIR/cache" "$DIR/path-info.json" "$DIR/ROOT"
-"${NIX[@]}" copy --to "file://$DIR/cache" "$root"
+keys="$(mktemp -d)"
+trap 'rm -rf "$keys"' EXIT
+nix-store --generate-binary-cache-key rocm-mini-example-1 "$keys/secret" "$keys/public"
+"${NIX[@]}" copy --to "file://$DIR/cache?secret-key=$keys/secret" "$root"
+{ cat "$keys/public"; echo; } > "$DIR/cache.pub"
 "${NIX[@]}" path-info -rsS --json "$root" > "$DIR/path-info.json"
 printf '%s\n' "$root" > "$DIR/ROOT"
 

@@ -166,6 +166,10 @@ pub struct App<'g> {
     pub no_color: bool,
     /// Set when browsing the build graph.
     pub build: Option<BuildGraph>,
+    /// Where each path came from (the store, and the key that signed its
+    /// narinfo), by node id, as the details pane shows it; empty when the
+    /// store does not say (a single local store).
+    pub origins: Vec<Option<String>>,
 }
 
 impl<'g> App<'g> {
@@ -214,6 +218,7 @@ impl<'g> App<'g> {
             status: String::new(),
             no_color,
             build: None,
+            origins: Vec::new(),
         };
         app.refill();
         app

@@ -33,6 +33,8 @@ pub struct Feeds<'a> {
     pub progress: &'a AtomicU64,
     /// Bytes to read.
     pub total: u64,
+    /// Where each path came from, by node id (see [`App::origins`]).
+    pub origins: Vec<Option<String>>,
 }
 
 /// Runs the browser until the user quits, drawing the first screen before
@@ -49,10 +51,12 @@ pub fn run(
         evidence,
         progress,
         total,
+        origins,
     } = feeds;
     let mut app = App::without_closure_sizes(g, no_color);
     app.progress = (0, total);
     app.build = build;
+    app.origins = origins;
     let mut terminal = ratatui::try_init()?;
     let result = (|| -> std::io::Result<()> {
         let mut waiting = true;

@@ -159,6 +159,11 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
             Style::default().add_modifier(Modifier::BOLD),
         )),
         Line::from(g.path(v).to_string()),
+    ];
+    if let Some(Some(o)) = app.origins.get(v as usize) {
+        out.push(Line::from(format!("from    {o}")));
+    }
+    out.extend([
         Line::from(""),
         Line::from(format!("added   {}", iec(app.added[v as usize]))),
         Line::from(match &app.build {
@@ -178,7 +183,7 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
             g.referrers(v).len()
         )),
         Line::from(""),
-    ];
+    ]);
     if let Some(b) = &app.build
         && !b.unknown_of(v).is_empty()
     {

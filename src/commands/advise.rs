@@ -73,5 +73,5 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         every_line: args.all,
         ..ctx.text_options()
     };
-    ctx.emit(&report, opts)
+    ctx.emit_from(src, &report, opts)
 }

@@ -126,7 +126,13 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     std::thread::spawn(move || {
         let _ = sizes_tx.send(nix_heft::graph::closure_sizes(&g3));
     });
+    let origins = g
+        .paths()
+        .iter()
+        .map(|p| src.provenance(p).map(|o| o.label()))
+        .collect();
     let feeds = nix_heft::browse::term::Feeds {
+        origins,
         closure: crx,
         evidence: rx,
         progress: &progress,

@@ -127,7 +127,13 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         Some(BaselineFrom::SizeJson(f)) => Some(baseline_file(f)?),
         _ => None,
     };
-    let src = ctx.open_store(settings.store.as_deref())?;
+    // Several stores come from the command line only (a config file names
+    // one).
+    let src = if ctx.stores.len() > 1 || ctx.substituters.is_some() {
+        ctx.open()?
+    } else {
+        ctx.open_store(settings.store.as_deref())?
+    };
     let src = src.as_ref();
     let baseline = match &settings.baseline {
         Some(BaselineFrom::Root(a)) => {
@@ -166,6 +172,8 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         problems: checked.problems,
     };
     review::emit(
+        ctx,
+        src,
         &report,
         format,
         &args.review,

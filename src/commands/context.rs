@@ -13,10 +13,12 @@ use nix_heft::classify::Classified;
 use nix_heft::graph::NodeId;
 use nix_heft::graph::{Graph, ReadRequest};
 use nix_heft::installable::{Evaluated, Installable, InstallableError, Options};
+use nix_heft::nix_conf::{ConfEnv, NixConf};
 use nix_heft::pipeline::{self, Progress};
 use nix_heft::problem::Problem;
 use nix_heft::report::{Report, TextOptions};
 use nix_heft::source::derivation::DerivationSource;
+use nix_heft::source::signature::{SigPolicy, TrustedKeys};
 use nix_heft::source::{self, StoreSource};
 use nix_heft::trace::file::TraceSet;
 
@@ -38,8 +40,14 @@ pub enum Color {
 /// The global flags, as every command sees them.
 #[derive(Debug, Clone)]
 pub struct Context {
-    /// `--store`.
+    /// The first `--store`.
     pub store: Option<String>,
+    /// Every `--store`, in order.
+    pub stores: Vec<String>,
+    /// `--substituters`, as given.
+    pub substituters: Option<String>,
+    /// `--show-store`.
+    pub show_store: bool,
     /// `--netrc-file`, `--refresh`, `--verify`.
     pub open: source::OpenOptions,
     /// `--json`.
@@ -52,6 +60,50 @@ pub struct Context {
     /// `--derivation`: ROOTs mean derivations (an installable its `.drv`,
     /// instantiated by `nix`; a `.drv` itself), read in the build graph.
     pub derivation: bool,
+    /// `--trusted-public-keys`, `--no-require-sigs`.
+    pub trust: TrustFlags,
+}
+
+/// The flags that say which narinfos to trust; with nix.conf, they make the
+/// run's [`SigPolicy`].
+#[derive(Debug, Clone, Default)]
+pub struct TrustFlags {
+    /// `--trusted-public-keys`, as given.
+    pub trusted_public_keys: Option<String>,
+    /// `--no-require-sigs`.
+    pub no_require_sigs: bool,
+    /// The policy once made: one for the run, so that its one warning is
+    /// given once whatever the number of stores.
+    pub made: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<SigPolicy>>>,
+}
+
+impl TrustFlags {
+    /// The run's signature policy: the keys of `--trusted-public-keys`,
+    /// else nix.conf's `trusted-public-keys` + `extra-trusted-public-keys`
+    /// (read as Nix reads them); required unless `--no-require-sigs` or
+    /// nix.conf's `require-sigs = false`. nix.conf is read only when a flag
+    /// leaves something to it.
+    pub fn policy(&self) -> nix_heft::Result<std::sync::Arc<SigPolicy>> {
+        if let Some(p) = self.made.get() {
+            return Ok(std::sync::Arc::clone(p));
+        }
+        let conf = || {
+            NixConf::load(&ConfEnv::from_process())
+                .map_err(|e| nix_heft::Error::NixConf(e.to_string()))
+        };
+        let keys = match &self.trusted_public_keys {
+            Some(list) => TrustedKeys::parse(list.split_ascii_whitespace())
+                .map_err(|e| nix_heft::Error::Usage(format!("--trusted-public-keys: {e}")))?,
+            None => TrustedKeys::parse(conf()?.trusted_public_keys())
+                .map_err(|e| nix_heft::Error::NixConf(format!("trusted-public-keys: {e}")))?,
+        };
+        let require = !self.no_require_sigs
+            && conf()?
+                .require_sigs()
+                .map_err(|e| nix_heft::Error::NixConf(e.to_string()))?;
+        let p = std::sync::Arc::new(SigPolicy::new(keys, require));
+        Ok(std::sync::Arc::clone(self.made.get_or_init(|| p)))
+    }
 }
 
 impl Context {
@@ -60,11 +112,7 @@ impl Context {
     pub fn open_store(&self, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSource>> {
         // Each store its own log, so that a command reading two stores
         // (diff's BEFORE and AFTER) prints each one's warnings once.
-        let opts = source::OpenOptions {
-            log: Default::default(),
-            ..self.open.clone()
-        };
-        source::open_with(spec, &opts)
+        self.open_trusting(spec, Default::default())
     }
 
     /// This context for the build graph (`--derivation`).
@@ -92,9 +140,90 @@ impl Context {
         Ok(DerivationSource::new(local, Some(src)))
     }
 
-    /// The store `--store` names (the local store by default).
+    /// Opens `spec` with the run's signature policy, writing to `log`. When
+    /// the policy cannot be made (a nix.conf nix-heft cannot read, a bad
+    /// key in nix.conf), that is the error only for a store that checks
+    /// narinfos: a local store, chroot store or path-info JSON needs no
+    /// key, and opens. A bad `--trusted-public-keys` is a usage error
+    /// whatever the store.
+    fn open_trusting(
+        &self,
+        spec: Option<&str>,
+        log: std::sync::Arc<source::RunLog>,
+    ) -> nix_heft::Result<Box<dyn StoreSource>> {
+        let policy = self.trust.policy();
+        if let Err(e @ nix_heft::Error::Usage(_)) = policy {
+            return Err(e);
+        }
+        let opts = source::OpenOptions {
+            log,
+            signatures: policy.as_ref().ok().cloned(),
+            ..self.open.clone()
+        };
+        let store = source::open_with(spec, &opts)?;
+        match policy {
+            Err(e) if store.has_provenance() => Err(e),
+            _ => Ok(store),
+        }
+    }
+
+    /// The store `--store` names (the local store by default), or, when
+    /// several are named (`--store` repeated, `--substituters`), all of
+    /// them read as one ([`source::Layered`]).
     pub fn open(&self) -> nix_heft::Result<Box<dyn StoreSource>> {
-        self.open_store(self.store.as_deref())
+        let subs = match &self.substituters {
+            None => Vec::new(),
+            Some(s) if s.trim() == "auto" => {
+                let conf = NixConf::load(&ConfEnv::from_process())
+                    .map_err(|e| nix_heft::Error::NixConf(e.to_string()))?;
+                conf.substituters()
+            }
+            Some(s) => s.split_ascii_whitespace().map(str::to_string).collect(),
+        };
+        let auto = self.substituters.as_deref().map(str::trim) == Some("auto");
+        if self.stores.len() + subs.len() <= 1 {
+            let one = self.stores.first().or(subs.first());
+            if self.substituters.is_some() && one.is_none() {
+                return Err(nix_heft::Error::Usage(
+                    "--substituters names no store (and nix.conf's substituters none for auto)"
+                        .into(),
+                ));
+            }
+            return self.open_store(one.map(String::as_str));
+        }
+        // One log for every store, so that warnings and download counts
+        // of the run are read in one place.
+        let log: std::sync::Arc<source::RunLog> = Default::default();
+        let open = |spec: &String| -> nix_heft::Result<source::Layer> {
+            Ok(source::Layer {
+                source: self.open_trusting(Some(spec), std::sync::Arc::clone(&log))?,
+                label: spec.clone(),
+            })
+        };
+        // Opened at once: each cache's nix-cache-info is a round trip.
+        let mut opened: Vec<source::Layer> = std::thread::scope(|s| {
+            let running: Vec<_> = self
+                .stores
+                .iter()
+                .chain(&subs)
+                .map(|spec| s.spawn(|| open(spec)))
+                .collect();
+            running
+                .into_iter()
+                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
+                .collect::<nix_heft::Result<Vec<_>>>()
+        })?;
+        let mut from_subs = opened.split_off(self.stores.len());
+        let mut layers = opened;
+        if auto {
+            // Nix's order: by priority, lower first; a `?priority=N` in the
+            // URL overrides the cache's `nix-cache-info`; no Priority is 0
+            // (Nix's default). Stable, so equal priorities keep nix.conf's
+            // order.
+            from_subs.sort_by_key(|l| url_priority(&l.label).or(l.source.priority()).unwrap_or(0));
+        }
+        layers.extend(from_subs);
+        Ok(Box::new(source::Layered::new(layers, log)?))
     }
 
     /// The store a `--before-store` / `--after-store` flag names, if given.
@@ -395,6 +524,101 @@ fn installable_error(e: InstallableError) -> anyhow::Error {
     }
 }
 
+/// The `priority=N` of a store URL's query, which overrides the cache's
+/// own `Priority` in Nix.
+fn url_priority(spec: &str) -> Option<u64> {
+    let (_, query) = spec.split_once('?')?;
+    query
+        .split('&')
+        .find_map(|kv| kv.strip_prefix("priority="))
+        .and_then(|v| v.parse().ok())
+}
+
+impl Context {
+    /// [`Context::emit`] for a report over the paths of `src`: the JSON
+    /// gains `origins`, each store path it mentions with the store that
+    /// answered for it and the key that signed its narinfo (when `src`
+    /// knows: binary caches, several stores); text with `--show-store`
+    /// ends with the same, grouped by store.
+    pub fn emit_from<R: Report>(
+        &self,
+        src: &dyn StoreSource,
+        report: &R,
+        opts: TextOptions,
+    ) -> anyhow::Result<ExitCode> {
+        // A store that names no origins (a local store) costs nothing.
+        if (!self.json && !self.show_store) || !src.has_provenance() {
+            return self.emit(report, opts);
+        }
+        let origins = origins_of(src, &serde_json::to_value(report)?);
+        if origins.is_empty() {
+            return self.emit(report, opts);
+        }
+        let mut out = std::io::stdout().lock();
+        if self.json {
+            // `origins` appended as the last key: the report's own keys stay
+            // in the order its struct gives them, as without origins.
+            let text = serde_json::to_string(report)?;
+            let body = text
+                .strip_suffix('}')
+                .ok_or_else(|| anyhow::anyhow!("a report's JSON is not an object"))?;
+            let sep = if body == "{" { "" } else { "," };
+            write!(out, "{body}{sep}\"origins\":")?;
+            serde_json::to_writer(&mut out, &origins)?;
+            writeln!(out, "}}")?;
+        } else {
+            out.write_all(report.render_text(&opts).as_bytes())?;
+            let mut by_store: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
+            for (p, o) in &origins {
+                by_store.entry(o.label()).or_default().push(p);
+            }
+            writeln!(out, "\nwhere the paths came from:")?;
+            for (store, paths) in by_store {
+                writeln!(out, "  {store}:")?;
+                for p in paths {
+                    writeln!(out, "    {p}")?;
+                }
+            }
+        }
+        out.flush()?;
+        Ok(partial_code(report.problems()))
+    }
+}
+
+/// Each store path `value` mentions (in any string: a path, a file under
+/// it) with where `src` says it came from.
+fn origins_of(
+    src: &dyn StoreSource,
+    value: &serde_json::Value,
+) -> std::collections::BTreeMap<String, source::Provenance> {
+    fn walk(v: &serde_json::Value, f: &mut dyn FnMut(&str)) {
+        match v {
+            serde_json::Value::String(s) => f(s),
+            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, f)),
+            serde_json::Value::Object(m) => m.values().for_each(|x| walk(x, f)),
+            _ => {}
+        }
+    }
+    let dir = format!("{}/", src.store_dir());
+    let mut out = std::collections::BTreeMap::new();
+    walk(value, &mut |s| {
+        let Some(rest) = s.strip_prefix(&dir) else {
+            return;
+        };
+        let base = rest.split('/').next().unwrap_or(rest);
+        let full = format!("{dir}{base}");
+        if out.contains_key(&full) {
+            return;
+        }
+        if let Ok(p) = nix_heft::StorePath::parse(src.store_dir(), &full)
+            && let Some(o) = src.provenance(&p)
+        {
+            out.insert(full, o);
+        }
+    });
+    out
+}
+
 /// The byte bar of a read; see [`Context::read_bar`].
 pub struct ReadBar<'a> {
     pb: ProgressBar,
@@ -427,10 +651,28 @@ impl Progress for ReadBar<'_> {
             && let Some((nars, fetched)) = self.src.log().fetched()
         {
             let scanned = self.scanned.load(std::sync::atomic::Ordering::Relaxed);
-            self.pb.set_message(format!(
+            let mut msg = format!(
                 "{nars}/{scanned} NARs, {} fetched",
                 nix_heft::units::iec(fetched)
-            ));
+            );
+            // Several stores that download: what came from each.
+            let each = self.src.log().downloads();
+            if each.len() > 1 {
+                let parts: Vec<String> = each
+                    .iter()
+                    .map(|d| {
+                        format!(
+                            "{} {}",
+                            d.store,
+                            nix_heft::units::iec(
+                                d.bytes.load(std::sync::atomic::Ordering::Relaxed)
+                            )
+                        )
+                    })
+                    .collect();
+                msg.push_str(&format!(" ({})", parts.join(", ")));
+            }
+            self.pb.set_message(msg);
         }
     }
 

@@ -95,7 +95,11 @@ fn compare(
     let ca = ctx.classified(asrc, &ag, &wa, None);
     d.prefer_strongest(&cb, &ca);
     let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
+    // Origins as AFTER's store says (BEFORE's own store, when separate,
+    // is not asked).
     review::emit(
+        ctx,
+        asrc,
         &report,
         format,
         &args.review,

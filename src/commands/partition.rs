@@ -73,5 +73,5 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
         c.problems,
     );
     report.traced_groups = traced_groups;
-    ctx.emit(&report, ctx.text_options())
+    ctx.emit_from(src, &report, ctx.text_options())
 }

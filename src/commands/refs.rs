@@ -33,5 +33,5 @@ pub fn run(ctx: &Context, args: &RefsArgs) -> anyhow::Result<ExitCode> {
     let g = ctx.load(src, &roots)?;
     let c = ctx.classified(src, &g, &request::all_edges(&g), traces.as_ref());
     let report = RefsReport::new(&g, c, args.evidence);
-    ctx.emit(&report, ctx.text_options())
+    ctx.emit_from(src, &report, ctx.text_options())
 }

@@ -166,7 +166,10 @@ fn page(
         plan_saving,
         problems,
     );
-    model.traces = traces.map(|t| t.names());
+    model.traces = traces.as_ref().map(|t| t.names());
+    for (p, node) in g.paths().iter().zip(&mut model.paths) {
+        node.origin = src.provenance(p).map(|o| o.label());
+    }
     model.build_graph = drvs.map(|d| BuildGraph {
         unknown_outputs: UnknownOutputs::of(d, &g),
     });

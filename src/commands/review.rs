@@ -82,6 +82,8 @@ impl ReviewArgs {
 /// `$GITHUB_STEP_SUMMARY` when that is set (as GitHub's own steps do: the
 /// file collects every step's summary).
 pub fn emit<R: Reviewed>(
+    ctx: &Context,
+    src: &dyn nix_heft::source::StoreSource,
     report: &R,
     format: Format,
     args: &ReviewArgs,
@@ -90,11 +92,15 @@ pub fn emit<R: Reviewed>(
 ) -> anyhow::Result<()> {
     let mut out = std::io::stdout().lock();
     match format {
-        Format::Json => {
-            serde_json::to_writer(&mut out, report)?;
-            writeln!(out)?;
+        Format::Json | Format::Text => {
+            // As every command prints them: the JSON with where each path
+            // came from (`origins`), the text with it under `--show-store`.
+            let ctx = Context {
+                json: matches!(format, Format::Json),
+                ..ctx.clone()
+            };
+            ctx.emit_from(src, report, *opts)?;
         }
-        Format::Text => out.write_all(report.render_text(opts).as_bytes())?,
         Format::Github => out.write_all(report.render_github(at).as_bytes())?,
         Format::Markdown => {
             out.write_all(report.render_markdown(args.markdown_limit).as_bytes())?

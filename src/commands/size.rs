@@ -78,7 +78,7 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
         let mut report = report(&g, args);
         report.unknown_outputs = UnknownOutputs::of(&src, &g);
         print_warnings(&src);
-        return emit(ctx, &report, args);
+        return emit(ctx, &src, &report, args);
     }
     let src = ctx.open()?;
     let src = src.as_ref();
@@ -86,7 +86,7 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let g = ctx.load(src, &roots)?;
     let report = report(&g, args);
     print_warnings(src);
-    emit(ctx, &report, args)
+    emit(ctx, src, &report, args)
 }
 
 fn report(g: &nix_heft::graph::Graph, args: &SizeArgs) -> SizeReport {
@@ -101,8 +101,14 @@ fn report(g: &nix_heft::graph::Graph, args: &SizeArgs) -> SizeReport {
     )
 }
 
-fn emit(ctx: &Context, report: &SizeReport, args: &SizeArgs) -> anyhow::Result<ExitCode> {
-    ctx.emit(
+fn emit(
+    ctx: &Context,
+    src: &dyn nix_heft::source::StoreSource,
+    report: &SizeReport,
+    args: &SizeArgs,
+) -> anyhow::Result<ExitCode> {
+    ctx.emit_from(
+        src,
         report,
         TextOptions {
             exact_bytes: args.bytes,

@@ -128,7 +128,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let mut report = SplitReport::new(&g, p, moves, plan, problems);
     report.warnings.extend(unmatched);
-    ctx.emit(&report, ctx.text_options())
+    ctx.emit_from(src, &report, ctx.text_options())
 }
 
 /// The graph again with the sibling outputs it lacks (an existing `dev`

@@ -79,5 +79,5 @@ fn explain(
         every_line: args.evidence,
         ..ctx.text_options()
     };
-    ctx.emit(&report, opts)
+    ctx.emit_from(src, &report, opts)
 }

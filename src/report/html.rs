@@ -90,6 +90,10 @@ pub struct PathNode {
     /// References, as indices into `paths` (itself excluded).
     #[serde(rename = "r")]
     pub references: Vec<NodeId>,
+    /// Where it came from (the store, and the key that signed its narinfo,
+    /// `Provenance::label`), when the store says; set by the command.
+    #[serde(rename = "o", skip_serializing_if = "Option::is_none")]
+    pub origin: Option<String>,
 }
 
 /// One piece of evidence, short field names to keep the page small.
@@ -414,6 +418,7 @@ impl HtmlReport {
                         holding[v as usize].map_or("none", Verdict::as_str)
                     },
                     references: g.references(v).to_vec(),
+                    origin: None,
                 }
             })
             .collect();

@@ -10,29 +10,38 @@ use std::sync::Arc;
 use rayon::prelude::*;
 
 use super::narinfo::NarInfo;
+use super::signature::SigPolicy;
 use super::{
-    DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, Nar, PathContents, PathInfo,
-    PathMetadata, RawClosure, RunLog, StoreSource, read_capped,
+    DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, Nar, OpenOptions, PathContents,
+    PathInfo, PathMetadata, Provenance, RawClosure, RunLog, StoreSource, read_capped,
 };
 use crate::error::{Error, Result, io_err};
 use crate::nar::tree::FileTree;
 use crate::store_path::{HASH_LEN, StorePath};
 
+type Narinfos = std::sync::Mutex<std::collections::HashMap<StorePath, (NarInfo, Option<String>)>>;
+
 /// A `file://` binary cache.
 pub struct BinaryCache {
     dir: PathBuf,
     store_dir: String,
-    /// Narinfos parsed so far: loading the closure, opening a NAR and
+    /// Narinfos parsed (and their signatures checked) so far, with the
+    /// trusted key that signed each: loading the closure, opening a NAR and
     /// checking its hash each need one, and the file is read only once.
-    narinfos: std::sync::Mutex<std::collections::HashMap<StorePath, NarInfo>>,
-    /// The run's log (nothing is written to it: a directory downloads
-    /// nothing, and a narinfo it cannot read is an error).
+    narinfos: Narinfos,
+    /// `Priority` of its `nix-cache-info`.
+    priority: Option<u64>,
+    /// Which narinfos are accepted; `None` checks nothing.
+    signatures: Option<Arc<SigPolicy>>,
+    /// The run's log (a directory downloads nothing, and a narinfo it
+    /// cannot read is an error; only the warning of an unsigned narinfo
+    /// accepted goes here).
     log: Arc<RunLog>,
 }
 
 impl BinaryCache {
     /// Opens the cache at `dir`, which must hold `nix-cache-info`.
-    pub fn open(dir: &Path, log: Arc<RunLog>) -> Result<Self> {
+    pub fn open(dir: &Path, opts: &OpenOptions) -> Result<Self> {
         let info_file = dir.join("nix-cache-info");
         let info = read_capped(&info_file, MAX_NARINFO, "nix-cache-info")
             .map(|b| String::from_utf8_lossy(&b).into_owned())
@@ -49,7 +58,9 @@ impl BinaryCache {
             dir: dir.to_path_buf(),
             store_dir,
             narinfos: Default::default(),
-            log,
+            priority: super::cache_priority(&info),
+            signatures: opts.signatures.clone(),
+            log: Arc::clone(&opts.log),
         })
     }
 
@@ -60,14 +71,19 @@ impl BinaryCache {
 
     /// The full narinfo of `path`, or `None` if the cache has none.
     pub fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
-        let known = |m: &std::sync::Mutex<std::collections::HashMap<StorePath, NarInfo>>| {
-            m.lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(path)
-                .cloned()
-        };
-        if let Some(n) = known(&self.narinfos) {
-            return Ok(Some(n));
+        Ok(self.checked_narinfo(path)?.map(|(n, _)| n))
+    }
+
+    /// The narinfo of `path` once its signatures passed the run's policy,
+    /// with the trusted key that signed it; an error when it is refused.
+    fn checked_narinfo(&self, path: &StorePath) -> Result<Option<(NarInfo, Option<String>)>> {
+        if let Some(n) = self
+            .narinfos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+        {
+            return Ok(Some(n.clone()));
         }
         let file = self.narinfo_file(path);
         let text = match read_capped(&file, MAX_NARINFO, "a narinfo") {
@@ -75,14 +91,26 @@ impl BinaryCache {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(e) => return Err(io_err(&file)(e)),
         };
-        let info = NarInfo::parse_for(text, &self.store_dir, path, &file)?;
-        if let Some(n) = &info {
-            self.narinfos
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(path.clone(), n.clone());
-        }
-        Ok(info)
+        let Some(info) = NarInfo::parse_for(text, &self.store_dir, path, &file)? else {
+            return Ok(None);
+        };
+        let signed_by = match &self.signatures {
+            Some(p) => p.check(&info, &self.url(), &self.log)?,
+            None => None,
+        };
+        let n = (info, signed_by);
+        self.narinfos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.clone(), n.clone());
+        Ok(Some(n))
+    }
+
+    /// The cache as a `file://` URL (absolute, also when opened by a
+    /// relative directory).
+    fn url(&self) -> String {
+        let abs = std::path::absolute(&self.dir).unwrap_or_else(|_| self.dir.clone());
+        format!("file://{}", abs.display())
     }
 
     /// The NAR of `path`, decompressed; with `check`, the compressed file
@@ -171,6 +199,19 @@ impl PathMetadata for BinaryCache {
         format!("binary cache file://{}", self.dir.display())
     }
 
+    fn has_provenance(&self) -> bool {
+        true
+    }
+
+    fn provenance(&self, path: &StorePath) -> Option<Provenance> {
+        let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(path).map(|(info, signed_by)| Provenance {
+            store: self.url(),
+            signed_by: signed_by.clone(),
+            content_addressed: signed_by.is_none() && super::signature::content_addressed(info),
+        })
+    }
+
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
         Ok(self.narinfo(path)?.map(|n| PathInfo {
             path: n.store_path,
@@ -255,5 +296,9 @@ impl PathContents for BinaryCache {
 impl StoreSource for BinaryCache {
     fn log(&self) -> &RunLog {
         &self.log
+    }
+
+    fn priority(&self) -> Option<u64> {
+        self.priority
     }
 }

@@ -32,9 +32,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use super::narinfo::NarInfo;
+use super::signature::SigPolicy;
 use super::{
     DEFAULT_STORE_DIR, Downloads, FileCheck, MAX_LISTING, MAX_NARINFO, Nar, OpenOptions,
-    PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource,
+    PathContents, PathInfo, PathMetadata, Provenance, RawClosure, RunLog, StoreSource,
 };
 use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
@@ -64,8 +65,13 @@ pub struct HttpCache {
     store_dir: String,
     pool: rayon::ThreadPool,
     local: LocalCache,
-    /// Narinfos fetched in this run, so a NAR request needs no second one.
-    narinfos: Mutex<HashMap<StorePath, NarInfo>>,
+    /// Narinfos fetched in this run, with the trusted key that signed
+    /// each, so a NAR request needs no second one.
+    narinfos: Mutex<HashMap<StorePath, (NarInfo, Option<String>)>>,
+    /// `Priority` of its `nix-cache-info`.
+    priority: Option<u64>,
+    /// Which narinfos are accepted; `None` checks nothing.
+    signatures: Option<Arc<SigPolicy>>,
     /// What this run asked the cache for, by kind: this cache's counters
     /// in the run's log.
     stats: Arc<Downloads>,
@@ -147,6 +153,8 @@ impl HttpCache {
             store_dir: DEFAULT_STORE_DIR.to_string(),
             pool,
             narinfos: Mutex::new(HashMap::new()),
+            priority: None,
+            signatures: opts.signatures.clone(),
             stats: Arc::default(),
             log: Arc::clone(&opts.log),
         };
@@ -161,6 +169,7 @@ impl HttpCache {
             }
         };
         let info = String::from_utf8_lossy(&info);
+        cache.priority = super::cache_priority(&info);
         if let Some(dir) = info.lines().find_map(|l| l.strip_prefix("StoreDir:")) {
             let dir = dir.trim();
             if dir != DEFAULT_STORE_DIR {
@@ -246,6 +255,18 @@ impl HttpCache {
     /// The narinfo of `path`: from this run, the local cache, or the
     /// cache itself.
     fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
+        Ok(self.checked_narinfo(path)?.map(|(n, _)| n))
+    }
+
+    /// The narinfo of `path` once its signatures passed the run's policy,
+    /// with the trusted key that signed it; an error when it is refused.
+    ///
+    /// The local cache keeps a narinfo as the cache sent it, `Sig:` lines
+    /// and all, and it is checked again on every use with this run's keys:
+    /// one kept while signatures were not required is not trusted later
+    /// unless it verifies then, and changing the trusted keys takes effect
+    /// at once, for kept entries too.
+    fn checked_narinfo(&self, path: &StorePath) -> Result<Option<(NarInfo, Option<String>)>> {
         if let Some(n) = self
             .narinfos
             .lock()
@@ -256,35 +277,42 @@ impl HttpCache {
         }
         let url = format!("{}/{}.narinfo", self.base, path.hash_part());
         let file = PathBuf::from(&url);
-        // A kept narinfo passed its check and parsed when it was written;
-        // one that does not parse now is fetched again, never an error.
+        let check = |info: &NarInfo| match &self.signatures {
+            Some(p) => p.check(info, &self.base, &self.log),
+            None => Ok(None),
+        };
+        // A kept narinfo parsed when it was written; one that does not
+        // parse now, or is not trusted now, is fetched again (the cache
+        // may have been fixed or re-signed since), never an error itself.
         let kept = self
             .local
             .get(path, "narinfo")
             .and_then(|bytes| NarInfo::parse_for(bytes, &self.store_dir, path, &file).ok())
-            .flatten();
-        let info = match kept {
-            Some(info) => Some(info),
+            .flatten()
+            .and_then(|info| check(&info).ok().map(|k| (info, k)));
+        let (info, signed_by) = match kept {
+            Some(n) => n,
             None => {
                 let bytes = match self.get(&url, true)? {
                     Got::Body(r) => read_small(r, &url, MAX_NARINFO, "a narinfo")?,
                     Got::Absent => return Ok(None),
                 };
                 self.stats.narinfos.fetch_add(1, Ordering::Relaxed);
-                let info = NarInfo::parse_for(bytes.clone(), &self.store_dir, path, &file)?;
-                if info.is_some() {
-                    self.local.put(path, "narinfo", &bytes);
-                }
-                info
+                let Some(info) = NarInfo::parse_for(bytes.clone(), &self.store_dir, path, &file)?
+                else {
+                    return Ok(None);
+                };
+                let signed_by = check(&info)?;
+                self.local.put(path, "narinfo", &bytes);
+                (info, signed_by)
             }
         };
-        if let Some(n) = &info {
-            self.narinfos
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .insert(path.clone(), n.clone());
-        }
-        Ok(info)
+        let n = (info, signed_by);
+        self.narinfos
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.clone(), n.clone());
+        Ok(Some(n))
     }
 
     /// The URL a narinfo's `URL` field names: relative to the cache, with
@@ -305,6 +333,19 @@ impl PathMetadata for HttpCache {
 
     fn describe(&self) -> String {
         format!("binary cache {}", self.base)
+    }
+
+    fn has_provenance(&self) -> bool {
+        true
+    }
+
+    fn provenance(&self, path: &StorePath) -> Option<Provenance> {
+        let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
+        known.get(path).map(|(info, signed_by)| Provenance {
+            store: self.base.clone(),
+            signed_by: signed_by.clone(),
+            content_addressed: signed_by.is_none() && super::signature::content_addressed(info),
+        })
     }
 
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
@@ -389,6 +430,10 @@ impl PathContents for HttpCache {
 impl StoreSource for HttpCache {
     fn log(&self) -> &RunLog {
         &self.log
+    }
+
+    fn priority(&self) -> Option<u64> {
+        self.priority
     }
 }
 

@@ -726,6 +726,10 @@ impl PathMetadata for LocalStore {
         })
     }
 
+    fn closure_closed(&self) -> bool {
+        true
+    }
+
     /// One snapshot of the database for the whole closure (see
     /// `LocalStore::read`).
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {

@@ -16,6 +16,7 @@ mod binary_cache;
 mod closure;
 pub mod derivation;
 mod http_cache;
+mod layered;
 pub mod listing;
 mod local;
 pub mod netrc;
@@ -32,6 +33,7 @@ pub use binary_cache::BinaryCache;
 pub use closure::RawClosure;
 pub(crate) use closure::closure_by_levels;
 pub use http_cache::HttpCache;
+pub use layered::{Layer, Layered};
 pub use local::LocalStore;
 pub use path_info_json::PathInfoJson;
 pub use run_log::{Downloads, RunLog};
@@ -96,6 +98,36 @@ pub struct PathInfo {
     pub references: Vec<StorePath>,
 }
 
+/// Where a path's metadata came from ([`PathMetadata::provenance`]).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Provenance {
+    /// The store that answered, as its URL (`https://cache.nixos.org`,
+    /// `file:///srv/cache`).
+    pub store: String,
+    /// The trusted key whose signature of the narinfo verified; `None`
+    /// when it was accepted unsigned (`--no-require-sigs`), is
+    /// `content_addressed`, or the store needs none.
+    pub signed_by: Option<String>,
+    /// Trusted unsigned because its `CA` field proves its store path, as
+    /// Nix trusts it (`source::signature::content_addressed`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub content_addressed: bool,
+}
+
+impl Provenance {
+    /// `STORE` or `STORE (signed by KEY)`, `(content-addressed)`, or `(no
+    /// trusted signature)` for a narinfo accepted without one: how text
+    /// output shows it.
+    pub fn label(&self) -> String {
+        match &self.signed_by {
+            Some(k) => format!("{} (signed by {k})", self.store),
+            None if self.content_addressed => format!("{} (content-addressed)", self.store),
+            None if self.store.contains("://") => format!("{} (no trusted signature)", self.store),
+            None => self.store.clone(),
+        }
+    }
+}
+
 /// What a store says a path is: its metadata (NAR size, references), which
 /// paths it holds, and closures over them. `Graph::load` and `roots` need
 /// only this.
@@ -156,6 +188,28 @@ pub trait PathMetadata: Send + Sync {
         _paths: &[StorePath],
     ) -> Result<Option<std::collections::HashMap<StorePath, Vec<StorePath>>>> {
         Ok(None)
+    }
+    /// Where the metadata of `path` came from and what vouches for it, once
+    /// the source has answered for it: binary caches name themselves and
+    /// the trusted key that signed its narinfo. `None` from sources that
+    /// are their own authority (a local store's database, a path-info
+    /// file), which Nix trusts as they are.
+    fn provenance(&self, _path: &StorePath) -> Option<Provenance> {
+        None
+    }
+    /// Whether [`PathMetadata::provenance`] can say anything at all, so
+    /// that a report over a store that cannot (a local store) skips
+    /// looking.
+    fn has_provenance(&self) -> bool {
+        false
+    }
+    /// Whether every reference of a path the source holds is a path it
+    /// holds: true of a store's database (Nix registers a path only after
+    /// its references), not of a binary cache, which may lack some. A
+    /// layered source then reads such a store's part of a closure in one
+    /// [`PathMetadata::closure`] call.
+    fn closure_closed(&self) -> bool {
+        false
     }
     /// Every valid path the source holds; used to match names and globs.
     fn all_paths(&self) -> Result<Vec<StorePath>>;
@@ -219,6 +273,19 @@ pub trait StoreSource: PathMetadata + PathContents {
     /// The log this source writes to (given when it was opened, see
     /// [`OpenOptions::log`]).
     fn log(&self) -> &RunLog;
+    /// The `Priority` of a binary cache's `nix-cache-info` (lower is asked
+    /// first), by which `--substituters auto` orders caches as Nix does;
+    /// `None` for stores without one.
+    fn priority(&self) -> Option<u64> {
+        None
+    }
+}
+
+/// The `Priority:` of a `nix-cache-info` text, if it has a valid one.
+pub(crate) fn cache_priority(info: &str) -> Option<u64> {
+    info.lines()
+        .find_map(|l| l.strip_prefix("Priority:"))
+        .and_then(|v| v.trim().parse().ok())
 }
 
 /// A path's NAR as a source serves it.
@@ -313,6 +380,11 @@ pub struct OpenOptions {
     /// Check local store paths against the hashes their database records
     /// (`--verify`; binary caches are always checked).
     pub verify: bool,
+    /// Which narinfos of binary caches are accepted (trusted keys, whether
+    /// a signature is required), shared by every cache of the run. `None`
+    /// checks nothing: a library caller that wants Nix's rules passes the
+    /// policy the command line builds from nix.conf.
+    pub signatures: Option<Arc<signature::SigPolicy>>,
     /// The log the source writes its warnings and download counts to. The
     /// default is a log of its own; a clone of these options shares it, so
     /// a source opened over several stores hands each the same one.
@@ -346,7 +418,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         None => (spec, None),
     };
     if let Some(rest) = scheme_part.strip_prefix("file://") {
-        return Ok(Box::new(BinaryCache::open(Path::new(rest), log)?));
+        return Ok(Box::new(BinaryCache::open(Path::new(rest), opts)?));
     }
     if scheme_part.starts_with("http://") || scheme_part.starts_with("https://") {
         return Ok(Box::new(HttpCache::open(spec, opts)?));
@@ -375,7 +447,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
     })?;
     if meta.is_dir() {
         if p.join("nix-cache-info").is_file() {
-            return Ok(Box::new(BinaryCache::open(p, log)?));
+            return Ok(Box::new(BinaryCache::open(p, opts)?));
         }
         if p.join("nix/var/nix/db/db.sqlite").exists() {
             return open_local_root(p, opts);

@@ -3,7 +3,8 @@
 //! Grammar (Nix's libstore/nar-info.cc): lines of `Key: value`; `StorePath`,
 //! `URL`, `NarHash` and `NarSize` are required; `References` is a
 //! space-separated list of base names (may be empty); `Compression` defaults
-//! to `bzip2` when absent, as in Nix. Unknown keys are ignored, as Nix does.
+//! to `bzip2` when absent, as in Nix; `Sig` may appear several times.
+//! Unknown keys are ignored, as Nix does.
 
 use std::path::Path;
 
@@ -31,6 +32,12 @@ pub struct NarInfo {
     pub file_hash: Option<String>,
     /// `FileSize`, the size of the compressed file, if present.
     pub file_size: Option<u64>,
+    /// Every `Sig:` value (`KEYNAME:BASE64`), in order, as written: what
+    /// `source::signature::verify` checks.
+    pub sigs: Vec<String>,
+    /// `CA:`, the content address, if present (kept, not yet used to
+    /// trust an unsigned narinfo as Nix can).
+    pub ca: Option<String>,
 }
 
 impl NarInfo {
@@ -76,6 +83,8 @@ impl NarInfo {
         let mut deriver = None;
         let mut file_hash = None;
         let mut file_size = None;
+        let mut sigs = Vec::new();
+        let mut ca = None;
         for (n, line) in text.lines().enumerate() {
             if line.is_empty() {
                 continue;
@@ -121,6 +130,8 @@ impl NarInfo {
                         ))
                     })?)
                 }
+                "Sig" => sigs.push(value.to_string()),
+                "CA" => ca = Some(value.to_string()),
                 _ => {}
             }
         }
@@ -138,6 +149,8 @@ impl NarInfo {
             deriver,
             file_hash,
             file_size,
+            sigs,
+            ca,
         })
     }
 }

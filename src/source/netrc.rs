@@ -10,6 +10,8 @@
 
 use std::path::{Path, PathBuf};
 
+use crate::nix_conf::{ConfEnv, NixConf};
+
 /// A login and password for one host.
 #[derive(Clone, PartialEq, Eq)]
 pub struct Credentials {
@@ -118,43 +120,29 @@ impl<'a> Tokens<'a> {
     }
 }
 
-/// The netrc file to use: `explicit` (`--netrc-file`) when given, else the
-/// last `netrc-file` setting in the nix.conf files Nix reads (system, then
-/// user), else Nix's default `$NIX_CONF_DIR/netrc` if it exists, else
-/// `~/.netrc` if it exists.
+/// The netrc file to use: `explicit` (`--netrc-file`) when given, else
+/// nix.conf's `netrc-file` as Nix reads its configuration
+/// ([`crate::nix_conf`]: the system and user files, `NIX_CONFIG`,
+/// includes), else Nix's default `$NIX_CONF_DIR/netrc` if it exists, else
+/// `~/.netrc` if it exists. A nix.conf that cannot be read gives no
+/// setting (the run then fails, if at all, where it needs one).
 pub fn netrc_path(explicit: Option<&Path>) -> Option<PathBuf> {
     if let Some(p) = explicit {
         return Some(p.to_path_buf());
     }
-    let conf_dir = std::env::var_os("NIX_CONF_DIR")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from("/etc/nix"));
-    let home = std::env::var_os("HOME").map(PathBuf::from);
-    let user_conf = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| home.as_ref().map(|h| h.join(".config")))
-        .map(|d| d.join("nix/nix.conf"));
-    let mut setting = None;
-    for conf in std::iter::once(conf_dir.join("nix.conf")).chain(user_conf) {
-        if let Ok(text) = std::fs::read_to_string(&conf) {
-            for line in text.lines() {
-                let line = line.split('#').next().unwrap_or("");
-                if let Some((k, v)) = line.split_once('=')
-                    && k.trim() == "netrc-file"
-                {
-                    setting = Some(PathBuf::from(v.trim()));
-                }
-            }
-        }
+    let env = ConfEnv::from_process();
+    if let Ok(conf) = NixConf::load(&env)
+        && conf.get("netrc-file").is_some()
+    {
+        return conf.netrc_file();
     }
-    if setting.is_some() {
-        return setting;
-    }
-    let default = conf_dir.join("netrc");
+    let default = env.nix_conf_dir().join("netrc");
     if default.is_file() {
         return Some(default);
     }
-    home.map(|h| h.join(".netrc")).filter(|p| p.is_file())
+    std::env::var_os("HOME")
+        .map(|h| PathBuf::from(h).join(".netrc"))
+        .filter(|p| p.is_file())
 }
 
 #[cfg(test)]

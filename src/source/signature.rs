@@ -2,9 +2,12 @@
 //! owner's key signs, how keys and `Sig:` lines are written, and whether a
 //! narinfo carries a valid signature by a trusted key.
 //!
-//! Not wired in yet: issue 24 will check every narinfo from a binary cache
-//! with [`verify`] against the keys of `--trusted-public-keys` or nix.conf
-//! (`crate::nix_conf`).
+//! Every narinfo a binary cache (`file://`, `http(s)://`) gives is checked
+//! with [`SigPolicy::check`] before anything is made of it: kept in this
+//! run, kept in the local cache, or used for a size. The policy comes from
+//! `--trusted-public-keys`/`--no-require-sigs` or nix.conf
+//! (`trusted-public-keys`, `extra-trusted-public-keys`, `require-sigs`),
+//! as the command layer reads them with `crate::nix_conf`.
 //!
 //! Nix's rules (2.8; `ValidPathInfo::fingerprint` in libstore/path-info.cc,
 //! `Key`, `PublicKey` and `verifyDetached` in libstore/crypto.cc):
@@ -30,8 +33,13 @@
 //! libsodium's `crypto_sign_verify_detached` that Nix calls (both refuse
 //! non-canonical and small-order points); no cryptography is done here.
 //!
-//! Not handled (yet): Nix also accepts an unsigned narinfo whose `CA:`
-//! field proves the store path (`ValidPathInfo::isContentAddressed`).
+//! * Before any signature, Nix trusts a narinfo whose `CA:` field proves
+//!   its store path (`ValidPathInfo::isContentAddressed`, path-info.cc;
+//!   `makeTextPath`/`makeFixedOutputPath`, store-api.cc): the path is
+//!   recomputed from the content address, the name and the references,
+//!   and must be the one described. [`content_addressed`] does the same
+//!   for `text:` and `fixed:` SHA-256 addresses (other algorithms are not
+//!   recomputed, and such a narinfo needs a signature).
 
 use std::fmt;
 use std::path::Path;
@@ -224,6 +232,79 @@ impl TrustedKeys {
     }
 }
 
+/// Whether the narinfo's `CA` field proves its store path, so that Nix
+/// trusts it unsigned (see the module docs): `text:sha256:H` is
+/// `makeTextPath(name, H, references)`, `fixed:r:sha256:H` is
+/// `makeFixedOutputPath` of a recursive SHA-256 (type `source`, a self
+/// reference as `:self`), `fixed:sha256:H` a flat one (type `output:out`
+/// over `fixed:out:sha256:<hex>:`, no references allowed).
+pub fn content_addressed(info: &NarInfo) -> bool {
+    use sha2::{Digest, Sha256};
+    let Some(ca) = info.ca.as_deref() else {
+        return false;
+    };
+    let (kind, rest) = match ca.split_once(':') {
+        Some(("text", rest)) => ("text", rest),
+        Some(("fixed", rest)) => match rest.strip_prefix("r:") {
+            Some(r) => ("recursive", r),
+            None => ("flat", rest),
+        },
+        _ => return false,
+    };
+    let Some(hash) = rest.strip_prefix("sha256:") else {
+        return false;
+    };
+    let Ok(hash) = NarHash::parse(&format!("sha256:{hash}")) else {
+        return false;
+    };
+    let hex = |b: &[u8]| b.iter().map(|x| format!("{x:02x}")).collect::<String>();
+    let path = &info.store_path;
+    let store_dir = path.store_dir();
+    let mut refs: Vec<&str> = info
+        .references
+        .iter()
+        .filter(|r| *r != path)
+        .map(|r| r.as_str())
+        .collect();
+    refs.sort_unstable();
+    refs.dedup();
+    let self_ref = info.references.iter().any(|r| r == path);
+    let typed = |t: &str| {
+        let mut s = t.to_string();
+        for r in &refs {
+            s.push(':');
+            s.push_str(r);
+        }
+        s
+    };
+    let (ty, inner) = match kind {
+        // Text paths cannot refer to themselves.
+        "text" if !self_ref => (typed("text"), hex(&hash.0)),
+        "recursive" => {
+            let mut t = typed("source");
+            if self_ref {
+                t.push_str(":self");
+            }
+            (t, hex(&hash.0))
+        }
+        "flat" if refs.is_empty() && !self_ref => {
+            let fixed = format!("fixed:out:sha256:{}:", hex(&hash.0));
+            (
+                "output:out".to_string(),
+                hex(&Sha256::digest(fixed.as_bytes())),
+            )
+        }
+        _ => return false,
+    };
+    let s = format!("{ty}:sha256:{inner}:{store_dir}:{}", path.name());
+    let digest = Sha256::digest(s.as_bytes());
+    let mut compressed = [0u8; 20];
+    for (i, b) in digest.iter().enumerate() {
+        compressed[i % 20] ^= b;
+    }
+    crate::nixbase32::encode(&compressed) == path.hash_part()
+}
+
 /// The bytes Nix signs for a narinfo (see the module docs).
 pub fn fingerprint(info: &NarInfo) -> Result<String, SigError> {
     if info.nar_size == 0 {
@@ -242,9 +323,8 @@ pub fn fingerprint(info: &NarInfo) -> Result<String, SigError> {
     ))
 }
 
-/// The `Sig:` values of a narinfo's text, in order. (`NarInfo` does not
-/// keep them yet; this reads the lines as `narinfo::NarInfo::parse` does:
-/// `Key: value`, else `Key:value`.)
+/// The `Sig:` values of a narinfo's text, in order, read as
+/// `narinfo::NarInfo::parse` reads them (`Key: value`, else `Key:value`).
 pub fn sig_lines(text: &str) -> Vec<&str> {
     text.lines()
         .filter_map(|l| l.split_once(": ").or_else(|| l.split_once(':')))
@@ -377,13 +457,141 @@ pub fn verify_narinfo(
     keys: &TrustedKeys,
 ) -> crate::Result<(NarInfo, Verdict)> {
     let info = NarInfo::parse(text, store_dir, file)?;
-    let verdict = verify(&info, &sig_lines(text), keys);
+    let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
+    let verdict = verify(&info, &sigs, keys);
     Ok((info, verdict))
+}
+
+/// Which narinfos a run accepts: those signed by one of `keys`, or, when
+/// signatures are not required, every one (with one warning for the run,
+/// however many stores and narinfos). Shared by every binary cache a run
+/// opens (an `Arc` in `OpenOptions::signatures`).
+#[derive(Debug, Default)]
+pub struct SigPolicy {
+    keys: TrustedKeys,
+    require: bool,
+    /// The one warning about an accepted narinfo was given.
+    warned: std::sync::atomic::AtomicBool,
+}
+
+impl SigPolicy {
+    /// Narinfos must be signed by one of `keys` (`require`, Nix's
+    /// `require-sigs = true`), or are accepted anyway with a warning.
+    pub fn new(keys: TrustedKeys, require: bool) -> Self {
+        SigPolicy {
+            keys,
+            require,
+            warned: Default::default(),
+        }
+    }
+
+    /// The trusted keys.
+    pub fn keys(&self) -> &TrustedKeys {
+        &self.keys
+    }
+
+    /// Whether a narinfo without a trusted signature is refused.
+    pub fn required(&self) -> bool {
+        self.require
+    }
+
+    /// Checks the narinfo `info` that `cache` (its URL, for messages) gave:
+    /// the name of the trusted key that signed it, `None` when it is
+    /// accepted unsigned (not required: the run's one warning goes to
+    /// `log`), or [`crate::Error::UntrustedNarinfo`] naming the path, the
+    /// cache, the keys found and why none counts.
+    pub fn check(
+        &self,
+        info: &NarInfo,
+        cache: &str,
+        log: &crate::source::RunLog,
+    ) -> crate::Result<Option<String>> {
+        let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
+        let v = verify(info, &sigs, &self.keys);
+        if let Some(k) = v.signed_by {
+            return Ok(Some(k));
+        }
+        // Trusted as Nix trusts it: its path is its content's address.
+        if content_addressed(info) {
+            return Ok(None);
+        }
+        let why = v
+            .problems
+            .iter()
+            .map(|p| p.to_string())
+            .collect::<Vec<_>>()
+            .join("; ");
+        if !self.require {
+            if !self.warned.swap(true, std::sync::atomic::Ordering::Relaxed) {
+                log.warn(format!(
+                    "accepting {} from {cache} without a valid signature by a trusted key \
+                     ({why}), and every other such narinfo of this run: signatures are not \
+                     required (--no-require-sigs or require-sigs = false)",
+                    info.store_path
+                ));
+            }
+            return Ok(None);
+        }
+        let names = |it: &mut dyn Iterator<Item = &str>| {
+            let v: Vec<&str> = it.collect();
+            if v.is_empty() {
+                "none".to_string()
+            } else {
+                v.join(", ")
+            }
+        };
+        Err(crate::Error::UntrustedNarinfo(Box::new(
+            crate::error::Untrusted {
+                path: info.store_path.to_string(),
+                cache: cache.to_string(),
+                found: names(&mut v.keys_found.iter().map(String::as_str)),
+                trusted: names(&mut self.keys.names()),
+                why,
+            },
+        )))
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A path `builtins.toFile "heft-ca-probe" "hello ca\n"` made, its
+    /// narinfo as `nix copy` wrote it unsigned (Nix 2.8, which accepts it:
+    /// `nix store verify --sigs-needed 1`); tests/substituters.rs checks
+    /// more kinds against Nix.
+    #[test]
+    fn a_text_path_is_proved_by_its_content_address() {
+        let text = "StorePath: /nix/store/ihdgm6fsbz4hc8wnazm67l1ss9dq0wis-heft-ca-probe\n\
+URL: nar/x.nar.xz\nCompression: xz\n\
+NarHash: sha256:1b25p565bqlixnc4rz5gq341id9l3acr2r2xcw680f71f28yjgvl\n\
+NarSize: 128\nReferences: \n\
+CA: text:sha256:1ffb67ynwdxr2p5rvycx7prnzdrb65g7ljq8xg2bsm1fz7kx0y4f\n";
+        let info = NarInfo::parse(text, "/nix/store", Path::new("t")).unwrap();
+        assert!(content_addressed(&info));
+        // Another content, another name, a reference added: not proved.
+        for edited in [
+            text.replace("1ffb67", "1ffb68"),
+            text.replace("-heft-ca-probe", "-heft-ca-probf"),
+            text.replace(
+                "References: ",
+                "References: hh8rrl9zyj2zn11rk4kjmydn879vzcdh-glibc-2.36",
+            ),
+            text.replace("CA: text:", "CA: fixed:r:"),
+            text.replace("CA: text:sha256:", "CA: text:sha1:"),
+        ] {
+            let info = NarInfo::parse(&edited, "/nix/store", Path::new("t")).unwrap();
+            assert!(!content_addressed(&info), "{edited}");
+        }
+        let policy = SigPolicy::new(TrustedKeys::default(), true);
+        let info = NarInfo::parse(text, "/nix/store", Path::new("t")).unwrap();
+        assert_eq!(
+            policy
+                .check(&info, "file:///c", &Default::default())
+                .unwrap(),
+            None
+        );
+    }
 
     // Written by Nix 2.8: `nix-store --generate-binary-cache-key test-1`,
     // then `nix copy --to 'file://…?secret-key=…'` of a path referring to

@@ -2,7 +2,7 @@
 //! binary cache over HTTP and no injected faults (live_store, bounds,
 //! integrity; tests/http.rs has its own,
 //! which also misbehaves on purpose): threads over `std::net`, keep-alive,
-//! and a log of every request answered 200.
+//! a log of every request answered 200, and one of every request asked.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -14,7 +14,23 @@ use std::time::Duration;
 pub struct FileServer {
     port: u16,
     log: Arc<Mutex<Vec<String>>>,
+    asked: Arc<Mutex<Vec<Asked>>>,
 }
+
+/// One request a [`FileServer`] answered.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asked {
+    /// The request path (`/HASH.narinfo`, `/nar/…`).
+    pub path: String,
+    /// 200 or 404.
+    pub status: u16,
+    /// When, as a count shared by every server of the test process: which
+    /// of two servers was asked first.
+    pub seq: u64,
+}
+
+/// The order of requests over every server.
+static SEQ: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl FileServer {
     /// Serves `root` on a free port of 127.0.0.1 until the test ends.
@@ -25,18 +41,26 @@ impl FileServer {
     /// Serves `root` like [`FileServer::start`], each NAR after `delay`: a
     /// slow cache, for tests that must act while a reader is mid-way.
     pub fn start_slow(root: &Path, delay: Duration) -> FileServer {
+        FileServer::start_with(root, delay, Duration::ZERO)
+    }
+
+    /// Serves `root` with every answer after `latency` (a cache far away:
+    /// round trips cost it) and each NAR after a further `nar_delay`.
+    pub fn start_with(root: &Path, nar_delay: Duration, latency: Duration) -> FileServer {
+        let delay = nar_delay;
         let listener = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = listener.local_addr().unwrap().port();
         let log = Arc::new(Mutex::new(Vec::new()));
-        let (root, l2) = (root.to_path_buf(), log.clone());
+        let asked = Arc::new(Mutex::new(Vec::new()));
+        let (root, l2, a2) = (root.to_path_buf(), log.clone(), asked.clone());
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let (root, log) = (root.clone(), l2.clone());
-                std::thread::spawn(move || serve(conn, &root, &log, delay));
+                let (root, log, asked) = (root.clone(), l2.clone(), a2.clone());
+                std::thread::spawn(move || serve(conn, &root, &log, &asked, delay, latency));
             }
         });
-        FileServer { port, log }
+        FileServer { port, log, asked }
     }
 
     /// `http://127.0.0.1:PORT`.
@@ -62,13 +86,27 @@ impl FileServer {
             .collect()
     }
 
+    /// Every request path asked, with the status it was answered with
+    /// (200 or 404), in the order they were answered.
+    pub fn asked(&self) -> Vec<Asked> {
+        self.asked.lock().unwrap().clone()
+    }
+
     /// Forgets the requests so far.
     pub fn clear(&self) {
         self.log.lock().unwrap().clear();
+        self.asked.lock().unwrap().clear();
     }
 }
 
-fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>, delay: Duration) {
+fn serve(
+    conn: TcpStream,
+    root: &Path,
+    log: &Mutex<Vec<String>>,
+    asked: &Mutex<Vec<Asked>>,
+    delay: Duration,
+    latency: Duration,
+) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
     loop {
@@ -92,9 +130,17 @@ fn serve(conn: TcpStream, root: &Path, log: &Mutex<Vec<String>>, delay: Duration
         } else {
             (200, std::fs::read(&file).unwrap())
         };
+        if !latency.is_zero() {
+            std::thread::sleep(latency);
+        }
         if status == 200 && path.starts_with("/nar/") && !delay.is_zero() {
             std::thread::sleep(delay);
         }
+        asked.lock().unwrap().push(Asked {
+            path: path.clone(),
+            status,
+            seq: SEQ.fetch_add(1, std::sync::atomic::Ordering::SeqCst),
+        });
         if status == 200 {
             log.lock().unwrap().push(path);
         }

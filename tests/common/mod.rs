@@ -142,9 +142,15 @@ pub fn fixture() -> &'static Fixture {
             .args(["copy", "--no-check-sigs", "--to"])
             .arg(&chroot)
             .args(&all_roots));
+        // Signed, as a cache owner's `nix copy` signs: runs trust the key
+        // through `heft()`'s NIX_CONFIG.
         run(nix()
             .args(["copy", "--to"])
-            .arg(format!("file://{}", cache.display()))
+            .arg(format!(
+                "file://{}?secret-key={}",
+                cache.display(),
+                test_key().secret.display()
+            ))
             .args(&all_roots));
         let json = run(nix().args(["path-info", "-rsS", "--json"]).args(&all_roots));
         let json_array = tmp.join("path-info-array.json");
@@ -218,8 +224,99 @@ pub fn copy_tree(from: &Path, to: &Path) {
     run(Command::new("cp").arg("-a").arg(from).arg(to));
 }
 
-/// The nix-heft binary under test.
+/// A signing key pair made by `nix-store --generate-binary-cache-key`.
+pub struct KeyPair {
+    /// The secret key file (`secret-key=` of `nix copy`).
+    pub secret: PathBuf,
+    /// The public key, `NAME:BASE64`.
+    pub public: String,
+}
+
+/// A key pair `name`, made once under the test target directory and kept
+/// (test binaries running at once share it: made aside, then renamed).
+pub fn key_pair(name: &str) -> KeyPair {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .join("test-keys")
+        .join(name);
+    if !dir.join("public").is_file() {
+        std::fs::create_dir_all(dir.parent().unwrap()).unwrap();
+        let tmp = tempfile::tempdir_in(dir.parent().unwrap()).unwrap();
+        run(Command::new("nix-store")
+            .arg("--generate-binary-cache-key")
+            .arg(name)
+            .arg(tmp.path().join("secret"))
+            .arg(tmp.path().join("public")));
+        // Another binary may have won the race; its pair is as good.
+        let _ = std::fs::rename(tmp.keep(), &dir);
+    }
+    KeyPair {
+        secret: dir.join("secret"),
+        public: std::fs::read_to_string(dir.join("public"))
+            .unwrap()
+            .trim()
+            .to_string(),
+    }
+}
+
+/// `text` (a narinfo written by a test) with a `Sig:` line by `key`, made
+/// as Nix makes it: ed25519 over the library's fingerprint, which
+/// tests/signatures.rs checks against `nix store verify`. For caches a
+/// test writes by hand (where no `nix copy` could sign).
+pub fn sign_narinfo(text: &str, key: &KeyPair) -> String {
+    use base64::Engine;
+    use ed25519_dalek::Signer;
+    let info = nix_heft::source::narinfo::NarInfo::parse(text, "/nix/store", Path::new("t"))
+        .expect("a narinfo to sign");
+    let fp = nix_heft::source::signature::fingerprint(&info).expect("a fingerprint");
+    let secret = std::fs::read_to_string(&key.secret).unwrap();
+    let (name, b64) = secret.trim().split_once(':').unwrap();
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(b64)
+        .unwrap();
+    let seed: [u8; 32] = bytes[..32].try_into().unwrap();
+    let sig = ed25519_dalek::SigningKey::from_bytes(&seed).sign(fp.as_bytes());
+    let sig = base64::engine::general_purpose::STANDARD.encode(sig.to_bytes());
+    let mut out = text.to_string();
+    if !out.ends_with('\n') {
+        out.push('\n');
+    }
+    out.push_str(&format!("Sig: {name}:{sig}\n"));
+    out
+}
+
+/// The key the fixture's `file://` cache is signed with.
+pub fn test_key() -> KeyPair {
+    key_pair("nix-heft-test-1")
+}
+
+/// The public key the committed example cache is signed with.
+pub fn example_key() -> String {
+    std::fs::read_to_string(repo().join("examples/rocm-mini/cache.pub"))
+        .unwrap()
+        .trim()
+        .to_string()
+}
+
+/// nix.conf text that trusts the fixture's and the example's keys, as
+/// `heft()` passes it in NIX_CONFIG (a test may set its own instead).
+pub fn trusting_conf() -> String {
+    format!(
+        "trusted-public-keys = {} {}",
+        test_key().public,
+        example_key()
+    )
+}
+
+/// The nix-heft binary under test, trusting the fixture's and the
+/// example's signing keys (NIX_CONFIG, as a user's nix.conf would).
 pub fn heft() -> assert_cmd::Command {
+    let mut c = heft_bare();
+    c.env("NIX_CONFIG", trusting_conf());
+    c
+}
+
+/// The nix-heft binary under test, with the environment as it is.
+pub fn heft_bare() -> assert_cmd::Command {
     assert_cmd::Command::cargo_bin("nix-heft").unwrap()
 }
 
@@ -347,8 +444,37 @@ pub fn closure_set(root: &str) -> BTreeSet<String> {
 }
 pub mod http_server;
 
-/// Equal outputs, or a panic showing where they part (outputs are long).
+/// `json` (a report's JSON) without its `origins`, which say which store
+/// and key each path came from and so differ between stores that give
+/// the same answer; text that is not a JSON object is returned as it is.
+pub fn without_origins(json: &str) -> String {
+    match serde_json::from_str::<Value>(json) {
+        Ok(Value::Object(mut m)) => {
+            m.remove("origins");
+            let mut s = serde_json::to_string(&Value::Object(m)).unwrap();
+            s.push('\n');
+            s
+        }
+        _ => json.to_string(),
+    }
+}
+
+/// `file://DIR?QUERY&secret-key=…`: a cache URL that `nix copy --to`
+/// signs with [`test_key`], which `heft()` trusts. `query` may be empty.
+pub fn signed_cache_url(dir: &Path, query: &str) -> String {
+    let sep = if query.is_empty() { "" } else { "&" };
+    format!(
+        "file://{}?{query}{sep}secret-key={}",
+        dir.display(),
+        test_key().secret.display()
+    )
+}
+
+/// Equal outputs (JSON compared without its `origins`, see
+/// [`without_origins`]), or a panic showing where they part (outputs are
+/// long).
 pub fn same(a: &str, b: &str, what: &str) {
+    let (a, b) = (&without_origins(a), &without_origins(b));
     if a != b {
         let at = a.bytes().zip(b.bytes()).take_while(|(x, y)| x == y).count();
         let from = at.saturating_sub(200);
