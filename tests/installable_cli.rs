@@ -115,7 +115,11 @@ derivation {{
         let cache = dir.join("cache");
         run(nix()
             .args(["copy", "--to"])
-            .arg(format!("file://{}", cache.display()))
+            .arg(format!(
+                "file://{}?secret-key={}",
+                cache.display(),
+                common::test_key().secret.display()
+            ))
             .arg(&unbuilt_out));
         run(Command::new("nix-store").args(["--delete", &unbuilt_out]));
         assert!(!Path::new(&unbuilt_out).exists());
@@ -270,6 +274,8 @@ fn unbuilt_installable_is_explained_from_the_cache_and_never_built() {
         .arg(&trace)
         .arg(assert_cmd::cargo::cargo_bin("nix-heft"))
         .args(["--store", &cache, "-f", &unbuilt, "--json", "size", "."])
+        // The cache is signed with the test key, which this trusts.
+        .env("NIX_CONFIG", common::trusting_conf())
         .current_dir(&f.dir)
         .output()
         .unwrap();

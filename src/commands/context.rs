@@ -300,17 +300,23 @@ impl Context {
         // The build graph reads the `.drv` files: let `nix` write them
         // (instantiation, never a build).
         o.instantiate = self.derivation;
-        // Any path of the store shows where its files are; a .drv name
-        // is enough to ask (sources map paths without looking them up).
-        o.real_store_dir = StorePath::parse(
+        o
+    }
+
+    /// Where `src`'s files are on this machine when not at its store
+    /// directory (a chroot store). Any path of the store shows it; a .drv
+    /// name is enough to ask a single store, but several stores look the
+    /// probe up in each, so this is asked only when an installable needs
+    /// it.
+    fn real_store_dir(src: &dyn StoreSource) -> Option<std::path::PathBuf> {
+        StorePath::parse(
             src.store_dir(),
             &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
         )
         .ok()
         .and_then(|p| src.real_path(&p))
         .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-        .filter(|d| d.as_os_str() != src.store_dir());
-        o
+        .filter(|d| d.as_os_str() != src.store_dir())
     }
 
     /// Each argument evaluated when it is an installable (`None` for the
@@ -321,7 +327,10 @@ impl Context {
         src: &dyn StoreSource,
         args: &[String],
     ) -> anyhow::Result<Vec<Option<Evaluated>>> {
-        let opts = self.installable_options(src);
+        let mut opts = self.installable_options(src);
+        if args.iter().any(|a| Installable::parse(a, &opts).is_some()) {
+            opts.real_store_dir = Self::real_store_dir(src);
+        }
         if opts.file.is_some() && opts.expr.is_some() {
             return Err(installable_error(InstallableError::FileAndExpr));
         }
