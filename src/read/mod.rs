@@ -245,7 +245,7 @@ impl PathRead {
 }
 
 /// The result of the read stage.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Reads {
     /// Per path read.
     pub paths: BTreeMap<NodeId, PathRead>,
@@ -262,7 +262,28 @@ pub fn read(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Reads {
     let mut out = Reads::default();
-    read_into(src, g, wants, progress, &mut out);
+    read_more(src, g, wants, progress, &mut out);
+    out
+}
+
+/// [`read`] into reads already made: a path `out` has searched already is
+/// not read again (so each is asked for everything it is wanted for the
+/// first time), one it has only the tree of is read in full; then the tree
+/// of every RUNPATH target still missing. `advise` reads in two rounds:
+/// the referrers, then the consumers that their simulations need.
+pub fn read_more(
+    src: &dyn PathContents,
+    g: &Graph,
+    wants: &ReadRequest,
+    progress: &(dyn Fn(u64) + Sync),
+    out: &mut Reads,
+) {
+    let todo: ReadRequest = wants
+        .iter()
+        .filter(|(v, _)| !out.paths.get(v).is_some_and(|pr| pr.searched))
+        .map(|(&v, t)| (v, t.clone()))
+        .collect();
+    read_into(src, g, &todo, progress, out);
     let mut trees: ReadRequest = BTreeMap::new();
     for pr in out.paths.values() {
         for h in &pr.holds {
@@ -278,8 +299,7 @@ pub fn read(
             }
         }
     }
-    read_into(src, g, &trees, progress, &mut out);
-    out
+    read_into(src, g, &trees, progress, out);
 }
 
 /// The file trees of `nodes` where they cost no NAR: from the disk (names
