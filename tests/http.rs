@@ -34,6 +34,9 @@ struct Faults {
     auth: Option<String>,
     /// Listings are sent with this Content-Encoding.
     ls_encoding: Option<&'static str>,
+    /// Every request is answered after this long, times 1 to 4 by its path
+    /// (a distant cache, whose answers come back out of order).
+    delay: Duration,
 }
 
 #[derive(Clone, Debug)]
@@ -41,6 +44,11 @@ struct Logged {
     path: String,
     status: u16,
     encoding: Option<&'static str>,
+    /// When the request was read, and when its delay was over.
+    start: std::time::Instant,
+    end: std::time::Instant,
+    /// Requests waiting out their delay at once, this one included.
+    in_flight: usize,
 }
 
 struct Server {
@@ -55,12 +63,18 @@ impl Server {
         let log = Arc::new(Mutex::new(Vec::new()));
         let hits = Arc::new(Mutex::new(HashMap::<String, u32>::new()));
         let (root, l2) = (root.to_path_buf(), log.clone());
+        let waiting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         std::thread::spawn(move || {
             for conn in listener.incoming() {
                 let Ok(conn) = conn else { continue };
-                let (root, faults, log, hits) =
-                    (root.clone(), faults.clone(), l2.clone(), hits.clone());
-                std::thread::spawn(move || serve(conn, &root, &faults, &log, &hits));
+                let (root, faults, log, hits, waiting) = (
+                    root.clone(),
+                    faults.clone(),
+                    l2.clone(),
+                    hits.clone(),
+                    waiting.clone(),
+                );
+                std::thread::spawn(move || serve(conn, &root, &faults, &log, &hits, &waiting));
             }
         });
         Server { port, log }
@@ -102,6 +116,7 @@ fn serve(
     faults: &Faults,
     log: &Mutex<Vec<Logged>>,
     hits: &Mutex<HashMap<String, u32>>,
+    waiting: &std::sync::atomic::AtomicUsize,
 ) {
     let mut reader = BufReader::new(conn.try_clone().unwrap());
     let mut out = conn;
@@ -131,6 +146,14 @@ fn serve(
             std::thread::sleep(Duration::from_secs(60));
             return;
         }
+        let start = std::time::Instant::now();
+        let in_flight = waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
+        if !faults.delay.is_zero() {
+            let k = path.bytes().map(u32::from).sum::<u32>() % 4 + 1;
+            std::thread::sleep(faults.delay * k);
+        }
+        waiting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+        let end = std::time::Instant::now();
         let n = {
             let mut h = hits.lock().unwrap();
             let n = h.entry(path.clone()).or_default();
@@ -160,6 +183,9 @@ fn serve(
             path: path.clone(),
             status,
             encoding,
+            start,
+            end,
+            in_flight,
         });
         let mut head = format!(
             "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: keep-alive\r\n",
@@ -1111,4 +1137,131 @@ fn advise_fetches_no_nar_that_no_question_needs() {
             .any(|a| a["kind"] == "split-outputs" && a["package"] == runtime.as_str()),
         "{v}"
     );
+}
+
+/// Narinfos are fetched as a bounded work queue (issue 25): over a server
+/// that answers each request after 5 to 20 ms, out of order, a synthetic
+/// 1,500-narinfo cache in the real narinfo format (bench/narinfo_cache.py,
+/// 12 levels) gives `size` exactly the file:// answer, which has Nix's
+/// closure of the root, with every narinfo asked once; at most
+/// `--http-connections` requests wait at once, more than the old fixed 16
+/// when more are allowed; and some path's narinfo is asked before every
+/// narinfo of the level above it has arrived: no level waits for its
+/// slowest request.
+#[test]
+fn narinfos_are_a_bounded_work_queue() {
+    let dir = scratch("narinfo-queue");
+    run(Command::new("python3")
+        .arg(repo().join("bench/narinfo_cache.py"))
+        .arg(&dir)
+        .args(["--paths", "1500", "--levels", "12"]));
+    let root = std::fs::read_to_string(dir.join("root.txt"))
+        .unwrap()
+        .trim()
+        .to_string();
+    let file = format!("file://{}", dir.display());
+    let nix_paths: std::collections::BTreeSet<String> = nix_closure_paths(Some(&file), &[&root])
+        .into_iter()
+        .collect();
+    let args = ["--json", "size", &root];
+    let from_file = run_in(&fresh("queue-file"), &file, &args);
+    assert_eq!(from_file.code, 0, "{}", from_file.stderr);
+    let v: serde_json::Value = serde_json::from_str(&from_file.stdout).unwrap();
+    let ours: std::collections::BTreeSet<String> = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(ours, nix_paths);
+    // Depth of each narinfo from the root, breadth-first over the files.
+    let refs: HashMap<String, Vec<String>> = std::fs::read_dir(&dir)
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().extension().is_some_and(|x| x == "narinfo"))
+        .map(|e| {
+            let text = std::fs::read_to_string(e.path()).unwrap();
+            let field = |k: &str| {
+                text.lines()
+                    .find_map(|l| l.strip_prefix(k))
+                    .unwrap()
+                    .to_string()
+            };
+            let hash = |p: &str| p.trim_start_matches("/nix/store/")[..32].to_string();
+            let refs = field("References: ").split_whitespace().map(hash).collect();
+            (hash(&field("StorePath: ")), refs)
+        })
+        .collect();
+    let mut depth: HashMap<String, usize> = HashMap::new();
+    let mut level = vec![root["/nix/store/".len()..][..32].to_string()];
+    for d in 0.. {
+        if level.is_empty() {
+            break;
+        }
+        let mut next = Vec::new();
+        for h in level {
+            if depth.contains_key(&h) {
+                continue;
+            }
+            depth.insert(h.clone(), d);
+            next.extend(refs[&h].iter().filter(|r| !depth.contains_key(*r)).cloned());
+        }
+        level = next;
+    }
+    assert!(depth.values().max().unwrap() >= &8);
+    for (n, delay) in [(4usize, 5), (64, 5)] {
+        let server = Server::start(
+            &dir,
+            Faults {
+                delay: Duration::from_millis(delay),
+                ..Faults::default()
+            },
+        );
+        let o = run_in(
+            &fresh(&format!("queue-{n}")),
+            &server.url(),
+            &[
+                "--http-connections",
+                &n.to_string(),
+                "--json",
+                "size",
+                &root,
+            ],
+        );
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        same(
+            &o.stdout,
+            &from_file.stdout,
+            &format!("{n} in flight vs file://"),
+        );
+        let log: Vec<Logged> = server
+            .log()
+            .into_iter()
+            .filter(|l| l.path.ends_with(".narinfo"))
+            .collect();
+        let mut asked: Vec<&str> = log.iter().map(|l| l.path.as_str()).collect();
+        asked.sort_unstable();
+        let before = asked.len();
+        asked.dedup();
+        assert_eq!(asked.len(), before, "{n}: a narinfo asked twice");
+        assert_eq!(asked.len(), nix_paths.len());
+        let peak = log.iter().map(|l| l.in_flight).max().unwrap();
+        assert!(peak <= n, "{n} allowed, {peak} waited at once");
+        if n > 16 {
+            assert!(peak > 16, "{n} allowed, at most {peak} waited at once");
+        }
+        // Some narinfo was asked before the last of the level above it
+        // had arrived.
+        let depth = &depth;
+        let log = &log;
+        let by_depth = |d: usize| {
+            log.iter()
+                .filter(move |l| depth.get(&l.path[1..33]) == Some(&d))
+        };
+        let overlapped = (0..*depth.values().max().unwrap()).any(|d| {
+            let last_end = by_depth(d).map(|l| l.end).max().unwrap();
+            by_depth(d + 1).any(|l| l.start < last_end)
+        });
+        assert!(overlapped, "{n}: every level waited for the one above");
+    }
 }

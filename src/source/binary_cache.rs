@@ -210,10 +210,11 @@ impl PathMetadata for BinaryCache {
             .collect()
     }
 
-    /// Breadth-first, one level at a time, reading each level's narinfos in
-    /// parallel: the cost is file opens, which overlap well.
+    /// A work queue of narinfo reads in parallel (see
+    /// [`super::closure_by_queue`]): the cost is file opens, which overlap
+    /// well.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
-        super::closure_by_levels(
+        super::closure_by_queue(
             roots,
             &self.describe(),
             |p| self.path_info(p),

@@ -29,7 +29,7 @@ use std::sync::Arc;
 
 pub use binary_cache::BinaryCache;
 pub use closure::RawClosure;
-pub(crate) use closure::closure_by_levels;
+pub(crate) use closure::closure_by_queue;
 pub use http_cache::HttpCache;
 pub use local::LocalStore;
 pub use path_info_json::PathInfoJson;
@@ -301,6 +301,10 @@ pub struct OpenOptions {
     /// Check local store paths against the hashes their database records
     /// (`--verify`; binary caches are always checked).
     pub verify: bool,
+    /// Requests an HTTP cache has in flight at once (`--http-connections`,
+    /// else nix.conf's `http-connections`; 0 is Nix's "no limit", capped
+    /// at 256); `None`: 128. Each is a connection kept alive and a thread.
+    pub http_connections: Option<usize>,
     /// The log the source writes its warnings and download counts to. The
     /// default is a log of its own; a clone of these options shares it, so
     /// a source opened over several stores hands each the same one.
