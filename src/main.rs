@@ -179,16 +179,6 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    /// clap's own consistency checks (names, conflicts, value parsers) on
-    /// the command line as it is run, `man`'s COMMAND values included.
-    #[test]
-    fn command_line_is_consistent() {
-        super::command().debug_assert();
-    }
-}
-
 /// nix.conf's `http-connections` (Nix's setting, which `--http-connections`
 /// overrides), when it is set to a number. A configuration that cannot be
 /// read, or another value, leaves the default: the commands that need
@@ -197,4 +187,14 @@ fn http_connections_from_nix_conf() -> Option<usize> {
     let conf =
         nix_heft::nix_conf::NixConf::load(&nix_heft::nix_conf::ConfEnv::from_process()).ok()?;
     conf.get("http-connections")?.trim().parse().ok()
+}
+
+#[cfg(test)]
+mod tests {
+    /// clap's own consistency checks (names, conflicts, value parsers) on
+    /// the command line as it is run, `man`'s COMMAND values included.
+    #[test]
+    fn command_line_is_consistent() {
+        super::command().debug_assert();
+    }
 }
