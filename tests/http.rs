@@ -1283,3 +1283,122 @@ fn narinfos_are_a_bounded_work_queue() {
         assert!(overlapped, "{n}: every level waited for the one above");
     }
 }
+
+/// 16 runs of `advise` at once against one slow server with one local
+/// cache, 4 of them killed with SIGKILL at pseudo-random moments in their
+/// first second (issue 25): the survivors give the answer a lone run gives,
+/// every entry left in the local cache passes its seal (the header line's
+/// length and SHA-256), and a rerun asks the server for nothing but
+/// `nix-cache-info`.
+#[test]
+fn concurrent_runs_killed_midway_leave_a_sound_cache() {
+    use sha2::{Digest, Sha256};
+    let f = fixture();
+    let server = Server::start(
+        &caches().xz_ls,
+        Faults {
+            delay: Duration::from_millis(5),
+            ..Faults::default()
+        },
+    );
+    let args = ["--json", "advise", "--min-saving", "0", &f.rocm];
+    let alone = run_in(&fresh("kill9-alone"), &server.url(), &args);
+    assert_eq!(alone.code, 0, "{}", alone.stderr);
+    let xdg = fresh("kill9");
+    let home = xdg.join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let bin = assert_cmd::cargo::cargo_bin("nix-heft");
+    let mut children: Vec<(std::process::Child, PathBuf)> = (0..16)
+        .map(|i| {
+            let out = xdg.join(format!("out-{i}"));
+            let child = Command::new(&bin)
+                .env("XDG_CACHE_HOME", &xdg)
+                .env("HOME", &home)
+                .env("NIX_CONF_DIR", &home)
+                .args(["--store", &server.url()])
+                .args(args)
+                .stdout(std::fs::File::create(&out).unwrap())
+                .stderr(std::fs::File::create(out.with_extension("err")).unwrap())
+                .spawn()
+                .unwrap();
+            (child, out)
+        })
+        .collect();
+    let start = std::time::Instant::now();
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64;
+    let mut kills: Vec<(Duration, usize)> = (0..4)
+        .map(|k| {
+            let ms = (seed.wrapping_mul(6364136223846793005).rotate_left(k * 13)) % 1000;
+            (Duration::from_millis(ms), k as usize * 4)
+        })
+        .collect();
+    kills.sort();
+    eprintln!("killing runs {kills:?} after start");
+    for (at, i) in &kills {
+        std::thread::sleep(at.saturating_sub(start.elapsed()));
+        // Child::kill is SIGKILL; a run that already ended is no error.
+        let _ = children[*i].0.kill();
+    }
+    let killed: Vec<usize> = kills.iter().map(|&(_, i)| i).collect();
+    for (i, (child, out)) in children.iter_mut().enumerate() {
+        // Bounded in time: five minutes for all of them.
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            if start.elapsed() > Duration::from_secs(300) {
+                let _ = child.kill();
+                panic!("run {i} still running after 300 s");
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        if killed.contains(&i) {
+            continue;
+        }
+        let stderr = std::fs::read_to_string(out.with_extension("err")).unwrap();
+        assert!(status.success(), "run {i}: {status}: {stderr}");
+        same(
+            &std::fs::read_to_string(out).unwrap(),
+            &alone.stdout,
+            &format!("run {i} vs a lone run"),
+        );
+    }
+    // Every entry's seal: `nix-heft-cache <len> <sha256>` then the data.
+    let mut entries = 0;
+    let mut dirs = vec![xdg.join("nix-heft")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+                continue;
+            }
+            if e.file_name().to_string_lossy().starts_with(".tmp") {
+                continue;
+            }
+            let bytes = std::fs::read(&p).unwrap();
+            let nl = bytes.iter().position(|&b| b == b'\n').unwrap();
+            let head = std::str::from_utf8(&bytes[..nl]).unwrap();
+            let mut it = head.strip_prefix("nix-heft-cache ").unwrap().split(' ');
+            let len: usize = it.next().unwrap().parse().unwrap();
+            let sum = it.next().unwrap();
+            let data = &bytes[nl + 1..];
+            assert_eq!(data.len(), len, "{}: cut short", p.display());
+            let got: String = Sha256::digest(data)
+                .iter()
+                .map(|b| format!("{b:02x}"))
+                .collect();
+            assert_eq!(got, sum, "{}: damaged", p.display());
+            entries += 1;
+        }
+    }
+    assert!(entries > 10, "{entries} entries");
+    server.clear();
+    let again = run_in(&xdg, &server.url(), &args);
+    same(&again.stdout, &alone.stdout, "rerun");
+    let asked: Vec<String> = server.log().into_iter().map(|l| l.path).collect();
+    assert_eq!(asked, vec!["/nix-cache-info".to_string()], "rerun asked");
+}
