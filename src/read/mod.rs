@@ -325,6 +325,13 @@ pub fn cheap_trees(
         .collect()
 }
 
+/// NARs read at once from a source that fetches them over a network, on
+/// any number of cores: a download waiting on the network overlaps other
+/// paths' decompression and scanning, and each read holds one
+/// decompressor (an xz or zstd window of at most 8 MiB at the levels Nix
+/// writes) and one 8 MiB ELF window, so memory stays bounded.
+const NETWORK_READS: usize = 6;
+
 fn read_into(
     src: &dyn PathContents,
     g: &Graph,
@@ -332,14 +339,35 @@ fn read_into(
     progress: &(dyn Fn(u64) + Sync),
     out: &mut Reads,
 ) {
-    let results: Vec<(NodeId, PathRead, Vec<Problem>)> = wants
-        .par_iter()
-        .map(|(&v, targets)| {
-            let wanted: Wanted = targets.iter().map(|&t| (hash_key(g, t), t)).collect();
-            let (pr, problems) = read_path(src, g, v, &wanted, !targets.is_empty(), progress);
-            (v, pr, problems)
+    let read_all = || -> Vec<(NodeId, PathRead, Vec<Problem>)> {
+        wants
+            .par_iter()
+            .map(|(&v, targets)| {
+                let wanted: Wanted = targets.iter().map(|&t| (hash_key(g, t), t)).collect();
+                let (pr, problems) = read_path(src, g, v, &wanted, !targets.is_empty(), progress);
+                (v, pr, problems)
+            })
+            .collect()
+    };
+    // Sources that download NARs keep their reads: read more of them at
+    // once than there are cores (local files are read on the cores).
+    let networked = wants
+        .keys()
+        .next()
+        .is_some_and(|&v| src.kept_reads(g.path(v)).is_some());
+    let pool = (networked && rayon::current_num_threads() < NETWORK_READS)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(NETWORK_READS)
+                .thread_name(|i| format!("nix-heft-read-{i}"))
+                .build()
+                .ok()
         })
-        .collect();
+        .flatten();
+    let results = match &pool {
+        Some(p) => p.install(read_all),
+        None => read_all(),
+    };
     for (v, pr, problems) in results {
         out.paths.insert(v, pr);
         out.problems.extend(problems);
