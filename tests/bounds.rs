@@ -811,10 +811,18 @@ fn a_two_gib_elf_file_is_scanned_in_a_bounded_window() {
     let dir = scratch("big-elf");
     let cache = format!("file://{}/cache?compression=zstd", dir.display());
     run(nix().args(["copy", "--to", &cache, &root]));
-    let xdg = dir.join("xdg");
-    let env = [("XDG_CACHE_HOME", xdg.to_str().unwrap())];
+    // A local cache per run: over HTTP a kept read would spare the scan.
+    let xdg = |run: &str| dir.join(format!("xdg-{run}")).display().to_string();
     let file_cache = format!("file://{}/cache", dir.display());
-    for (label, store) in [("local", "auto"), ("file://", file_cache.as_str())] {
+    let server = common::http_server::FileServer::start(&dir.join("cache"));
+    let http = server.url();
+    for (label, store) in [
+        ("local", "auto"),
+        ("file://", file_cache.as_str()),
+        ("http://", http.as_str()),
+    ] {
+        let refs_xdg = xdg(&format!("refs-{}", label.trim_end_matches("://")));
+        let env = [("XDG_CACHE_HOME", refs_xdg.as_str())];
         let m = measure(&env, store, &["--json", "refs", "--evidence", &root]);
         eprintln!(
             "2 GiB ELF, {label}: refs {} s, peak RSS {} MiB",
@@ -861,8 +869,9 @@ fn a_two_gib_elf_file_is_scanned_in_a_bounded_window() {
             m.rss
         );
         // advise examines it all (`--min-saving 0`): the same bound.
+        let advise_xdg = xdg(&format!("advise-{}", label.trim_end_matches("://")));
         let m = measure(
-            &env,
+            &[("XDG_CACHE_HOME", advise_xdg.as_str())],
             store,
             &["--json", "advise", "--min-saving", "0", &root],
         );
