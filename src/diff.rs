@@ -105,6 +105,22 @@ pub struct PathChange {
     /// or for an added path. Without it, "clr no longer references comgr"
     /// would be said of a clr that is gone altogether.
     pub left_with: Vec<NodeId>,
+    /// What the change drags in, once [`ClosureDiff::rank_by_drag`] has
+    /// run; `None` before.
+    pub drags: Option<Drag>,
+}
+
+/// The part of one side's closure that a changed path drags in: the paths
+/// reachable from it (itself included) that the other side lacks. A path
+/// on both sides has the same references on both, so nothing below it is
+/// new and the walk stays among the changed paths.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+pub struct Drag {
+    /// How many such paths.
+    pub paths: usize,
+    /// Their NAR sizes summed (in the build graph: the outputs' sizes
+    /// where known).
+    pub bytes: u64,
 }
 
 /// One package's change, grouped like `nix store diff-closures`.
@@ -175,6 +191,61 @@ impl ClosureDiff {
             }
         }
     }
+}
+
+impl ClosureDiff {
+    /// Ranks the added and removed paths by what each drags in ([`Drag`]:
+    /// bytes, then paths, then by path), the order `diff --derivation`
+    /// gives the changed inputs in: the change that pulls most of the
+    /// build closure along comes first, as nix-diff's reader wants.
+    pub fn rank_by_drag(&mut self, before: &Graph, after: &Graph) {
+        for (changes, g) in [(&mut self.added, after), (&mut self.removed, before)] {
+            let drags = drags(g, &added_ids(changes));
+            for c in changes.iter_mut() {
+                c.drags = drags.get(&c.node).copied();
+            }
+            changes.sort_by(|x, y| {
+                let (dx, dy) = (x.drags.unwrap_or_default(), y.drags.unwrap_or_default());
+                dy.bytes
+                    .cmp(&dx.bytes)
+                    .then_with(|| dy.paths.cmp(&dx.paths))
+                    .then_with(|| g.path(x.node).cmp(g.path(y.node)))
+            });
+        }
+    }
+}
+
+/// For each of `changed` (the paths of `g` the other side lacks): the
+/// changed paths reachable from it through changed paths. One walk per
+/// path over the changed part only, with a stamp array instead of a fresh
+/// visited set each time: O(changed × their edges), and the changed part
+/// is what a reader reads anyway.
+fn drags(g: &Graph, changed: &[NodeId]) -> HashMap<NodeId, Drag> {
+    let mut is_changed = vec![false; g.len()];
+    for &v in changed {
+        is_changed[v as usize] = true;
+    }
+    let mut stamp = vec![u32::MAX; g.len()];
+    let mut stack = Vec::new();
+    let mut out = HashMap::with_capacity(changed.len());
+    for (i, &v) in changed.iter().enumerate() {
+        let mark = i as u32;
+        let mut d = Drag::default();
+        stamp[v as usize] = mark;
+        stack.push(v);
+        while let Some(w) = stack.pop() {
+            d.paths += 1;
+            d.bytes = d.bytes.saturating_add(g.nar_size(w));
+            for &r in g.references(w) {
+                if is_changed[r as usize] && stamp[r as usize] != mark {
+                    stamp[r as usize] = mark;
+                    stack.push(r);
+                }
+            }
+        }
+        out.insert(v, d);
+    }
+    out
 }
 
 /// Compares the closures of `before`'s roots and `after`'s roots.
@@ -257,6 +328,7 @@ fn explain(
                     edge: EdgeChange::Changed,
                     counterparts,
                     left_with: Vec::new(),
+                    drags: None,
                 };
             }
             // Prefer a referrer whose package is on both sides (the package
@@ -297,6 +369,7 @@ fn explain(
                 edge,
                 counterparts,
                 left_with,
+                drags: None,
             }
         })
         .collect()
@@ -414,6 +487,51 @@ mod tests {
     const H1: &str = "11111111111111111111111111111111";
     const H2: &str = "22222222222222222222222222222222";
     const H3: &str = "33333333333333333333333333333333";
+
+    #[test]
+    fn changes_rank_by_what_they_drag_in() {
+        // top → {a, b, shared}; a → a-dep; b alone. AFTER changes a (and
+        // so its dependency) and b: a drags in 2 new paths, b one, though
+        // b alone is larger than a.
+        let n = |h: &str, name: &str| format!("{h}-{name}");
+        let before = graph(
+            &[
+                (&n(H1, "top.drv"), 1, &[1, 2, 3]),
+                (&n(H1, "a.drv"), 1, &[4]),
+                (&n(H1, "b.drv"), 5, &[]),
+                (&n(H1, "shared.drv"), 100, &[]),
+                (&n(H1, "a-dep.drv"), 1, &[]),
+            ],
+            1,
+        );
+        let after = graph(
+            &[
+                (&n(H2, "top.drv"), 1, &[1, 2, 3]),
+                (&n(H2, "a.drv"), 2, &[4]),
+                (&n(H2, "b.drv"), 6, &[]),
+                (&n(H1, "shared.drv"), 100, &[]),
+                (&n(H2, "a-dep.drv"), 7, &[]),
+            ],
+            1,
+        );
+        let mut d = diff(&before, &after);
+        d.rank_by_drag(&before, &after);
+        let order: Vec<(NodeId, Drag)> =
+            d.added.iter().map(|c| (c.node, c.drags.unwrap())).collect();
+        let drag = |paths, bytes| Drag { paths, bytes };
+        assert_eq!(
+            order,
+            [
+                (0, drag(4, 16)),
+                (1, drag(2, 9)),
+                (4, drag(1, 7)),
+                (2, drag(1, 6)),
+            ]
+        );
+        // The shared input is in neither list; BEFORE's side alike.
+        assert!(d.removed.iter().all(|c| c.node != 3));
+        assert_eq!(d.removed[0].drags, Some(drag(4, 8)));
+    }
 
     #[test]
     fn renamed_references_are_followed_and_new_edges_explained() {

@@ -22,6 +22,43 @@ pub enum Error {
         /// Description of the store that was asked.
         store: String,
     },
+    /// An installable's output that the store read does not hold: nix-heft
+    /// evaluates installables but never builds or substitutes.
+    #[error(
+        "output '{output}' of '{installable}' ({path}) is not valid in {store}; nix-heft evaluates \
+         but never builds: read it from a binary cache that has it \
+         (--store https://cache.nixos.org), or build it first (nix build)"
+    )]
+    MissingOutput {
+        /// The installable as given.
+        installable: String,
+        /// The output's name.
+        output: String,
+        /// The output's store path.
+        path: String,
+        /// Description of the store that was asked.
+        store: String,
+    },
+    /// A `.drv` file of the build graph that cannot be read or parsed.
+    #[error("cannot read the derivation {path}: {reason}")]
+    BadDerivation {
+        /// The `.drv` store path.
+        path: String,
+        /// Why, as the parser or the system says.
+        reason: String,
+    },
+    /// The build graph asked of a store that holds no `.drv` files.
+    #[error(
+        "{path} is not a derivation in {store}: the build graph (--derivation) is read from \
+         .drv files, which live in the local store or a chroot store where they were \
+         instantiated; a binary cache normally has none"
+    )]
+    NoDerivation {
+        /// The path asked for.
+        path: String,
+        /// Description of the store.
+        store: String,
+    },
     /// No `--store` given and no local store present.
     #[error(
         "no Nix store found: {} does not exist; point nix-heft at one with \

@@ -84,6 +84,10 @@ pub enum Kind {
     Text,
     /// Any other file.
     Binary,
+    /// An input named in a store derivation (`.drv`): an `inputDrvs`
+    /// entry with the outputs used, or an `inputSrcs` path (the build
+    /// graph, `--derivation`).
+    DrvInput,
 }
 
 impl Kind {
@@ -103,6 +107,7 @@ impl Kind {
             Kind::NixSupport => "nix-support",
             Kind::Text => "text",
             Kind::Binary => "binary",
+            Kind::DrvInput => "drv-input",
         }
     }
 }
@@ -188,5 +193,145 @@ impl Evidence {
             verdict: Verdict::Unknown,
             reason: String::new(),
         }
+    }
+}
+
+/// Evidence summarised for a reviewer: the holds of one kind, with one
+/// verdict, in one directory of the referrer. [`group`] builds them; every
+/// command and format that shows evidence shows these (and lists each
+/// hold only when asked: `--evidence`, JSON).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EvidenceGroup {
+    /// What kind of hold.
+    pub kind: Kind,
+    /// Their verdict.
+    pub verdict: Verdict,
+    /// The directory of the holding files, relative to the referrer (`""`
+    /// for its top).
+    pub dir: String,
+    /// How many holds.
+    pub holds: usize,
+    /// How many distinct files hold them.
+    pub files: usize,
+    /// The size of those files together (a symlink counts its target's
+    /// length), when the referrer's file tree was read.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bytes: Option<u64>,
+    /// The most telling files (largest first, then by name), at most
+    /// [`EXAMPLES`], relative to the referrer.
+    pub examples: Vec<String>,
+    /// The first hold's reason for the verdict.
+    pub reason: String,
+}
+
+/// Files named per group.
+pub const EXAMPLES: usize = 3;
+
+/// Groups `evs` by kind, verdict and directory: strongest verdict first,
+/// then the most bytes, then the most holds. `size_of` gives a holding
+/// file's size where the referrer's tree is known.
+pub fn group(evs: &[Evidence], size_of: impl Fn(&Evidence) -> Option<u64>) -> Vec<EvidenceGroup> {
+    use std::collections::BTreeMap;
+    // Per group: its holds in order, and each distinct file's size.
+    type Files = BTreeMap<String, Option<u64>>;
+    let mut groups: BTreeMap<(Kind, Verdict, String), (usize, Files, String)> = BTreeMap::new();
+    for e in evs {
+        let dir = e.file.rfind('/').map_or("", |i| &e.file[..i]).to_string();
+        let g = groups
+            .entry((e.kind, e.verdict, dir))
+            .or_insert_with(|| (0, Files::new(), e.reason.clone()));
+        g.0 += 1;
+        if !g.1.contains_key(&e.file) {
+            g.1.insert(e.file.clone(), size_of(e));
+        }
+    }
+    let mut out: Vec<EvidenceGroup> = groups
+        .into_iter()
+        .map(|((kind, verdict, dir), (holds, files, reason))| {
+            let known: Vec<u64> = files.values().flatten().copied().collect();
+            let bytes =
+                (!known.is_empty()).then(|| known.iter().fold(0u64, |a, &b| a.saturating_add(b)));
+            let mut ranked: Vec<(&String, Option<u64>)> =
+                files.iter().map(|(f, s)| (f, *s)).collect();
+            ranked.sort_by(|a, b| b.1.cmp(&a.1).then_with(|| a.0.cmp(b.0)));
+            EvidenceGroup {
+                kind,
+                verdict,
+                dir,
+                holds,
+                files: files.len(),
+                bytes,
+                examples: ranked
+                    .iter()
+                    .take(EXAMPLES)
+                    .map(|(f, _)| (*f).clone())
+                    .collect(),
+                reason,
+            }
+        })
+        .collect();
+    out.sort_by(|a, b| {
+        a.verdict
+            .cmp(&b.verdict)
+            .then(b.bytes.cmp(&a.bytes))
+            .then(b.holds.cmp(&a.holds))
+            .then_with(|| a.dir.cmp(&b.dir))
+    });
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(file: &str, kind: Kind, verdict: Verdict) -> Evidence {
+        let mut e = Evidence::new(file.as_bytes(), kind, 0, String::new());
+        e.verdict = verdict;
+        e.reason = format!("{} because", verdict.as_str());
+        e
+    }
+
+    #[test]
+    fn groups_by_kind_verdict_and_directory() {
+        let mut evs: Vec<Evidence> = (0..100)
+            .map(|i| {
+                ev(
+                    &format!("lib/farm/f{i:03}"),
+                    Kind::Symlink,
+                    Verdict::Runtime,
+                )
+            })
+            .collect();
+        evs.push(ev("share/doc/README", Kind::Text, Verdict::Docs));
+        evs.push(ev("bin/app", Kind::ElfRunpath, Verdict::Runtime));
+        // Two holds in one file count one file.
+        evs.push(ev("bin/app", Kind::ElfRunpath, Verdict::Runtime));
+        let gs = group(&evs, |e| {
+            Some(if e.file == "bin/app" {
+                5000
+            } else {
+                10 + e.file.len() as u64 % 7
+            })
+        });
+        assert_eq!(gs.len(), 3);
+        // Runtime first, the group holding most bytes before the other.
+        assert_eq!((gs[0].kind, gs[0].dir.as_str()), (Kind::ElfRunpath, "bin"));
+        assert_eq!((gs[0].holds, gs[0].files, gs[0].bytes), (2, 1, Some(5000)));
+        assert_eq!(gs[1].dir, "lib/farm");
+        assert_eq!((gs[1].holds, gs[1].files), (100, 100));
+        assert_eq!(gs[1].examples.len(), EXAMPLES);
+        let total: u64 = (0..100)
+            .map(|i| 10 + format!("lib/farm/f{i:03}").len() as u64 % 7)
+            .sum();
+        assert_eq!(gs[1].bytes, Some(total));
+        assert_eq!(gs[2].verdict, Verdict::Docs);
+        assert_eq!(gs[2].reason, "docs because");
+        // Unknown sizes: no byte total, examples by name.
+        let gs = group(&evs[..5], |_| None);
+        assert_eq!(gs[0].bytes, None);
+        assert_eq!(
+            gs[0].examples,
+            ["lib/farm/f000", "lib/farm/f001", "lib/farm/f002"]
+        );
     }
 }

@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::classify::Classified;
 use crate::error::{Error, Result};
-use crate::evidence::{Evidence, Verdict};
+use crate::evidence::{Evidence, EvidenceGroup, Verdict};
 use crate::graph::{Graph, NodeId, ReadRequest, added_sizes, request};
 use crate::plan::advise::Action;
 use crate::problem::{Problem, ProblemKind};
@@ -364,6 +364,24 @@ fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
         .collect()
 }
 
+/// Files named in a violation's one-line detail; the rest are counted (the
+/// evidence lists them all).
+const FEW_FILES: usize = 3;
+
+/// `a, b, c and 9 more files`.
+fn few_files(files: &BTreeSet<&str>) -> String {
+    let shown: Vec<&str> = files
+        .iter()
+        .take(FEW_FILES)
+        .map(|f| if f.is_empty() { "." } else { *f })
+        .collect();
+    let mut s = shown.join(", ");
+    if files.len() > FEW_FILES {
+        s.push_str(&format!(" and {} more files", files.len() - FEW_FILES));
+    }
+    s
+}
+
 /// One edge with the files that hold it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct EdgeFiles {
@@ -373,6 +391,10 @@ pub struct EdgeFiles {
     pub reference: String,
     /// Every hold of it in the referrer's files.
     pub evidence: Vec<Evidence>,
+    /// The same holds grouped by kind, verdict and directory, with the
+    /// holding files' sizes.
+    #[serde(default)]
+    pub groups: Vec<EvidenceGroup>,
     /// True when the source has no file contents for the referrer (a
     /// path-info JSON file), so the holds are unknown.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
@@ -397,6 +419,9 @@ pub struct Contributor {
     /// The referrer's holds of the reference.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub evidence: Vec<Evidence>,
+    /// The same holds grouped, with the holding files' sizes.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<EvidenceGroup>,
 }
 
 /// One of advise's actions, judged against a budget on its own.
@@ -492,6 +517,7 @@ pub fn check(
         referrer: path(a),
         reference: path(b),
         evidence: c.evidence(a, b).to_vec(),
+        groups: c.groups(a, b),
         unavailable: c.paths.get(&a).is_none_or(|p| !p.available),
     };
     let added = if p.budgets.iter().any(|b| !b.2.is_empty()) {
@@ -535,6 +561,7 @@ pub fn check(
                         .then(|| g.nar_size(v)),
                     referrer: r.map(path),
                     evidence: r.map(|r| c.evidence(r, v).to_vec()).unwrap_or_default(),
+                    groups: r.map(|r| c.groups(r, v)).unwrap_or_default(),
                 })
                 .collect(),
             note: (!acts.is_empty()).then(|| match plan {
@@ -562,18 +589,14 @@ pub fn check(
     }
     for (pat, v) in &p.forbidden {
         // The strongest chain, as `why` gives it: a dead or build-only edge
-        // is never the reason when a runtime chain keeps the path.
+        // is never the reason when a runtime chain keeps the path. The
+        // report shows it with the display names of everything it shows.
         let chain = crate::explain::best_chains(g, c, g.roots(), &[*v])
             .pop()
             .map_or_else(|| vec![*v], |e| e.chain);
-        let names: Vec<&str> = chain.iter().map(|&x| g.path(x).name()).collect();
         out.push(Violation {
             rule: "forbid".into(),
-            detail: format!(
-                "{} matches the forbidden pattern '{pat}'; it is pulled in by {}",
-                g.path(*v),
-                names.join(" → ")
-            ),
+            detail: format!("{} matches the forbidden pattern '{pat}'", g.path(*v),),
             chain: Some(chain.iter().map(|&x| path(x)).collect()),
             evidence: Some(chain.windows(2).map(|w| files(w[0], w[1])).collect()),
             contributors: Vec::new(),
@@ -601,14 +624,14 @@ pub fn check(
                 out.push(Violation {
                     rule: "forbid-verdict".into(),
                     detail: format!(
+                        // Whole paths: the report's display names (with a
+                        // hash where one name is shown twice) are in the
+                        // edge's lines, this stage cannot know them.
                         "{} references {} {what} ({}): {}",
-                        g.path(from).name(),
+                        g.path(from),
                         g.path(to),
                         strongest.as_str(),
-                        held.into_iter()
-                            .map(|f| if f.is_empty() { "." } else { f })
-                            .collect::<Vec<_>>()
-                            .join(", ")
+                        few_files(&held)
                     ),
                     chain: None,
                     evidence: Some(vec![files(from, to)]),

@@ -71,6 +71,10 @@ pub struct Options {
     pub nix: OsString,
     /// The store directory the paths live in.
     pub store_dir: String,
+    /// Where the store directory's files are on this machine when not at
+    /// `store_dir` itself (a chroot store's `ROOT/nix/store`): `.drv`
+    /// installables are read from there.
+    pub real_store_dir: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -84,6 +88,7 @@ impl Default for Options {
             instantiate: false,
             nix: "nix".into(),
             store_dir: "/nix/store".into(),
+            real_store_dir: None,
         }
     }
 }
@@ -541,7 +546,11 @@ fn from_drv(
             arg: arg.to_string(),
             reason: e.to_string(),
         })?;
-    let d = Derivation::read(&opts.store_dir, Path::new(drv))?;
+    let file = match &opts.real_store_dir {
+        Some(dir) => dir.join(drv_path.base_name()),
+        None => Path::new(drv).to_path_buf(),
+    };
+    let d = Derivation::read(&opts.store_dir, &file)?;
     let mut all = Vec::new();
     let names: Vec<String> = match spec {
         OutputsSpec::Names(n) => n.clone(),

@@ -49,8 +49,66 @@ struct Cli {
     /// Colour the text output: `auto` on a terminal unless NO_COLOR is set.
     #[arg(long, global = true, value_enum, default_value_t = commands::Color::Auto)]
     color: commands::Color,
+    #[command(flatten)]
+    installables: InstallableFlags,
     #[command(subcommand)]
     command: Command,
+}
+
+/// How ROOT arguments that are installables are evaluated; passed through
+/// to the user's `nix`, which evaluates them (nothing is built).
+#[derive(clap::Args, Debug)]
+#[command(next_help_heading = "Installables (evaluated by nix, never built)")]
+struct InstallableFlags {
+    /// Every ROOT is an attribute path of this Nix file (or `<nixpkgs>`),
+    /// as `nix build -f FILE ATTR` takes it; `.` is the file's value.
+    #[arg(short = 'f', long = "file", global = true, value_name = "FILE")]
+    file: Option<String>,
+    /// Every ROOT is an attribute path of this Nix expression's value
+    /// (`.` for the value itself).
+    #[arg(long, global = true, value_name = "EXPR", conflicts_with = "file")]
+    expr: Option<String>,
+    /// Let `nix` evaluate impurely (`--impure`).
+    #[arg(long, global = true)]
+    impure: bool,
+    /// Override a flake input when evaluating (`nix --override-input`);
+    /// repeatable.
+    #[arg(
+        long,
+        global = true,
+        num_args = 2,
+        value_names = ["INPUT", "FLAKEREF"],
+        action = clap::ArgAction::Append
+    )]
+    override_input: Vec<String>,
+    /// A Nix setting for the evaluation (`nix --option NAME VALUE`);
+    /// repeatable.
+    #[arg(
+        long,
+        global = true,
+        num_args = 2,
+        value_names = ["NAME", "VALUE"],
+        action = clap::ArgAction::Append
+    )]
+    option: Vec<String>,
+}
+
+impl InstallableFlags {
+    fn options(&self) -> nix_heft::installable::Options {
+        let pairs = |v: &[String]| {
+            v.chunks_exact(2)
+                .map(|c| (c[0].clone(), c[1].clone()))
+                .collect()
+        };
+        nix_heft::installable::Options {
+            file: self.file.clone(),
+            expr: self.expr.clone(),
+            impure: self.impure,
+            override_inputs: pairs(&self.override_input),
+            options: pairs(&self.option),
+            ..Default::default()
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -161,6 +219,8 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         },
         json: cli.json,
         color: cli.color,
+        installables: cli.installables.options(),
+        derivation: false,
     };
     match &cli.command {
         Command::Size(args) => commands::size::run(&ctx, args),

@@ -302,3 +302,79 @@ fn first_screen_draws_before_closure_sizes_arrive() {
     assert_ne!(app.items, by_added);
     assert!(screen(&app).contains("closure 108.1 MiB"));
 }
+
+/// `browse --derivation` through the real binary: the build graph of a
+/// derivation over the example whose own output nobody built. The status
+/// line counts `nix-store -qR`'s paths and the one derivation of unknown
+/// size; a derivation's self size is its outputs' (`nix path-info`); the
+/// unbuilt one, reached as a referrer, lists its output as unknown.
+#[test]
+fn real_binary_browses_the_build_graph_in_tmux() {
+    let (drv, unbuilt_out) = unbuilt_over_example();
+    let n = run(Command::new("nix-store").args(["-qR", drv]))
+        .lines()
+        .count();
+    let bin = assert_cmd::cargo::cargo_bin("nix-heft");
+    let session = format!("heft-browse-drv-{}", std::process::id());
+    let cmd = format!(
+        "{} browse --derivation {drv}; echo EXITED rc=$?; sleep 60",
+        bin.display()
+    );
+    let sock = format!("heft-test-drv-{}", std::process::id());
+    let t = |a: &[&str]| {
+        let mut v = vec!["-L", sock.as_str()];
+        v.extend_from_slice(a);
+        tmux(&v)
+    };
+    t(&[
+        "new-session",
+        "-d",
+        "-s",
+        &session,
+        "-x",
+        "160",
+        "-y",
+        "30",
+        &cmd,
+    ]);
+    let guard = KillServer(sock.clone());
+    let wait = |needle: &str| {
+        let start = Instant::now();
+        loop {
+            let s = t(&["capture-pane", "-p", "-t", &session]);
+            if s.contains(needle) {
+                return s;
+            }
+            assert!(
+                start.elapsed() < Duration::from_secs(30),
+                "{needle:?} never shown:\n{s}"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+    };
+    let s = wait("evidence: ready");
+    assert!(s.contains(&format!("| {n} paths, 1 unknown size |")), "{s}");
+    assert!(s.contains(" details (build graph) "), "{s}");
+    // The root's one input: the example's derivation, sized by its output.
+    let cursor = s.lines().find(|l| l.contains('▶')).unwrap();
+    assert!(cursor.contains("llama-cpp-rocm-0.0.0.drv"), "{s}");
+    let input = run(Command::new("nix-store").args(["-q", "--references", drv]));
+    let input = input.trim();
+    assert!(input.ends_with("-llama-cpp-rocm-0.0.0.drv"), "{input}");
+    let own = nix_heft::units::iec(build_graph_size(input));
+    assert!(
+        s.contains(&format!("self    {own} (its outputs)")),
+        "{own}:\n{s}"
+    );
+    assert!(s.contains("drv-input [build]"), "{s}");
+    // Into it, then over to its referrer: the unbuilt derivation.
+    t(&["send-keys", "-t", &session, "l"]);
+    wait("referrers (1)");
+    t(&["send-keys", "-t", &session, "Tab"]);
+    let s = wait("outputs of unknown size (as 0):");
+    let hash = &unbuilt_out["/nix/store/".len()..][..32];
+    assert!(s.contains(hash), "{s}");
+    t(&["send-keys", "-t", &session, "q"]);
+    wait("EXITED rc=0");
+    drop(guard);
+}

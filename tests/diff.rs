@@ -198,10 +198,12 @@ fn each_added_path_names_a_real_referrer_and_its_files() {
     assert_eq!(old["edge"], "gone");
     assert_eq!(old["evidence"][0]["file"], "share/app/deps");
     let text = heft_run(None, &["diff", before, after]).stdout;
+    // Both app-1.0 are shown: each with its hash.
     assert!(
-        text.contains(
-            "docdep-3.0 (+293.4 KiB) is new: app-1.0 references it from share/doc/app/README (text, docs)"
-        ),
+        text.contains(&format!(
+            "docdep-3.0 (+293.4 KiB) is new: app-1.0 ({}) references it from share/doc/app/README (text, docs)",
+            &after[11..19]
+        )),
         "{text}"
     );
     assert!(
@@ -339,12 +341,20 @@ fn a_path_that_left_with_its_referrer_names_the_chain() {
         assert!(why.get("left_chain").is_none(), "{name}: {why}");
     }
     let text = heft_run(None, &["diff", before, after]).stdout;
+    // top-1.0 and keeper-1.0 are on both sides: each shown with its hash.
+    let keeper = by_name(removed, "keeper-1.0")["path"].as_str().unwrap();
     assert!(
-        text.contains("comgr-1.0 (-39.5 KiB) left with clr-1.0 (top-1.0 → clr-1.0 → comgr-1.0)"),
+        text.contains(&format!(
+            "comgr-1.0 (-39.5 KiB) left with clr-1.0 (top-1.0 ({}) → clr-1.0 → comgr-1.0)",
+            &before[11..19]
+        )),
         "{text}"
     );
     assert!(
-        text.contains("olddep-1.0 (-20.0 KiB) left: keeper-1.0 no longer references it"),
+        text.contains(&format!(
+            "olddep-1.0 (-20.0 KiB) left: keeper-1.0 ({}) no longer references it",
+            &keeper[11..19]
+        )),
         "{text}"
     );
     assert!(text.contains("clr-1.0 (-"), "{text}");

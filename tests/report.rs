@@ -690,14 +690,22 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         .map(|c| (c[1].to_string(), c[2].to_string()))
         .collect();
     assert_eq!(rows.keys().cloned().collect::<BTreeSet<_>>(), closure);
+    // What came: app-1.0 rebuilt (BEFORE's root had its name), libbump
+    // updated (1.0 → 1.1), the rest added.
+    let kind_of = |p: &str| match nix_heft::store_path::name_of(p) {
+        "app-1.0" => "rebuilt",
+        "libbump-1.1" => "updated",
+        _ => "added",
+    };
     for (p, change) in &rows {
         let want = if added.contains_key(p) {
-            "added"
+            kind_of(p)
         } else {
             "same"
         };
         assert_eq!(change, want, "{p}");
     }
+    assert!(rows.values().any(|c| c == "rebuilt") && rows.values().any(|c| c == "updated"));
     assert!(!b.dom.contains(r#"id="tab-changes" aria-controls="view-changes" aria-selected="false" tabindex="-1" hidden"#));
 
     // The treemap: every drawn cell says whether it is new, in a label
@@ -713,14 +721,18 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         let (class, p, change) = (&c[1], &c[2], &c[3]);
         let label = c.get(4).map_or("", |m| m.as_str());
         if added.contains_key(p) {
-            assert_eq!(change, "added", "{p}");
+            let want = kind_of(p);
+            assert_eq!(change, want, "{p}");
             assert!(
-                class.contains("pat-added") && class.contains("is-added"),
+                class.contains(&format!("pat-{want}")) && class.contains(&format!("is-{want}")),
                 "{p}: {class}"
             );
             if !label.is_empty() {
+                let sign = if want == "added" { "+ " } else { "↻ " };
+                // The tag goes first when a cell is narrow, never the sign.
                 assert!(
-                    label.starts_with("+ ") && label.ends_with("[added]"),
+                    label.starts_with(sign)
+                        && (label.ends_with(&format!("[{want}]")) || !label.contains('[')),
                     "{p}: {label}"
                 );
             }
@@ -745,7 +757,11 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
         "{legend}"
     );
     for (p, s) in &removed {
-        let name = nix_heft::store_path::name_of(p);
+        // app-1.0 left and came back rebuilt: its hash tells the two apart.
+        let name = match nix_heft::store_path::name_of(p) {
+            "app-1.0" => format!("app-1.0 ({})", &p[11..19]),
+            n => n.to_string(),
+        };
         assert!(
             legend.contains(&format!("{name} ({})", nix_heft::units::iec(*s))),
             "{legend}"
@@ -757,7 +773,7 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
     let ch = chromium(&format!("file://{}#view=changes", page.display()), None);
     assert_clean(&ch);
     let item = regex::Regex::new(
-        r#"<li data-change="(added|removed)" data-path="([^"]+)" data-bytes="(\d+)">(.*?)</li>"#,
+        r#"<li data-change="(added|rebuilt|updated|removed)" data-path="([^"]+)" data-bytes="(\d+)">(.*?)</li>"#,
     )
     .unwrap();
     let mut listed: BTreeMap<&str, BTreeMap<String, u64>> = BTreeMap::new();
@@ -768,7 +784,11 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
             "size not shown: {}",
             &c[4]
         );
-        let side = if &c[1] == "added" { "added" } else { "removed" };
+        let side = if &c[1] == "removed" {
+            "removed"
+        } else {
+            "added"
+        };
         listed
             .entry(side)
             .or_default()
@@ -914,8 +934,292 @@ fn the_changes_view_says_a_path_left_with_its_referrer() {
     );
     assert!(!comgr.contains("no longer references"), "{comgr}");
     let olddep = removed("olddep-1.0");
+    // keeper-1.0 is in both closures, two builds: shown with its hash.
     assert!(
-        olddep.contains("keeper-1.0 no longer references it"),
+        regex::Regex::new(r"keeper-1\.0 \([0-9a-z]{8}\) no longer references it")
+            .unwrap()
+            .is_match(&olddep),
         "{olddep}"
+    );
+}
+
+/// tests/fixtures/names.nix: two builds of one stack under the same names.
+fn names_fixture() -> (String, String) {
+    let p = nix_build(&repo().join("tests/fixtures/names.nix"), &["fat", "lean"]);
+    (p[0].clone(), p[1].clone())
+}
+
+#[test]
+fn labels_keep_the_target_and_the_root_is_shown_on_load() {
+    let (fat, _) = names_fixture();
+    let page = out_dir().join("names.html");
+    json(&heft_run(
+        None,
+        &["--json", "report", &fat, "-o", page.to_str().unwrap()],
+    ));
+    // The twelve rocblas-tensile-gfx*-5.7.1 cells are too small for their
+    // names and sizes.
+    let b = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&b);
+    // Nothing asked for: the detail pane shows the root.
+    assert_eq!(by_id(&b.dom, "detail-path"), fat);
+    let target = regex::Regex::new(r"-(gfx[0-9a-z]+)-5\.7\.1$").unwrap();
+    let mut shortened = 0;
+    let mut labelled = 0;
+    for (path, (_, label)) in cells(&b.dom) {
+        let Some(t) = target.captures(&path) else {
+            continue;
+        };
+        if label.is_empty() {
+            continue;
+        }
+        labelled += 1;
+        assert!(label.contains(&t[1]), "{path}: {label:?} lost its target");
+        if label.contains('…') {
+            shortened += 1;
+        }
+    }
+    assert!(
+        labelled >= 6,
+        "{labelled} tensile cells labelled\n{}",
+        b.dom
+    );
+    assert!(shortened > 0, "no tensile label shortened");
+}
+
+#[test]
+fn a_diff_page_names_two_builds_of_one_name_apart_and_marks_rebuilt_paths() {
+    let (fat, lean) = names_fixture();
+    let page = out_dir().join("names-diff.html");
+    json(&heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            "--diff",
+            &fat,
+            &lean,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    ));
+    let data = page_data(&page);
+    let (hf, hl) = (&fat[11..19], &lean[11..19]);
+    // The page's JSON names every path as the text reports do.
+    let name_of = |p: &str| {
+        data["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|x| x["p"] == p)
+            .map(|x| x["n"].as_str().unwrap().to_string())
+    };
+    assert_eq!(
+        name_of(&lean).unwrap(),
+        format!("llama-cpp-rocm-1710 ({hl})")
+    );
+    assert_eq!(
+        data["diff"]["before_names"][0],
+        format!("llama-cpp-rocm-1710 ({hf})")
+    );
+    let d = json(&heft_run(None, &["--json", "diff", &fat, &lean]));
+    let rocblas_after = d["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["path"].as_str().unwrap())
+        .find(|p| p.ends_with("-rocblas-5.7.1"))
+        .unwrap()
+        .to_string();
+    assert_eq!(
+        name_of(&rocblas_after).unwrap(),
+        format!("rocblas-5.7.1 ({})", &rocblas_after[11..19])
+    );
+
+    let ch = chromium(&format!("file://{}#view=changes", page.display()), None);
+    assert_clean(&ch);
+    assert_eq!(
+        unescape(by_id(&ch.dom, "changes-heading")),
+        format!("Changes since llama-cpp-rocm-1710 ({hf})")
+    );
+    // The map: rebuilt paths are "rebuilt", not "added".
+    let first = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&first);
+    let cell = regex::Regex::new(
+        r#"<div role="button" tabindex="0" class="cell ([^"]*)" style="[^"]*" data-path="([^"]+)" data-added="\d+" data-change="(\w+)"[^>]*>(?:<span class="lbl">([^<]*)</span>)?"#,
+    )
+    .unwrap();
+    let mut changes = BTreeMap::new();
+    for c in cell.captures_iter(&first.dom) {
+        changes.insert(
+            c[2].to_string(),
+            (
+                c[3].to_string(),
+                c.get(4).map_or(String::new(), |m| unescape(m.as_str())),
+            ),
+        );
+    }
+    for p in [&lean, &rocblas_after] {
+        let (change, label) = &changes[p.as_str()];
+        assert_eq!(change, "rebuilt", "{p}");
+        assert!(
+            label.is_empty() || label.ends_with("[rebuilt]") || !label.contains('['),
+            "{label}"
+        );
+    }
+    assert!(!changes.values().any(|(c, _)| c == "added"), "{changes:?}");
+    let legend = unescape(element(&first.dom, "data-legend", "rebuilt"));
+    assert!(
+        legend.contains("rebuilt: same name and version"),
+        "{legend}"
+    );
+    // The summary names BEFORE with its hash too.
+    assert!(
+        unescape(by_id(&first.dom, "summary"))
+            .contains(&format!("since llama-cpp-rocm-1710 ({hf})")),
+        "{}",
+        by_id(&first.dom, "summary")
+    );
+}
+
+/// The page groups an edge's holds in the words every command uses (51
+/// links of one target in one directory are one line, with their files and
+/// bytes), then lists the first holds.
+#[test]
+fn an_edge_shows_its_holds_grouped_as_the_commands_do() {
+    let (fat, _) = names_fixture();
+    let page = out_dir().join("names-groups.html");
+    json(&heft_run(
+        None,
+        &["--json", "report", &fat, "-o", page.to_str().unwrap()],
+    ));
+    let data = page_data(&page);
+    let tensile = data["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|x| x["p"].as_str().unwrap().to_string())
+        .find(|p| p.ends_with("-rocblas-tensile-gfx942-5.7.1"))
+        .expect("no gfx942 path");
+    let b = chromium(&format!("file://{}#click={tensile}", page.display()), None);
+    assert_clean(&b);
+    let groups: Vec<String> = regex::Regex::new(r#"<li class="ev-group">([^<]*)</li>"#)
+        .unwrap()
+        .captures_iter(&b.dom)
+        .map(|c| unescape(&c[1]))
+        .collect();
+    assert!(
+        groups
+            .iter()
+            .any(|g| g.starts_with("51 symlink holds in lib/rocblas/library/ (51 files, ")),
+        "{groups:?}"
+    );
+    // The same words as `why`'s.
+    let why = heft_run(None, &["why", &fat, &tensile]).stdout;
+    let g = groups.iter().find(|g| g.starts_with("51 symlink")).unwrap();
+    assert!(why.contains(g.as_str()), "{g}\n{why}");
+}
+
+/// `report --derivation`: the page is the build graph. Its paths are
+/// `nix-store -qR` of the derivation, each derivation sized by its
+/// outputs as `nix path-info` has them, the unbuilt one counted as 0 and
+/// listed (in the JSON and on the rendered page), every edge's evidence
+/// the input's entry in the `.drv` file, and no advice.
+#[test]
+fn a_build_graph_page_is_the_derivation_closure_sized_by_outputs() {
+    let (drv, unbuilt_out) = unbuilt_over_example();
+    let page = out_dir().join("derivation.html");
+    let o = heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            "--derivation",
+            drv,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    let w = json(&o);
+    assert_eq!(w["unknown_outputs"], 1, "{w}");
+    assert_eq!(w["evidence"], "available");
+    assert_eq!(w["advice"], 0);
+    let data = page_data(&page);
+    let paths = data["paths"].as_array().unwrap();
+    let got: BTreeSet<&str> = paths.iter().map(|p| p["p"].as_str().unwrap()).collect();
+    let qr = run(Command::new("nix-store").args(["-qR", drv]));
+    let want: BTreeSet<&str> = qr.lines().collect();
+    assert_eq!(got, want);
+    assert!(got.iter().filter(|p| p.ends_with(".drv")).count() > 10);
+    for p in paths {
+        let path = p["p"].as_str().unwrap();
+        assert_eq!(p["s"].as_u64().unwrap(), build_graph_size(path), "{path}");
+    }
+    let root = &paths[data["roots"][0].as_u64().unwrap() as usize];
+    assert_eq!(root["p"], drv.as_str());
+    assert_eq!(root["s"], 0, "the unbuilt output is counted as 0");
+    assert_eq!(
+        data["build_graph"]["unknown_outputs"],
+        serde_json::json!([{"derivation": drv, "outputs": [format!("out {unbuilt_out}")]}])
+    );
+    // Every edge out of a derivation is its `.drv` file's entry for the
+    // input: read, with that evidence.
+    let mut drv_edges = 0;
+    for (i, p) in paths.iter().enumerate() {
+        if !p["p"].as_str().unwrap().ends_with(".drv") {
+            continue;
+        }
+        for to in p["r"].as_array().unwrap() {
+            drv_edges += 1;
+            let e = data["edges"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .find(|e| e["from"] == i && e["to"] == *to)
+                .unwrap_or_else(|| panic!("edge {i} → {to} not on the page"));
+            assert!(
+                e["evidence"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x["k"] == "drv-input" && x["v"] == "build"),
+                "{e}"
+            );
+        }
+    }
+    assert!(drv_edges > 10);
+    assert_eq!(data["advice"].as_array().unwrap().len(), 0);
+    // Rendered: the summary says it is the build graph and counts the
+    // unknown; Problems lists the derivation; Advice says why there is none.
+    let b = chromium(&format!("file://{}#view=problems", page.display()), None);
+    assert_clean(&b);
+    let summary = by_id(&b.dom, "summary");
+    assert!(
+        summary.starts_with("Build graph: 1 root, ")
+            && summary.contains("1 derivation(s) with outputs of unknown size"),
+        "{summary}"
+    );
+    let listed = element(&b.dom, "id", "unknown-outputs");
+    assert!(
+        listed.contains(drv.as_str()) && listed.contains(unbuilt_out.as_str()),
+        "{listed}"
+    );
+    let b = chromium(&format!("file://{}#view=advice", page.display()), None);
+    assert_clean(&b);
+    assert!(
+        b.dom.contains("No advice on the build graph"),
+        "advice view"
+    );
+    // Text mode says what was written.
+    let o = heft_run(
+        None,
+        &["report", "--derivation", drv, "-o", page.to_str().unwrap()],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout
+            .contains("1 derivation(s) with outputs of unknown size"),
+        "{}",
+        o.stdout
     );
 }

@@ -51,18 +51,35 @@
   const isRoot = new Uint8Array(N);
   D.roots.forEach((r) => (isRoot[r] = 1));
   const noEvidence = D.evidence_state === "unavailable";
+  // report --derivation: the paths are derivations and sources, a
+  // derivation's size its outputs' where known; those unknown are listed.
+  const BG = D.build_graph || null;
   // report --diff: the page is AFTER's closure; these paths are new since
   // BEFORE (with why), and BEFORE's paths that left are listed apart.
   const DF = D.diff || null;
   const addedWhy = new Map();
   if (DF) DF.added.forEach((a) => addedWhy.set(a.i, a));
   const isNew = (i) => addedWhy.has(i);
-  const changeOf = (i) => (isNew(i) ? "added" : "same");
+  // New since BEFORE: "added" (new), "rebuilt" (a path of the same name
+  // left: another hash of the same package and version) or "updated"
+  // (another version of a package BEFORE had), as the report says.
+  const changeOf = (i) => (isNew(i) ? addedWhy.get(i).change || "added" : "same");
   const CHANGE_TEXT = {
     added: "added: new since BEFORE",
+    rebuilt: "rebuilt: same name and version as a path of BEFORE, another hash",
+    updated: "updated: another version of a package of BEFORE",
     same: "unchanged: in BEFORE's closure too",
     removed: "removed: in BEFORE's closure only",
   };
+  // Display names of every path the page names (its own, BEFORE's roots,
+  // what left), as the report made them: a name shown twice has its hash.
+  const shownName = new Map();
+  P.forEach((p) => shownName.set(p.p, p.n));
+  if (DF) {
+    DF.removed.forEach((r) => shownName.set(r.path, r.name));
+    DF.before.forEach((b, k) => shownName.set(b, DF.before_names[k]));
+  }
+  const nameOfAny = (path) => shownName.get(path) || baseName(path);
 
   // ---- formatting ------------------------------------------------------
   // The same text as nix-heft's units::iec: the unit chosen with the same
@@ -184,11 +201,16 @@
 
   // ---- summary and legend ------------------------------------------------
   document.getElementById("summary").textContent =
+    (BG ? "Build graph: " : "") +
     D.roots.length + " root" + (D.roots.length === 1 ? "" : "s") + ", " +
-    N + " paths, closure " + iec(D.closure_size) + "; evidence " + D.evidence_state +
+    N + (BG ? " derivations and sources, build closure " : " paths, closure ") + iec(D.closure_size) +
+    (BG ? " (a derivation counts its outputs' sizes)" +
+      (BG.unknown_outputs.length ? "; " + BG.unknown_outputs.length +
+        " derivation(s) with outputs of unknown size, counted as 0 (listed under Problems)" : "") : "") +
+    "; evidence " + D.evidence_state +
     " (" + D.source + ")" +
     (D.traces ? "; traced by " + D.traces : "") +
-    (DF ? "; since " + DF.before.map(baseName).join(", ") + ": closure " + iec(DF.closure_size_before) +
+    (DF ? "; since " + DF.before.map(nameOfAny).join(", ") + ": closure " + iec(DF.closure_size_before) +
       " → " + iec(D.closure_size) + " (" + iecDelta(D.closure_size - DF.closure_size_before) + "), " +
       DF.added.length + " paths added, " + DF.removed.length + " removed" : "") +
     "; " + D.generator;
@@ -217,11 +239,13 @@
   function drawChangeLegend(lg) {
     if (colourBy === "change") {
       lg.append(el("strong", { text: "Change since BEFORE:" }));
-      const addedBytes = DF.added.reduce((t, a) => t + P[a.i].s, 0);
-      for (const k of ["added", "same"]) {
+      for (const k of ["added", "rebuilt", "updated", "same"]) {
+        const of = DF.added.filter((a) => (a.change || "added") === k);
+        if (of.length === 0 && k !== "added" && k !== "same") continue;
+        const bytes = of.reduce((t, a) => t + P[a.i].s, 0);
         const sw = el("span", { class: "sw pat-" + k, style: "background-color: var(--" + k + ")" });
         lg.append(el("span", { "data-legend": k }, sw, CHANGE_TEXT[k] +
-          (k === "added" ? " (" + DF.added.length + " paths, " + iec(addedBytes) + ")" : "")));
+          (k !== "same" ? " (" + of.length + " paths, " + iec(bytes) + ")" : "")));
       }
     } else {
       lg.append(el("span", { "data-legend": "added" }, "“+” before a name: new since BEFORE."));
@@ -243,7 +267,7 @@
     if (a.edge === "root") return ["new since BEFORE: a root"];
     if (a.referrer === undefined) return ["new since BEFORE"];
     if (a.edge === "renamed") {
-      return ["new since BEFORE: " + (a.replaces.length ? "replaces " + a.replaces.map(baseName).join(", ") + "; " : ""),
+      return ["new since BEFORE: " + (a.replaces.length ? "replaces " + a.replaces.map(nameOfAny).join(", ") + "; " : ""),
         pathLink(a.referrer), " references it as before"];
     }
     const e = edgeAt.get(a.referrer + ">" + i);
@@ -251,7 +275,7 @@
   }
   function removedWhyText(r) {
     if (r.edge === "root") return "was a root";
-    const by = r.referrer ? baseName(r.referrer) : "?";
+    const by = r.referrer ? nameOfAny(r.referrer) : "?";
     if (r.edge === "renamed") {
       return (r.replaced_by.length ? "replaced by " + r.replaced_by.map((j) => P[j].n).join(", ") + "; " : "") +
         by + " references it as before";
@@ -264,6 +288,67 @@
     return by + " no longer references it" + (r.unavailable
       ? " (BEFORE's files were not read: no file contents there, or --no-evidence)"
       : r.held_by ? " (held before by " + r.held_by + ")" : " (registered, but no occurrence found)");
+  }
+
+  // ---- labels --------------------------------------------------------------
+  // A name shortened to `w` characters keeping the part that tells it
+  // apart (nix-heft's report::names: `shorten` and `Shown::fit`): "gfx942"
+  // of rocblas-tensile-gfx942-5.7.1 stays, a repeated name keeps its hash.
+  function middle(t, w) {
+    if (t.length <= w) return t;
+    if (w <= 0) return "";
+    const keep = w - 1;
+    const h = Math.floor(keep / 2);
+    return t.slice(0, h) + "…" + t.slice(t.length - (keep - h));
+  }
+  function shortenText(t, ks, ke, w) {
+    const n = t.length;
+    if (n <= w) return t;
+    if (w <= 0) return "";
+    ke = Math.min(ke, n);
+    if ((ks === 0 && ke >= n) || ks >= ke) return middle(t, w);
+    const tail = n - ks;
+    if (tail < w) return t.slice(0, w - 1 - tail) + "…" + t.slice(ks);
+    const before = ks > 0 ? 1 : 0;
+    if (w > before + 1 && ke - ks < w - before) return (before ? "…" : "") + t.slice(ks, ks + (w - before - 1)) + "…";
+    return middle(t.slice(ks, ke), w);
+  }
+  function shortName(p, w) {
+    const t = p.n, hl = p.kh || 0, ks = p.ks[0], ke = p.ks[1];
+    if (t.length <= w || hl === 0 || w < hl + 4) return shortenText(t, ks, ke, w);
+    const n = t.length - hl;
+    const nw = w - hl;
+    const name = t.slice(0, n);
+    const s = ks === 0 && ke >= n
+      ? (name.length <= nw ? name : name.slice(0, nw - 1) + "…")
+      : shortenText(name, ks, ke, nw);
+    return s + t.slice(n);
+  }
+  let measureCtx = null;
+  function textWidth(t) {
+    if (!measureCtx) {
+      const probe = el("span", { class: "lbl", text: "x" });
+      mapEl.append(probe);
+      const st = getComputedStyle(probe);
+      measureCtx = document.createElement("canvas").getContext("2d");
+      measureCtx.font = st.fontStyle + " " + st.fontWeight + " " + st.fontSize + " " + st.fontFamily;
+      probe.remove();
+    }
+    return measureCtx.measureText(t).width;
+  }
+  // The label of a cell `px` wide: name, size and tag when they fit; else
+  // the name shortened (never below the part that tells it apart) until it
+  // fits with the size, else alone; CSS cuts what still does not fit.
+  function fitLabel(p, pre, size, tag, px) {
+    const min = Math.min(p.n.length, p.ks[1] - p.ks[0] + (p.kh || 0) + 2);
+    if (textWidth(pre + p.n + size + tag) <= px) return pre + p.n + size + tag;
+    for (const rest of [size, ""]) {
+      for (let k = p.n.length; k >= min; k--) {
+        const t = pre + shortName(p, k) + rest;
+        if (textWidth(t) <= px) return t;
+      }
+    }
+    return pre + shortName(p, min) + size + tag;
   }
 
   // ---- treemap -----------------------------------------------------------
@@ -324,19 +409,21 @@
       const i = d.data.i;
       const p = P[i];
       const fresh = isNew(i);
-      const tag = colourBy === "change" ? (fresh ? "added" : "unchanged") : colourBy === "kind" ? p.k : p.v;
-      const label = (fresh ? "+ " : "") + p.n + " " + iec(p.a) + " [" + tag + "]";
+      const change = changeOf(i);
+      const tag = colourBy === "change" ? (fresh ? change : "unchanged") : colourBy === "kind" ? p.k : p.v;
+      const pre = change === "added" ? "+ " : change === "same" ? "" : "↻ ";
+      const label = fitLabel(p, pre, " " + iec(p.a), " [" + tag + "]", w - 6);
       const cell = el("div", {
         role: "button",
         tabindex: "0",
         class: "cell pat-" + (colourBy === "change" ? changeOf(i) : colourBy === "kind" ? "none-k" : p.v) +
-          (fresh ? " is-added" : "") +
+          (fresh ? " is-" + change : "") +
           (i === selected ? " sel" : "") + (query && p.n.toLowerCase().includes(query) ? " hit" : ""),
         style: "left:" + d.x0 + "px;top:" + d.y0 + "px;width:" + w + "px;height:" + h + "px;background-color:" + colourOf(i),
         "data-path": p.p,
         "data-added": p.a,
         "data-change": DF ? changeOf(i) : null,
-        "aria-label": p.n + (fresh ? ", new since BEFORE" : "") + ", added " + iec(p.a) + ", self " + iec(p.s) +
+        "aria-label": p.n + (fresh ? ", " + CHANGE_TEXT[change] : "") + ", added " + iec(p.a) + ", self " + iec(p.s) +
           ", closure " + iec(p.c) + ", " + (colourBy === "kind" ? "kind " + p.k : "verdict " + p.v) +
           (kids[i].length ? ", contains " + kids[i].length + " paths" : ""),
         title: p.p + "\nadded " + iec(p.a) + " · self " + iec(p.s) + " · closure " + iec(p.c) + " · " + VERDICT_TEXT[p.v] +
@@ -409,6 +496,8 @@
   }
   function evidenceList(e) {
     const ul = el("ul", { class: "plain" });
+    // The holds grouped as every command shows them, then the holds.
+    for (const g of e.g || []) ul.append(el("li", { class: "ev-group", text: g }));
     for (const x of e.evidence || []) {
       ul.append(
         el(
@@ -443,13 +532,13 @@
       " " + (e.reason || "registered, but no file holds it") + (kinds ? "; " + kinds + "; " + e.files + " file" + (e.files === 1 ? "" : "s") : ""));
     return el("details", { class: "edge", open: open, "data-edge": P[from].n + ">" + P[to].n }, summary, evidenceList(e));
   }
-  function select(i, reveal) {
+  function select(i, reveal, quiet) {
     selected = i;
     if (reveal && zoom !== P[i].d && !(zoom === i && kids[i].length)) {
       zoom = P[i].d;
     }
     drawMap();
-    writeHash();
+    if (!quiet) writeHash();
     const p = P[i];
     const chain = strongestChain(i);
     const rootPath = P[chain[0]].p;
@@ -527,7 +616,8 @@
   function drawAdvice() {
     const v = document.getElementById("view-advice");
     const parts = [el("h2", { text: "Advice (" + D.advice.length + ")" })];
-    if (noEvidence) parts.push(el("p", { text: "No advice: it needs file-level evidence, which this report was made without." }));
+    if (BG) parts.push(el("p", { text: "No advice on the build graph: advice is about what outputs keep at run time (report without --derivation)." }));
+    else if (noEvidence) parts.push(el("p", { text: "No advice: it needs file-level evidence, which this report was made without." }));
     else {
       parts.push(el("p", { id: "plan-total", text: "Closure now " + iec(D.closure_size) +
         (D.plan_saving !== null && D.plan_saving !== undefined
@@ -542,13 +632,21 @@
     const ul = el("ul");
     D.problems.forEach((p) => ul.append(el("li", null, el("code", { text: p.path + (p.file ? "/" + p.file : "") }), " " + p.kind + ": " + p.message)));
     v.replaceChildren(el("h2", { text: "Problems (" + D.problems.length + ")" }), D.problems.length ? ul : el("p", { text: "None: everything was read." }));
+    if (BG) {
+      const u = BG.unknown_outputs;
+      const list = el("ul", { id: "unknown-outputs" });
+      u.forEach((d) => list.append(el("li", null, el("code", { text: d.derivation }), ": " + d.outputs.join(", "))));
+      v.append(el("h3", { text: "Derivations with outputs of unknown size (" + u.length + ")" }),
+        u.length ? list : el("p", { text: "None: every output is valid in a store this report read." }));
+      if (u.length) v.append(el("p", { text: "Their outputs are valid in no store read (not built, not in the cache given): counted as 0, never guessed." }));
+    }
   }
 
   // ---- changes (report --diff) ---------------------------------------------
   function drawChanges() {
     const v = document.getElementById("view-changes");
     const parts = [
-      el("h2", { text: "Changes since " + DF.before.map(baseName).join(", ") }),
+      el("h2", { id: "changes-heading", text: "Changes since " + DF.before.map(nameOfAny).join(", ") }),
       el("p", { id: "diff-summary", text: "Closure " + iec(DF.closure_size_before) + " → " + iec(D.closure_size) +
         " (" + iecDelta(D.closure_size - DF.closure_size_before) + "); paths " + DF.paths_before + " → " + N + "." }),
       el("h3", { text: "Packages (" + DF.packages.length + ")" }),
@@ -566,8 +664,8 @@
     const addedBytes = DF.added.reduce((t, a) => t + P[a.i].s, 0);
     parts.push(el("h3", { text: "Added (" + DF.added.length + " paths, " + iec(addedBytes) + ")" }));
     const al = el("ul", { class: "plain", id: "added-list" });
-    DF.added.forEach((a) => al.append(el("li", { "data-change": "added", "data-path": P[a.i].p, "data-bytes": P[a.i].s },
-      changeBadge("added"), " ", pathLink(a.i), " " + iec(P[a.i].s) + " · ", ...addedWhyNodes(a.i))));
+    DF.added.forEach((a) => al.append(el("li", { "data-change": a.change || "added", "data-path": P[a.i].p, "data-bytes": P[a.i].s },
+      changeBadge(a.change || "added"), " ", pathLink(a.i), " " + iec(P[a.i].s) + " · ", ...addedWhyNodes(a.i))));
     parts.push(DF.added.length ? al : el("p", { text: "None." }));
     const removedBytes = DF.removed.reduce((t, r) => t + r.nar_size, 0);
     parts.push(el("h3", { text: "Removed (" + DF.removed.length + " paths, " + iec(removedBytes) + ")" }));
@@ -756,6 +854,11 @@
   if (DF) drawChanges();
   drawMap();
   readHash();
+  // Nothing asked for: the detail pane shows the heaviest root.
+  if (selected < 0 && D.roots.length) {
+    const r = D.roots.slice().sort((a, b) => P[b].a - P[a].a)[0];
+    select(r, false, true);
+  }
   document.body.setAttribute("data-ready", "true");
   // Time from navigation start to the first drawing, for benchmarks.
   document.body.setAttribute("data-painted-ms", Math.round(performance.now()));

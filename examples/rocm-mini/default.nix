@@ -138,15 +138,17 @@ let
   '';
 
   # 5. rocblas: the library, its headers/cmake/pkg-config, and the symlink
-  #    farm into every Tensile derivation (nixpkgs rocblas/default.nix).
-  rocblas = mk "rocblas-${version}" ''
+  #    farm into every Tensile derivation (nixpkgs rocblas/default.nix),
+  #    built for a list of GPU targets: each target's Tensile path and the
+  #    fallback path (built once, for every target) are linked whole.
+  rocblasFor = targets: mk "rocblas-${version}" ''
     solib $out/lib/librocblas.so rocblas.c 4 "${clr}/lib:${glibc}/lib" \
       -I${clr}/include -L${clr}/lib -lamdhip64
     mkdir -p $out/include $out/lib/rocblas/library $out/lib/cmake/rocblas $out/lib/pkgconfig
     cp rocblas.h $out/include/rocblas.h
 
     for path in ${builtins.concatStringsSep " " (map (t: "${rocblas-tensile.${t}}")
-                    [ "gfx900" "gfx906" "gfx90a" "gfx1030" "gfx1100" "fallback" ])}; do
+                    (targets ++ [ "fallback" ]))}; do
       ln -s $path/lib/rocblas/library/* $out/lib/rocblas/library/
     done
     # Like the real one: a manifest of sandbox paths (cruft, no store paths).
@@ -181,6 +183,7 @@ let
     EOF
     sed -i "s|@out@|$out|g" $out/lib/cmake/rocblas/rocblas-config.cmake $out/lib/pkgconfig/rocblas.pc
   '';
+  rocblas = rocblasFor [ "gfx900" "gfx906" "gfx90a" "gfx1030" "gfx1100" ];
 
   # Never needed at run time by anything in this closure.
   rocm-smi = mk "rocm-smi-${version}" ''
@@ -244,17 +247,6 @@ let
   # shares with the original is byte-identical.
   variant = base: extra: derivation (base.drvAttrs // extra);
   script = base: builtins.elemAt base.args 1;
-  allTensile = builtins.concatStringsSep " " (map (t: "${rocblas-tensile.${t}}")
-    [ "gfx900" "gfx906" "gfx90a" "gfx1030" "gfx1100" "fallback" ]);
-  # rocblas built for one GPU target: that target's Tensile library plus the
-  # fallback kernels for it (and the target-independent fallback data).
-  rocblasFor = t: variant rocblas {
-    args = [ "-c" (builtins.replaceStrings
-      [ allTensile "ln -s $path/lib/rocblas/library/* $out/lib/rocblas/library/" ]
-      [ "${rocblas-tensile.${t}} ${rocblas-tensile.fallback}"
-        ''for f in $path/lib/rocblas/library/*; do case "$f" in *${t}*) ln -s "$f" $out/lib/rocblas/library/;; *gfx*) ;; *) ln -s "$f" $out/lib/rocblas/library/;; esac; done'' ]
-      (script rocblas)) ];
-  };
   # What nixpkgs' multiple-outputs hook does with outputs = [ "out" "dev" ]
   # (and "doc"): moveToOutput include, lib/pkgconfig, lib/cmake -> dev,
   # share/doc -> doc, empty parents removed, and dev propagating out.
@@ -274,7 +266,7 @@ let
       mv $out/lib/cmake $dev/lib/cmake
     '' + propagate) ];
   };
-  rocblas-lean = splitRocblas (rocblasFor "gfx90a");
+  rocblas-lean = splitRocblas (rocblasFor [ "gfx90a" ]);
   hipblas-lean = variant hipblas {
     outputs = [ "out" "dev" "doc" ];
     args = [ "-c" (builtins.replaceStrings
@@ -296,8 +288,11 @@ let
   };
   variants = {
     lean = llama-cpp-lean;
-    rocblas-gfx90a = rocblasFor "gfx90a";
-    rocblas-gfx1030 = rocblasFor "gfx1030";
+    # rocblas built for one GPU target: the same derivation with a shorter
+    # list, so its farm links that target's Tensile path and the whole
+    # fallback path (its *_fallback_gfxNNN links for other targets too).
+    rocblas-gfx90a = rocblasFor [ "gfx90a" ];
+    rocblas-gfx1030 = rocblasFor [ "gfx1030" ];
     rocblas-split = splitRocblas rocblas;
     hipblas-split = variant hipblas {
       outputs = [ "out" "dev" "doc" ];

@@ -33,6 +33,28 @@ pub struct Loaded {
     pub available: bool,
 }
 
+/// What the browser shows besides sizes when it browses the build graph
+/// (`browse --derivation`): paths are derivations and sources, a
+/// derivation's self size its outputs' where known.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct BuildGraph {
+    /// Per path (by id): the outputs whose size is known in no store read
+    /// (`name` or `name path`), counted as 0; empty when all are known.
+    pub unknown: Vec<Vec<String>>,
+}
+
+impl BuildGraph {
+    /// How many derivations have an output of unknown size.
+    pub fn unknown_count(&self) -> usize {
+        self.unknown.iter().filter(|u| !u.is_empty()).count()
+    }
+
+    /// The unknown outputs of `v` (none for a path out of range).
+    pub fn unknown_of(&self, v: NodeId) -> &[String] {
+        self.unknown.get(v as usize).map_or(&[], Vec::as_slice)
+    }
+}
+
 /// The order of the references list, largest first.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SortBy {
@@ -142,6 +164,8 @@ pub struct App<'g> {
     pub status: String,
     /// No colours, only emphasis (NO_COLOR).
     pub no_color: bool,
+    /// Set when browsing the build graph.
+    pub build: Option<BuildGraph>,
 }
 
 impl<'g> App<'g> {
@@ -189,6 +213,7 @@ impl<'g> App<'g> {
             progress: (0, 0),
             status: String::new(),
             no_color,
+            build: None,
         };
         app.refill();
         app

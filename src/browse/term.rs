@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
-use super::{App, Loaded, Outcome};
+use super::{App, BuildGraph, Loaded, Outcome};
 use crate::graph::Graph;
 
 /// The OSC 52 sequence that puts `text` on the clipboard of the terminal
@@ -36,8 +36,14 @@ pub struct Feeds<'a> {
 }
 
 /// Runs the browser until the user quits, drawing the first screen before
-/// closure sizes and evidence arrive through `feeds`.
-pub fn run(g: &Graph, feeds: Feeds, no_color: bool) -> std::io::Result<()> {
+/// closure sizes and evidence arrive through `feeds`; `build` when `g` is
+/// the build graph.
+pub fn run(
+    g: &Graph,
+    feeds: Feeds,
+    no_color: bool,
+    build: Option<BuildGraph>,
+) -> std::io::Result<()> {
     let Feeds {
         closure,
         evidence,
@@ -46,6 +52,7 @@ pub fn run(g: &Graph, feeds: Feeds, no_color: bool) -> std::io::Result<()> {
     } = feeds;
     let mut app = App::without_closure_sizes(g, no_color);
     app.progress = (0, total);
+    app.build = build;
     let mut terminal = ratatui::try_init()?;
     let result = (|| -> std::io::Result<()> {
         let mut waiting = true;

@@ -161,7 +161,12 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
         Line::from(g.path(v).to_string()),
         Line::from(""),
         Line::from(format!("added   {}", iec(app.added[v as usize]))),
-        Line::from(format!("self    {}", iec(g.nar_size(v)))),
+        Line::from(match &app.build {
+            Some(_) if g.path(v).name().ends_with(".drv") => {
+                format!("self    {} (its outputs)", iec(g.nar_size(v)))
+            }
+            _ => format!("self    {}", iec(g.nar_size(v))),
+        }),
         Line::from(if app.closure_ready {
             format!("closure {}", iec(app.closure[v as usize]))
         } else {
@@ -174,6 +179,17 @@ fn details(app: &App, v: NodeId) -> Vec<Line<'static>> {
         )),
         Line::from(""),
     ];
+    if let Some(b) = &app.build
+        && !b.unknown_of(v).is_empty()
+    {
+        // Never guessed: said, and counted as nothing.
+        // After the sizes and counts, before the blank line.
+        let at = out.len() - 1;
+        out.insert(at, Line::from("outputs of unknown size (as 0):"));
+        for (i, o) in b.unknown_of(v).iter().enumerate() {
+            out.insert(at + 1 + i, Line::from(format!("  {o}")));
+        }
+    }
     let from = match app.focus {
         Focus::References => app.current.map(|c| (c, v)),
         Focus::Referrers => app.current.map(|c| (v, c)),
@@ -249,11 +265,17 @@ fn status_line(app: &App) -> Line<'static> {
         Mode::Search { query, hits, .. } => format!("/{query}  ({} matches)", hits.len()),
         _ => app.status.clone(),
     };
+    let paths = match &app.build {
+        // Short enough for 80 columns; the details pane's title says it
+        // is the build graph.
+        Some(b) => format!("{} paths, {} unknown size", app.g.len(), b.unknown_count()),
+        None => format!("{} paths", app.g.len()),
+    };
     Line::from(format!(
-        " sort: {} | {} | {} paths | ? help, q quit {}",
+        " sort: {} | {} | {} | ? help, q quit {}",
         app.sort.as_str(),
         ev,
-        app.g.len(),
+        paths,
         if mode.is_empty() {
             String::new()
         } else {
@@ -342,7 +364,15 @@ fn advice_lines(app: &App, v: NodeId) -> Vec<Line<'static>> {
         out.push(Line::from(format!(
             "{}  {}  saves {}  safety: {}",
             a.kind.as_str(),
-            crate::store_path::name_of(&a.package),
+            // The browser's display names (report::names), as in its lists.
+            app.g
+                .paths()
+                .iter()
+                .position(|p| p.as_str() == a.package)
+                .map_or_else(
+                    || crate::store_path::name_of(&a.package).to_string(),
+                    |i| app.names[i].clone()
+                ),
             a.saving.map_or("?".to_string(), iec),
             a.safety.as_str()
         )));
@@ -431,7 +461,14 @@ pub fn draw(f: &mut Frame, app: &App) {
     let lines = app.selected().map(|v| details(app, v)).unwrap_or_default();
     f.render_widget(
         Paragraph::new(lines)
-            .block(Block::default().borders(Borders::ALL).title(" details "))
+            .block(
+                Block::default()
+                    .borders(Borders::ALL)
+                    .title(match app.build {
+                        Some(_) => " details (build graph) ",
+                        None => " details ",
+                    }),
+            )
             .wrap(Wrap { trim: false }),
         right,
     );

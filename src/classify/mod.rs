@@ -48,6 +48,29 @@ impl Classified {
             .map(Vec::as_slice)
             .unwrap_or(&[])
     }
+
+    /// The size of `file` (raw, relative) in `v`, when `v`'s tree was
+    /// read: a regular file's bytes, a symlink's target length.
+    pub fn file_size(&self, v: NodeId, file: &[u8]) -> Option<u64> {
+        use crate::nar::tree::TreeNode;
+        let e = self.trees.get(&v)?.under(file).next()?;
+        if e.path != file {
+            return None;
+        }
+        Some(match &e.node {
+            TreeNode::Regular { size, .. } => *size,
+            TreeNode::Symlink { target } => target.len() as u64,
+            TreeNode::Directory => 0,
+        })
+    }
+
+    /// `from`'s evidence for `to`, grouped for a reviewer
+    /// ([`crate::evidence::group`]), with the holding files' sizes.
+    pub fn groups(&self, from: NodeId, to: NodeId) -> Vec<crate::evidence::EvidenceGroup> {
+        crate::evidence::group(self.evidence(from, to), |e| {
+            self.file_size(from, &e.file_raw)
+        })
+    }
 }
 
 /// Classifies everything `reads` holds.
@@ -130,6 +153,10 @@ fn classify_path(
             Site::Shebang => {
                 ev.kind = Kind::Shebang;
                 ev.line = Some(1);
+            }
+            // A `.drv` file names its inputs: the build graph's edges.
+            Site::Text { .. } if h.file.is_empty() && g.path(v).name().ends_with(".drv") => {
+                ev.kind = Kind::DrvInput;
             }
             Site::Text { line } => {
                 ev.kind = Kind::Text;

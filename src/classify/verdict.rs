@@ -87,6 +87,10 @@ pub fn judge(ev: &Evidence) -> (Verdict, String) {
         ),
         Shebang => (Verdict::Runtime, "script interpreter (#! line)".into()),
         NixSupport => (Verdict::Build, "nix-support/ is read only by builds".into()),
+        DrvInput => (
+            Verdict::Build,
+            "an input of the derivation: the build reads it".into(),
+        ),
         _ => match location(&ev.file) {
             Some(Verdict::Build) => (
                 Verdict::Build,

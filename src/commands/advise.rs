@@ -40,7 +40,7 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let src = ctx.open()?;
     let src = src.as_ref();
     let traces = args.trace.load()?;
-    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let roots = ctx.roots(src, &args.roots)?;
     let g = ctx.load(src, &roots)?;
     let closure_size = g.size_of(&g.closure_of(g.roots()));
     let min_saving = args.min_saving.bytes_of(closure_size);

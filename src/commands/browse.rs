@@ -8,8 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::Args;
 
+use nix_heft::browse::BuildGraph;
 use nix_heft::graph::request;
 use nix_heft::source::StoreSource;
+use nix_heft::source::derivation::DerivationSource;
 
 use super::Context;
 use super::context::print_warnings;
@@ -23,22 +25,55 @@ pub struct BrowseArgs {
     /// Sizes only: read no file (no evidence, verdicts or advice).
     #[arg(long)]
     no_evidence: bool,
+    /// Browse the build-time graph (as `nix-tree --derivation`): paths are
+    /// derivations and sources, a derivation's self size its outputs'
+    /// where valid (local store or --store's cache), those of unknown size
+    /// counted as 0 and shown; edges the `.drv` files' inputs, their
+    /// entries the evidence; no advice. An installable ROOT means its
+    /// `.drv`.
+    #[arg(long)]
+    derivation: bool,
 }
 
 /// Loads the closure, starts the read on a detached thread and runs the
 /// browser until the user quits.
 pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     use std::io::IsTerminal;
+    let derivation = args.derivation;
+    let ctx = &if derivation {
+        ctx.for_derivations()
+    } else {
+        ctx.clone()
+    };
     // Shared, so that the read runs on a thread of its own.
-    let src: Arc<dyn StoreSource> = ctx.open()?.into();
+    let drvs: Option<Arc<DerivationSource>> = if derivation {
+        Some(Arc::new(ctx.open_derivations()?))
+    } else {
+        None
+    };
+    let src: Arc<dyn StoreSource> = match &drvs {
+        Some(d) => d.clone(),
+        None => ctx.open()?.into(),
+    };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
         return Err(nix_heft::Error::Usage(
             "browse needs a terminal; use size, refs or report when piped".into(),
         )
         .into());
     }
-    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &args.roots)?;
+    let roots = ctx.roots(src.as_ref(), &args.roots)?;
     let g = Arc::new(ctx.load(src.as_ref(), &roots)?);
+    // The derivations whose outputs no store has, known once loaded.
+    let build = drvs.as_deref().map(|d| {
+        let mut unknown = vec![Vec::new(); g.len()];
+        let index = g.index();
+        for (p, outs) in d.unknown() {
+            if let Some(&v) = index.get(&p) {
+                unknown[v as usize] = outs.iter().map(|o| o.label()).collect();
+            }
+        }
+        BuildGraph { unknown }
+    });
     let no_color = !ctx.colour(true);
     let progress = Arc::new(AtomicU64::new(0));
     let total: u64 = if args.no_evidence {
@@ -53,15 +88,35 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
         // Detached: quitting never waits for the read to finish.
         let (g2, src2, p2) = (Arc::clone(&g), Arc::clone(&src), Arc::clone(&progress));
         std::thread::spawn(move || {
-            let ex = nix_heft::pipeline::examine(src2.as_ref(), &g2, None, &|n| {
+            let progress = |n| {
                 p2.fetch_add(n, Ordering::Relaxed);
-            });
-            let _ = tx.send(nix_heft::browse::Loaded {
-                problems: ex.problems.len(),
-                classified: ex.classified,
-                actions: ex.actions,
-                available: ex.readable,
-            });
+            };
+            let loaded = if derivation {
+                // The `.drv` entries of every edge; no advice on the build
+                // graph (a build input is not a reference to drop).
+                let c = nix_heft::pipeline::classified(
+                    src2.as_ref(),
+                    &g2,
+                    &request::all_edges(&g2),
+                    None,
+                    &progress,
+                );
+                nix_heft::browse::Loaded {
+                    problems: c.problems.len(),
+                    available: nix_heft::pipeline::readable(&c),
+                    classified: c,
+                    actions: Vec::new(),
+                }
+            } else {
+                let ex = nix_heft::pipeline::examine(src2.as_ref(), &g2, None, &progress);
+                nix_heft::browse::Loaded {
+                    problems: ex.problems.len(),
+                    classified: ex.classified,
+                    actions: ex.actions,
+                    available: ex.readable,
+                }
+            };
+            let _ = tx.send(loaded);
         });
     }
     // Closure sizes on their own thread: the first screen needs only self
@@ -77,7 +132,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
         progress: &progress,
         total,
     };
-    nix_heft::browse::term::run(&g, feeds, no_color)?;
+    nix_heft::browse::term::run(&g, feeds, no_color, build)?;
     print_warnings(src.as_ref());
     Ok(ExitCode::SUCCESS)
 }

@@ -3,7 +3,6 @@
 //! roots and the forbidden globs in the store, and prints the verdict in
 //! the format asked for.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
@@ -11,11 +10,12 @@ use clap::Args;
 
 use nix_heft::gate::{Baseline, BaselineFrom, Config, Settings};
 use nix_heft::report::Report;
-use nix_heft::report::check::{CheckReport, Format};
+use nix_heft::report::check::CheckReport;
 use nix_heft::report::size::SizeReport;
 
 use super::Context;
 use super::context::partial_code;
+use super::review::{self, ReviewArgs};
 
 /// Exit code of `check` when a rule is broken.
 const EXIT_VIOLATION: u8 = 4;
@@ -33,7 +33,8 @@ pub struct CheckArgs {
     /// baseline given by --against or --against-json.
     #[arg(long, value_name = "SIZE|PCT")]
     max_growth: Option<String>,
-    /// Baseline: the closure of this root (same --store).
+    /// Baseline: the closure of this root (same --store; any ROOT form,
+    /// installables included).
     #[arg(long, value_name = "ROOT", conflicts_with = "against_json")]
     against: Option<String>,
     /// Baseline: a saved `nix-heft size --json`.
@@ -51,10 +52,8 @@ pub struct CheckArgs {
     /// flags override its keys.
     #[arg(long, value_name = "FILE")]
     config: Option<std::path::PathBuf>,
-    /// Output: text, json, github (workflow annotations) or markdown (a PR
-    /// comment).
-    #[arg(long, value_name = "FORMAT")]
-    format: Option<String>,
+    #[command(flatten)]
+    review: ReviewArgs,
 }
 
 impl CheckArgs {
@@ -70,7 +69,7 @@ impl CheckArgs {
             against_json: self.against_json.clone(),
             forbid: self.forbid.clone(),
             forbid_verdict: self.forbid_verdict.clone(),
-            format: self.format.clone(),
+            format: self.review.format.clone(),
         }
     }
 }
@@ -89,22 +88,6 @@ fn load_config(given: Option<&Path>) -> anyhow::Result<Config> {
         source,
     })?;
     Ok(Config::parse(file, &text)?)
-}
-
-/// The output format: `--format`, `--json` (which must agree), else the
-/// file's `format`, else text.
-fn format(flag: Option<&str>, json: bool, file: Option<&str>) -> anyhow::Result<Format> {
-    Ok(match (flag, json) {
-        (Some(f), true) if f != "json" => {
-            return Err(nix_heft::Error::Usage(format!(
-                "--json and --format {f} disagree; give one"
-            ))
-            .into());
-        }
-        (Some(f), _) => Format::parse(f)?,
-        (None, true) => Format::Json,
-        (None, false) => Format::parse(file.unwrap_or("text"))?,
-    })
 }
 
 /// A saved `nix-heft size --json` as a baseline.
@@ -130,7 +113,12 @@ fn baseline_file(file: &PathBuf) -> anyhow::Result<Baseline> {
 /// code 4 when a rule is broken, else 3 for a partial read, else 0.
 pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let config = load_config(args.config.as_deref())?;
-    let format = format(args.format.as_deref(), ctx.json, config.format.as_deref())?;
+    let format = review::format(
+        args.review.format.as_deref(),
+        ctx.json,
+        config.format.as_deref(),
+    )?;
+    let at = args.review.checked()?;
     let flags = args.as_config(ctx.store.as_deref());
     let settings = Settings::merge(config, flags, nix_heft::roots::glob)?;
     // The file is read before the store is opened: a bad baseline fails at
@@ -143,12 +131,12 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let src = src.as_ref();
     let baseline = match &settings.baseline {
         Some(BaselineFrom::Root(a)) => {
-            let r = nix_heft::roots::resolve_roots(src, std::slice::from_ref(a))?;
+            let r = ctx.roots(src, std::slice::from_ref(a))?;
             Some(Baseline::from_graph(&ctx.load(src, &r)?))
         }
         _ => saved,
     };
-    let roots = nix_heft::roots::resolve_roots(src, &settings.roots)?;
+    let roots = ctx.roots(src, &settings.roots)?;
     let g = ctx.load(src, &roots)?;
     let forbidden: Vec<(String, nix_heft::graph::NodeId)> = settings
         .rules
@@ -177,17 +165,13 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         violations: checked.violations,
         problems: checked.problems,
     };
-    let mut out = std::io::stdout().lock();
-    match format {
-        Format::Json => {
-            serde_json::to_writer(&mut out, &report)?;
-            writeln!(out)?;
-        }
-        Format::Text => out.write_all(report.render_text(&ctx.text_options()).as_bytes())?,
-        Format::Github => out.write_all(report.render_github().as_bytes())?,
-        Format::Markdown => out.write_all(report.render_markdown().as_bytes())?,
-    }
-    out.flush()?;
+    review::emit(
+        &report,
+        format,
+        &args.review,
+        at.as_ref(),
+        &args.review.text_options(ctx),
+    )?;
     let partial = partial_code(report.problems());
     Ok(if report.ok {
         partial

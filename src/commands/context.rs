@@ -8,11 +8,15 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
+use nix_heft::StorePath;
 use nix_heft::classify::Classified;
+use nix_heft::graph::NodeId;
 use nix_heft::graph::{Graph, ReadRequest};
+use nix_heft::installable::{Evaluated, Installable, InstallableError, Options};
 use nix_heft::pipeline::{self, Progress};
 use nix_heft::problem::Problem;
 use nix_heft::report::{Report, TextOptions};
+use nix_heft::source::derivation::DerivationSource;
 use nix_heft::source::{self, StoreSource};
 use nix_heft::trace::file::TraceSet;
 
@@ -42,6 +46,12 @@ pub struct Context {
     pub json: bool,
     /// `--color`.
     pub color: Color,
+    /// `-f`/`--file`, `--expr`, `--impure`, `--override-input`, `--option`:
+    /// how installables are evaluated.
+    pub installables: Options,
+    /// `--derivation`: ROOTs mean derivations (an installable its `.drv`,
+    /// instantiated by `nix`; a `.drv` itself), read in the build graph.
+    pub derivation: bool,
 }
 
 impl Context {
@@ -55,6 +65,31 @@ impl Context {
             ..self.open.clone()
         };
         source::open_with(spec, &opts)
+    }
+
+    /// This context for the build graph (`--derivation`).
+    pub fn for_derivations(&self) -> Context {
+        Context {
+            derivation: true,
+            ..self.clone()
+        }
+    }
+
+    /// The build graph (`--derivation`): `.drv` files from the store
+    /// `--store` names when it has files on disk (local or chroot), else
+    /// from the local store, with outputs' sizes from the local store and
+    /// then that cache.
+    pub fn open_derivations(&self) -> nix_heft::Result<DerivationSource> {
+        let src = self.open()?;
+        let probe = StorePath::parse(
+            src.store_dir(),
+            &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
+        )?;
+        if src.real_path(&probe).is_some() {
+            return Ok(DerivationSource::new(src, None));
+        }
+        let local = self.open_store(None)?;
+        Ok(DerivationSource::new(local, Some(src)))
     }
 
     /// The store `--store` names (the local store by default).
@@ -126,6 +161,180 @@ impl Context {
         pb
     }
 
+    /// The installable options for arguments read against `src`: its
+    /// store directory, and where its `.drv` files are on this machine (a
+    /// chroot store's, or the local store directory for a cache, where
+    /// `nix` instantiated them).
+    fn installable_options(&self, src: &dyn StoreSource) -> Options {
+        let mut o = self.installables.clone();
+        o.store_dir = src.store_dir().to_string();
+        // The build graph reads the `.drv` files: let `nix` write them
+        // (instantiation, never a build).
+        o.instantiate = self.derivation;
+        // Any path of the store shows where its files are; a .drv name
+        // is enough to ask (sources map paths without looking them up).
+        o.real_store_dir = StorePath::parse(
+            src.store_dir(),
+            &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
+        )
+        .ok()
+        .and_then(|p| src.real_path(&p))
+        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
+        .filter(|d| d.as_os_str() != src.store_dir());
+        o
+    }
+
+    /// Each argument evaluated when it is an installable (`None` for the
+    /// store paths, links and names [`nix_heft::roots`] resolves), with a
+    /// spinner while `nix` evaluates.
+    fn evaluate(
+        &self,
+        src: &dyn StoreSource,
+        args: &[String],
+    ) -> anyhow::Result<Vec<Option<Evaluated>>> {
+        let opts = self.installable_options(src);
+        if opts.file.is_some() && opts.expr.is_some() {
+            return Err(installable_error(InstallableError::FileAndExpr));
+        }
+        args.iter()
+            .map(|a| {
+                let Some(i) = Installable::parse(a, &opts) else {
+                    return Ok(None);
+                };
+                // In the build graph a `.drv` is itself: nothing to read
+                // or evaluate (its validity is checked by the caller).
+                if let (true, Installable::Derivation { drv, .. }) = (self.derivation, &i) {
+                    return Ok(Some(Evaluated {
+                        arg: a.clone(),
+                        drv_path: StorePath::parse(&opts.store_dir, drv)?,
+                        outputs: Vec::new(),
+                    }));
+                }
+                let pb = match i {
+                    Installable::Derivation { .. } => ProgressBar::hidden(),
+                    _ => self.spinner(&format!("evaluating {a} with nix")),
+                };
+                let e = nix_heft::installable::evaluate(std::slice::from_ref(&i), &opts);
+                pb.finish_and_clear();
+                let mut e = e.map_err(installable_error)?;
+                Ok(e.pop())
+            })
+            .collect()
+    }
+
+    /// ROOT arguments → store paths: installables (`nixpkgs#hello`,
+    /// `-f FILE ATTR`, `--expr`, `DRV^out`) evaluated by the user's `nix`,
+    /// each output required valid in `src` (nothing is built); the rest by
+    /// [`nix_heft::roots::resolve_roots`]. Duplicates kept once, in order.
+    pub fn roots(&self, src: &dyn StoreSource, args: &[String]) -> anyhow::Result<Vec<StorePath>> {
+        let evaluated = self.evaluate(src, args)?;
+        if evaluated.iter().all(Option::is_none) {
+            return Ok(nix_heft::roots::resolve_roots(src, args)?);
+        }
+        let mut out: Vec<StorePath> = Vec::new();
+        for (arg, e) in args.iter().zip(evaluated) {
+            let found = match e {
+                Some(e) if self.derivation => {
+                    if !src.is_valid(&e.drv_path)? {
+                        return Err(nix_heft::Error::NoDerivation {
+                            path: e.drv_path.to_string(),
+                            store: src.describe(),
+                        }
+                        .into());
+                    }
+                    vec![e.drv_path]
+                }
+                Some(e) => {
+                    for (name, p) in &e.outputs {
+                        if !src.is_valid(p)? {
+                            return Err(nix_heft::Error::MissingOutput {
+                                installable: e.arg.clone(),
+                                output: name.clone(),
+                                path: p.to_string(),
+                                store: src.describe(),
+                            }
+                            .into());
+                        }
+                    }
+                    e.outputs.into_iter().map(|(_, p)| p).collect()
+                }
+                None => nix_heft::roots::resolve_roots(src, std::slice::from_ref(arg))?,
+            };
+            for p in found {
+                if !out.contains(&p) {
+                    out.push(p);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether `arg` is an installable (evaluated by `nix`) rather than a
+    /// store path, link or name.
+    pub fn is_installable(&self, src: &dyn StoreSource, arg: &str) -> bool {
+        Installable::parse(arg, &self.installable_options(src)).is_some()
+    }
+
+    /// One ROOT argument that must name one path (an installable with one
+    /// output selected, or a store path, link or name matching one path).
+    pub fn one_root(&self, src: &dyn StoreSource, arg: &str) -> anyhow::Result<StorePath> {
+        let mut p = self.roots(src, &[arg.to_string()])?;
+        if p.len() != 1 {
+            let hint = if self.is_installable(src, arg) {
+                " (select one output with ^NAME)"
+            } else {
+                ""
+            };
+            return Err(nix_heft::Error::Usage(format!(
+                "'{arg}' matches {} paths; give one{hint}",
+                p.len()
+            ))
+            .into());
+        }
+        Ok(p.remove(0))
+    }
+
+    /// A DEP argument within a loaded closure: an installable's selected
+    /// outputs that are in it (at least one must be), or a path, name or
+    /// glob as [`nix_heft::roots::resolve_in_closure`] takes it.
+    pub fn in_closure(
+        &self,
+        src: &dyn StoreSource,
+        g: &Graph,
+        arg: &str,
+    ) -> anyhow::Result<Vec<NodeId>> {
+        let Some(e) = self.evaluate(src, &[arg.to_string()])?.pop().flatten() else {
+            return Ok(nix_heft::roots::resolve_in_closure(
+                g,
+                src.store_dir(),
+                arg,
+            )?);
+        };
+        let index = g.index();
+        let ids: Vec<NodeId> = if self.derivation {
+            index.get(&e.drv_path).copied().into_iter().collect()
+        } else {
+            e.outputs
+                .iter()
+                .filter_map(|(_, p)| index.get(p).copied())
+                .collect()
+        };
+        if ids.is_empty() {
+            let paths: Vec<String> = if self.derivation {
+                vec![e.drv_path.to_string()]
+            } else {
+                e.outputs.iter().map(|(_, p)| p.to_string()).collect()
+            };
+            return Err(nix_heft::Error::Usage(format!(
+                "'{arg}' evaluates to {}, not in the closure of {}",
+                paths.join(", "),
+                g.path(g.roots()[0])
+            ))
+            .into());
+        }
+        Ok(ids)
+    }
+
     /// Resolve and load: the roots' closure as a graph, a spinner meanwhile.
     pub fn load(
         &self,
@@ -172,6 +381,17 @@ impl Context {
         }
         out.flush()?;
         Ok(partial_code(report.problems()))
+    }
+}
+
+/// An installable's error for the binary: a missing `nix` or conflicting
+/// flags are usage errors (exit 2), a failed evaluation a failure (exit 1,
+/// with Nix's own message).
+fn installable_error(e: InstallableError) -> anyhow::Error {
+    if e.is_usage() {
+        nix_heft::Error::Usage(e.to_string()).into()
+    } else {
+        e.into()
     }
 }
 

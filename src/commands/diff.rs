@@ -8,15 +8,17 @@ use anyhow::Context as _;
 use clap::Args;
 
 use nix_heft::graph::Graph;
-use nix_heft::report::TextOptions;
+use nix_heft::report::{Report, TextOptions};
 
 use super::Context;
+use super::context::partial_code;
+use super::review::{self, ReviewArgs};
 
 /// `diff`'s arguments.
 #[derive(Args, Debug)]
 pub struct DiffArgs {
     /// The old closure's root (store path, ./result, profile generation
-    /// link, name).
+    /// link, name, installable).
     #[arg(value_name = "BEFORE")]
     before: String,
     /// The new closure's root.
@@ -31,12 +33,28 @@ pub struct DiffArgs {
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
+    /// Compare build-time graphs (as nix-diff does): BEFORE and AFTER are
+    /// derivations (an installable its `.drv`), and the paths added and
+    /// removed are the inputs (derivations and sources) that changed, each
+    /// with the derivation whose `.drv` names it, ranked by how much of
+    /// the build closure each drags in (the new paths reachable from it).
+    #[arg(long, conflicts_with_all = ["before_store", "after_store"])]
+    derivation: bool,
+    #[command(flatten)]
+    review: ReviewArgs,
 }
 
 /// Loads both closures at once, reads only the edges that explain what
 /// came and went (AFTER's new edges, BEFORE's vanished ones) and prints
 /// the comparison.
 pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
+    let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
+    let at = args.review.checked()?;
+    if args.derivation {
+        let ctx = &ctx.for_derivations();
+        let src = ctx.open_derivations()?;
+        return compare(ctx, &src, &src, args, format, at);
+    }
     let src = ctx.open()?;
     let src = src.as_ref();
     let (b_own, a_own) = (
@@ -45,8 +63,19 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     );
     let bsrc = b_own.as_deref().unwrap_or(src);
     let asrc = a_own.as_deref().unwrap_or(src);
-    let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(&args.before))?;
-    let aroots = nix_heft::roots::resolve_roots(asrc, std::slice::from_ref(&args.after))?;
+    compare(ctx, bsrc, asrc, args, format, at)
+}
+
+fn compare(
+    ctx: &Context,
+    bsrc: &dyn nix_heft::source::StoreSource,
+    asrc: &dyn nix_heft::source::StoreSource,
+    args: &DiffArgs,
+    format: nix_heft::report::review::Format,
+    at: Option<nix_heft::report::review::NixFile>,
+) -> anyhow::Result<ExitCode> {
+    let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
+    let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;
     let pb = ctx.spinner("reading both closures");
     // The two sides are independent: load them at once.
     let (bg, ag) = rayon::join(
@@ -56,16 +85,25 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     pb.finish_and_clear();
     let (bg, ag) = (bg?, ag?);
     let mut d = nix_heft::diff::diff(&bg, &ag);
+    if args.derivation {
+        // The changed inputs, the one that drags most of the build
+        // closure along first (nix-diff's "why does X rebuild").
+        d.rank_by_drag(&bg, &ag);
+    }
     let (wb, wa) = d.wants();
     let cb = ctx.classified(bsrc, &bg, &wb, None);
     let ca = ctx.classified(asrc, &ag, &wa, None);
     d.prefer_strongest(&cb, &ca);
     let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
-    ctx.emit(
+    review::emit(
         &report,
-        TextOptions {
+        format,
+        &args.review,
+        at.as_ref(),
+        &TextOptions {
             exact_bytes: args.bytes,
-            ..ctx.text_options()
+            ..args.review.text_options(ctx)
         },
-    )
+    )?;
+    Ok(partial_code(report.problems()))
 }

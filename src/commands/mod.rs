@@ -17,6 +17,7 @@ pub mod man;
 pub mod partition;
 pub mod refs;
 pub mod report;
+pub mod review;
 pub mod size;
 pub mod split;
 pub mod trace;
@@ -49,20 +50,6 @@ impl TraceOpt {
     }
 }
 
-/// Resolves one PATH argument; several matches are a usage error.
-pub fn one_path(
-    src: &dyn nix_heft::source::StoreSource,
-    arg: &str,
-) -> anyhow::Result<nix_heft::StorePath> {
-    let mut p = nix_heft::roots::resolve_roots(src, &[arg.to_string()])?;
-    if p.len() != 1 {
-        return Err(
-            nix_heft::Error::Usage(format!("'{arg}' matches {} paths; give one", p.len())).into(),
-        );
-    }
-    Ok(p.remove(0))
-}
-
 /// Loads the closure of `roots` plus `path` and returns the graph with the
 /// ids of `path` and of the roots.
 fn load_with(
@@ -92,16 +79,20 @@ pub fn target_and_roots(
     default_roots: impl FnOnce(&nix_heft::StorePath) -> anyhow::Result<Vec<nix_heft::StorePath>>,
 ) -> anyhow::Result<(nix_heft::graph::Graph, NodeId, Vec<NodeId>)> {
     if !root_args.is_empty() {
-        let roots = nix_heft::roots::resolve_roots(src, root_args)?;
+        let roots = ctx.roots(src, root_args)?;
         let g = ctx.load(src, &roots)?;
-        if let Some(p) = nix_heft::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)? {
+        // An installable names its own paths; a name is looked for in the
+        // roots' closure first.
+        if !ctx.is_installable(src, path_arg)
+            && let Some(p) = nix_heft::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)?
+        {
             let r = g.roots().to_vec();
             return Ok((g, p, r));
         }
-        let path = one_path(src, path_arg)?;
+        let path = ctx.one_root(src, path_arg)?;
         return load_with(ctx, src, &path, &roots);
     }
-    let path = one_path(src, path_arg)?;
+    let path = ctx.one_root(src, path_arg)?;
     let roots = default_roots(&path)?;
     load_with(ctx, src, &path, &roots)
 }

@@ -29,7 +29,7 @@ pub fn run(ctx: &Context, args: &RefsArgs) -> anyhow::Result<ExitCode> {
     let src = ctx.open()?;
     let src = src.as_ref();
     let traces = args.trace.load()?;
-    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let roots = ctx.roots(src, &args.roots)?;
     let g = ctx.load(src, &roots)?;
     let c = ctx.classified(src, &g, &request::all_edges(&g), traces.as_ref());
     let report = RefsReport::new(&g, c, args.evidence);

@@ -9,8 +9,12 @@ use anyhow::Context as _;
 use clap::Args;
 
 use nix_heft::classify::Classified;
-use nix_heft::graph::Graph;
-use nix_heft::report::html::{EvidenceState, HtmlReport};
+use nix_heft::graph::{Graph, request};
+use nix_heft::report::html::{BuildGraph, EvidenceState, HtmlReport};
+use nix_heft::report::size::UnknownOutputs;
+use nix_heft::source::StoreSource;
+use nix_heft::source::derivation::DerivationSource;
+use nix_heft::trace::file::TraceSet;
 
 use super::context::partial_code;
 use super::{Context, TraceOpt};
@@ -50,6 +54,14 @@ pub struct ReportArgs {
     /// stores without contents or very large closures).
     #[arg(long)]
     no_evidence: bool,
+    /// The page of the build-time graph (as `size --derivation`): paths
+    /// are derivations and sources, a derivation's size its outputs'
+    /// where they are valid (local store or --store's cache), those of
+    /// unknown size counted as 0 and listed; edges are the `.drv` files'
+    /// inputs, with their entries as evidence; no advice. An installable
+    /// ROOT (or --diff's BEFORE and AFTER) means its `.drv`.
+    #[arg(long, conflicts_with_all = ["before_store", "after_store"])]
+    derivation: bool,
 }
 
 /// What `report` prints on standard output after writing the file.
@@ -67,13 +79,14 @@ struct ReportWritten {
     /// With --diff: BEFORE's paths that left.
     #[serde(skip_serializing_if = "Option::is_none")]
     removed: Option<usize>,
+    /// With --derivation: derivations whose outputs are of unknown size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    unknown_outputs: Option<usize>,
 }
 
 /// Examines the closure ([`nix_heft::pipeline::examine`], plus advise's
 /// joint plan for the total), builds the page and writes it.
 pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
-    let src = ctx.open()?;
-    let src = src.as_ref();
     // Checked here: clap waives `requires` on "diff" when ROOTs, which
     // conflict with it, are given.
     if args.diff.is_none() && (args.before_store.is_some() || args.after_store.is_some()) {
@@ -84,6 +97,13 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let traces = args.trace.load()?;
+    if args.derivation {
+        let ctx = &ctx.for_derivations();
+        let src = ctx.open_derivations()?;
+        return page(ctx, args, traces.as_ref(), (&src, &src), Some(&src));
+    }
+    let src = ctx.open()?;
+    let src = src.as_ref();
     let (b_own, a_own) = (
         ctx.optional_store(&args.before_store)?,
         ctx.optional_store(&args.after_store)?,
@@ -91,10 +111,22 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     let bsrc = b_own.as_deref().unwrap_or(src);
     // With --diff the page is AFTER's closure, read from AFTER's store.
     let src = a_own.as_deref().unwrap_or(src);
+    page(ctx, args, traces.as_ref(), (bsrc, src), None)
+}
+
+/// The page of `src`'s closure (AFTER's with --diff, BEFORE read from
+/// `bsrc`); `drvs` is the build graph's source with `--derivation`.
+fn page(
+    ctx: &Context,
+    args: &ReportArgs,
+    traces: Option<&TraceSet>,
+    (bsrc, src): (&dyn StoreSource, &dyn StoreSource),
+    drvs: Option<&DerivationSource>,
+) -> anyhow::Result<ExitCode> {
     let (g, before) = match args.diff.as_deref() {
         Some([before, after]) => {
-            let broots = nix_heft::roots::resolve_roots(bsrc, std::slice::from_ref(before))?;
-            let aroots = nix_heft::roots::resolve_roots(src, std::slice::from_ref(after))?;
+            let broots = ctx.roots(bsrc, std::slice::from_ref(before))?;
+            let aroots = ctx.roots(src, std::slice::from_ref(after))?;
             let pb = ctx.spinner("reading both closures");
             let (bg, ag) = rayon::join(
                 || Graph::load(bsrc, &broots).context("loading BEFORE's closure"),
@@ -104,14 +136,20 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
             (ag?, Some(bg?))
         }
         _ => {
-            let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+            let roots = ctx.roots(src, &args.roots)?;
             (ctx.load(src, &roots)?, None)
         }
     };
     let (c, actions, plan_saving, problems) = if args.no_evidence {
         (None, Vec::new(), None, Vec::new())
+    } else if drvs.is_some() {
+        // Every edge's entry in its `.drv` file, and no advice: a build
+        // input is not a reference an output could drop.
+        let c = ctx.classified(src, &g, &request::all_edges(&g), traces);
+        let problems = c.problems.clone();
+        (Some(c), Vec::new(), None, problems)
     } else {
-        let mut ex = nix_heft::pipeline::examine(src, &g, traces.as_ref(), &ctx.read_bar(src));
+        let mut ex = nix_heft::pipeline::examine(src, &g, traces, &ctx.read_bar(src));
         // The total is advise's joint plan: every non-breaking action
         // applied together, each path counted once.
         let plan_saving = ex
@@ -128,7 +166,10 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         plan_saving,
         problems,
     );
-    model.traces = traces.as_ref().map(|t| t.names());
+    model.traces = traces.map(|t| t.names());
+    model.build_graph = drvs.map(|d| BuildGraph {
+        unknown_outputs: UnknownOutputs::of(d, &g),
+    });
     if let Some(bg) = before {
         let mut d = nix_heft::diff::diff(&bg, &g);
         // BEFORE is read only for the edges that held the paths that
@@ -140,6 +181,10 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         };
         let none = Classified::default();
         d.prefer_strongest(&cb, c.as_ref().unwrap_or(&none));
+        if drvs.is_some() {
+            // As `diff --derivation` ranks the changed inputs.
+            d.rank_by_drag(&bg, &g);
+        }
         let dr = nix_heft::report::diff::DiffReport::new(&bg, &g, d, cb, Classified::default());
         model.set_diff(&g, dr);
     }
@@ -166,6 +211,7 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         evidence: model.evidence_state,
         added: model.diff.as_ref().map(|d| d.added.len()),
         removed: model.diff.as_ref().map(|d| d.removed.len()),
+        unknown_outputs: model.build_graph.as_ref().map(|b| b.unknown_outputs.len()),
     };
     if args.output.as_os_str() != "-" {
         let mut out = std::io::stdout().lock();
@@ -175,7 +221,7 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         } else {
             writeln!(
                 out,
-                "wrote {} ({}, {} paths, {}{} edges with evidence, {} actions{})",
+                "wrote {} ({}, {} paths, {}{} edges with evidence, {} actions{}{})",
                 written.output,
                 nix_heft::units::iec(written.bytes as u64),
                 written.paths,
@@ -189,6 +235,12 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
                     EvidenceState::Unavailable => ", evidence unavailable",
                     EvidenceState::Partial => ", evidence partial",
                     EvidenceState::Available => "",
+                },
+                match written.unknown_outputs {
+                    Some(n) if n > 0 => {
+                        format!(", {n} derivation(s) with outputs of unknown size")
+                    }
+                    _ => String::new(),
                 }
             )?;
         }

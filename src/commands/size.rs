@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use clap::Args;
 
 use nix_heft::report::TextOptions;
-use nix_heft::report::size::{SizeOptions, SizeReport, SortKey};
+use nix_heft::report::size::{SizeOptions, SizeReport, SortKey, UnknownOutputs};
 
 use super::Context;
 use super::context::print_warnings;
@@ -13,8 +13,11 @@ use super::context::print_warnings;
 /// `size`'s arguments.
 #[derive(Args, Debug)]
 pub struct SizeArgs {
-    /// Roots: store paths, paths inside them, symlinks like ./result, or
-    /// package names and globs (`llama-cpp-rocm`, `rocm-llvm*`).
+    /// Roots: store paths, paths inside them, symlinks like ./result,
+    /// package names and globs (`llama-cpp-rocm`, `rocm-llvm*`), or
+    /// installables as `nix` takes them, evaluated but never built
+    /// (`nixpkgs#hello`, `.#default^out,dev`, `-f FILE ATTR`, `--expr`, a
+    /// `.drv` or `DRV^out` for its outputs).
     #[arg(required = true, value_name = "ROOT")]
     roots: Vec<String>,
     /// Order of the table (largest first, except name).
@@ -30,6 +33,14 @@ pub struct SizeArgs {
     /// array; table: a REFS count).
     #[arg(long)]
     references: bool,
+    /// The build-time graph instead of the run-time closure (as
+    /// `nix-tree --derivation`): nodes are derivations and sources, edges
+    /// `inputDrvs` and `inputSrcs` from the `.drv` files (local or chroot
+    /// store); a derivation's SELF is its outputs' size where they are
+    /// valid (in the local store or --store's cache), those unknown
+    /// counted as 0 and listed. An installable ROOT means its `.drv`.
+    #[arg(long)]
+    derivation: bool,
 }
 
 /// `--sort` values; the library's [`SortKey`] knows nothing of clap.
@@ -59,22 +70,40 @@ impl From<Sort> for SortKey {
 
 /// Loads the closure and prints its sizes: the graph alone, no read.
 pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
+    if args.derivation {
+        let ctx = &ctx.for_derivations();
+        let src = ctx.open_derivations()?;
+        let roots = ctx.roots(&src, &args.roots)?;
+        let g = ctx.load(&src, &roots)?;
+        let mut report = report(&g, args);
+        report.unknown_outputs = UnknownOutputs::of(&src, &g);
+        print_warnings(&src);
+        return emit(ctx, &report, args);
+    }
     let src = ctx.open()?;
     let src = src.as_ref();
-    let roots = nix_heft::roots::resolve_roots(src, &args.roots)?;
+    let roots = ctx.roots(src, &args.roots)?;
     let g = ctx.load(src, &roots)?;
-    let report = SizeReport::new(
-        &g,
-        &nix_heft::graph::Sizes::compute(&g),
+    let report = report(&g, args);
+    print_warnings(src);
+    emit(ctx, &report, args)
+}
+
+fn report(g: &nix_heft::graph::Graph, args: &SizeArgs) -> SizeReport {
+    SizeReport::new(
+        g,
+        &nix_heft::graph::Sizes::compute(g),
         SizeOptions {
             sort: args.sort.into(),
             top: args.top,
             references: args.references,
         },
-    );
-    print_warnings(src);
+    )
+}
+
+fn emit(ctx: &Context, report: &SizeReport, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     ctx.emit(
-        &report,
+        report,
         TextOptions {
             exact_bytes: args.bytes,
             ..ctx.text_options()

@@ -13,21 +13,29 @@ use super::{Context, TraceOpt};
 /// `why`'s arguments.
 #[derive(Args, Debug)]
 pub struct WhyArgs {
-    /// The root (store path, ./result, name).
+    /// The root (store path, ./result, name, installable).
     #[arg(value_name = "ROOT")]
     root: String,
-    /// The dependency: a store path, or a name or glob matched against the
-    /// root's closure (several matches are all explained).
+    /// The dependency: a store path, a name or glob matched against the
+    /// root's closure (several matches are all explained), or an
+    /// installable (its outputs in the closure).
     #[arg(value_name = "DEP")]
     dep: String,
     /// Show every chain (up to 10,000, strongest first), not only the
-    /// strongest to each dependency; lists every piece of evidence.
+    /// strongest to each dependency; evidence stays grouped (add
+    /// `--evidence` for every piece).
     #[arg(long)]
     all: bool,
     /// List every piece of evidence instead of grouping many of one kind
     /// in one directory.
     #[arg(long)]
     evidence: bool,
+    /// The build-time graph (as `nix why-depends --derivation`): ROOT and
+    /// DEP are derivations (an installable its `.drv`), the chains run
+    /// through `inputDrvs` and `inputSrcs`, and each edge's evidence is
+    /// the input's entry in the `.drv` file (the outputs it uses).
+    #[arg(long)]
+    derivation: bool,
     #[command(flatten)]
     trace: TraceOpt,
 }
@@ -35,12 +43,22 @@ pub struct WhyArgs {
 /// Reads every edge on some chain from ROOT to DEP, so that chains can be
 /// ranked by verdict, and prints the strongest (or all).
 pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
-    let src = ctx.open()?;
-    let src = src.as_ref();
+    if args.derivation {
+        let ctx = &ctx.for_derivations();
+        return explain(ctx, &ctx.open_derivations()?, args);
+    }
+    explain(ctx, ctx.open()?.as_ref(), args)
+}
+
+fn explain(
+    ctx: &Context,
+    src: &dyn nix_heft::source::StoreSource,
+    args: &WhyArgs,
+) -> anyhow::Result<ExitCode> {
     let traces = args.trace.load()?;
-    let root = super::one_path(src, &args.root)?;
+    let root = ctx.one_root(src, &args.root)?;
     let g = ctx.load(src, std::slice::from_ref(&root))?;
-    let deps = nix_heft::roots::resolve_in_closure(&g, src.store_dir(), &args.dep)?;
+    let deps = ctx.in_closure(src, &g, &args.dep)?;
     let root = g.roots()[0];
     let mut is_dep = vec![false; g.len()];
     for &d in &deps {
@@ -58,7 +76,7 @@ pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
     }
     let report = WhyReport::new(&g, root, &args.dep, &deps, (count, shown), best, c);
     let opts = TextOptions {
-        every_line: args.all || args.evidence,
+        every_line: args.evidence,
         ..ctx.text_options()
     };
     ctx.emit(&report, opts)

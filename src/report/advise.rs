@@ -87,7 +87,14 @@ impl Report for AdviceReport {
         use super::style::{wrap, wrap_hanging};
         use crate::units::iec;
         let st = opts.style;
-        let names = super::display_names(
+        let plan_paths = self.plan.iter().flat_map(|p| {
+            p.actions.iter().map(|s| &s.package).chain(
+                p.rebuilds
+                    .iter()
+                    .flat_map(|r| std::iter::once(&r.path).chain(&r.because)),
+            )
+        });
+        let names = super::Names::new(
             self.roots
                 .iter()
                 .chain(
@@ -95,31 +102,39 @@ impl Report for AdviceReport {
                         .iter()
                         .flat_map(|a| a.cuts.iter().chain([&a.package])),
                 )
+                .chain(self.actions.iter().flat_map(|a| {
+                    a.stays
+                        .iter()
+                        .flat_map(|s| s.kept_by.iter().chain([&s.path]))
+                }))
                 .chain(
                     self.actions
                         .iter()
-                        .flat_map(|a| a.stays.iter().flat_map(|s| &s.kept_by)),
+                        .flat_map(|a| a.stays.iter().flat_map(|s| &s.not_examined)),
                 )
+                .chain(plan_paths)
                 .map(String::as_str),
         );
-        fn shown<'a>(
-            names: &'a std::collections::HashMap<String, String>,
-            p: &'a String,
-        ) -> &'a str {
-            names.get(p).map_or(p.as_str(), String::as_str)
+        fn shown<'a>(names: &'a super::Names, p: &'a str) -> &'a str {
+            names.get(p)
         }
         let pkg_name = |p: &'_ String| -> String { shown(&names, p).to_string() };
         let folded = |a: &Action| a.saving == Some(0) && !opts.every_line;
         let full: Vec<&Action> = self.actions.iter().filter(|a| !folded(a)).collect();
-        let mut out = format!(
-            "closure of {}: {}; {} action(s)\n",
-            self.roots
-                .iter()
-                .map(&pkg_name)
-                .collect::<Vec<_>>()
-                .join(", "),
-            st.size(&iec(self.closure_size)),
-            full.len()
+        let mut out = wrap_hanging(
+            &format!(
+                "closure of {}: {}; {} action(s)",
+                self.roots
+                    .iter()
+                    .map(&pkg_name)
+                    .collect::<Vec<_>>()
+                    .join(", "),
+                st.size(&iec(self.closure_size)),
+                full.len()
+            ),
+            opts.width,
+            "",
+            "  ",
         );
         let stays_line = |a: &Action| -> Vec<String> {
             a.stays
@@ -164,32 +179,43 @@ impl Report for AdviceReport {
                 _ => "saving not simulated".to_string(),
             };
             let cuts: Vec<String> = a.cuts.iter().map(&pkg_name).collect();
+            // Many cuts (a partition's targets): counted in the heading,
+            // named on a line of their own, what they share said once.
+            let many = cuts.len() > MANY_CUTS;
             let heading = format!(
                 "{}. [{}] {} in {} — {saving}, {}",
                 i + 1,
                 a.kind.as_str(),
-                cuts.join(", "),
+                if many {
+                    format!("{} references", cuts.len())
+                } else {
+                    cuts.join(", ")
+                },
                 pkg_name(&a.package),
                 a.safety.as_str(),
             );
             out.push('\n');
             out.push_str(&st.paths(&wrap_hanging(&heading, opts.width, "", "   ")));
+            if many {
+                out.push_str(&st.paths(&wrap_hanging(
+                    &format!("cuts: {}", brace_list(&cuts)),
+                    opts.width,
+                    "   ",
+                    "     ",
+                )));
+            }
             out.push_str(&wrap(&a.reason, opts.width, "   "));
             for line in stays_line(a) {
                 out.push_str(&wrap(&line, opts.width, "   "));
             }
             if !a.evidence.is_empty() {
                 let shown: Vec<&str> = a.evidence.iter().take(4).map(String::as_str).collect();
-                let more = a.evidence.len().saturating_sub(4);
-                let line = format!(
-                    "evidence: {}{}",
-                    shown.join(", "),
-                    if more > 0 {
-                        format!(" (+{more} more)")
-                    } else {
-                        String::new()
-                    }
-                );
+                let total = a.evidence_files.max(a.evidence.len());
+                let line = if total > shown.len() {
+                    format!("evidence: {total} files, e.g. {}", shown.join(", "))
+                } else {
+                    format!("evidence: {}", shown.join(", "))
+                };
                 out.push_str(&wrap_hanging(&line, opts.width, "   ", "     "));
             }
             out.push_str(&snippet_lines(&a.snippet, opts.width, "   | "));
@@ -202,7 +228,7 @@ impl Report for AdviceReport {
                 let line = format!(
                     "[{}] {} in {}: {}",
                     a.kind.as_str(),
-                    cuts.join(", "),
+                    brace_list(&cuts),
                     pkg_name(&a.package),
                     stays_line(a).join("; ")
                 );
@@ -237,7 +263,7 @@ impl Report for AdviceReport {
                         "{}. [{}] {}: share {} (alone {})",
                         i + 1,
                         step.kind.as_str(),
-                        crate::store_path::name_of(&step.package),
+                        pkg_name(&step.package),
                         iec(step.share),
                         iec(step.saving_alone)
                     ),
@@ -250,10 +276,10 @@ impl Report for AdviceReport {
             for r in &plan.rebuilds {
                 let line = format!(
                     "rebuilt: {} (depends on {})",
-                    crate::store_path::name_of(&r.path),
+                    pkg_name(&r.path),
                     r.because
                         .iter()
-                        .map(|b| crate::store_path::name_of(b))
+                        .map(&pkg_name)
                         .collect::<Vec<_>>()
                         .join(", ")
                 );
@@ -282,9 +308,53 @@ impl Report for AdviceReport {
             }
             out.push_str(&wrap_hanging(&line, opts.width, "", "  "));
         }
-        super::refs::append_problems(&mut out, &self.problems);
+        super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
+}
+
+/// More cuts than this are counted in an action's heading and listed on a
+/// line of their own.
+const MANY_CUTS: usize = 3;
+
+/// Names as a list, those sharing their first and last words written once
+/// with the words that differ in braces
+/// (`rocblas-tensile-{gfx1030,gfx90a}-5.7.1`); names with a hash are
+/// listed as they are.
+fn brace_list(names: &[String]) -> String {
+    let plain: Vec<Vec<&str>> = names
+        .iter()
+        .filter(|n| !n.contains(' '))
+        .map(|n| n.split('-').collect())
+        .collect();
+    if plain.len() < MANY_CUTS || plain.len() < names.len() {
+        return names.join(", ");
+    }
+    let first = &plain[0];
+    let p = (0..first.len())
+        .take_while(|&k| plain.iter().all(|w| w.len() > k && w[k] == first[k]))
+        .count();
+    let q = (0..first.len() - p)
+        .take_while(|&k| {
+            plain
+                .iter()
+                .all(|w| w.len() > p + k && w[w.len() - 1 - k] == first[first.len() - 1 - k])
+        })
+        .count();
+    if p + q == 0 || plain.iter().any(|w| w.len() <= p + q) {
+        return names.join(", ");
+    }
+    let mids: Vec<String> = plain.iter().map(|w| w[p..w.len() - q].join("-")).collect();
+    let mut out = first[..p].join("-");
+    if p > 0 {
+        out.push('-');
+    }
+    out.push_str(&format!("{{{}}}", mids.join(", ")));
+    if q > 0 {
+        out.push('-');
+        out.push_str(&first[first.len() - q..].join("-"));
+    }
+    out
 }
 
 /// A snippet's lines behind `prefix`. Code is never wrapped: a trailing

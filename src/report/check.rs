@@ -4,42 +4,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::diff::files_of;
-use super::{Report, TextOptions};
+use super::{Report, TextOptions, review};
 use crate::gate::{Baseline, Violation};
 use crate::problem::Problem;
 use crate::store_path::name_of;
 use crate::units::{iec, iec_delta};
 
-/// Output formats of `check`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Format {
-    /// Plain text.
-    Text,
-    /// The serde document.
-    Json,
-    /// GitHub Actions workflow commands (`::error ...`).
-    Github,
-    /// A markdown summary.
-    Markdown,
-}
-
-impl Format {
-    /// Parses `text`, `json`, `github` or `markdown`.
-    pub fn parse(s: &str) -> crate::Result<Format> {
-        Ok(match s {
-            "text" => Format::Text,
-            "json" => Format::Json,
-            "github" => Format::Github,
-            "markdown" => Format::Markdown,
-            _ => {
-                return Err(crate::Error::Usage(format!(
-                    "unknown format '{s}': use text, json, github or markdown"
-                )));
-            }
-        })
-    }
-}
+pub use super::review::Format;
 
 /// The whole report; also the `--json` document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -61,37 +32,97 @@ pub struct CheckReport {
     pub problems: Vec<Problem>,
 }
 
+/// Paths, actions and edges named per annotation.
+const ANNOTATED: usize = 2;
+
 impl CheckReport {
-    /// The explanation lines of one violation, without the headline.
-    fn explain(v: &Violation) -> Vec<String> {
+    /// The display names of every path the report shows ([`super::Names`]).
+    fn names(&self) -> super::Names {
+        let label = self
+            .baseline
+            .iter()
+            .flat_map(|b| b.label.split(", "))
+            .filter(|p| p.contains('/'));
+        let mut paths: Vec<&str> = self.roots.iter().map(String::as_str).chain(label).collect();
+        for v in &self.violations {
+            paths.extend(v.chain.iter().flatten().map(String::as_str));
+            for e in v.evidence.iter().flatten() {
+                paths.push(&e.referrer);
+                paths.push(&e.reference);
+            }
+            for c in &v.contributors {
+                paths.push(&c.path);
+                paths.extend(c.referrer.as_deref());
+            }
+            paths.extend(v.actions.iter().map(|a| a.action.package.as_str()));
+        }
+        super::Names::new(paths)
+    }
+
+    /// The explanation lines of one violation, without the headline;
+    /// evidence grouped, or every hold listed below its edge with
+    /// `every` (`--evidence`).
+    fn explain(v: &Violation, names: &super::Names, every: Option<&TextOptions>) -> Vec<String> {
+        Self::explain_up_to(v, names, every, usize::MAX)
+    }
+
+    /// [`CheckReport::explain`] with at most `few` paths, actions and
+    /// edges each, the rest counted: for an annotation.
+    fn explain_up_to(
+        v: &Violation,
+        names: &super::Names,
+        every: Option<&TextOptions>,
+        few: usize,
+    ) -> Vec<String> {
+        let name_of = |p: &'_ str| names.get(p).to_string();
         let mut out = Vec::new();
+        let more = |out: &mut Vec<String>, n: usize, what: &str| {
+            if n > few {
+                out.push(format!("  and {} more {what}", n - few));
+            }
+        };
+        let held = |out: &mut Vec<String>, evs: &[crate::evidence::Evidence]| {
+            if let Some(opts) = every {
+                for l in super::evidence_lines(evs, &[], opts).lines() {
+                    out.push(format!("  {l}"));
+                }
+            }
+        };
         if v.contributors.iter().any(|c| c.nar_size.is_some()) {
             // Growth over a baseline whose paths are known: what is new, as
             // `diff` lists it, each with what pulled it in.
             out.push("paths added since the baseline, largest first:".to_string());
-            for c in &v.contributors {
+            for c in v.contributors.iter().take(few) {
                 let why = match &c.referrer {
                     None => "a root".to_string(),
                     Some(r) if c.evidence.is_empty() => format!("pulled in by {}", name_of(r)),
-                    Some(r) => {
-                        format!("pulled in by {} from {}", name_of(r), files_of(&c.evidence))
-                    }
+                    Some(r) => format!(
+                        "pulled in by {} from {}",
+                        name_of(r),
+                        review::groups_phrase(
+                            &review::groups_of(&c.groups, &c.evidence),
+                            review::plain
+                        )
+                    ),
                 };
                 out.push(format!(
                     "  {:>10}  {}  {why}",
                     iec(c.nar_size.unwrap_or(0)),
                     name_of(&c.path)
                 ));
+                held(&mut out, &c.evidence);
             }
+            more(&mut out, v.contributors.len(), "paths");
         } else if !v.contributors.is_empty() {
             out.push("top contributors by added size:".to_string());
-            for c in &v.contributors {
+            for c in v.contributors.iter().take(few) {
                 out.push(format!("  {:>10}  {}", iec(c.added_size), name_of(&c.path)));
             }
+            more(&mut out, v.contributors.len(), "paths");
         }
         if !v.actions.is_empty() {
             out.push("single actions from advise (savings overlap, do not add up):".to_string());
-            for a in &v.actions {
+            for a in v.actions.iter().take(few) {
                 let saving = a.action.saving.map(iec).unwrap_or_default();
                 out.push(format!(
                     "  saves {saving}{}: {} in {} — {}",
@@ -104,163 +135,201 @@ impl CheckReport {
                     a.action.reason
                 ));
             }
+            more(&mut out, v.actions.len(), "actions");
         }
         if let Some(n) = &v.note {
             out.push(format!("note: {n}"));
         }
         if let Some(chain) = &v.chain {
-            let names: Vec<&str> = chain.iter().map(|p| name_of(p)).collect();
-            out.push(format!("chain: {}", names.join(" → ")));
+            let shown: Vec<String> = chain.iter().map(|p| name_of(p)).collect();
+            out.push(format!("chain: {}", shown.join(" → ")));
         }
-        for e in v.evidence.iter().flatten() {
-            let held = if e.unavailable {
+        let edges = v.evidence.as_deref().unwrap_or_default();
+        for e in edges.iter().take(few) {
+            let shown = if e.unavailable {
                 "(no file contents in this source)".to_string()
             } else if e.evidence.is_empty() {
                 "(registered, but no occurrence found)".to_string()
             } else {
-                files_of(&e.evidence)
+                review::groups_phrase(&review::groups_of(&e.groups, &e.evidence), review::plain)
             };
             out.push(format!(
-                "{} → {}: {held}",
+                "{} → {}: {shown}",
                 name_of(&e.referrer),
                 name_of(&e.reference)
             ));
+            held(&mut out, &e.evidence);
         }
+        more(&mut out, edges.len(), "edges");
         out
     }
 
-    fn roots_shown(&self) -> String {
-        short(&self.roots.join(", "))
+    fn roots_shown(&self, names: &super::Names) -> String {
+        short(&self.roots.join(", "), names)
     }
 
     /// GitHub Actions workflow commands: one `::error` per violation (its
-    /// explanation on the following lines of the same annotation), a
-    /// `::warning` per problem, a `::notice` when all holds.
-    pub fn render_github(&self) -> String {
-        // Workflow-command escaping: data escapes %, CR and LF; properties
-        // also escape : and ,.
-        let data = |s: &str| {
-            s.replace('%', "%25")
-                .replace('\r', "%0D")
-                .replace('\n', "%0A")
-        };
-        let prop = |s: &str| data(s).replace(':', "%3A").replace(',', "%2C");
+    /// detail and the first lines of its explanation), a `::warning` for a
+    /// partial read, a `::notice` when all holds; `at` is the package's Nix
+    /// file, for `file=`/`line=`.
+    fn render_github_at(&self, at: Option<&review::NixFile>) -> String {
+        let names = self.names();
         let mut out = String::new();
         for v in &self.violations {
-            let mut msg = vec![v.detail.clone()];
-            msg.extend(Self::explain(v));
-            out.push_str(&format!(
-                "::error title={}::{}\n",
-                prop(&format!("nix-heft check: {}", v.rule)),
-                data(&msg.join("\n"))
-            ));
+            let mut lines = vec![v.detail.clone()];
+            lines.extend(Self::explain_up_to(v, &names, None, ANNOTATED));
+            out.push_str(
+                &review::Annotation {
+                    level: "error",
+                    title: format!("nix-heft check: {}", v.rule),
+                    lines,
+                }
+                .render(at),
+            );
         }
-        for p in &self.problems {
-            out.push_str(&format!(
-                "::warning title={}::{}\n",
-                prop("nix-heft check: partial read"),
-                data(&p.display())
-            ));
+        if !self.problems.is_empty() {
+            out.push_str(
+                &review::Annotation {
+                    level: "warning",
+                    title: "nix-heft check: partial read".into(),
+                    lines: self.problems.iter().map(|p| p.display()).collect(),
+                }
+                .render(at),
+            );
         }
         if self.ok {
-            out.push_str(&format!(
-                "::notice title={}::{}\n",
-                prop("nix-heft check"),
-                data(&format!(
-                    "closure of {} is {}; every rule holds",
-                    self.roots_shown(),
-                    iec(self.closure_size)
-                ))
-            ));
+            out.push_str(
+                &review::Annotation {
+                    level: "notice",
+                    title: "nix-heft check".into(),
+                    lines: vec![format!(
+                        "closure of {} is {}; every rule holds",
+                        self.roots_shown(&names),
+                        iec(self.closure_size)
+                    )],
+                }
+                .render(at),
+            );
         }
         out
     }
 
-    /// A markdown summary: before/after table, then the violations.
-    pub fn render_markdown(&self) -> String {
-        let cell = |s: &str| s.replace('|', "\\|");
-        let mut out = format!(
-            "### nix-heft check: {}\n\n",
+    /// A markdown summary for a pull-request comment or job summary:
+    /// [`review::MARKER`], the verdict, the closure (before and after with
+    /// a baseline), the violations, each one's explanation in
+    /// `<details>`; at most `limit` characters, cutting the explanations'
+    /// tails first and saying so.
+    fn render_markdown_within(&self, limit: usize) -> String {
+        let cell = |s: &str| review::clip(&s.replace('|', "\\|").replace('\n', " "), 1000);
+        let names = self.names();
+        let mut head = format!(
+            "{}\n### nix-heft check: {}\n\n",
+            review::MARKER,
             if self.ok {
                 "✅ every rule holds".to_string()
             } else {
                 format!("❌ {} violation(s)", self.violations.len())
             }
         );
-        out.push_str("| | closure |\n| --- | ---: |\n");
+        head.push_str("| | closure |\n| --- | ---: |\n");
         if let Some(b) = &self.baseline {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 "| before ({}) | {} |\n",
-                cell(&short(&b.label)),
+                cell(&short(&b.label, &names)),
                 iec(b.closure_size)
             ));
         }
-        out.push_str(&format!(
+        head.push_str(&format!(
             "| {} ({}) | {} |\n",
             if self.baseline.is_some() {
                 "after"
             } else {
                 "now"
             },
-            cell(&self.roots_shown()),
+            cell(&self.roots_shown(&names)),
             iec(self.closure_size)
         ));
         if let Some(b) = &self.baseline {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 "| change | {} |\n",
                 iec_delta(self.closure_size as i128 - b.closure_size as i128)
             ));
         }
         if !self.rules.is_empty() {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 "\nRules: {}\n",
                 self.rules
                     .iter()
-                    .map(|r| format!("`{r}`"))
+                    .map(|r| review::code(r))
                     .collect::<Vec<_>>()
                     .join(", ")
             ));
         }
+        if !self.problems.is_empty() {
+            head.push_str(&format!(
+                "\n⚠️ partial read: {} problem(s), listed at the end as room allows\n",
+                self.problems.len()
+            ));
+        }
+        let mut f = review::Fitter::new(limit, 1500);
+        f.force(&head);
         if !self.violations.is_empty() {
-            out.push_str("\n| rule | violation |\n| --- | --- |\n");
-            for v in &self.violations {
-                out.push_str(&format!("| `{}` | {} |\n", v.rule, cell(&v.detail)));
-            }
+            let rows: Vec<String> = self
+                .violations
+                .iter()
+                .map(|v| format!("| `{}` | {} |\n", v.rule, cell(&review::md(&v.detail))))
+                .collect();
+            f.list(
+                "\n| rule | violation |\n| --- | --- |\n",
+                &rows,
+                "",
+                "violations",
+            );
             for (i, v) in self.violations.iter().enumerate() {
-                let lines = Self::explain(v);
+                // A fence inside a line would end the code block early.
+                let lines: Vec<String> = Self::explain(v, &names, None)
+                    .into_iter()
+                    .map(|l| format!("{}\n", review::clip(&l.replace("```", "` ` `"), 2000)))
+                    .collect();
                 if lines.is_empty() {
                     continue;
                 }
-                out.push_str(&format!(
-                    "\n<details><summary>{}. {}</summary>\n\n```\n{}\n```\n</details>\n",
+                let head = format!(
+                    "\n<details><summary>{}. {}</summary>\n\n```\n",
                     i + 1,
-                    v.rule,
-                    lines.join("\n")
-                ));
+                    v.rule
+                );
+                f.list(
+                    &head,
+                    &lines,
+                    "```\n</details>\n",
+                    &format!("lines explaining violation {}", i + 1),
+                );
             }
         }
         if !self.problems.is_empty() {
-            out.push_str(&format!(
-                "\n⚠️ partial read, {} problem(s):\n\n",
-                self.problems.len()
-            ));
-            for p in &self.problems {
-                out.push_str(&format!("- {}\n", cell(&p.display())));
-            }
+            let items: Vec<String> = self
+                .problems
+                .iter()
+                .map(|p| format!("- {}\n", cell(&review::md(&p.display()))))
+                .collect();
+            let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
+            f.list(&head, &items, "", "problems");
         }
-        out
+        f.finish(
+            "`nix-heft check --format text` (with `--evidence` for every hold) shows all of it; \
+             a CI job can keep it as an artifact.",
+        )
     }
 }
 
-/// Store paths in a comma-separated list shown as `name (hash8)`: short,
-/// and still apart when before and after share a name.
-fn short(list: &str) -> String {
+/// Store paths in a comma-separated list by their display names (other
+/// items, such as a file name, as they are).
+fn short(list: &str, names: &super::Names) -> String {
     list.split(", ")
         .map(|p| {
-            let base = p.rsplit('/').next().unwrap_or(p);
-            let name = name_of(p);
-            if name.len() < base.len() && p.contains('/') {
-                format!("{name} ({})", base.get(..8).unwrap_or(base))
+            if p.contains('/') && name_of(p).len() < p.len() {
+                names.get(p).to_string()
             } else {
                 p.to_string()
             }
@@ -274,36 +343,64 @@ impl Report for CheckReport {
         &self.problems
     }
 
-    fn render_text(&self, _: &TextOptions) -> String {
-        let mut out = format!(
+    fn render_text(&self, opts: &TextOptions) -> String {
+        use super::style::wrap_hanging;
+        let names = self.names();
+        let mut head = format!(
             "closure of {}: {}",
-            self.roots_shown(),
+            self.roots_shown(&names),
             iec(self.closure_size)
         );
         if let Some(b) = &self.baseline {
-            out.push_str(&format!(
+            head.push_str(&format!(
                 " (baseline {}: {}, {})",
-                short(&b.label),
+                short(&b.label, &names),
                 iec(b.closure_size),
                 iec_delta(self.closure_size as i128 - b.closure_size as i128)
             ));
         }
-        out.push('\n');
+        let mut out = wrap_hanging(&head, opts.width, "", "  ");
         if self.ok {
-            out.push_str(&format!(
-                "ok: every rule holds ({})\n",
-                self.rules.join(", ")
+            out.push_str(&wrap_hanging(
+                &format!("ok: every rule holds ({})", self.rules.join(", ")),
+                opts.width,
+                "",
+                "  ",
             ));
         } else {
             out.push_str(&format!("{} violation(s):\n", self.violations.len()));
             for v in &self.violations {
-                out.push_str(&format!("\n[{}] {}\n", v.rule, v.detail));
-                for l in Self::explain(v) {
-                    out.push_str(&format!("  {l}\n"));
+                out.push('\n');
+                out.push_str(&wrap_hanging(
+                    &format!("[{}] {}", v.rule, v.detail),
+                    opts.width,
+                    "",
+                    "  ",
+                ));
+                for l in Self::explain(v, &names, opts.every_line.then_some(opts)) {
+                    // Keep each line's own indent; continuation lines
+                    // deeper.
+                    let text = l.trim_start();
+                    let lead = format!("  {}", &l[..l.len() - text.len()]);
+                    out.push_str(&opts.style.paths(&wrap_hanging(
+                        text,
+                        opts.width,
+                        &lead,
+                        &format!("{lead}    "),
+                    )));
                 }
             }
         }
-        super::refs::append_problems(&mut out, &self.problems);
+        super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
+    }
+}
+
+impl review::Reviewed for CheckReport {
+    fn render_markdown(&self, limit: usize) -> String {
+        self.render_markdown_within(limit)
+    }
+    fn render_github(&self, at: Option<&review::NixFile>) -> String {
+        self.render_github_at(at)
     }
 }

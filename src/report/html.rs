@@ -55,10 +55,18 @@ pub struct PathNode {
     /// The store path.
     #[serde(rename = "p")]
     pub path: String,
-    /// Short unambiguous name (the full name, with a hash prefix where two
-    /// paths share one).
+    /// Short unambiguous name ([`super::Names`]: the full name, with 8
+    /// hash characters where two paths shown share one).
     #[serde(rename = "n")]
     pub name: String,
+    /// What to keep of the name when a label shortens it, as a character
+    /// range of the name ([`super::names::Shown::keep`]); the hash after it
+    /// is always kept.
+    #[serde(rename = "ks")]
+    pub keep: [usize; 2],
+    /// The length of the ` (hash)` ending `n`, 0 when there is none.
+    #[serde(rename = "kh")]
+    pub hash_len: usize,
     /// Own NAR size.
     #[serde(rename = "s")]
     pub nar_size: u64,
@@ -151,6 +159,11 @@ pub struct EdgeNode {
     pub kinds: BTreeMap<Kind, usize>,
     /// Distinct files holding it.
     pub files: usize,
+    /// The holds grouped by kind, verdict and directory, in the words
+    /// every command uses ([`super::review::group_phrase`]: "51 symlink
+    /// holds in lib/rocblas/library/ (51 files, 3.9 KiB, runtime; e.g. …)").
+    #[serde(rename = "g", skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<String>,
     /// The first pieces of evidence, strongest first (at most
     /// [`EVIDENCE_PER_EDGE`], fewer on large closures).
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -207,8 +220,20 @@ pub struct HtmlReport {
     /// is AFTER's closure).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub diff: Option<DiffSection>,
+    /// With `report --derivation`: the page is the build graph (paths are
+    /// derivations and sources, a derivation's size its outputs').
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub build_graph: Option<BuildGraph>,
     /// What could not be read or simulated.
     pub problems: Vec<Problem>,
+}
+
+/// What a build-graph page says besides its paths.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuildGraph {
+    /// The derivations whose outputs are valid in no store read: counted
+    /// with the outputs that are known (zero when none), listed here.
+    pub unknown_outputs: Vec<super::size::UnknownOutputs>,
 }
 
 /// Why a path of the page is new since BEFORE.
@@ -227,6 +252,10 @@ pub struct AddedNode {
     /// BEFORE's paths of the same package that it replaces.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replaces: Vec<String>,
+    /// `rebuilt` (a path of the same name left: another hash of the same
+    /// package and version), `updated` (it replaces another version of
+    /// its package) or `added` (new).
+    pub change: &'static str,
 }
 
 /// A path of BEFORE's closure that is not in this page's closure.
@@ -265,6 +294,8 @@ pub struct RemovedNode {
 pub struct DiffSection {
     /// BEFORE's roots.
     pub before: Vec<String>,
+    /// Their display names, among the page's.
+    pub before_names: Vec<String>,
     /// BEFORE's closure size.
     pub closure_size_before: u64,
     /// Paths in BEFORE's closure.
@@ -290,7 +321,7 @@ impl HtmlReport {
         plan_saving: Option<u64>,
         problems: Vec<Problem>,
     ) -> HtmlReport {
-        let names = super::display_names(g.paths().iter().map(|p| p.as_str()));
+        let names = super::Names::new(g.paths().iter().map(|p| p.as_str()));
         let mut is_root = vec![false; g.len()];
         for &r in g.roots() {
             is_root[r as usize] = true;
@@ -342,6 +373,11 @@ impl HtmlReport {
                         traced: ev.iter().filter_map(|e| e.traced).min(),
                         kinds,
                         files: files.len(),
+                        groups: c
+                            .groups(from, to)
+                            .iter()
+                            .map(|g| super::review::group_phrase(g, super::review::plain))
+                            .collect(),
                         more: sorted.len().saturating_sub(per_edge),
                         evidence: sorted
                             .into_iter()
@@ -361,9 +397,12 @@ impl HtmlReport {
         let paths = (0..g.len() as NodeId)
             .map(|v| {
                 let p = g.path(v).as_str();
+                let shown = names.shown(p);
                 PathNode {
                     path: p.to_string(),
-                    name: names.get(p).cloned().unwrap_or_else(|| name_of(p).into()),
+                    name: shown.text,
+                    keep: [shown.keep.start, shown.keep.end],
+                    hash_len: shown.hash_len,
                     nar_size: g.nar_size(v),
                     closure_size: sizes.closure[v as usize],
                     added_size: sizes.added[v as usize],
@@ -410,6 +449,7 @@ impl HtmlReport {
             plan_saving,
             traces: None,
             diff: None,
+            build_graph: None,
             problems,
         }
     }
@@ -424,15 +464,44 @@ impl HtmlReport {
                 .ok()
                 .and_then(|p| index.get(&p).copied())
         };
+        // What the page shows: its paths, BEFORE's roots and what left;
+        // names shared among them get their hash, on the map too.
+        let names = super::Names::new(
+            self.paths
+                .iter()
+                .map(|p| p.path.as_str())
+                .chain(d.before.iter().map(String::as_str))
+                .chain(d.removed.iter().map(|c| c.path.as_str())),
+        );
+        for p in &mut self.paths {
+            let shown = names.shown(&p.path);
+            p.name = shown.text;
+            p.keep = [shown.keep.start, shown.keep.end];
+            p.hash_len = shown.hash_len;
+        }
+        let left: std::collections::HashSet<&str> = d
+            .removed
+            .iter()
+            .map(|c| name_of(&c.path))
+            .chain(d.before.iter().map(|p| name_of(p)))
+            .collect();
         let added = d
             .added
             .iter()
             .filter_map(|c| {
+                let change = if left.contains(name_of(&c.path)) {
+                    "rebuilt"
+                } else if c.why.edge == "renamed" && !c.why.renamed.is_empty() {
+                    "updated"
+                } else {
+                    "added"
+                };
                 Some(AddedNode {
                     i: id_of(&c.path)?,
                     referrer: c.why.referrer.as_deref().and_then(id_of),
                     edge: c.why.edge.clone(),
                     replaces: c.why.renamed.clone(),
+                    change,
                 })
             })
             .collect();
@@ -440,13 +509,16 @@ impl HtmlReport {
             .removed
             .iter()
             .map(|c| RemovedNode {
-                name: name_of(&c.path).to_string(),
+                name: names.get(&c.path).to_string(),
                 path: c.path.clone(),
                 nar_size: c.nar_size,
                 referrer: c.why.referrer.clone(),
                 edge: c.why.edge.clone(),
                 replaced_by: c.why.renamed.iter().filter_map(|s| id_of(s)).collect(),
-                held_by: super::diff::files_of(&c.why.evidence),
+                held_by: super::review::groups_phrase(
+                    &super::review::groups_of(&c.why.groups, &c.why.evidence),
+                    super::review::plain,
+                ),
                 unavailable: c.why.unavailable,
                 left_chain: if c.why.left_with.is_some() {
                     c.why
@@ -461,6 +533,7 @@ impl HtmlReport {
             .collect();
         self.problems.extend(d.problems);
         self.diff = Some(DiffSection {
+            before_names: d.before.iter().map(|p| names.get(p).to_string()).collect(),
             before: d.before,
             closure_size_before: d.closure_size_before,
             paths_before: d.paths_before,
@@ -483,7 +556,7 @@ impl HtmlReport {
         // could open a comment: escape "<" in the JSON (valid JSON still).
         let data = data.replace('<', "\\u003c");
         let title = match self.roots.as_slice() {
-            [r] => name_of(&self.paths[*r as usize].path).to_string(),
+            [r] => self.paths[*r as usize].name.clone(),
             rs => format!("{} roots", rs.len()),
         };
         TEMPLATE

@@ -11,8 +11,11 @@ pub mod advise;
 pub mod check;
 pub mod diff;
 pub mod html;
+pub mod names;
+pub use names::Names;
 pub mod partition;
 pub mod refs;
+pub mod review;
 pub mod size;
 pub mod split;
 pub mod style;
@@ -20,12 +23,11 @@ pub mod table;
 pub mod trace;
 pub mod why;
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 
 use serde::Serialize;
 
 use crate::problem::Problem;
-use crate::store_path::name_of;
 
 /// How to render text.
 #[derive(Debug, Clone, Copy, Default)]
@@ -52,22 +54,37 @@ pub trait Report: Serialize {
     }
 }
 
-/// Evidence as text, grouped by file: each occurrence's kind, line,
-/// offset and excerpt, then its verdict and reason. Without
-/// [`TextOptions::every_line`], more than [`GROUP_AT`] occurrences of one
-/// kind in one directory become one line ("51 symlinks in
-/// lib/rocblas/library/ (e.g. …)"); the JSON always has every one.
-pub fn evidence_lines(evs: &[crate::evidence::Evidence], opts: &TextOptions) -> String {
+/// Evidence as text, by file: each occurrence's kind, line, offset and
+/// excerpt, then its verdict and reason. Without
+/// [`TextOptions::every_line`], a group of more than [`GROUP_AT`] holds of
+/// one kind and verdict in one directory ([`crate::evidence::group`]: the
+/// one way every command and format shows evidence) becomes one line, in
+/// the words of [`review::group_phrase`] ("51 symlink holds in
+/// lib/rocblas/library/ (51 files, 2.0 KiB, runtime; e.g. …)"); `groups`
+/// are the report's groups with the holding files' bytes (grouped here,
+/// without bytes, when empty). The JSON always has every hold.
+pub fn evidence_lines(
+    evs: &[crate::evidence::Evidence],
+    groups: &[crate::evidence::EvidenceGroup],
+    opts: &TextOptions,
+) -> String {
     use crate::evidence::Evidence;
     let dir_of = |f: &str| f.rfind('/').map_or("", |i| &f[..i]).to_string();
-    let mut groups: Vec<((crate::evidence::Kind, String), Vec<&Evidence>)> = Vec::new();
-    for e in evs {
-        let key = (e.kind, dir_of(&e.file));
-        match groups.iter_mut().find(|(k, _)| *k == key) {
-            Some((_, v)) => v.push(e),
-            None => groups.push((key, vec![e])),
-        }
-    }
+    let grouped: Vec<crate::evidence::EvidenceGroup> = if opts.every_line {
+        Vec::new()
+    } else {
+        review::groups_of(groups, evs)
+            .into_iter()
+            .filter(|g| g.holds > GROUP_AT)
+            .collect()
+    };
+    let group_of = |e: &Evidence| {
+        let dir = dir_of(&e.file);
+        grouped
+            .iter()
+            .position(|g| g.kind == e.kind && g.verdict == e.verdict && g.dir == dir)
+    };
+    let mut shown = vec![false; grouped.len()];
     let fit = |s: String| match opts.width {
         Some(w) => style::truncate(&s, w, false),
         None => s,
@@ -79,57 +96,53 @@ pub fn evidence_lines(evs: &[crate::evidence::Evidence], opts: &TextOptions) -> 
     };
     let mut out = String::new();
     let mut last_file: Option<&str> = None;
-    for ((kind, dir), members) in &groups {
-        if !opts.every_line && members.len() > GROUP_AT {
-            let e = members[0];
-            let example = match kind {
-                crate::evidence::Kind::Symlink => format!("{} → {}", e.file, e.context),
-                _ => e.file.clone(),
-            };
-            out.push_str(&fit(format!(
-                "  {} {} holds in {}/ (e.g. {example})",
-                members.len(),
-                kind.as_str(),
-                if dir.is_empty() { "." } else { dir }
-            )));
-            out.push('\n');
-            out.push_str(&verdict_line(e));
-            last_file = None;
-            continue;
-        }
-        for e in members {
-            if last_file != Some(e.file.as_str()) {
-                let f = if e.file.is_empty() {
-                    "."
-                } else {
-                    e.file.as_str()
-                };
-                out.push_str(&format!("  {f}\n"));
-                last_file = Some(e.file.as_str());
-            }
-            let mut tag = e.kind.as_str().to_string();
-            if let Some(l) = e.line {
-                tag.push_str(&format!(" line {l}"));
-            }
-            if e.dead {
-                tag.push_str(" DEAD");
-            } else if !e.serves.is_empty() {
-                tag.push_str(&format!(" serves {}", e.serves.join(",")));
-            }
-            let line = fit(format!("    {tag} @{}: {}", e.offset, e.context));
-            out.push_str(&opts.style.paths(&line));
-            out.push('\n');
-            out.push_str(&verdict_line(e));
-            if e.traced == Some(crate::evidence::Traced::NotUsed) {
-                out.push_str(&style::wrap(
-                    "traced: not used (never touched in the trace)",
+    for e in evs {
+        if let Some(i) = group_of(e) {
+            if !std::mem::replace(&mut shown[i], true) {
+                // Wrapped, not cut: the counts, bytes and files named are
+                // the point of the line.
+                out.push_str(&style::wrap_hanging(
+                    &review::group_phrase(&grouped[i], review::plain),
                     opts.width,
+                    "  ",
                     "      ",
                 ));
+                out.push_str(&verdict_line(e));
+                last_file = None;
             }
-            if let Some(n) = &e.note {
-                out.push_str(&style::wrap(&format!("note: {n}"), opts.width, "      "));
-            }
+            continue;
+        }
+        if last_file != Some(e.file.as_str()) {
+            let f = if e.file.is_empty() {
+                "."
+            } else {
+                e.file.as_str()
+            };
+            out.push_str(&format!("  {f}\n"));
+            last_file = Some(e.file.as_str());
+        }
+        let mut tag = e.kind.as_str().to_string();
+        if let Some(l) = e.line {
+            tag.push_str(&format!(" line {l}"));
+        }
+        if e.dead {
+            tag.push_str(" DEAD");
+        } else if !e.serves.is_empty() {
+            tag.push_str(&format!(" serves {}", e.serves.join(",")));
+        }
+        let line = fit(format!("    {tag} @{}: {}", e.offset, e.context));
+        out.push_str(&opts.style.paths(&line));
+        out.push('\n');
+        out.push_str(&verdict_line(e));
+        if e.traced == Some(crate::evidence::Traced::NotUsed) {
+            out.push_str(&style::wrap(
+                "traced: not used (never touched in the trace)",
+                opts.width,
+                "      ",
+            ));
+        }
+        if let Some(n) = &e.note {
+            out.push_str(&style::wrap(&format!("note: {n}"), opts.width, "      "));
         }
     }
     out
@@ -140,28 +153,9 @@ pub const GROUP_AT: usize = 3;
 
 /// Short display names for store paths: the full name (`rocblas-5.7.1-dev`),
 /// with the first 8 characters of the hash added where two different paths
-/// shown together share a name.
+/// shown together share a name. The one rule, [`names::Names`], as a map.
 pub fn display_names<'a>(paths: impl IntoIterator<Item = &'a str>) -> HashMap<String, String> {
-    let mut by_name: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for p in paths {
-        let v = by_name.entry(name_of(p)).or_default();
-        if !v.contains(&p) {
-            v.push(p);
-        }
-    }
-    let mut out = HashMap::new();
-    for (n, ps) in by_name {
-        for p in &ps {
-            let shown = if ps.len() > 1 {
-                let base = p.rsplit('/').next().unwrap_or(p);
-                format!("{n} ({})", base.get(..8).unwrap_or(base))
-            } else {
-                n.to_string()
-            };
-            out.insert(p.to_string(), shown);
-        }
-    }
-    out
+    names::Names::new(paths).into_map()
 }
 
 #[cfg(test)]

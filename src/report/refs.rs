@@ -141,7 +141,13 @@ impl Report for RefsReport {
             ("VERDICT", Align::Left),
             ("FILES", Align::Left),
         ]);
-        t.keep(0).keep(1);
+        t.keep(0).keep(1).wrap(2).wrap(3);
+        let names = super::Names::new(
+            self.roots
+                .iter()
+                .chain(self.edges.iter().flat_map(|e| [&e.referrer, &e.reference]))
+                .map(String::as_str),
+        );
         for e in &self.edges {
             let held = if e.unavailable {
                 "unavailable (no file contents in this source)".to_string()
@@ -182,8 +188,8 @@ impl Report for RefsReport {
                 ),
             };
             t.cells(vec![
-                Cell::new(name(&e.referrer), Paint::Path),
-                Cell::new(name(&e.reference), Paint::Path),
+                Cell::name(&names, &e.referrer),
+                Cell::name(&names, &e.reference),
                 Cell::new(held, Paint::Plain),
                 verdict,
                 Cell::new(files, Paint::Plain),
@@ -196,25 +202,26 @@ impl Report for RefsReport {
             };
             out.push('\n');
             out.push_str(&opts.style.paths(&super::style::fit_line(
-                &format!("{} → {}", name(&e.referrer), e.reference),
+                &format!("{} → {}", names.get(&e.referrer), e.reference),
                 opts.width,
             )));
             out.push('\n');
             out.push_str(&super::evidence_lines(
                 evs,
+                &[],
                 &TextOptions {
                     every_line: true,
                     ..*opts
                 },
             ));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }
 
-/// Lists problems under a table.
-pub(crate) fn append_problems(out: &mut String, problems: &[Problem]) {
+/// Lists problems under a table, each wrapped to `width` when given.
+pub(crate) fn append_problems(out: &mut String, problems: &[Problem], width: Option<usize>) {
     if problems.is_empty() {
         return;
     }
@@ -223,6 +230,11 @@ pub(crate) fn append_problems(out: &mut String, problems: &[Problem]) {
         problems.len()
     ));
     for p in problems {
-        out.push_str(&format!("  {}\n", p.display()));
+        out.push_str(&super::style::wrap_hanging(
+            &p.display(),
+            width,
+            "  ",
+            "    ",
+        ));
     }
 }

@@ -47,6 +47,40 @@ pub struct SizeReport {
     pub path_count: usize,
     /// One entry per path (all of them, or the first `--top`).
     pub paths: Vec<PathSizes>,
+    /// The build graph (`--derivation`) only: derivations with outputs of
+    /// unknown size (valid in no store asked), counted with the outputs
+    /// that are known.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unknown_outputs: Vec<UnknownOutputs>,
+}
+
+/// A derivation whose outputs' sizes are not all known.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UnknownOutputs {
+    /// The `.drv` path.
+    pub derivation: String,
+    /// The outputs of unknown size: `name` or `name path`.
+    pub outputs: Vec<String>,
+}
+
+impl UnknownOutputs {
+    /// The derivations of `g` whose outputs `src` found in no store, in
+    /// path order (those read for another graph, such as a diff's other
+    /// side, left out).
+    pub fn of(
+        src: &crate::source::derivation::DerivationSource,
+        g: &crate::graph::Graph,
+    ) -> Vec<UnknownOutputs> {
+        let index = g.index();
+        src.unknown()
+            .into_iter()
+            .filter(|(d, _)| index.contains_key(d))
+            .map(|(d, outs)| UnknownOutputs {
+                derivation: d.to_string(),
+                outputs: outs.iter().map(|o| o.label()).collect(),
+            })
+            .collect()
+    }
 }
 
 /// Sort orders of the table; all but `Name` put the largest first.
@@ -115,6 +149,7 @@ impl SizeReport {
                     }),
                 })
                 .collect(),
+            unknown_outputs: Vec::new(),
         }
     }
 }
@@ -148,6 +183,12 @@ impl Report for SizeReport {
         }
         cols.push(("PATH", Align::Left));
         let mut t = Table::new(&cols);
+        let names = super::Names::new(
+            self.roots
+                .iter()
+                .chain(self.paths.iter().map(|p| &p.path))
+                .map(String::as_str),
+        );
         for p in &self.paths {
             use super::table::{Cell, Paint};
             let mut row = vec![
@@ -158,7 +199,7 @@ impl Report for SizeReport {
             if let Some(r) = &p.references {
                 row.push(Cell::new(r.len().to_string(), Paint::Plain));
             }
-            row.push(Cell::new(p.path.clone(), Paint::Path));
+            row.push(Cell::store_path(&names, &p.path));
             t.cells(row);
         }
         out.push_str(&t.render_fit(opts.width, opts.style));
@@ -168,6 +209,16 @@ impl Report for SizeReport {
                 self.paths.len(),
                 self.path_count
             ));
+        }
+        if !self.unknown_outputs.is_empty() {
+            out.push_str(&format!(
+                "{} derivation(s) with outputs of unknown size (valid in no store this run read; \
+                 counted as 0):\n",
+                self.unknown_outputs.len()
+            ));
+            for u in &self.unknown_outputs {
+                out.push_str(&format!("  {}: {}\n", u.derivation, u.outputs.join(", ")));
+            }
         }
         out
     }

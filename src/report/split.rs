@@ -9,7 +9,6 @@ use super::{Report, TextOptions};
 use crate::graph::{Graph, NodeId};
 use crate::plan::split::{Move, SplitPlan};
 use crate::problem::Problem;
-use crate::store_path::name_of as name;
 use crate::units::iec;
 
 /// One simulated output.
@@ -98,7 +97,10 @@ impl SplitReport {
                     .iter()
                     .map(|&r| g.path(r).to_string())
                     .collect();
-                references.sort_by(|a, b| name(a).cmp(name(b)).then_with(|| a.cmp(b)));
+                references.sort_by(|a, b| {
+                    let name = crate::store_path::name_of;
+                    name(a).cmp(name(b)).then_with(|| a.cmp(b))
+                });
                 references.extend(
                     o.output_refs
                         .iter()
@@ -170,7 +172,21 @@ impl Report for SplitReport {
     }
 
     fn render_text(&self, opts: &TextOptions) -> String {
-        let mut out = format!("split of {}\n\n", self.path);
+        use super::table::Cell;
+        let names = super::Names::new(
+            [&self.path]
+                .into_iter()
+                .chain(self.outputs.iter().flat_map(|o| &o.references))
+                .chain(self.roots.iter().map(|r| &r.root))
+                .chain(self.consumers.iter().map(|c| &c.consumer))
+                .map(String::as_str)
+                .filter(|p| !p.starts_with("output:")),
+        );
+        let mut out = opts.style.paths(&super::style::fit_line(
+            &format!("split of {}", self.path),
+            opts.width,
+        ));
+        out.push_str("\n\n");
         let mut t = Table::new(&[
             ("OUTPUT", Align::Left),
             ("ENTRIES", Align::Right),
@@ -178,6 +194,7 @@ impl Report for SplitReport {
             ("CLOSURE", Align::Right),
             ("REFERENCES", Align::Left),
         ]);
+        t.wrap(4);
         for o in &self.outputs {
             t.row(vec![
                 o.name.clone(),
@@ -186,7 +203,7 @@ impl Report for SplitReport {
                 iec(o.closure_size),
                 o.references
                     .iter()
-                    .map(|r| name(r).to_string())
+                    .map(|r| names.get(r).to_string())
                     .collect::<Vec<_>>()
                     .join(" "),
             ]);
@@ -207,12 +224,16 @@ impl Report for SplitReport {
                 ));
             }
         }
-        render_roots(&mut out, &self.roots, opts);
+        render_roots(&mut out, &self.roots, &names, opts);
         if !self.consumers.is_empty() {
             out.push('\n');
             let mut t = Table::new(&[("CONSUMER", Align::Left), ("KEEPS", Align::Left)]);
+            t.keep(0).wrap(1);
             for c in &self.consumers {
-                t.row(vec![name(&c.consumer).to_string(), c.keeps.join(",")]);
+                t.cells(vec![
+                    Cell::name(&names, &c.consumer),
+                    Cell::from(c.keeps.join(",")),
+                ]);
             }
             out.push_str(&t.render_fit(opts.width, opts.style));
         }
@@ -224,12 +245,13 @@ impl Report for SplitReport {
                 "  ",
             ));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }
 
-fn render_roots(out: &mut String, roots: &[RootImpact], opts: &TextOptions) {
+fn render_roots(out: &mut String, roots: &[RootImpact], names: &super::Names, opts: &TextOptions) {
+    use super::table::Cell;
     if roots.is_empty() {
         return;
     }
@@ -247,15 +269,15 @@ fn render_roots(out: &mut String, roots: &[RootImpact], opts: &TextOptions) {
         } else {
             0.0
         };
-        t.row(vec![
-            name(&r.root).to_string(),
-            iec(r.before),
-            iec(r.after),
-            if saved >= 0 {
+        t.cells(vec![
+            Cell::name(names, &r.root),
+            Cell::from(iec(r.before)),
+            Cell::from(iec(r.after)),
+            Cell::from(if saved >= 0 {
                 format!("{} ({pct:.1}%)", iec(saved as u64))
             } else {
                 format!("-{} ({pct:.1}%)", iec((-saved) as u64))
-            },
+            }),
         ]);
     }
     out.push_str(&t.render_fit(opts.width, opts.style));

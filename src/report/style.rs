@@ -116,7 +116,10 @@ pub fn wrap(text: &str, width: Option<usize>, indent: &str) -> String {
 }
 
 /// [`wrap`] with a deeper indent for continuation lines. Breaks only at
-/// spaces: names like `rocblas-5.7.1` stay whole.
+/// spaces, and never inside a size (`1.9 GiB`) or between a name and its
+/// hash (`rocblas-5.7.1 (cvafbxx6)`): names like `rocblas-5.7.1` stay
+/// whole. A word longer than a line is shortened in the middle, so every
+/// line fits.
 pub fn wrap_hanging(text: &str, width: Option<usize>, first: &str, rest: &str) -> String {
     let indent = first;
     match width {
@@ -126,13 +129,63 @@ pub fn wrap_hanging(text: &str, width: Option<usize>, first: &str, rest: &str) -
                 .subsequent_indent(rest)
                 .word_separator(textwrap::WordSeparator::AsciiSpace)
                 .word_splitter(textwrap::WordSplitter::NoHyphenation)
-                .break_words(false);
-            let mut s = textwrap::fill(text, opts);
-            s.push('\n');
+                .break_words(false)
+                // First fit: the optimal-fit default may let a line run past
+                // the width to avoid a short one.
+                .wrap_algorithm(textwrap::WrapAlgorithm::FirstFit);
+            let mut s = String::new();
+            for l in textwrap::wrap(&glue(text), opts) {
+                let l = l.replace(NBSP, " ");
+                if textwrap::core::display_width(&l) > w {
+                    s.push_str(&truncate(&l, w, true));
+                } else {
+                    s.push_str(&l);
+                }
+                s.push('\n');
+            }
             s
         }
         _ => format!("{indent}{text}\n"),
     }
+}
+
+/// Stands for a space that [`wrap_hanging`] must not break at.
+const NBSP: char = '\u{a0}';
+
+/// `text` with the spaces inside sizes (`1.9 GiB`), after a count (`20
+/// paths`) and before a name's hash (`name (cvafbxx6)`) made unbreakable.
+fn glue(text: &str) -> String {
+    const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
+    let b = text.as_bytes();
+    let mut out = String::with_capacity(text.len());
+    for (i, ch) in text.char_indices() {
+        if ch == ' ' && i > 0 {
+            let after = &text[i + 1..];
+            let unit = b[i - 1].is_ascii_digit()
+                && UNITS.iter().any(|u| {
+                    after.starts_with(u)
+                        && after[u.len()..]
+                            .chars()
+                            .next()
+                            .is_none_or(|c| !c.is_ascii_alphanumeric())
+                });
+            let hash = after.len() >= 10
+                && after.as_bytes()[0] == b'('
+                && after.as_bytes()[9] == b')'
+                && after.as_bytes()[1..9]
+                    .iter()
+                    .all(|&c| IS_BASE32[c as usize]);
+            // A count stays with what it counts ("20 paths").
+            let word = text[..i].rsplit([' ', NBSP]).next().unwrap_or("");
+            let count = !word.is_empty() && word.bytes().all(|c| c.is_ascii_digit() || c == b',');
+            if unit || hash || count {
+                out.push(NBSP);
+                continue;
+            }
+        }
+        out.push(ch);
+    }
+    out
 }
 
 #[cfg(test)]
@@ -156,5 +209,17 @@ mod tests {
             wrap("aaaa bbbb cccc dddd", Some(15), "  "),
             "  aaaa bbbb\n  cccc dddd\n"
         );
+        // Never inside a size or between a name and its hash; a word too
+        // long for a line is shortened.
+        assert_eq!(
+            wrap("closure: 1.9 GiB, x (+12.5 KiB)", Some(18), ""),
+            "closure: 1.9 GiB,\nx (+12.5 KiB)\n"
+        );
+        assert_eq!(
+            wrap("see hipblas-5.7.1 (g18j3saw) now", Some(26), ""),
+            "see\nhipblas-5.7.1 (g18j3saw)\nnow\n"
+        );
+        let long = wrap(&format!("x {}", "y".repeat(40)), Some(20), "");
+        assert!(long.lines().all(|l| l.chars().count() <= 20), "{long}");
     }
 }

@@ -9,7 +9,6 @@ use super::table::{Align, Table};
 use super::{Report, TextOptions};
 use crate::graph::Graph;
 use crate::problem::Problem;
-use crate::store_path::name_of as name;
 use crate::trace::file::{PathTrace, TraceFile};
 use crate::units::iec;
 
@@ -136,20 +135,33 @@ impl Report for TraceReport {
         &self.problems
     }
 
-    fn render_text(&self, _: &TextOptions) -> String {
+    fn render_text(&self, opts: &TextOptions) -> String {
         let ending = match (&self.exit_code, &self.signal) {
             (Some(c), _) => format!("exited with code {c}"),
             (None, Some(s)) => format!("killed by {s}"),
             (None, None) => "still running when the trace ended".to_string(),
         };
-        let mut out = format!(
-            "traced {} ({} process{}, {ending}){}; trace written to {}\n\n",
-            self.command.first().map(String::as_str).unwrap_or(""),
-            self.processes,
-            if self.processes == 1 { "" } else { "es" },
-            if self.complete { "" } else { ", partial trace" },
-            self.trace_file
+        use super::table::Cell;
+        let names = super::Names::new(
+            self.touched
+                .iter()
+                .map(|p| p.path.as_str())
+                .chain(self.untouched.iter().map(|p| p.path.as_str())),
         );
+        let mut out = super::style::wrap_hanging(
+            &format!(
+                "traced {} ({} process{}, {ending}){}; trace written to {}",
+                self.command.first().map(String::as_str).unwrap_or(""),
+                self.processes,
+                if self.processes == 1 { "" } else { "es" },
+                if self.complete { "" } else { ", partial trace" },
+                self.trace_file
+            ),
+            opts.width,
+            "",
+            "  ",
+        );
+        out.push('\n');
         let mut t = Table::new(&[
             ("PATH", Align::Left),
             ("USED", Align::Right),
@@ -158,37 +170,48 @@ impl Report for TraceReport {
             ("TOUCHED", Align::Right),
             ("OF", Align::Right),
         ]);
+        t.keep(0);
         for p in &self.touched {
-            t.row(vec![
-                name(&p.path).to_string(),
-                p.files_used.to_string(),
-                p.files_looked_at.to_string(),
-                iec(p.bytes_used),
-                iec(p.bytes_touched),
-                if p.nar_size > 0 {
+            t.cells(vec![
+                Cell::name(&names, &p.path),
+                Cell::from(p.files_used.to_string()),
+                Cell::from(p.files_looked_at.to_string()),
+                Cell::from(iec(p.bytes_used)),
+                Cell::from(iec(p.bytes_touched)),
+                Cell::from(if p.nar_size > 0 {
                     iec(p.nar_size)
                 } else {
                     "?".into()
-                },
+                }),
             ]);
         }
-        out.push_str(&t.render());
+        out.push_str(&t.render_fit(opts.width, opts.style));
         if !self.untouched.is_empty() {
             let bytes: u64 = self.untouched.iter().map(|p| p.nar_size).sum();
-            out.push_str(&format!(
-                "\nnever touched ({} of {} paths, {} of the closure's {}):\n",
-                self.untouched.len(),
-                self.untouched.len() + self.touched.len(),
-                iec(bytes),
-                iec(self.closure_size)
+            out.push('\n');
+            out.push_str(&super::style::wrap_hanging(
+                &format!(
+                    "never touched ({} of {} paths, {} of the closure's {}):",
+                    self.untouched.len(),
+                    self.untouched.len() + self.touched.len(),
+                    iec(bytes),
+                    iec(self.closure_size)
+                ),
+                opts.width,
+                "",
+                "  ",
             ));
             let mut t = Table::new(&[("PATH", Align::Left), ("SIZE", Align::Right)]);
+            t.keep(0);
             for p in &self.untouched {
-                t.row(vec![name(&p.path).to_string(), iec(p.nar_size)]);
+                t.cells(vec![
+                    Cell::name(&names, &p.path),
+                    Cell::from(iec(p.nar_size)),
+                ]);
             }
-            out.push_str(&t.render());
+            out.push_str(&t.render_fit(opts.width, opts.style));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

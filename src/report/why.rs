@@ -8,11 +8,10 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::{Report, TextOptions};
 use crate::classify::Classified;
-use crate::evidence::{Evidence, Verdict};
+use crate::evidence::{Evidence, EvidenceGroup, Verdict};
 use crate::explain::Explained;
 use crate::graph::{Graph, NodeId};
 use crate::problem::Problem;
-use crate::store_path::name_of as name;
 
 /// One edge on a chain with its evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,6 +25,11 @@ pub struct WhyEdge {
     pub unavailable: bool,
     /// Every occurrence.
     pub evidence: Vec<Evidence>,
+    /// The occurrences grouped by kind, verdict and directory, with the
+    /// holding files' bytes ([`crate::evidence::group`]), as every
+    /// command shows evidence.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub groups: Vec<EvidenceGroup>,
 }
 
 /// The best chain to one matched dependency.
@@ -85,6 +89,7 @@ impl WhyReport {
                         reference: g.path(w[1]).to_string(),
                         unavailable: pe.is_none_or(|p| !p.available),
                         evidence: c.evidence(w[0], w[1]).to_vec(),
+                        groups: c.groups(w[0], w[1]),
                     });
                 }
             }
@@ -142,12 +147,22 @@ impl Report for WhyReport {
     fn render_text(&self, opts: &TextOptions) -> String {
         let st = opts.style;
         let mut out = String::new();
+        let names = super::Names::new(
+            [&self.root]
+                .into_iter()
+                .chain(&self.deps)
+                .chain(self.chains.iter().flatten())
+                .chain(self.best.iter().flat_map(|b| &b.chain))
+                .chain(self.edges.iter().flat_map(|e| [&e.referrer, &e.reference]))
+                .map(String::as_str),
+        );
+        let name = |p: &'_ str| -> String { names.get(p).to_string() };
         if self.chains.is_empty() {
             out.push_str(&format!("{} does not depend on {}\n", self.root, self.dep));
             return out;
         }
         let what = if self.deps.len() == 1 {
-            name(&self.deps[0]).to_string()
+            name(&self.deps[0])
         } else {
             format!("{} paths matching '{}'", self.deps.len(), self.dep)
         };
@@ -169,8 +184,8 @@ impl Report for WhyReport {
         out.push('\n');
         for c in &self.chains {
             let v = self.chain_verdict(c);
-            let names: Vec<&str> = c.iter().map(|p| name(p)).collect();
-            let line = format!("[{}] {}", v.as_str(), names.join(" → "));
+            let shown: Vec<String> = c.iter().map(|p| name(p)).collect();
+            let line = format!("[{}] {}", v.as_str(), shown.join(" → "));
             let line = super::style::wrap_hanging(&line, opts.width, "  ", "      ");
             out.push_str(&st.verdict(v, &line));
             // A chain that is not run-time: say what keeps its end alive.
@@ -178,7 +193,7 @@ impl Report for WhyReport {
             if v != Verdict::Runtime
                 && let Some(b) = self.best.iter().find(|b| &b.dep == dep)
             {
-                let via: Vec<&str> = b.chain[1..b.chain.len() - 1]
+                let via: Vec<String> = b.chain[1..b.chain.len() - 1]
                     .iter()
                     .map(|p| name(p))
                     .collect();
@@ -223,9 +238,9 @@ impl Report for WhyReport {
                     None => out.push_str("  (registered, but no occurrence found)\n"),
                 }
             }
-            out.push_str(&super::evidence_lines(&e.evidence, opts));
+            out.push_str(&super::evidence_lines(&e.evidence, &e.groups, opts));
         }
-        append_problems(&mut out, &self.problems);
+        append_problems(&mut out, &self.problems, opts.width);
         out
     }
 }

@@ -210,6 +210,12 @@ impl PathMetadata for BinaryCache {
             .collect()
     }
 
+    /// The narinfos read in parallel.
+    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        use rayon::prelude::*;
+        paths.par_iter().map(|p| self.path_info(p)).collect()
+    }
+
     /// A work queue of narinfo reads in parallel (see
     /// [`super::closure_by_queue`]): the cost is file opens, which overlap
     /// well.

@@ -332,6 +332,15 @@ impl PathMetadata for HttpCache {
         }))
     }
 
+    /// The narinfos requested in parallel on the cache's pool, as a
+    /// closure's levels are: the build graph asks for every output's size
+    /// at once, and one request after another would take minutes.
+    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        use rayon::prelude::*;
+        self.pool
+            .install(|| paths.par_iter().map(|p| self.path_info(p)).collect())
+    }
+
     /// An HTTP cache cannot be listed, and fetching every narinfo of
     /// cache.nixos.org is not an option: names and globs need a store path.
     fn all_paths(&self) -> Result<Vec<StorePath>> {

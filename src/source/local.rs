@@ -639,6 +639,14 @@ impl PathMetadata for LocalStore {
         self.read(false, |conn| self.path_info_in(conn, path))
     }
 
+    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        // One snapshot for all: one transaction (or one stamp check), where
+        // each path_info would take its own.
+        self.read(false, |conn| {
+            paths.iter().map(|p| self.path_info_in(conn, p)).collect()
+        })
+    }
+
     fn registration_time(&self, path: &StorePath) -> Result<Option<i64>> {
         self.read(false, |conn| {
             conn.prepare_cached("SELECT registrationTime FROM ValidPaths WHERE path = ?1")
@@ -652,10 +660,18 @@ impl PathMetadata for LocalStore {
     }
 
     fn is_valid(&self, path: &StorePath) -> Result<bool> {
+        self.are_valid(std::slice::from_ref(path)).map(|v| v[0])
+    }
+
+    fn are_valid(&self, paths: &[StorePath]) -> Result<Vec<bool>> {
         self.read(false, |conn| {
-            conn.prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")
-                .and_then(|mut s| s.exists([path.as_str()]))
-                .map_err(|e| self.db_err(e))
+            let mut st = conn
+                .prepare_cached("SELECT 1 FROM ValidPaths WHERE path = ?1")
+                .map_err(|e| self.db_err(e))?;
+            paths
+                .iter()
+                .map(|p| st.exists([p.as_str()]).map_err(|e| self.db_err(e)))
+                .collect()
         })
     }
 

@@ -14,6 +14,7 @@
 
 mod binary_cache;
 mod closure;
+pub mod derivation;
 mod http_cache;
 pub mod listing;
 mod local;
@@ -111,6 +112,17 @@ pub trait PathMetadata: Send + Sync {
     fn describe(&self) -> String;
     /// Metadata of one path, or `None` if the source does not hold it.
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>>;
+    /// [`PathMetadata::path_info`] of each of `paths`, in order. Sources
+    /// override it where one call for many is cheaper (the local store:
+    /// one database read for all, not one each).
+    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
+        paths.iter().map(|p| self.path_info(p)).collect()
+    }
+    /// [`PathMetadata::is_valid`] of each of `paths`, in order; overridden
+    /// as [`PathMetadata::path_infos`] is.
+    fn are_valid(&self, paths: &[StorePath]) -> Result<Vec<bool>> {
+        paths.iter().map(|p| self.is_valid(p)).collect()
+    }
     /// Whether the source holds `path`; cheaper than [`PathMetadata::path_info`]
     /// where a source can answer without reading references.
     fn is_valid(&self, path: &StorePath) -> Result<bool> {

@@ -359,3 +359,76 @@ pub fn same(a: &str, b: &str, what: &str) {
         );
     }
 }
+
+/// The build graph's subject for `report` and `browse --derivation`: a
+/// derivation over the bundled example (built, as [`fixture`] builds it)
+/// whose own output nobody built (a unique name), instantiated; its
+/// `.drv` path and that output's path.
+pub fn unbuilt_over_example() -> &'static (String, String) {
+    static F: OnceLock<(String, String)> = OnceLock::new();
+    F.get_or_init(|| {
+        let f = fixture();
+        let dir = f.tmp.join("build-graph");
+        std::fs::create_dir_all(&dir).unwrap();
+        let nonce = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        );
+        let file = dir.join("unbuilt.nix");
+        std::fs::write(
+            &file,
+            format!(
+                r#"let p = import {} {{ }}; in
+derivation {{
+  name = "unbuilt-top-{nonce}";
+  system = builtins.currentSystem;
+  builder = "/bin/sh";
+  args = [ "-c" "echo ${{p}} > $out" ];
+}}"#,
+                repo().join("examples/rocm-mini/default.nix").display()
+            ),
+        )
+        .unwrap();
+        let drv = run(Command::new("nix-instantiate").arg(&file))
+            .trim()
+            .to_string();
+        let out = drv_outputs(&drv).pop().unwrap();
+        assert!(!Path::new(&out).exists(), "{out} is built");
+        (drv, out)
+    })
+}
+
+/// The outputs of a derivation, as `nix-store -q --outputs` lists them.
+pub fn drv_outputs(drv: &str) -> Vec<String> {
+    run(Command::new("nix-store").args(["-q", "--outputs", drv]))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A node's size in the build graph as Nix gives it: a derivation's valid
+/// outputs' NAR sizes summed (`nix path-info`), a source's own.
+pub fn build_graph_size(path: &str) -> u64 {
+    let of: Vec<String> = if path.ends_with(".drv") {
+        drv_outputs(path)
+            .into_iter()
+            .filter(|o| Path::new(o).exists())
+            .collect()
+    } else {
+        vec![path.to_string()]
+    };
+    if of.is_empty() {
+        return 0;
+    }
+    let info: Value =
+        serde_json::from_str(&run(nix().args(["path-info", "--json"]).args(&of))).unwrap();
+    info.as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["narSize"].as_u64().unwrap())
+        .sum()
+}

@@ -56,18 +56,20 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
         if patterns.is_empty() {
             continue;
         }
-        let f = snippet::out_file(file);
-        lines.push(format!(
-            "IFS=: read -ra entries <<< \"$(patchelf --print-rpath {f})\""
-        ));
+        // Short lines: code in a snippet is never wrapped, and one dead
+        // entry a line keeps it within 80 columns.
+        lines.push(format!("f={}", snippet::out_file(file)));
+        lines.push("IFS=: read -ra entries <<< \"$(patchelf --print-rpath \"$f\")\"".to_string());
         lines.push("runpath=".to_string());
         lines.push("for d in \"${entries[@]}\"; do".to_string());
         lines.push("  case \"$d\" in".to_string());
-        lines.push(format!("    {}) ;;", patterns.join(" | ")));
+        for p in &patterns {
+            lines.push(format!("    {p}) ;;"));
+        }
         lines.push("    *) runpath=\"${runpath:+$runpath:}$d\" ;;".to_string());
         lines.push("  esac".to_string());
         lines.push("done".to_string());
-        lines.push(format!("patchelf --set-rpath \"$runpath\" {f}"));
+        lines.push("patchelf --set-rpath \"$runpath\" \"$f\"".to_string());
     }
     Action {
         reason: format!(

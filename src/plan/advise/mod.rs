@@ -114,8 +114,13 @@ pub struct Action {
     pub safety: Safety,
     /// Why, in one line.
     pub reason: String,
-    /// Files (relative to `package`) the action rests on.
+    /// Files (relative to `package`) the action rests on (the first few
+    /// when there are many: `evidence_files` says how many).
     pub evidence: Vec<String>,
+    /// How many files the action rests on in all (`evidence` may name
+    /// only some of a symlink farm's hundreds).
+    #[serde(default)]
+    pub evidence_files: usize,
     /// The nixpkgs code that applies it.
     pub snippet: String,
     /// False for kinds the what-if engine cannot simulate.
@@ -327,6 +332,7 @@ impl Advisor<'_> {
             safety,
             reason: String::new(),
             evidence: Vec::new(),
+            evidence_files: 0,
             snippet: String::new(),
             simulated: saving.is_some(),
             keeps: Vec::new(),
@@ -437,6 +443,7 @@ fn rank(cx: &Advisor, mut actions: Vec<Action>) -> Vec<Action> {
             .sort_by(|x, y| full_name(x).cmp(full_name(y)).then_with(|| x.cmp(y)));
         a.evidence.sort();
         a.evidence.dedup();
+        a.evidence_files = a.evidence_files.max(a.evidence.len());
         settle(cx.g, cx.c, &index, a);
     }
     // Nothing to cut means nothing to do (a partition whose groups all

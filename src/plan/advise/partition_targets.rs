@@ -10,6 +10,7 @@ use regex::bytes::Regex;
 use super::{Action, ActionKind, Advisor, KeepSource, Safety, full_name, pkg_name};
 use crate::evidence::{Kind, Verdict};
 use crate::graph::NodeId;
+use crate::plan::partition::KeptLink;
 use crate::problem::Problem;
 
 /// The action partitioning `p` by the targets `pattern` names (selected by
@@ -78,7 +79,14 @@ pub(super) fn action(
             g.roots(),
         )
         .ok()
-        .and_then(|r| Some((keep, cx.total.saturating_sub(r.after_keep?), r.kept_refs?)))
+        .and_then(|r| {
+            Some((
+                keep,
+                cx.total.saturating_sub(r.after_keep?),
+                r.kept_refs?,
+                r.kept_anyway,
+            ))
+        })
     };
     // The targets to keep: those given (--targets), else those the trace
     // used, else the costliest single target (the least a user saves).
@@ -104,11 +112,15 @@ pub(super) fn action(
         (
             keys.iter()
                 .filter_map(|k| try_keep(vec![k.clone()]))
-                .min_by_key(|(_, s, _)| *s),
+                .min_by_key(|(_, s, _, _)| *s),
             KeepSource::Costliest,
         )
     };
-    let (kept_list, saving, kept_refs) = choice?;
+    let (kept_list, saving, kept_refs, kept_anyway) = choice?;
+    // Links of other targets into a path that stays (a shared fallbacks
+    // path the kept targets need): the per-target build links that path
+    // whole, so they stay, and the saving counts them.
+    let stays_note = kept_links_note(g, &kept_anyway);
     // The targets as the snippet's Nix list, and as the comment names them.
     let kept_nix = super::snippet::list(&kept_list);
     let kept = kept_list.join(", ");
@@ -122,8 +134,7 @@ pub(super) fn action(
         .collect();
     Some(Action {
         reason: format!(
-            "{} holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them{}",
-            full_name(g.path(p).as_str()),
+            "the package holds files for {} targets ({}); they are used at run time, so build only the targets you need instead of moving them{}{}",
             keys.len(),
             keys.join(", "),
             if source == KeepSource::Trace {
@@ -134,8 +145,10 @@ pub(super) fn action(
                 )
             } else {
                 String::new()
-            }
+            },
+            stays_note
         ),
+        evidence_files: all_files.len(),
         evidence: all_files.into_iter().take(8).collect(),
         snippet: match source {
             KeepSource::Given => format!(
@@ -161,4 +174,58 @@ pub(super) fn action(
             Safety::CheckAtRuntime,
         )
     })
+}
+
+/// "; 2 links of other targets stay (gfx1030, gfx900): they point into
+/// rocblas-tensile-fallbacks-6.0.2, which stays: needed by 1 file of gfx90a
+/// and 2 files in no group", one clause per path the kept links point
+/// into; empty when none stays. Files are counted, not named: their names
+/// are long, and `partition --keep` lists them.
+fn kept_links_note(g: &crate::graph::Graph, kept: &[KeptLink]) -> String {
+    let mut by_into: BTreeMap<NodeId, Vec<&KeptLink>> = BTreeMap::new();
+    for k in kept {
+        by_into.entry(k.into).or_default().push(k);
+    }
+    let files = |n: usize| format!("{n} file{}", if n == 1 { "" } else { "s" });
+    by_into
+        .iter()
+        .map(|(&into, ks)| {
+            let groups: BTreeSet<&str> = ks.iter().map(|k| k.group.as_str()).collect();
+            // The holders by group, the kept targets' first (as `needed_by`
+            // lists them), those in no group last.
+            let mut holders: Vec<(Option<&str>, usize)> = Vec::new();
+            for (_, gr) in &ks[0].needed_by {
+                let gr = gr.as_deref();
+                match holders.iter_mut().find(|(h, _)| *h == gr) {
+                    Some((_, n)) => *n += 1,
+                    None => holders.push((gr, 1)),
+                }
+            }
+            let needed: Vec<String> = holders
+                .iter()
+                .map(|(gr, n)| match gr {
+                    Some(gr) => format!("{} of {gr}", files(*n)),
+                    None => format!("{} in no group", files(*n)),
+                })
+                .collect();
+            format!(
+                "; {} link{} of other targets stay{} ({}): {} into {}, which stays: needed by {}",
+                ks.len(),
+                if ks.len() == 1 { "" } else { "s" },
+                if ks.len() == 1 { "s" } else { "" },
+                groups.into_iter().collect::<Vec<_>>().join(", "),
+                if ks.len() == 1 {
+                    "it points"
+                } else {
+                    "they point"
+                },
+                full_name(g.path(into).as_str()),
+                match needed.split_last() {
+                    Some((last, rest)) if !rest.is_empty() =>
+                        format!("{} and {last}", rest.join(", ")),
+                    _ => needed.join(""),
+                }
+            )
+        })
+        .collect()
 }

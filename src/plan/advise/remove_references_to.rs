@@ -2,7 +2,7 @@
 //! (an error message, or a path the program opens); nixpkgs'
 //! `remove-references-to` erases it, which is safe only if nothing opens it.
 
-use super::{Action, ActionKind, Advisor, Safety, files_of, full_name, out_paths, pkg_name};
+use super::{Action, ActionKind, Advisor, Safety, files_of, out_paths, pkg_name};
 use crate::evidence::{Evidence, Kind};
 use crate::graph::NodeId;
 
@@ -17,10 +17,7 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
     let dep = cx.g.path(to).to_string();
     let files = files_of(evs);
     Action {
-        reason: format!(
-            "{} is held only by strings in ELF data (an error message, or a path the program opens)",
-            full_name(&dep)
-        ),
+        reason: "the reference is held only by strings in ELF data (an error message, or a path the program opens)".to_string(),
         snippet: format!(
             "nativeBuildInputs = [ removeReferencesTo ];\npostFixup = ''\n  remove-references-to -t ${{{}}} {}\n'';",
             // `${…}` is Nix's: it puts the dependency's store path into the

@@ -61,11 +61,9 @@ pub(super) fn action(cx: &Advisor, p: NodeId, problems: &mut Vec<Problem>) -> Op
                 .collect()
         })
         .unwrap_or_default();
-    let held = removed
-        .iter()
-        .map(|r| full_name(r))
-        .collect::<Vec<_>>()
-        .join(", ");
+    // The references are named in the action's heading (its cuts), by the
+    // report's display names.
+    let held = "the references cut";
     let has = if existing.is_empty() {
         String::new()
     } else {

@@ -1,7 +1,7 @@
 //! `strip-debug`: a reference only debug information or `.comment` holds;
 //! separate debug info (or stripping) removes it.
 
-use super::{Action, ActionKind, Advisor, Safety, files_of, full_name};
+use super::{Action, ActionKind, Advisor, Safety, files_of};
 use crate::evidence::Evidence;
 use crate::graph::NodeId;
 
@@ -10,10 +10,9 @@ use crate::graph::NodeId;
 pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -> Action {
     let dep = cx.g.path(to).to_string();
     Action {
-        reason: format!(
-            "{} is only mentioned in debug information or .comment",
-            full_name(&dep)
-        ),
+        // The cut is named in the action's heading, by the report's
+        // display names: the reason does not repeat it.
+        reason: "the reference is only in debug information or .comment".to_string(),
         snippet: "separateDebugInfo = true;  # or: dontStrip = false;".to_string(),
         evidence: files_of(evs),
         ..cx.action(

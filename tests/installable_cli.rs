@@ -1,0 +1,754 @@
+//! Installables as ROOTs through the binary: each form (`-f FILE ATTR`,
+//! `--expr`, `.#attr`, `path:DIR#attr`, `^out,dev`, `^*`, a `.drv` and
+//! `DRV^out`) gives the same answer as the output paths themselves; an
+//! installable not built locally is explained from a `file://` cache that
+//! holds its outputs, and nothing is built (the store's path count is
+//! unchanged, and strace shows no build). Offline: a Nix file and a `path:`
+//! flake around the ROCm-shaped example (examples/rocm-mini).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::{heft, nix, nix_build, repo, run};
+use serde_json::Value;
+
+struct Fixture {
+    dir: PathBuf,
+    /// llama-cpp-rocm's output, built.
+    rocm: String,
+    /// variants.hipblas-split's outputs, built: out, dev, doc.
+    split: Vec<String>,
+    /// The unbuilt derivation's output (built once, copied to `cache`,
+    /// then deleted from the local store).
+    unbuilt_out: String,
+    cache: PathBuf,
+}
+
+static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+
+extern "C" fn remove_scratch() {
+    if let Some(d) = SCRATCH.get() {
+        let _ = std::fs::remove_dir_all(d);
+    }
+}
+
+fn fx() -> &'static Fixture {
+    static F: OnceLock<Fixture> = OnceLock::new();
+    F.get_or_init(|| {
+        let dir = tempfile::Builder::new()
+            .prefix("nix-heft-installable-cli-")
+            .tempdir()
+            .unwrap()
+            .keep();
+        let _ = SCRATCH.set(dir.clone());
+        // SAFETY: registering a plain function with no captured state.
+        unsafe {
+            libc::atexit(remove_scratch);
+        }
+        let ex = repo().join("examples/rocm-mini");
+        std::fs::copy(ex.join("default.nix"), dir.join("default.nix")).unwrap();
+        run(Command::new("cp")
+            .arg("-r")
+            .arg(ex.join("src"))
+            .arg(dir.join("src")));
+        let system = run(Command::new("nix-instantiate").args([
+            "--eval",
+            "--json",
+            "--expr",
+            "builtins.currentSystem",
+        ]));
+        let nonce = format!(
+            "{}-{}",
+            std::process::id(),
+            std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap()
+                .as_nanos()
+        );
+        // A ROCm-shaped package nobody on the machine has: it refers to
+        // rocblas, which the cache holds too.
+        std::fs::write(
+            dir.join("unbuilt.nix"),
+            format!(
+                r#"let p = import ./default.nix {{ system = {system}; }}; in
+derivation {{
+  name = "unbuilt-{nonce}";
+  system = {system};
+  builder = "/bin/sh";
+  args = [ "-c" "echo ${{p.rocblas}} > $out" ];
+}}"#
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("flake.nix"),
+            format!(
+                r#"{{
+  outputs = {{ self }}:
+    let p = import ./default.nix {{ system = {system}; }};
+    in {{
+      packages.{system} = {{
+        default = p;
+        hipblas-split = p.variants.hipblas-split;
+        unbuilt = import ./unbuilt.nix;
+      }};
+    }};
+}}"#
+            ),
+        )
+        .unwrap();
+        let file = dir.join("default.nix");
+        let rocm = nix_build(&file, &[]).pop().unwrap();
+        let split = nix_build(
+            &file,
+            &[
+                "variants.hipblas-split.out",
+                "variants.hipblas-split.dev",
+                "variants.hipblas-split.doc",
+            ],
+        );
+        assert_eq!(split.len(), 3, "{split:?}");
+        let unbuilt_out = nix_build(&dir.join("unbuilt.nix"), &[]).pop().unwrap();
+        let cache = dir.join("cache");
+        run(nix()
+            .args(["copy", "--to"])
+            .arg(format!("file://{}", cache.display()))
+            .arg(&unbuilt_out));
+        run(Command::new("nix-store").args(["--delete", &unbuilt_out]));
+        assert!(!Path::new(&unbuilt_out).exists());
+        Fixture {
+            dir,
+            rocm,
+            split,
+            unbuilt_out,
+            cache,
+        }
+    })
+}
+
+/// nix-heft in `cwd` with `args`: exit code, stdout, stderr.
+fn heft_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = heft().current_dir(cwd).args(args).output().unwrap();
+    let r = (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!r.2.contains("panicked"), "{}", r.2);
+    r
+}
+
+/// `size --json` of `args` (flags and ROOTs), which must succeed.
+fn size(args: &[&str]) -> Value {
+    // Flags before the command, ROOTs after it.
+    let (flags, roots): (Vec<&str>, Vec<&str>) = split_roots(args);
+    let mut all: Vec<&str> = flags;
+    all.extend(["size", "--json"]);
+    all.extend(roots);
+    let (code, out, err) = heft_in(&fx().dir, &all);
+    assert_eq!(code, 0, "{all:?}: {err}");
+    serde_json::from_str(&out).unwrap()
+}
+
+/// The ROOTs of `args`: what follows `--`.
+fn split_roots<'a>(args: &[&'a str]) -> (Vec<&'a str>, Vec<&'a str>) {
+    let at = args.iter().position(|a| *a == "--").unwrap();
+    (args[..at].to_vec(), args[at + 1..].to_vec())
+}
+
+fn the_paths(paths: &[&str]) -> Value {
+    let mut a = vec!["--"];
+    a.extend(paths);
+    size(&a)
+}
+
+#[test]
+fn every_form_gives_the_output_paths_answer() {
+    let f = fx();
+    let file = f.dir.join("default.nix").display().to_string();
+    let flake = format!("path:{}", f.dir.display());
+    let want = the_paths(&[&f.rocm]);
+    assert_eq!(want["roots"][0], f.rocm, "{want}");
+    let expr = format!("import {file} {{}}");
+    for args in [
+        vec!["-f", &file, "--", "."],
+        vec!["--file", &file, "--", "llama-cpp"],
+        vec!["--impure", "--expr", &expr, "--", "."],
+        vec!["--", ".#default"],
+        vec!["--", &format!("{flake}#default")],
+    ] {
+        assert_eq!(size(&args), want, "{args:?}");
+    }
+    let split: Vec<&str> = f.split.iter().map(String::as_str).collect();
+    let (out, dev) = (split[0], split[1]);
+    let want = the_paths(&[out, dev]);
+    for args in [
+        vec!["-f", &file, "--", "variants.hipblas-split^out,dev"],
+        vec!["--", ".#hipblas-split^out,dev"],
+        vec!["--", &format!("{flake}#hipblas-split^out,dev")],
+    ] {
+        assert_eq!(size(&args), want, "{args:?}");
+    }
+    let want = the_paths(&split);
+    for args in [
+        vec!["-f", &file, "--", "variants.hipblas-split^*"],
+        vec!["--", ".#hipblas-split^*"],
+        // -f without a selection: every output, as `nix build -f` takes.
+        vec!["-f", &file, "--", "variants.hipblas-split"],
+    ] {
+        assert_eq!(size(&args), want, "{args:?}");
+    }
+    // A `.drv` means its outputs (as `nix path-info DRV`); `^dev` one.
+    let drv = run(Command::new("nix-instantiate")
+        .arg(&file)
+        .args(["-A", "variants.hipblas-split"]))
+    .trim()
+    .to_string();
+    // In the file's (sorted) order of output names, as Nix lists them.
+    assert_eq!(the_paths(&[dev, split[2], out]), size(&["--", &drv]));
+    assert_eq!(
+        the_paths(&[&format!("{drv}^dev")]),
+        the_paths(&[dev]),
+        "{drv}^dev"
+    );
+}
+
+#[test]
+fn installables_in_why_and_diff() {
+    let f = fx();
+    let file = f.dir.join("default.nix").display().to_string();
+    // why ROOT DEP, both attribute paths, against the store paths.
+    let by_attr = heft_in(
+        &f.dir,
+        &["-f", &file, "--json", "why", "llama-cpp", "rocblas"],
+    );
+    assert_eq!(by_attr.0, 0, "{}", by_attr.2);
+    let rocblas =
+        run(Command::new("nix-build")
+            .arg(&file)
+            .args(["-A", "rocblas", "--no-out-link"]))
+        .trim()
+        .to_string();
+    let by_path = heft_in(&f.dir, &["--json", "why", &f.rocm, &rocblas]);
+    assert_eq!(by_path.0, 0, "{}", by_path.2);
+    let (a, b): (Value, Value) = (
+        serde_json::from_str(&by_attr.1).unwrap(),
+        serde_json::from_str(&by_path.1).unwrap(),
+    );
+    // The DEP argument is echoed as given; everything else agrees.
+    let strip = |mut v: Value| {
+        v.as_object_mut().unwrap().remove("dep");
+        v
+    };
+    assert_eq!(strip(a), strip(b));
+    // diff BEFORE AFTER as flake installables.
+    let d = heft_in(
+        &f.dir,
+        &["--json", "diff", ".#default", ".#hipblas-split^out"],
+    );
+    let p = heft_in(&f.dir, &["--json", "diff", &f.rocm, &f.split[0]]);
+    assert_eq!((d.0, &d.1), (p.0, &p.1), "{}", d.2);
+}
+
+/// The local store's path count.
+fn path_count() -> usize {
+    run(nix().args(["path-info", "--all"])).lines().count()
+}
+
+#[test]
+fn unbuilt_installable_is_explained_from_the_cache_and_never_built() {
+    let f = fx();
+    let cache = format!("file://{}", f.cache.display());
+    let unbuilt = f.dir.join("unbuilt.nix").display().to_string();
+    let before = path_count();
+    let trace = f.dir.join("strace.log");
+    let out = Command::new("strace")
+        .args(["-f", "-e", "trace=execve", "-o"])
+        .arg(&trace)
+        .arg(assert_cmd::cargo::cargo_bin("nix-heft"))
+        .args(["--store", &cache, "-f", &unbuilt, "--json", "size", "."])
+        .current_dir(&f.dir)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let got: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let want = heft_in(
+        &f.dir,
+        &["--store", &cache, "--json", "size", &f.unbuilt_out],
+    );
+    assert_eq!(got, serde_json::from_str::<Value>(&want.1).unwrap());
+    assert_eq!(got["roots"][0], f.unbuilt_out.as_str());
+    assert_eq!(path_count(), before, "the store gained paths");
+    assert!(!Path::new(&f.unbuilt_out).exists());
+    let log = std::fs::read_to_string(&trace).unwrap();
+    let execs: Vec<&str> = log.lines().filter(|l| l.contains("execve(")).collect();
+    // The evaluation ran (so the trace saw the children) …
+    assert!(
+        execs.iter().any(|l| l.contains("\"eval\"")),
+        "no nix eval in the trace:\n{log}"
+    );
+    // … and nothing built or realised.
+    for l in &execs {
+        assert!(
+            !l.contains("nix-build")
+                && !l.contains("\"build\"")
+                && !l.contains("--realise")
+                && !l.contains("\"-r\""),
+            "a build was run: {l}"
+        );
+    }
+
+    // The same installable against the local store: the missing output is
+    // named, with the ways to get it; exit 1.
+    let (code, stdout, err) = heft_in(&f.dir, &["-f", &unbuilt, "size", "."]);
+    assert_eq!(code, 1, "{err}");
+    assert!(stdout.is_empty());
+    assert!(err.contains(&f.unbuilt_out), "{err}");
+    assert!(err.contains("--store https://cache.nixos.org"), "{err}");
+    assert!(err.contains("nix build"), "{err}");
+}
+
+#[test]
+fn evaluation_failures_and_missing_nix() {
+    let f = fx();
+    let file = f.dir.join("default.nix").display().to_string();
+    // Nix's own words, exit 1.
+    let (code, out, err) = heft_in(&f.dir, &["-f", &file, "size", "nosuch"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("attribute 'nosuch' in selection path 'nosuch' not found"),
+        "{err}"
+    );
+    let (code, _, err) = heft_in(&f.dir, &["size", ".#nosuch"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("does not provide attribute"), "{err}");
+    // No `nix` on PATH: exit 2 naming what is needed; store paths still work.
+    let empty = tempfile::tempdir().unwrap();
+    let o = heft()
+        .env("PATH", empty.path())
+        .current_dir(&f.dir)
+        .args(["size", ".#default"])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("`nix` command") && err.contains("PATH"),
+        "{err}"
+    );
+    let o = heft()
+        .env("PATH", empty.path())
+        .args(["size", &f.rocm])
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    // --file and --expr together: a usage error from clap.
+    let (code, _, _) = heft_in(&f.dir, &["-f", &file, "--expr", "1", "size", "x"]);
+    assert_eq!(code, 2);
+}
+
+// ---- The build graph (--derivation) ----
+
+/// `nix-instantiate FILE [-A ATTR]`: the `.drv` path.
+fn instantiate(file: &Path, attr: Option<&str>) -> String {
+    let mut c = Command::new("nix-instantiate");
+    c.arg(file);
+    if let Some(a) = attr {
+        c.args(["-A", a]);
+    }
+    run(&mut c).trim().to_string()
+}
+
+/// The outputs of a derivation, as `nix-store -q --outputs` lists them.
+fn outputs_of(drv: &str) -> Vec<String> {
+    run(Command::new("nix-store").args(["-q", "--outputs", drv]))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// A node's size in the build graph as Nix gives it: a derivation's
+/// outputs' NAR sizes summed (`nix path-info`; every output must be
+/// valid), a source's own.
+fn own_size(path: &str) -> u64 {
+    let of: Vec<String> = if path.ends_with(".drv") {
+        outputs_of(path)
+    } else {
+        vec![path.to_string()]
+    };
+    let info = run(nix().args(["path-info", "--json"]).args(&of));
+    let info: Value = serde_json::from_str(&info).unwrap();
+    info.as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["narSize"].as_u64().unwrap())
+        .sum()
+}
+
+/// `nix-store -qR` of one path.
+fn qr(path: &str) -> std::collections::BTreeSet<String> {
+    run(Command::new("nix-store").args(["-qR", path]))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn derivation_graph_is_nix_store_qr_with_output_sizes() {
+    let f = fx();
+    let file = f.dir.join("default.nix");
+    let drv = instantiate(&file, None);
+    let (code, out, err) = heft_in(&f.dir, &["--json", "size", "--derivation", &drv]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let nodes: std::collections::BTreeSet<String> = v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap().to_string())
+        .collect();
+    let want: std::collections::BTreeSet<String> =
+        run(Command::new("nix-store").args(["-qR", &drv]))
+            .lines()
+            .map(str::to_string)
+            .collect();
+    assert_eq!(nodes, want);
+    assert!(nodes.iter().filter(|n| n.ends_with(".drv")).count() > 10);
+    // Every output is built: a derivation's SELF is its outputs' NAR
+    // sizes, as `nix path-info` has them; a source's its own.
+    assert!(v.get("unknown_outputs").is_none(), "{v}");
+    let mut checked = 0;
+    for p in v["paths"].as_array().unwrap() {
+        let path = p["path"].as_str().unwrap();
+        assert_eq!(p["nar_size"].as_u64().unwrap(), own_size(path), "{path}");
+        checked += 1;
+    }
+    assert_eq!(checked, want.len());
+    // The installable means the same derivation.
+    let by_attr = heft_in(
+        &f.dir,
+        &[
+            "-f",
+            file.to_str().unwrap(),
+            "--json",
+            "size",
+            "--derivation",
+            ".",
+        ],
+    );
+    assert_eq!(by_attr.1, out, "{}", by_attr.2);
+}
+
+/// The store paths of `nix why-depends`' tree, in order.
+fn paths_in(text: &str) -> Vec<String> {
+    text.split(|c: char| c.is_whitespace() || c == '\u{1b}' || c == '─' || c == '└')
+        .filter_map(|w| w.find("/nix/store/").map(|i| &w[i..]))
+        .map(|w| {
+            w.trim_end_matches(|c: char| !c.is_ascii_alphanumeric() && c != '+' && c != '_')
+                .trim_end_matches("[0m")
+                .to_string()
+        })
+        .collect()
+}
+
+#[test]
+fn why_derivation_agrees_with_nix_why_depends() {
+    let f = fx();
+    let file = f.dir.join("default.nix");
+    let root = instantiate(&file, None);
+    for dep in ["rocblas-tensile.gfx90a", "rocm-llvm", "rocblas"] {
+        let dep = instantiate(&file, Some(dep));
+        let nix_says = run(nix().args(["why-depends", "--derivation", &root, &dep]));
+        let nix_chain = paths_in(&nix_says);
+        assert_eq!(nix_chain.first(), Some(&root), "{nix_says}");
+        assert_eq!(nix_chain.last(), Some(&dep), "{nix_says}");
+        let (code, out, err) = heft_in(&f.dir, &["--json", "why", "--derivation", &root, &dep]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&out).unwrap();
+        let ours: Vec<Vec<String>> = serde_json::from_value(v["chains"].clone()).unwrap();
+        // Nix shows one shortest chain; ours (the strongest) is one of the
+        // same length, and Nix's is among all of ours.
+        assert_eq!(ours[0].len(), nix_chain.len(), "{nix_says}\n{out}");
+        let (_, all, _) = heft_in(
+            &f.dir,
+            &["--json", "why", "--all", "--derivation", &root, &dep],
+        );
+        let all: Value = serde_json::from_str(&all).unwrap();
+        let all: Vec<Vec<String>> = serde_json::from_value(all["chains"].clone()).unwrap();
+        assert!(all.contains(&nix_chain), "{nix_chain:?} not in {all:?}");
+    }
+    // Text: each edge's evidence is the input's entry in the .drv file.
+    let dep = instantiate(&file, Some("rocblas-tensile.gfx90a"));
+    let (_, text, _) = heft_in(&f.dir, &["why", "--derivation", &root, &dep]);
+    assert!(text.contains(&format!("(\"{dep}\",[\"out")), "{text}");
+    assert!(
+        text.contains("drv-input") && text.contains("build: an input of the derivation"),
+        "{text}"
+    );
+}
+
+#[test]
+fn derivation_outputs_unknown_then_known_from_a_cache() {
+    let f = fx();
+    let unbuilt = f.dir.join("unbuilt.nix");
+    let drv = instantiate(&unbuilt, None);
+    let (code, out, err) = heft_in(&f.dir, &["--json", "size", "--derivation", &drv]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(
+        v["unknown_outputs"],
+        serde_json::json!([{"derivation": drv, "outputs": [format!("out {}", f.unbuilt_out)]}])
+    );
+    let own = |v: &Value| {
+        v["paths"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|p| p["path"] == drv.as_str())
+            .unwrap()["nar_size"]
+            .as_u64()
+            .unwrap()
+    };
+    assert_eq!(own(&v), 0);
+    let (_, text, _) = heft_in(&f.dir, &["size", "--derivation", &drv]);
+    assert!(
+        text.contains("1 derivation(s) with outputs of unknown size")
+            && text.contains(&f.unbuilt_out),
+        "{text}"
+    );
+    // With the cache that holds the output: its size, from the narinfo.
+    let cache = format!("file://{}", f.cache.display());
+    let (code, out, err) = heft_in(
+        &f.dir,
+        &["--store", &cache, "--json", "size", "--derivation", &drv],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("unknown_outputs").is_none(), "{v}");
+    let info = run(nix()
+        .args(["path-info", "--json", "--store", &cache])
+        .arg(&f.unbuilt_out));
+    let info: Value = serde_json::from_str(&info).unwrap();
+    assert_eq!(own(&v), info[0]["narSize"].as_u64().unwrap());
+    // The same cache over HTTP (its narinfos requested in parallel).
+    let server = common::http_server::FileServer::start(&f.cache);
+    let (code, out, err) = heft_in(
+        &f.dir,
+        &[
+            "--store",
+            &server.url(),
+            "--refresh",
+            "--json",
+            "size",
+            "--derivation",
+            &drv,
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    assert!(v.get("unknown_outputs").is_none(), "{v}");
+    assert_eq!(own(&v), info[0]["narSize"].as_u64().unwrap());
+    let hash = &f.unbuilt_out["/nix/store/".len()..][..32];
+    assert_eq!(
+        server.count(&format!("{hash}.narinfo")),
+        1,
+        "{:?}",
+        server.log()
+    );
+    // A derivation the local store lacks: the build graph needs .drv
+    // files, which a binary cache does not have.
+    let missing = format!("/nix/store/{}-gone-1.0.drv", "0".repeat(32));
+    let (code, _, err) = heft_in(
+        &f.dir,
+        &["--store", &cache, "size", "--derivation", &missing],
+    );
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&missing) && err.contains("binary cache"),
+        "{err}"
+    );
+}
+
+#[test]
+fn diff_derivation_names_the_changed_input() {
+    let f = fx();
+    let file = f.dir.join("two-tops.nix");
+    std::fs::write(
+        &file,
+        r#"let
+  p = import ./default.nix { };
+  mk = name: deps: derivation {
+    inherit name; system = builtins.currentSystem; builder = "/bin/sh";
+    args = [ "-c" "echo ${toString deps} > $out" ];
+  };
+  x1 = mk "xinput-1.0" [ p.rocblas ];
+  x2 = mk "xinput-2.0" [ p.rocblas ];
+in { before = mk "top-1.0" [ p.clr x1 ]; after = mk "top-1.0" [ p.clr x2 ]; }"#,
+    )
+    .unwrap();
+    let (before, after) = (
+        instantiate(&file, Some("before")),
+        instantiate(&file, Some("after")),
+    );
+    let (code, out, err) = heft_in(&f.dir, &["--json", "diff", "--derivation", &before, &after]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    let names = |key: &str| -> Vec<String> {
+        v[key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|p| p["path"].as_str().unwrap().to_string())
+            .collect()
+    };
+    let (added, removed) = (names("added"), names("removed"));
+    // The changed input and the derivation that uses it; nothing else
+    // (clr, rocblas and their inputs are shared).
+    assert_eq!(added.len(), 2, "{added:?}");
+    assert_eq!(removed.len(), 2, "{removed:?}");
+    let new_input = added
+        .iter()
+        .find(|p| p.ends_with("-xinput-2.0.drv"))
+        .unwrap();
+    assert!(removed.iter().any(|p| p.ends_with("-xinput-1.0.drv")));
+    assert!(added.contains(&after) && removed.contains(&before));
+    let entry = v["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| p["path"] == new_input.as_str())
+        .unwrap();
+    assert_eq!(entry["why"]["referrer"], after.as_str(), "{entry}");
+    // The same through installables, and the text names the input.
+    let (code, text, err) = heft_in(
+        &f.dir,
+        &[
+            "-f",
+            file.to_str().unwrap(),
+            "diff",
+            "--derivation",
+            "before",
+            "after",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("xinput-2.0.drv") && text.contains("replaces xinput-1.0.drv"),
+        "{text}"
+    );
+}
+
+#[test]
+fn diff_derivation_ranks_changed_inputs_by_what_they_drag_in() {
+    let f = fx();
+    let file = f.dir.join("ranked-tops.nix");
+    // Two inputs of `top` change: xa (with its own new dependency, two
+    // small derivations) and yb (one derivation whose output is large).
+    // Shell builtins only: the builder has no PATH.
+    std::fs::write(
+        &file,
+        r#"let
+  p = import ./default.nix { };
+  mk = name: deps: script: derivation {
+    inherit name; system = builtins.currentSystem; builder = "/bin/sh";
+    args = [ "-c" "echo ${toString deps} > $out; ${script}" ];
+  };
+  big = "i=0; while [ $i -lt 3000 ]; do echo 0123456789012345678901234567890123456789 >> $out; i=$((i+1)); done";
+  side = v: rec {
+    xdep = mk "xdep-${v}" [ ] "";
+    xa = mk "xa-${v}" [ xdep ] "";
+    yb = mk "yb-${v}" [ ] (if v == "2" then big else "");
+    top = mk "top-1.0" [ p.clr xa yb ] "";
+  };
+in { before = (side "1").top; after = (side "2").top; }"#,
+    )
+    .unwrap();
+    let (before, after) = (
+        instantiate(&file, Some("before")),
+        instantiate(&file, Some("after")),
+    );
+    // AFTER built, so that its outputs' sizes are known.
+    nix_build(&file, &["after"]);
+    let (code, out, err) = heft_in(&f.dir, &["--json", "diff", "--derivation", &before, &after]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&out).unwrap();
+    // What each added path drags in, as Nix sees it: its `nix-store -qR`
+    // less BEFORE's, sized by `nix path-info`.
+    let old = qr(&before);
+    let added = v["added"].as_array().unwrap();
+    let mut got = Vec::new();
+    for a in added {
+        let path = a["path"].as_str().unwrap();
+        let new: Vec<String> = qr(path).difference(&old).cloned().collect();
+        let bytes: u64 = new.iter().map(|p| own_size(p)).sum();
+        assert_eq!(a["drags"]["paths"].as_u64(), Some(new.len() as u64), "{a}");
+        assert_eq!(a["drags"]["bytes"].as_u64(), Some(bytes), "{a}");
+        got.push((
+            path.rsplit_once('-')
+                .unwrap()
+                .0
+                .split_once('-')
+                .unwrap()
+                .1
+                .to_string(),
+            bytes,
+        ));
+    }
+    let names: Vec<&str> = got.iter().map(|(n, _)| n.as_str()).collect();
+    // The root drags in everything new; then the large yb before xa,
+    // which drags in two paths but fewer bytes; then xa's dependency.
+    assert_eq!(names, ["top", "yb", "xa", "xdep"], "{got:?}");
+    assert!(got[1].1 > 100_000 && got[2].1 < got[1].1, "{got:?}");
+    let (code, text, err) = heft_in(&f.dir, &["diff", "--derivation", &before, &after]);
+    assert_eq!(code, 0, "{err}");
+    assert!(
+        text.contains("4 path(s) added, by what each drags in:"),
+        "{text}"
+    );
+    let yb = text.lines().find(|l| l.contains("yb-2.drv")).unwrap();
+    assert!(yb.contains("drags in 1 path(s)"), "{text}");
+    // The page of the same comparison lists the added inputs in that order.
+    let page = f.dir.join("ranked.html");
+    let (code, _, err) = heft_in(
+        &f.dir,
+        &[
+            "report",
+            "--derivation",
+            "--diff",
+            &before,
+            &after,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let html = std::fs::read_to_string(&page).unwrap();
+    let data = html
+        .split_once(r#"<script type="application/json" id="heft-data">"#)
+        .unwrap()
+        .1
+        .split_once("</script>")
+        .unwrap()
+        .0;
+    let data: Value = serde_json::from_str(data).unwrap();
+    let on_page: Vec<&str> = data["diff"]["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| {
+            data["paths"][a["i"].as_u64().unwrap() as usize]["p"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    let in_diff: Vec<&str> = added.iter().map(|a| a["path"].as_str().unwrap()).collect();
+    assert_eq!(on_page, in_diff);
+}

@@ -1,0 +1,708 @@
+//! Review output of `diff` and `check`: grouped evidence (tests/fixtures/
+//! farm.nix, 300 symlinks in one directory), markdown that GitHub accepts
+//! (parsed here; ≤ 65,536 characters on a synthetic store in Nix's real
+//! schema with thousands of changed paths, bench/gen_store.py), GitHub
+//! workflow commands checked against their grammar, `GITHUB_STEP_SUMMARY`,
+//! and the Action's script (scripts/action.sh) run with GitHub's files, and
+//! action.yml through actionlint.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use common::*;
+use serde_json::Value;
+
+const LIMIT: usize = 65_536;
+
+/// farm.nix's (before, after).
+fn farm() -> &'static (String, String) {
+    static F: OnceLock<(String, String)> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut p = nix_build(
+            &repo().join("tests/fixtures/farm.nix"),
+            &["before", "after"],
+        );
+        let after = p.pop().unwrap();
+        let before = p.pop().unwrap();
+        (before, after)
+    })
+}
+
+/// A synthetic store with two system closures that differ in thousands of
+/// paths: (store, before, after).
+fn synthetic() -> &'static (String, String, String) {
+    static S: OnceLock<(String, String, String)> = OnceLock::new();
+    S.get_or_init(|| {
+        let dir = repo().join("target/tmp/review-synthetic");
+        if !dir.join("roots.txt").is_file() {
+            run(Command::new("python3")
+                .arg(repo().join("bench/gen_store.py"))
+                .arg(&dir)
+                .args(["--paths", "12000", "--seed", "3", "--force"]));
+        }
+        let roots = std::fs::read_to_string(dir.join("roots.txt")).unwrap();
+        let sys: Vec<&str> = roots
+            .lines()
+            .filter(|l| l.contains("nixos-system"))
+            .collect();
+        assert!(sys.len() >= 2, "{roots}");
+        (
+            dir.display().to_string(),
+            sys[0].to_string(),
+            sys[1].to_string(),
+        )
+    })
+}
+
+fn tmp(name: &str) -> tempfile::TempDir {
+    let base = repo().join("target/tmp");
+    std::fs::create_dir_all(&base).unwrap();
+    tempfile::Builder::new()
+        .prefix(name)
+        .tempdir_in(base)
+        .unwrap()
+}
+
+/// What a markdown check found: headings, tables (rows, columns),
+/// `<details>` opened.
+#[derive(Debug, Default)]
+struct Markdown {
+    headings: Vec<String>,
+    tables: Vec<(usize, usize)>,
+    details: usize,
+}
+
+/// Parses the markdown the reports write, failing on what GitHub would
+/// render wrongly: `<details>` and `<summary>` unbalanced or nested
+/// wrongly, a table whose rows do not have the header's cell count or
+/// whose separator is malformed, a code fence left open; and requires the
+/// hidden marker first.
+fn parse_markdown(md: &str) -> Markdown {
+    let mut m = Markdown::default();
+    let mut lines = md.lines().peekable();
+    assert_eq!(
+        lines.next(),
+        Some("<!-- nix-heft -->"),
+        "marker first:\n{md}"
+    );
+    let mut open_details = 0usize;
+    let mut in_fence = false;
+    // Cells of a row, `\|` not splitting.
+    let cells = |l: &str| -> usize {
+        let inner = l.trim().trim_start_matches('|').trim_end_matches('|');
+        let mut n = 1;
+        let mut esc = false;
+        for c in inner.chars() {
+            match c {
+                '\\' if !esc => esc = true,
+                '|' if !esc => n += 1,
+                _ => esc = false,
+            }
+            if c != '\\' {
+                esc = false;
+            }
+        }
+        n
+    };
+    while let Some(l) = lines.next() {
+        if l.starts_with("```") {
+            in_fence = !in_fence;
+            continue;
+        }
+        if in_fence {
+            continue;
+        }
+        if let Some(h) = l.strip_prefix("### ") {
+            m.headings.push(h.to_string());
+        }
+        let opens = l.matches("<details").count();
+        let closes = l.matches("</details>").count();
+        assert_eq!(
+            l.matches("<summary>").count(),
+            l.matches("</summary>").count(),
+            "summary on one line: {l}"
+        );
+        if opens > 0 {
+            assert!(l.contains("<summary>"), "details without summary: {l}");
+        }
+        m.details += opens;
+        open_details += opens;
+        assert!(open_details >= closes, "</details> before <details>: {l}");
+        open_details -= closes;
+        if l.starts_with('|') {
+            let cols = cells(l);
+            let sep = lines
+                .next()
+                .unwrap_or_else(|| panic!("table without separator: {l}"));
+            assert_eq!(cells(sep), cols, "separator of {l}: {sep}");
+            assert!(
+                sep.split('|')
+                    .map(str::trim)
+                    .filter(|c| !c.is_empty())
+                    .all(|c| c.trim_matches(':').chars().all(|x| x == '-') && c.contains('-')),
+                "bad separator {sep}"
+            );
+            let mut rows = 0;
+            while lines.peek().is_some_and(|r| r.starts_with('|')) {
+                let r = lines.next().unwrap();
+                assert_eq!(cells(r), cols, "row of a {cols}-column table: {r}");
+                rows += 1;
+            }
+            m.tables.push((rows, cols));
+        }
+    }
+    assert!(!in_fence, "code fence left open");
+    assert_eq!(open_details, 0, "unclosed <details>");
+    m
+}
+
+/// Checks GitHub workflow commands: every line
+/// `::error|warning|notice PROPS::DATA`, properties `key=value` with keys
+/// GitHub knows and values escaped (no raw `:`, `,`, CR, LF; `%` only in
+/// `%25 %0D %0A %3A %2C`), data escaped likewise for `%`, CR, LF. Returns
+/// each annotation's level, properties (decoded) and message lines.
+fn parse_github(out: &str) -> Vec<(String, BTreeMap<String, String>, Vec<String>)> {
+    let decode = |s: &str, prop: bool| -> String {
+        let mut r = String::new();
+        let mut rest = s;
+        while let Some(i) = rest.find('%') {
+            r.push_str(&rest[..i]);
+            let code = rest
+                .get(i..i + 3)
+                .unwrap_or_else(|| panic!("bare % in {s}"));
+            r.push(match code {
+                "%25" => '%',
+                "%0D" => '\r',
+                "%0A" => '\n',
+                "%3A" if prop => ':',
+                "%2C" if prop => ',',
+                _ => panic!("bad escape {code} in {s}"),
+            });
+            rest = &rest[i + 3..];
+        }
+        r.push_str(rest);
+        r
+    };
+    let mut all = Vec::new();
+    for l in out.lines() {
+        assert!(!l.contains('\r'), "raw CR: {l:?}");
+        let rest = l
+            .strip_prefix("::")
+            .unwrap_or_else(|| panic!("not a command: {l}"));
+        let (head, data) = rest
+            .split_once("::")
+            .unwrap_or_else(|| panic!("no data: {l}"));
+        let (level, props) = head.split_once(' ').unwrap_or((head, ""));
+        assert!(
+            ["error", "warning", "notice"].contains(&level),
+            "level {level}: {l}"
+        );
+        let mut map = BTreeMap::new();
+        for p in props.split(',').filter(|p| !p.is_empty()) {
+            let (k, v) = p
+                .split_once('=')
+                .unwrap_or_else(|| panic!("property {p}: {l}"));
+            assert!(
+                ["title", "file", "line", "endLine", "col", "endColumn"].contains(&k),
+                "unknown property {k}: {l}"
+            );
+            assert!(!v.contains(':'), "raw : in {k}: {l}");
+            map.insert(k.to_string(), decode(v, true));
+        }
+        if let Some(n) = map.get("line") {
+            assert!(n.parse::<u64>().is_ok_and(|n| n > 0), "line={n}");
+        }
+        let msg = decode(data, false);
+        all.push((
+            level.to_string(),
+            map,
+            msg.lines().map(str::to_string).collect(),
+        ));
+    }
+    all
+}
+
+#[test]
+fn diff_groups_a_symlink_farm_in_every_format() {
+    let (before, after) = farm();
+    let o = heft_run(None, &["diff", before, after]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    // One line says it, with counts, bytes and examples; no flood.
+    let line = o
+        .stdout
+        .lines()
+        .find(|l| l.contains("kernels-1.0 (+"))
+        .unwrap_or_else(|| panic!("{}", o.stdout));
+    // The bytes the 300 links hold: their targets' lengths, as Nix stored
+    // them.
+    let farm_dir = Path::new(after).join("lib/farm");
+    let bytes: u64 = std::fs::read_dir(&farm_dir)
+        .unwrap()
+        .map(|e| {
+            std::fs::read_link(e.unwrap().path())
+                .unwrap()
+                .as_os_str()
+                .len() as u64
+        })
+        .sum();
+    assert!(
+        line.contains("300 symlink holds in lib/farm/ (300 files, "),
+        "{line}"
+    );
+    assert!(line.contains("runtime; e.g. k"), "{line}");
+    assert!(line.contains("share/readme (text, runtime)"), "{line}");
+    assert!(line.len() < 400, "{line}");
+    // JSON: every hold, and the groups with the byte total.
+    let j: Value =
+        serde_json::from_str(&heft_run(None, &["--json", "diff", before, after]).stdout).unwrap();
+    let k = j["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["path"].as_str().unwrap().ends_with("-kernels-1.0"))
+        .unwrap();
+    assert_eq!(k["why"]["evidence"].as_array().unwrap().len(), 301);
+    let g = &k["why"]["groups"][0];
+    assert_eq!(g["kind"], "symlink");
+    assert_eq!(g["dir"], "lib/farm");
+    assert_eq!(g["holds"], 300);
+    assert_eq!(g["bytes"], bytes);
+    assert_eq!(g["examples"].as_array().unwrap().len(), 3);
+    // --evidence: every hold listed.
+    let all = heft_run(None, &["diff", "--evidence", before, after]);
+    let links = all
+        .stdout
+        .lines()
+        .filter(|l| l.contains("symlink @"))
+        .count();
+    assert_eq!(links, 300, "{}", all.stdout);
+    // markdown and github say the same group.
+    let md = heft_run(None, &["diff", "--format", "markdown", before, after]).stdout;
+    parse_markdown(&md);
+    assert!(
+        md.contains("300 symlink holds in `lib/farm/` (300 files, "),
+        "{md}"
+    );
+    let gh = heft_run(None, &["diff", "--format", "github", before, after]).stdout;
+    let anns = parse_github(&gh);
+    assert!(
+        anns.iter().any(|(_, _, m)| m
+            .iter()
+            .any(|l| l.contains("300 symlink holds in lib/farm/"))),
+        "{gh}"
+    );
+}
+
+#[test]
+fn diff_markdown_fits_a_comment_with_thousands_of_changed_paths() {
+    let (store, before, after) = synthetic();
+    let j: Value =
+        serde_json::from_str(&heft_run(Some(store), &["--json", "diff", before, after]).stdout)
+            .unwrap();
+    let (added, removed) = (
+        j["added"].as_array().unwrap().len(),
+        j["removed"].as_array().unwrap().len(),
+    );
+    assert!(added + removed > 2000, "{added} + {removed}");
+    let o = heft_run(
+        Some(store),
+        &["diff", "--format", "markdown", before, after],
+    );
+    // Exit 3: a metadata-only store has no files for the evidence.
+    assert_eq!(o.code, 3, "{}", o.stderr);
+    let md = &o.stdout;
+    assert!(
+        md.chars().count() <= LIMIT,
+        "{} characters",
+        md.chars().count()
+    );
+    let m = parse_markdown(md);
+    assert!(
+        m.headings[0].starts_with("nix-heft diff: closure "),
+        "{:?}",
+        m.headings
+    );
+    assert!(
+        m.headings[0].contains(&format!("{added} paths added, {removed} removed")),
+        "{:?}",
+        m.headings
+    );
+    // The packages table, and the added and removed lists in <details>.
+    assert!(
+        m.tables.iter().any(|&(rows, cols)| rows > 10 && cols == 3),
+        "{m:?}"
+    );
+    assert!(m.details >= 3, "{m:?}");
+    // What was cut, and how to see all of it.
+    assert!(md.contains("✂️ Cut to fit GitHub's"), "{md}");
+    assert!(
+        md.contains(&format!("of {added} added paths")),
+        "{}",
+        &md[md.len() - 600..]
+    );
+    assert!(md.contains("nix-heft diff --format text"), "{md}");
+    // Sorted by size impact.
+    let deltas: Vec<u128> = j["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["size_delta"].as_i64().unwrap().unsigned_abs() as u128)
+        .collect();
+    let first_row = md
+        .lines()
+        .find(|l| l.starts_with("| ") && !l.starts_with("| package") && !l.starts_with("| ---"))
+        .unwrap();
+    let biggest = j["packages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|p| {
+            p["size_delta"].as_i64().unwrap().unsigned_abs() as u128
+                == *deltas.iter().max().unwrap()
+        })
+        .unwrap();
+    assert!(
+        first_row.starts_with(&format!(
+            "| {} |",
+            biggest["name"].as_str().unwrap().replace('_', "\\_")
+        )),
+        "{first_row} vs {biggest}"
+    );
+    // A smaller limit holds too.
+    let small = heft_run(
+        Some(store),
+        &[
+            "diff",
+            "--format",
+            "markdown",
+            "--markdown-limit",
+            "5000",
+            before,
+            after,
+        ],
+    );
+    assert!(
+        small.stdout.chars().count() <= 5000,
+        "{}",
+        small.stdout.len()
+    );
+    parse_markdown(&small.stdout);
+
+    // GITHUB_STEP_SUMMARY: the same markdown appended after what the file
+    // held; stdout keeps the format asked for.
+    let d = tmp("summary");
+    let summary = d.path().join("summary.md");
+    std::fs::write(&summary, "earlier step\n").unwrap();
+    let gh = heft_run_env(
+        &[("GITHUB_STEP_SUMMARY", summary.to_str().unwrap())],
+        Some(store),
+        &["diff", "--format", "github", before, after],
+    );
+    let anns = parse_github(&gh.stdout);
+    // A few annotations, each a few lines.
+    assert!(anns.len() <= 11, "{}", anns.len());
+    assert!(
+        anns.iter()
+            .all(|(_, p, m)| p.contains_key("title") && m.len() <= 11)
+    );
+    assert_eq!(anns[0].0, "notice");
+    let written = std::fs::read_to_string(&summary).unwrap();
+    assert_eq!(written, format!("earlier step\n{md}\n"));
+
+    // check's growth rule over the same pair lists every added path: its
+    // markdown is cut the same way, its annotation stays a few lines.
+    let rules = ["check", after, "--against", before, "--max-growth", "1%"];
+    let md = heft_run(
+        Some(store),
+        &[&rules[..], &["--format", "markdown"]].concat(),
+    );
+    assert_eq!(md.code, 4, "{}", md.stderr);
+    assert!(md.stdout.chars().count() <= LIMIT, "{}", md.stdout.len());
+    let m = parse_markdown(&md.stdout);
+    assert!(
+        m.headings[0].starts_with("nix-heft check: ❌ 1 violation"),
+        "{m:?}"
+    );
+    assert!(
+        md.stdout.contains("lines explaining violation 1"),
+        "{}",
+        &md.stdout[..2000]
+    );
+    assert!(
+        md.stdout.contains("⚠️ partial read: "),
+        "{}",
+        &md.stdout[..2000]
+    );
+    let gh = heft_run(Some(store), &[&rules[..], &["--format", "github"]].concat());
+    let anns = parse_github(&gh.stdout);
+    assert_eq!(
+        anns.iter().filter(|a| a.0 == "error").count(),
+        1,
+        "{}",
+        gh.stdout
+    );
+    assert!(
+        anns.iter()
+            .all(|(_, p, m)| p.contains_key("title") && m.len() <= 11)
+    );
+    assert!(gh.stdout.len() < 8000, "{}", gh.stdout.len());
+}
+
+#[test]
+fn check_github_and_markdown_point_at_the_nix_file() {
+    let (_, after) = farm();
+    let args = [
+        "check",
+        after.as_str(),
+        "--forbid",
+        "kernels*",
+        "--max-closure",
+        "1KiB",
+        "--nix-file",
+        "pkgs/farm app/default.nix:7",
+        "--format",
+        "github",
+    ];
+    let o = heft_run(None, &args);
+    assert_eq!(o.code, 4, "{}", o.stderr);
+    let anns = parse_github(&o.stdout);
+    assert_eq!(anns.len(), 2, "{}", o.stdout);
+    for (level, props, msg) in &anns {
+        assert_eq!(level, "error");
+        assert_eq!(props["file"], "pkgs/farm app/default.nix");
+        assert_eq!(props["line"], "7");
+        assert!(props["title"].starts_with("nix-heft check: "), "{props:?}");
+        assert!(msg.len() <= 11, "{msg:?}");
+        assert!(msg.iter().all(|l| l.chars().count() <= 300), "{msg:?}");
+    }
+    assert!(
+        anns.iter().any(|(_, _, m)| m
+            .iter()
+            .any(|l| l.contains("300 symlink holds in lib/farm/"))),
+        "{}",
+        o.stdout
+    );
+    // JSON: every hold and the groups; text: grouped, or every hold with
+    // --evidence.
+    let j: Value = serde_json::from_str(
+        &heft_run(None, &["--json", "check", after, "--forbid", "kernels*"]).stdout,
+    )
+    .unwrap();
+    let edge = &j["violations"][0]["evidence"][0];
+    assert_eq!(edge["evidence"].as_array().unwrap().len(), 301, "{edge}");
+    assert_eq!(edge["groups"][0]["holds"], 300, "{edge}");
+    let text = heft_run(None, &["check", after, "--forbid", "kernels*"]).stdout;
+    assert!(text.contains("300 symlink holds in lib/farm/"), "{text}");
+    assert!(text.lines().all(|l| l.len() < 400), "{text}");
+    let all = heft_run(
+        None,
+        &["check", after, "--forbid", "kernels*", "--evidence"],
+    )
+    .stdout;
+    assert_eq!(
+        all.lines().filter(|l| l.contains("symlink @")).count(),
+        300,
+        "{all}"
+    );
+    // A bad --nix-file is a usage error before any store is read.
+    let bad = heft_run(
+        None,
+        &["check", after, "--forbid", "x", "--nix-file", "a.nix:0"],
+    );
+    assert_usage_error(&bad, "--nix-file");
+    let bad = heft_run(None, &["diff", after, after, "--markdown-limit", "100"]);
+    assert_usage_error(&bad, "--markdown-limit 100");
+
+    let md = heft_run(
+        None,
+        &[
+            "check",
+            after,
+            "--forbid",
+            "kernels*",
+            "--format",
+            "markdown",
+            "--markdown-limit",
+            "1800",
+        ],
+    )
+    .stdout;
+    assert!(md.chars().count() <= 1800, "{}", md.len());
+    let m = parse_markdown(&md);
+    assert!(m.headings[0].contains("1 violation"), "{md}");
+}
+
+#[test]
+fn action_script_runs_with_github_files() {
+    let (before, after) = farm();
+    let d = tmp("action");
+    let files: Vec<PathBuf> = ["summary.md", "output", "env"]
+        .iter()
+        .map(|f| d.path().join(f))
+        .collect();
+    std::fs::write(&files[0], "").unwrap();
+    let heft = assert_cmd::cargo::cargo_bin("nix-heft");
+    let script = repo().join("scripts/action.sh");
+    let path = format!(
+        "{}:{}",
+        heft.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let github = |c: &mut Command| {
+        c.env("GITHUB_STEP_SUMMARY", &files[0])
+            .env("GITHUB_OUTPUT", &files[1])
+            .env("GITHUB_ENV", &files[2])
+            .env("RUNNER_TEMP", d.path())
+            .env("PATH", &path);
+    };
+    // install, from PATH: NIX_HEFT for the next steps.
+    let mut c = Command::new("bash");
+    c.arg(&script).arg("install").env("INPUT_INSTALL", "path");
+    github(&mut c);
+    run(&mut c);
+    let env = std::fs::read_to_string(&files[2]).unwrap();
+    let bin = github_value(&env, "NIX_HEFT");
+    assert_eq!(Path::new(&bin), heft);
+
+    let mut c = Command::new("bash");
+    c.arg(&script)
+        .arg("run")
+        .env("NIX_HEFT", &bin)
+        .env("INPUT_BEFORE", before)
+        .env("INPUT_AFTER", after)
+        .env("INPUT_FORBID", "kernels*\n*-dev\n")
+        .env("INPUT_MAX_GROWTH", "1MiB")
+        .env("INPUT_NIX_FILE", "farm.nix:21");
+    github(&mut c);
+    let out = run(&mut c);
+    // Annotations on stdout, for the runner: check's error, diff's notices.
+    let anns = parse_github(&out);
+    assert!(
+        anns.iter()
+            .any(|(l, p, _)| l == "error" && p["file"] == "farm.nix"),
+        "{out}"
+    );
+    assert!(
+        anns.iter()
+            .any(|(l, p, _)| l == "notice" && p["title"] == "nix-heft diff"),
+        "{out}"
+    );
+    let outputs = std::fs::read_to_string(&files[1]).unwrap();
+    assert_eq!(github_value(&outputs, "check-exit"), "4");
+    assert_eq!(github_value(&outputs, "diff-exit"), "0");
+    let report = std::fs::read_to_string(github_value(&outputs, "report")).unwrap();
+    assert!(report.chars().count() <= LIMIT);
+    // One marker, both reports.
+    assert_eq!(report.matches("<!-- nix-heft -->").count(), 1, "{report}");
+    let m = parse_markdown(&report);
+    assert_eq!(m.headings.len(), 2, "{:?}", m.headings);
+    assert!(
+        m.headings[0].starts_with("nix-heft check: ❌"),
+        "{:?}",
+        m.headings
+    );
+    assert!(
+        m.headings[1].starts_with("nix-heft diff: closure "),
+        "{:?}",
+        m.headings
+    );
+    assert_eq!(std::fs::read_to_string(&files[0]).unwrap(), report);
+
+    // Nothing to do is an error, said as an annotation.
+    let mut c = Command::new("bash");
+    c.arg(&script)
+        .arg("run")
+        .env("NIX_HEFT", &bin)
+        .env("INPUT_AFTER", after);
+    github(&mut c);
+    let o = c.output().unwrap();
+    assert!(!o.status.success());
+    assert!(
+        String::from_utf8_lossy(&o.stdout)
+            .starts_with("::error title=nix-heft action::nothing to do")
+    );
+}
+
+/// A value from a GitHub file in `KEY<<DELIM` form.
+fn github_value(file: &str, key: &str) -> String {
+    let mut lines = file.lines();
+    while let Some(l) = lines.next() {
+        if let Some(delim) = l.strip_prefix(&format!("{key}<<")) {
+            let v: Vec<&str> = lines.by_ref().take_while(|x| *x != delim).collect();
+            return v.join("\n");
+        }
+    }
+    panic!("no {key} in {file}")
+}
+
+/// action.yml and the example workflows through actionlint, and
+/// scripts/action.sh through shellcheck (scripts/test.sh installs both): the examples use the action as `./`, so actionlint reads
+/// action.yml and checks their inputs against it; an input it does not
+/// define must be caught.
+#[test]
+fn action_yml_passes_actionlint() {
+    let lint = |dir: &Path| {
+        Command::new("actionlint")
+            .current_dir(dir)
+            .output()
+            .expect("actionlint is not installed (scripts/test.sh installs it from PyPI)")
+    };
+    let d = tmp("actionlint");
+    let root = d.path();
+    std::fs::create_dir_all(root.join(".github/workflows")).unwrap();
+    std::fs::create_dir_all(root.join("scripts")).unwrap();
+    std::fs::copy(repo().join("action.yml"), root.join("action.yml")).unwrap();
+    std::fs::copy(
+        repo().join("scripts/action.sh"),
+        root.join("scripts/action.sh"),
+    )
+    .unwrap();
+    let examples = repo().join("examples/workflows");
+    let mut n = 0;
+    for e in std::fs::read_dir(&examples).unwrap() {
+        let p = e.unwrap().path();
+        let text = std::fs::read_to_string(&p).unwrap();
+        assert!(text.contains("uses: OWNER/nix-heft@v1"), "{}", p.display());
+        std::fs::write(
+            root.join(".github/workflows").join(p.file_name().unwrap()),
+            text.replace("uses: OWNER/nix-heft@v1", "uses: ./"),
+        )
+        .unwrap();
+        n += 1;
+    }
+    assert_eq!(n, 2);
+    // The script the Action runs, through shellcheck (actionlint runs it on
+    // the `run:` steps when it is on PATH; here it must be).
+    let sc = Command::new("shellcheck")
+        .arg(repo().join("scripts/action.sh"))
+        .output()
+        .expect("shellcheck is not installed (scripts/test.sh installs it)");
+    assert!(
+        sc.status.success(),
+        "{}",
+        String::from_utf8_lossy(&sc.stdout)
+    );
+    run(Command::new("git").arg("init").arg("-q").arg(root));
+    let o = lint(root);
+    assert!(
+        o.status.success(),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        String::from_utf8_lossy(&o.stderr)
+    );
+    // The linter reads action.yml: an undefined input fails.
+    let wf = root.join(".github/workflows/flake.yml");
+    let text = std::fs::read_to_string(&wf).unwrap();
+    std::fs::write(
+        &wf,
+        text.replace("install: nix", "install: nix\n          no-such-input: x"),
+    )
+    .unwrap();
+    let o = lint(root);
+    assert!(!o.status.success());
+    assert!(String::from_utf8_lossy(&o.stdout).contains("no-such-input"));
+}
