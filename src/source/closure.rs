@@ -289,6 +289,54 @@ pub(crate) fn closure_by_queue(
     RawClosure::from_infos(order, describe)
 }
 
+/// Breadth-first closure, one level at a time, each level looked up with
+/// one call of `lookup_many` (the paths in order, their infos in the same
+/// order): sources whose lookups cost most per call, not per path (the
+/// build graph's, one database read per level). Errors as
+/// [`closure_by_queue`]'s: a missing root is [`Error::MissingPath`], a
+/// missing reference [`Error::DanglingReference`].
+pub(crate) fn closure_by_batches(
+    roots: &[StorePath],
+    describe: &str,
+    lookup_many: impl Fn(&[StorePath]) -> Result<Vec<Option<PathInfo>>>,
+) -> Result<RawClosure> {
+    let mut queued: HashSet<StorePath> = HashSet::new();
+    let mut level: Vec<(Option<usize>, StorePath)> = Vec::new();
+    for r in roots {
+        if queued.insert(r.clone()) {
+            level.push((None, r.clone()));
+        }
+    }
+    let mut infos: Vec<PathInfo> = Vec::new();
+    while !level.is_empty() {
+        let paths: Vec<StorePath> = level.iter().map(|(_, p)| p.clone()).collect();
+        let read = lookup_many(&paths)?;
+        debug_assert_eq!(read.len(), paths.len(), "one info per path");
+        let mut next = Vec::new();
+        for ((from, p), info) in level.into_iter().zip(read) {
+            let info = info.ok_or_else(|| match from {
+                None => Error::MissingPath {
+                    path: p.to_string(),
+                    store: describe.to_string(),
+                },
+                Some(f) => Error::DanglingReference {
+                    referrer: infos[f].path.to_string(),
+                    reference: p.to_string(),
+                    store: describe.to_string(),
+                },
+            })?;
+            for r in &info.references {
+                if queued.insert(r.clone()) {
+                    next.push((Some(infos.len()), r.clone()));
+                }
+            }
+            infos.push(info);
+        }
+        level = next;
+    }
+    RawClosure::from_infos(infos, describe)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -407,52 +455,4 @@ mod tests {
         }
         assert_eq!(queue(&[path(40)], &g, 4), Err(format!("root {}", path(40))));
     }
-}
-
-/// Breadth-first closure, one level at a time, each level looked up with
-/// one call of `lookup_many` (the paths in order, their infos in the same
-/// order): sources whose lookups cost most per call, not per path (the
-/// build graph's, one database read per level). Errors as
-/// [`closure_by_queue`]'s: a missing root is [`Error::MissingPath`], a
-/// missing reference [`Error::DanglingReference`].
-pub(crate) fn closure_by_batches(
-    roots: &[StorePath],
-    describe: &str,
-    lookup_many: impl Fn(&[StorePath]) -> Result<Vec<Option<PathInfo>>>,
-) -> Result<RawClosure> {
-    let mut queued: HashSet<StorePath> = HashSet::new();
-    let mut level: Vec<(Option<usize>, StorePath)> = Vec::new();
-    for r in roots {
-        if queued.insert(r.clone()) {
-            level.push((None, r.clone()));
-        }
-    }
-    let mut infos: Vec<PathInfo> = Vec::new();
-    while !level.is_empty() {
-        let paths: Vec<StorePath> = level.iter().map(|(_, p)| p.clone()).collect();
-        let read = lookup_many(&paths)?;
-        debug_assert_eq!(read.len(), paths.len(), "one info per path");
-        let mut next = Vec::new();
-        for ((from, p), info) in level.into_iter().zip(read) {
-            let info = info.ok_or_else(|| match from {
-                None => Error::MissingPath {
-                    path: p.to_string(),
-                    store: describe.to_string(),
-                },
-                Some(f) => Error::DanglingReference {
-                    referrer: infos[f].path.to_string(),
-                    reference: p.to_string(),
-                    store: describe.to_string(),
-                },
-            })?;
-            for r in &info.references {
-                if queued.insert(r.clone()) {
-                    next.push((Some(infos.len()), r.clone()));
-                }
-            }
-            infos.push(info);
-        }
-        level = next;
-    }
-    RawClosure::from_infos(infos, describe)
 }
