@@ -143,13 +143,28 @@ impl ElfLayout {
     /// section header tables, the dynamic table or a dynamic string lie
     /// outside `data` or contradict each other.
     pub fn parse(data: &[u8]) -> Result<ElfLayout, ElfError> {
+        Self::parse_releasing(data, &mut |_| {})
+    }
+
+    /// [`ElfLayout::parse`], telling `done` each byte range of `data` it has
+    /// finished with while it scans the loaded data sections for library
+    /// names, [`SCAN_WINDOW`] bytes at a time. A caller that mapped the file
+    /// drops those pages there (`madvise(MADV_DONTNEED)`), so parsing a
+    /// file of any size keeps a window of it resident, not the whole file
+    /// (a GPU library's code objects alone can be gigabytes of `.rodata`).
+    /// The headers, the dynamic table and its strings are read in place
+    /// and are small.
+    pub fn parse_releasing(
+        data: &[u8],
+        done: &mut dyn FnMut(Range<u64>),
+    ) -> Result<ElfLayout, ElfError> {
         if !is_elf(data) {
             return Err(ElfError::NotElf);
         }
         // e_ident[EI_CLASS], right after the four magic bytes.
         match data.get(4).map(|&c| elf::FileClass(c)) {
-            Some(elf::ELFCLASS32) => parse_as::<elf::FileHeader32<Endianness>>(data),
-            Some(elf::ELFCLASS64) => parse_as::<elf::FileHeader64<Endianness>>(data),
+            Some(elf::ELFCLASS32) => parse_as::<elf::FileHeader32<Endianness>>(data, done),
+            Some(elf::ELFCLASS64) => parse_as::<elf::FileHeader64<Endianness>>(data, done),
             _ => Err(ElfError::NotElf),
         }
     }
@@ -263,7 +278,16 @@ struct DynInfo {
     rpath: Option<u64>,
 }
 
-fn parse_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfLayout, ElfError> {
+/// Bytes of a data section scanned for library names before the pages
+/// behind them are handed back (see [`ElfLayout::parse_releasing`]): large
+/// enough that the system calls cost nothing, small against any memory
+/// bound.
+pub const SCAN_WINDOW: usize = 8 << 20;
+
+fn parse_as<Elf: FileHeader<Endian = Endianness>>(
+    data: &[u8],
+    done: &mut dyn FnMut(Range<u64>),
+) -> Result<ElfLayout, ElfError> {
     let header = Elf::parse(data).map_err(|_| ElfError::NotElf)?;
     let endian = header.endian().map_err(|_| ElfError::NotElf)?;
     let file_len = data.len() as u64;
@@ -439,16 +463,22 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(data: &[u8]) -> Result<ElfLayo
             continue;
         }
         let bytes = &data[span.range.start as usize..span.range.end as usize];
-        for (pos, name) in sonames_in(bytes) {
-            let off = span.range.start + pos as u64;
-            let in_loader_string = layout
-                .needed_ranges
-                .iter()
-                .chain(&layout.runpath_range)
-                .any(|r| r.contains(&off));
-            if !in_loader_string && !own.contains(name.as_str()) && seen.insert(name.clone()) {
-                layout.dlopen.push(name);
+        let mut from = 0;
+        while from < bytes.len() {
+            let to = bytes.len().min(from.saturating_add(SCAN_WINDOW));
+            for (pos, name) in sonames_in(bytes, from, to) {
+                let off = span.range.start + pos as u64;
+                let in_loader_string = layout
+                    .needed_ranges
+                    .iter()
+                    .chain(&layout.runpath_range)
+                    .any(|r| r.contains(&off));
+                if !in_loader_string && !own.contains(name.as_str()) && seen.insert(name.clone()) {
+                    layout.dlopen.push(name);
+                }
             }
+            done(span.range.start + from as u64..span.range.start + to as u64);
+            from = to;
         }
     }
 
@@ -548,25 +578,44 @@ fn is_soname_char(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'_' | b'+' | b'.' | b'-')
 }
 
+/// Longest library name looked for. A soname is a file name (the loader
+/// finds it in a directory), and no file system has names longer than 255
+/// bytes, so a longer run can serve nothing; stopping there keeps a
+/// gigabyte-long run of name characters from being walked (and paged in)
+/// whole.
+const MAX_SONAME: usize = 255;
+
 /// Library names, with their positions, matching
 /// `lib[A-Za-z0-9_+.-]*\.so(\.[0-9]+)*` that stand
 /// as whole words in `bytes` (not preceded or followed by a name character),
-/// so `libglib-2.0.so.0` does not also yield `lib-2.0.so.0`. Trailing dots
-/// are dropped so a format string like `libfoo.so.%d` still yields
-/// `libfoo.so`.
-fn sonames_in(bytes: &[u8]) -> Vec<(usize, String)> {
+/// so `libglib-2.0.so.0` does not also yield `lib-2.0.so.0`, and that start
+/// in `from..to` (a name may run past `to`: windows of one section give, in
+/// turn, exactly the names of the whole). Trailing dots are dropped so a
+/// format string like `libfoo.so.%d` still yields `libfoo.so`. Names longer
+/// than [`MAX_SONAME`] are none.
+fn sonames_in(bytes: &[u8], from: usize, to: usize) -> Vec<(usize, String)> {
     let mut out = Vec::new();
-    let mut next_from = 0;
-    for pos in memchr::memmem::find_iter(bytes, b"lib") {
-        if pos < next_from || (pos > 0 && is_soname_char(bytes[pos - 1])) {
+    let to = to.min(bytes.len());
+    if from >= to {
+        return out;
+    }
+    // A "lib" starting before `to` ends at most two bytes after it.
+    let hay = &bytes[from..bytes.len().min(to + 2)];
+    let mut next_from = from;
+    for pos in memchr::memmem::find_iter(hay, b"lib").map(|p| from + p) {
+        if pos >= to || pos < next_from || (pos > 0 && is_soname_char(bytes[pos - 1])) {
             continue;
         }
-        let end = pos
-            + bytes[pos..]
-                .iter()
-                .take_while(|&&b| is_soname_char(b))
-                .count();
+        let run = bytes[pos..]
+            .iter()
+            .take(MAX_SONAME + 1)
+            .take_while(|&&b| is_soname_char(b))
+            .count();
+        let end = pos + run;
         next_from = end;
+        if run > MAX_SONAME {
+            continue;
+        }
         let mut token = &bytes[pos..end];
         while let [rest @ .., b'.'] = token {
             token = rest;
@@ -1275,10 +1324,9 @@ int main(void) {{
 
     #[test]
     fn soname_strings() {
-        let got = sonames_in(
-            b"\0libglib-2.0.so.0\0/usr/lib/libfoo.so.1\0libbar.so.%d\0xlibno.so\0libfoo.so.1.conf\0\
-              lib.so\0libstdc++.so.6 libpython3.11.so.1.0\0libnotalib\0",
-        );
+        let text = b"\0libglib-2.0.so.0\0/usr/lib/libfoo.so.1\0libbar.so.%d\0xlibno.so\0libfoo.so.1.conf\0\
+              lib.so\0libstdc++.so.6 libpython3.11.so.1.0\0libnotalib\0";
+        let got = sonames_in(text, 0, text.len());
         let names: Vec<&str> = got.iter().map(|(_, n)| n.as_str()).collect();
         assert_eq!(got[0].0, 1);
         assert_eq!(

@@ -53,6 +53,12 @@ struct Cli {
     /// By default they are refused, as Nix refuses them.
     #[arg(long, global = true)]
     no_require_sigs: bool,
+    /// Requests in flight at once to an HTTP cache, as Nix's
+    /// `http-connections` (default: nix.conf's `http-connections`, else 128;
+    /// 0 means no limit, capped at 256). Narinfos are fetched as a work
+    /// queue: each path's references are asked for as soon as it arrives.
+    #[arg(long, global = true, value_name = "N")]
+    http_connections: Option<usize>,
     /// Fetch narinfos and listings from HTTP caches again instead of using
     /// the local cache ($XDG_CACHE_HOME/nix-heft).
     #[arg(long, global = true)]
@@ -237,6 +243,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             netrc_file: cli.netrc_file.clone(),
             refresh: cli.refresh,
             verify: cli.verify,
+            http_connections: cli.http_connections.or_else(http_connections_from_nix_conf),
             ..Default::default()
         },
         json: cli.json,
@@ -264,6 +271,16 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         Command::Completions(args) => commands::completions::completions(args, command()),
         Command::Man(args) => commands::man::run(args, command()),
     }
+}
+
+/// nix.conf's `http-connections` (Nix's setting, which `--http-connections`
+/// overrides), when it is set to a number. A configuration that cannot be
+/// read, or another value, leaves the default: the commands that need
+/// nix.conf say what is wrong with it.
+fn http_connections_from_nix_conf() -> Option<usize> {
+    let conf =
+        nix_heft::nix_conf::NixConf::load(&nix_heft::nix_conf::ConfEnv::from_process()).ok()?;
+    conf.get("http-connections")?.trim().parse().ok()
 }
 
 #[cfg(test)]

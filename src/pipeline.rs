@@ -9,12 +9,12 @@
 //! the commands; it prints nothing (progress goes through [`Progress`],
 //! the source's warnings stay with the caller).
 
-use std::collections::HashSet;
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 
 use crate::classify::{Classified, classify};
 use crate::gate::{Baseline, Rules, Violation};
 use crate::graph::{Graph, NodeId, ReadRequest, request};
-use crate::plan::advise::Action;
+use crate::plan::advise::{Action, ActionKind};
 use crate::plan::joint::Plan;
 use crate::plan::prune::Pruning;
 use crate::problem::{Problem, ProblemKind};
@@ -66,6 +66,17 @@ pub fn classified(
     progress.start(scanned, bytes_to_scan(g, wants));
     let reads = crate::read::read(src, g, wants, &|n| progress.advance(n));
     progress.finish();
+    judged(src, g, reads, traces)
+}
+
+/// The reads classified, the traces applied, and the "no file contents"
+/// problem added (see [`classified`]).
+fn judged(
+    src: &dyn StoreSource,
+    g: &Graph,
+    reads: crate::read::Reads,
+    traces: Option<&TraceSet>,
+) -> Classified {
     let mut c = classify(g, reads);
     let blind = c.paths.values().filter(|p| !p.available).count();
     if blind > 0 {
@@ -130,9 +141,13 @@ fn advice(
     c: &Classified,
     traces: Option<&TraceSet>,
     targets: Option<&[String]>,
+    consumers_read: Option<&BTreeSet<NodeId>>,
 ) -> (Vec<Action>, Vec<Problem>) {
     let mut problems = Vec::new();
-    let candidates = crate::plan::advise::split_candidates(g, c);
+    let mut candidates = crate::plan::advise::split_candidates(g, c);
+    if let Some(read) = consumers_read {
+        candidates.retain(|v| read.contains(v));
+    }
     let paths: Vec<crate::StorePath> = candidates.iter().map(|&v| g.path(v).clone()).collect();
     let mut existing = crate::plan::advise::ExistingOutputs::new();
     if !paths.is_empty() {
@@ -167,7 +182,8 @@ fn advice(
             )),
         }
     }
-    let (actions, p) = crate::plan::advise::advise_with(g, c, traces, targets, &existing);
+    let (actions, p) =
+        crate::plan::advise::advise_pruned(g, c, traces, targets, &existing, consumers_read);
     problems.extend(p);
     (actions, problems)
 }
@@ -183,7 +199,7 @@ pub fn examine(
     let c = classified(src, g, &request::all_edges(g), traces, progress);
     let readable = readable(&c);
     let (actions, sim_problems) = if readable {
-        advice(src, g, &c, traces, None)
+        advice(src, g, &c, traces, None, None)
     } else {
         (Vec::new(), Vec::new())
     };
@@ -220,15 +236,42 @@ pub struct Advised {
     /// The referrers not read because no action on them could reach
     /// `min_saving`, with that bound, largest first.
     pub not_examined: Vec<(NodeId, u64)>,
+    /// Actions on referrers read that were not simulated because they
+    /// could not reach `min_saving` whatever the consumers hold (so the
+    /// consumers were not read for them), with that bound, largest first.
+    pub not_simulated: Vec<(NodeId, ActionKind, u64)>,
+    /// Every path read, with the question that needed it, by path.
+    pub reads: Vec<(NodeId, ReadFor)>,
     /// What could not be read, classified, simulated or planned.
     pub problems: Vec<Problem>,
 }
 
-/// `advise` on the closure of `g`'s roots: the referrers [`Pruning`]
-/// cannot settle from the graph and cheap trees are read (with their
-/// consumers' holds into them, which a simulated split re-points), the rest
-/// judged once their trees came with the read, then advise's actions on the
-/// examined referrers and their joint plan.
+/// Why `advise` read a path: no path is read unless some question about
+/// it needs its bytes or its file names.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ReadFor {
+    /// A referrer examined: the evidence for its own references.
+    References,
+    /// A referrer whose bound needed its file tree, from a source with no
+    /// listing of it: its NAR. Judged by that bound, it was not examined.
+    BoundTree,
+    /// A consumer of these referrers, left out by the pruning: its holds
+    /// into them, which a simulated split of them (or `bin-output`) needs.
+    HoldsInto(Vec<NodeId>),
+    /// The file names of a directory these referrers' RUNPATH entries
+    /// name: which libraries each entry serves (a listing where the source
+    /// has one).
+    RunpathTree(Vec<NodeId>),
+}
+
+/// `advise` on the closure of `g`'s roots, reading in two rounds. First the
+/// referrers [`Pruning`] cannot settle from the graph and cheap trees, with
+/// all their references; the rest are judged once their trees came with
+/// the read. Then, of the consumers the pruning left out, only those whose
+/// holds an action on a referrer read needs
+/// ([`crate::plan::advise::consumers_needed`]: a split re-points them, and
+/// must be able to reach `min_saving` for that to matter). Then advise's
+/// actions on the examined referrers and their joint plan.
 ///
 /// Fails with [`crate::Error::NothingToAdvise`] when the source had no file
 /// contents at all, and with a usage error for a target no partition keeps.
@@ -243,27 +286,53 @@ pub fn advise(
     // Trees that cost no NAR (listings, the disk) settle what they can
     // before anything is downloaded.
     pruning.settle(g, &crate::read::cheap_trees(src, g, pruning.pending()));
-    let mut wants = pruning.to_read(all);
-    // A split simulated on a referrer read re-points its consumers at the
-    // outputs their holds point into, so their holds into it are needed too.
-    let consumers: Vec<(NodeId, NodeId)> = wants
-        .keys()
-        .flat_map(|&v| g.referrers(v).iter().map(move |&c| (c, v)))
+    let wants = pruning.to_read(all);
+    let scanned = wants.values().filter(|t| !t.is_empty()).count();
+    let mut total = bytes_to_scan(g, &wants);
+    progress.start(scanned, total);
+    let advance = |n| progress.advance(n);
+    let mut reads = crate::read::read(src, g, &wants, &advance);
+    // A referrer whose tree came only with its NAR is judged now, by the
+    // same bound: every source gives the same advice.
+    let first = judged(src, g, reads.clone(), req.traces);
+    pruning.settle(g, &first.trees);
+    let examined: BTreeSet<NodeId> = pruning.to_read(wants.clone()).into_keys().collect();
+    let needs = crate::plan::advise::consumers_needed(g, &first, req.min_saving);
+    let needed: BTreeSet<NodeId> = needs
+        .needed
+        .iter()
+        .copied()
+        .filter(|v| examined.contains(v))
         .collect();
-    request::want(&mut wants, consumers);
-    let c = classified(src, g, &wants, req.traces, progress);
+    drop(first);
+    let mut consumers = ReadRequest::new();
+    request::want(
+        &mut consumers,
+        needed.iter().flat_map(|&v| {
+            g.referrers(v)
+                .iter()
+                .filter(|c| !wants.contains_key(c))
+                .map(move |&c| (c, v))
+        }),
+    );
+    if !consumers.is_empty() {
+        total += bytes_to_scan(g, &consumers);
+        progress.start(scanned + consumers.len(), total);
+        crate::read::read_more(src, g, &consumers, &advance, &mut reads);
+    }
+    progress.finish();
+    let read_for = reasons(&wants, &examined, &consumers, &reads);
+    let c = judged(src, g, reads, req.traces);
     if !c.paths.is_empty() && !readable(&c) {
         return Err(crate::Error::NothingToAdvise {
             store: src.describe(),
         });
     }
-    // A referrer whose tree came only with its NAR is judged now, by the
-    // same bound: every source gives the same advice.
-    pruning.settle(g, &c.trees);
     let not_examined = pruning.not_examined();
-    let (mut actions, sim_problems) = advice(src, g, &c, req.traces, req.targets);
-    // A consumer read only for its holds into an examined referrer stays
-    // unexamined: no advice on it (none could reach the threshold anyway).
+    let (mut actions, sim_problems) = advice(src, g, &c, req.traces, req.targets, Some(&needed));
+    // A referrer read but then judged by its tree, or a consumer read only
+    // for its holds, stays unexamined: no advice on it (none could reach
+    // the threshold anyway).
     let skipped: HashSet<String> = not_examined
         .iter()
         .map(|&(v, _)| g.path(v).to_string())
@@ -274,12 +343,60 @@ pub fn advise(
     let mut problems = c.problems;
     problems.extend(sim_problems);
     problems.extend(plan_problems);
+    let mut not_simulated: Vec<(NodeId, ActionKind, u64)> = needs
+        .below
+        .into_iter()
+        .filter(|(v, _, _)| examined.contains(v))
+        .collect();
+    not_simulated.sort_by(|a, b| b.2.cmp(&a.2).then(a.0.cmp(&b.0)));
     Ok(Advised {
         actions,
         plan,
         not_examined,
+        not_simulated,
+        reads: read_for,
         problems,
     })
+}
+
+/// Why each path in `reads` was read (see [`ReadFor`]): the referrers
+/// asked for, the consumers asked for their holds, the RUNPATH targets
+/// read for their trees.
+fn reasons(
+    referrers: &ReadRequest,
+    examined: &BTreeSet<NodeId>,
+    consumers: &ReadRequest,
+    reads: &crate::read::Reads,
+) -> Vec<(NodeId, ReadFor)> {
+    let mut runpath_of: BTreeMap<NodeId, BTreeSet<NodeId>> = BTreeMap::new();
+    for (&from, pr) in &reads.paths {
+        for h in &pr.holds {
+            if let crate::read::Site::Elf {
+                hold: crate::read::ElfHold::Runpath { .. },
+                ..
+            } = h.site
+            {
+                runpath_of.entry(h.target).or_default().insert(from);
+            }
+        }
+    }
+    reads
+        .paths
+        .keys()
+        .map(|&v| {
+            let why = if examined.contains(&v) {
+                ReadFor::References
+            } else if referrers.contains_key(&v) {
+                ReadFor::BoundTree
+            } else if let Some(of) = consumers.get(&v) {
+                ReadFor::HoldsInto(of.clone())
+            } else {
+                let of = runpath_of.get(&v).into_iter().flatten().copied().collect();
+                ReadFor::RunpathTree(of)
+            };
+            (v, why)
+        })
+        .collect()
 }
 
 /// The gate's answer.
@@ -314,7 +431,7 @@ pub fn check(
     let mut problems = c.problems.clone();
     problems.extend(crate::gate::unchecked(g, &c, &prepared));
     let (actions, plan) = if prepared.needs_advice {
-        let (a, p) = advice(src, g, &c, None, None);
+        let (a, p) = advice(src, g, &c, None, None, None);
         problems.extend(p);
         let (plan, pp) = crate::plan::joint::plan(g, &c, &a, Default::default());
         problems.extend(pp);

@@ -773,3 +773,140 @@ fn symlink_targets_past_path_max_are_refused() {
         assert_eq!(v["problems"][0]["kind"], "corrupt-nar", "{v}");
     }
 }
+
+/// Peak RSS of a `refs` or `advise` run with a 2 GiB file in the closure
+/// (README "Trust and limits"): the binary, thread stacks, decompression
+/// buffers and one scanning window of the file, never the file.
+const BIG_FILE_RSS_KIB: u64 = 256 * 1024;
+
+/// A program with a 2 GiB loaded data section (tests/fixtures/big-elf.nix,
+/// built by real Nix, sparse on disk): `refs` maps it to classify its holds
+/// and scans the section for library names, in a window at a time, so peak
+/// RSS stays under 256 MiB from the local store and from a `file://`
+/// cache (`nix copy`, zstd), and the evidence is all there: the hold at the
+/// very end of the section, placed in it, and the RUNPATH entry serving the
+/// library named only in the middle of it.
+#[test]
+fn a_two_gib_elf_file_is_scanned_in_a_bounded_window() {
+    let root = nix_build(&repo().join("tests/fixtures/big-elf.nix"), &[])
+        .pop()
+        .unwrap();
+    let big = std::path::Path::new(&root).join("bin/big");
+    let size = std::fs::metadata(&big).unwrap().len();
+    assert!(size > 2 * GIB, "{size}");
+    // The same program with a 4 MiB section: what the evidence must be,
+    // offsets and excerpts aside.
+    let small = run(std::process::Command::new("nix-build")
+        .arg(repo().join("tests/fixtures/big-elf.nix"))
+        .args(["--arg", "size", "4194304", "--no-out-link"])
+        .args([
+            "--option",
+            "sandbox",
+            "false",
+            "--option",
+            "substituters",
+            "",
+        ]))
+    .trim()
+    .to_string();
+    let small_json = heft_run(None, &["--json", "refs", "--evidence", &small]);
+    assert_eq!(small_json.code, 0, "{}", small_json.stderr);
+    let small_shape = evidence_shape(&serde_json::from_str(&small_json.stdout).unwrap());
+    let dir = scratch("big-elf");
+    let cache = format!("file://{}/cache?compression=zstd", dir.display());
+    run(nix().args(["copy", "--to", &cache, &root]));
+    // A local cache per run: over HTTP a kept read would spare the scan.
+    let xdg = |run: &str| dir.join(format!("xdg-{run}")).display().to_string();
+    let file_cache = format!("file://{}/cache", dir.display());
+    let server = common::http_server::FileServer::start(&dir.join("cache"));
+    let http = server.url();
+    for (label, store) in [
+        ("local", "auto"),
+        ("file://", file_cache.as_str()),
+        ("http://", http.as_str()),
+    ] {
+        let refs_xdg = xdg(&format!("refs-{}", label.trim_end_matches("://")));
+        let env = [("XDG_CACHE_HOME", refs_xdg.as_str())];
+        let m = measure(&env, store, &["--json", "refs", "--evidence", &root]);
+        eprintln!(
+            "2 GiB ELF, {label}: refs {} s, peak RSS {} MiB",
+            m.secs,
+            m.rss / 1024
+        );
+        assert_eq!(m.code, 0, "{label}: {}{}", m.stdout, m.stderr);
+        let v: serde_json::Value = serde_json::from_str(&m.stdout).unwrap();
+        assert_eq!(
+            evidence_shape(&v),
+            small_shape,
+            "{label}: the evidence differs from the 4 MiB program's"
+        );
+        let edges = v["edges"].as_array().unwrap();
+        let edge = |name: &str| {
+            edges
+                .iter()
+                .find(|e| e["reference"].as_str().unwrap().ends_with(name))
+                .unwrap_or_else(|| panic!("{label}: no edge to {name}: {v}"))
+        };
+        let data = edge("-big-data-1.0");
+        let last = data["evidence"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|e| e["offset"].as_u64().unwrap() > 2 * GIB)
+            .unwrap_or_else(|| panic!("{label}: the hold at the end was not found: {data}"));
+        assert_eq!(last["file"], "bin/big", "{last}");
+        assert_eq!(last["kind"], "elf-string", "{last}");
+        assert!(
+            last["context"].as_str().unwrap().contains("/share/big"),
+            "{last}"
+        );
+        let plugin = edge("-huge-plugin-1.0");
+        assert_eq!(plugin["verdict"], "runtime", "{plugin}");
+        assert_eq!(
+            plugin["evidence"][0]["serves"],
+            serde_json::json!(["libhuge-plugin.so.3"]),
+            "{label}: the name in the middle of .bigdata was found: {plugin}"
+        );
+        assert!(
+            m.rss < BIG_FILE_RSS_KIB,
+            "{label}: refs peak RSS {} KiB for a 2 GiB file",
+            m.rss
+        );
+        // advise examines it all (`--min-saving 0`): the same bound.
+        let advise_xdg = xdg(&format!("advise-{}", label.trim_end_matches("://")));
+        let m = measure(
+            &[("XDG_CACHE_HOME", advise_xdg.as_str())],
+            store,
+            &["--json", "advise", "--min-saving", "0", &root],
+        );
+        eprintln!(
+            "2 GiB ELF, {label}: advise {} s, peak RSS {} MiB",
+            m.secs,
+            m.rss / 1024
+        );
+        assert!(m.code == 0, "{label}: {}{}", m.stdout, m.stderr);
+        assert!(
+            m.rss < BIG_FILE_RSS_KIB,
+            "{label}: advise peak RSS {} KiB for a 2 GiB file",
+            m.rss
+        );
+    }
+}
+
+/// `refs --evidence` JSON with store paths as names and each piece of
+/// evidence without its offset and excerpt: what a program says whatever
+/// the size of its sections.
+fn evidence_shape(v: &serde_json::Value) -> String {
+    let mut v = v.clone();
+    for e in v["edges"].as_array_mut().unwrap() {
+        for ev in e["evidence"].as_array_mut().unwrap() {
+            let o = ev.as_object_mut().unwrap();
+            o.remove("offset");
+            o.remove("context");
+        }
+    }
+    let text = v["edges"].to_string();
+    // `/nix/store/HASH-name` → `name`.
+    let re = regex::Regex::new(r"/nix/store/[0-9a-z]{32}-").unwrap();
+    re.replace_all(&text, "").into_owned()
+}

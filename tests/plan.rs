@@ -357,10 +357,14 @@ fn verdicts_per_evidence_and_edge() {
 #[test]
 fn advise_ranks_real_savings_on_the_example() {
     let f = fixture();
-    let a: AdviceReport = json(&["--json", "advise", &f.rocm]);
+    let mut a: AdviceReport = json(&["--json", "advise", &f.rocm]);
     let cache = format!("file://{}", f.cache.display());
     let o = heft_run(Some(&cache), &["--json", "advise", &f.rocm]);
-    let from_cache: AdviceReport = serde_json::from_str(&o.stdout).unwrap();
+    let mut from_cache: AdviceReport = serde_json::from_str(&o.stdout).unwrap();
+    // That cache has no listings: a referrer's tree costs its NAR there,
+    // so the paths read differ; the advice does not.
+    a.reads.clear();
+    from_cache.reads.clear();
     assert_eq!(a, from_cache, "same advice from the binary cache");
     let savings: Vec<u64> = a.actions.iter().filter_map(|x| x.saving).collect();
     assert!(

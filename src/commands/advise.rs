@@ -6,8 +6,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use nix_heft::pipeline::AdviseRequest;
+use nix_heft::pipeline::ReadFor as Why;
 use nix_heft::report::TextOptions;
-use nix_heft::report::advise::{AdviceReport, NotExamined};
+use nix_heft::report::advise::{AdviceReport, NotExamined, NotSimulated, ReadFor};
 
 use super::{Context, TraceOpt};
 
@@ -65,6 +66,32 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
             .map(|(v, max_saving)| NotExamined {
                 referrer: g.path(v).to_string(),
                 max_saving,
+            })
+            .collect(),
+        not_simulated: advised
+            .not_simulated
+            .into_iter()
+            .map(|(v, kind, max_saving)| NotSimulated {
+                referrer: g.path(v).to_string(),
+                action: kind.as_str().to_string(),
+                max_saving,
+            })
+            .collect(),
+        reads: advised
+            .reads
+            .into_iter()
+            .map(|(v, why)| {
+                let (question, of) = match why {
+                    Why::References => ("references", Vec::new()),
+                    Why::BoundTree => ("bound-tree", Vec::new()),
+                    Why::HoldsInto(of) => ("holds-into", of),
+                    Why::RunpathTree(of) => ("runpath-tree", of),
+                };
+                ReadFor {
+                    path: g.path(v).to_string(),
+                    question: question.to_string(),
+                    of: of.iter().map(|&o| g.path(o).to_string()).collect(),
+                }
             })
             .collect(),
         problems: advised.problems,

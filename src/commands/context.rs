@@ -223,7 +223,11 @@ impl Context {
             from_subs.sort_by_key(|l| url_priority(&l.label).or(l.source.priority()).unwrap_or(0));
         }
         layers.extend(from_subs);
-        Ok(Box::new(source::Layered::new(layers, log)?))
+        Ok(Box::new(source::Layered::new(
+            layers,
+            log,
+            source::http_connections(self.open.http_connections),
+        )?))
     }
 
     /// The store a `--before-store` / `--after-store` flag names, if given.

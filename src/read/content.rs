@@ -163,13 +163,13 @@ fn scan_stream_with(
     })
 }
 
-/// Turns one file's scan into holds. `elf_bytes` is the whole file when it
+/// Turns one file's scan into holds. `elf_map` maps the whole file when it
 /// is ELF and holds a hash (its headers classify the hits); its facts are
 /// added to `elf_files` when it holds a hash or names relative paths.
 pub(super) fn file_holds(
     rel: &[u8],
     fs: FileScan,
-    elf_bytes: Option<&[u8]>,
+    elf_map: Option<&memmap2::Mmap>,
     elf_files: &mut Vec<ElfFacts>,
 ) -> Vec<Hold> {
     let mut site_of: SiteOf = Box::new(|_, _| Site::Binary);
@@ -180,8 +180,8 @@ pub(super) fn file_holds(
             path_strings: fs.strings,
             ..ElfFacts::default()
         };
-        if let (false, Some(bytes)) = (fs.hits.is_empty(), elf_bytes) {
-            match ElfLayout::parse(bytes) {
+        if let (false, Some(map)) = (fs.hits.is_empty(), elf_map) {
+            match ElfLayout::parse_releasing(map, &mut |done| release(map, done)) {
                 Ok(l) => {
                     f.needed = l.needed().to_vec();
                     f.runpath = l.runpath().iter().map(|e| e.dir.clone()).collect();
@@ -237,6 +237,27 @@ pub(super) fn file_holds(
         elf_files.push(f);
     }
     holds
+}
+
+/// Drops the pages of `map` behind `range` (file offsets) that the ELF
+/// parser is done with, so that scanning a mapped file of any size keeps
+/// one window of it resident (peak RSS is what a CI runner or a laptop
+/// must have spare; a 1.7 GB libLLVM must not need 1.7 GB).
+fn release(map: &memmap2::Mmap, range: std::ops::Range<u64>) {
+    let (Ok(start), Ok(end)) = (usize::try_from(range.start), usize::try_from(range.end)) else {
+        return;
+    };
+    let end = end.min(map.len());
+    if start >= end {
+        return;
+    }
+    // SAFETY: a read-only shared mapping of a file nobody writes (an
+    // immutable store path, or our own private spool file): dropped pages
+    // fault back in with the same bytes, so no slice borrowed from the map
+    // can see a change. A failure only leaves the pages resident.
+    let _ = unsafe {
+        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+    };
 }
 
 /// Holds in the last component of `rel` (parents are entries of their own).

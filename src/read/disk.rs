@@ -74,7 +74,7 @@ pub(super) fn read(
                         } else {
                             None
                         };
-                        holds.extend(file_holds(rel, fs, mmap.as_deref(), &mut elf_files));
+                        holds.extend(file_holds(rel, fs, mmap.as_ref(), &mut elf_files));
                     }
                 }
                 Ok((holds, elf_files))

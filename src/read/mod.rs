@@ -245,7 +245,7 @@ impl PathRead {
 }
 
 /// The result of the read stage.
-#[derive(Debug, Default)]
+#[derive(Debug, Clone, Default)]
 pub struct Reads {
     /// Per path read.
     pub paths: BTreeMap<NodeId, PathRead>,
@@ -262,7 +262,28 @@ pub fn read(
     progress: &(dyn Fn(u64) + Sync),
 ) -> Reads {
     let mut out = Reads::default();
-    read_into(src, g, wants, progress, &mut out);
+    read_more(src, g, wants, progress, &mut out);
+    out
+}
+
+/// [`read`] into reads already made: a path `out` has searched already is
+/// not read again (so each is asked for everything it is wanted for the
+/// first time), one it has only the tree of is read in full; then the tree
+/// of every RUNPATH target still missing. `advise` reads in two rounds:
+/// the referrers, then the consumers that their simulations need.
+pub fn read_more(
+    src: &dyn PathContents,
+    g: &Graph,
+    wants: &ReadRequest,
+    progress: &(dyn Fn(u64) + Sync),
+    out: &mut Reads,
+) {
+    let todo: ReadRequest = wants
+        .iter()
+        .filter(|(v, _)| !out.paths.get(v).is_some_and(|pr| pr.searched))
+        .map(|(&v, t)| (v, t.clone()))
+        .collect();
+    read_into(src, g, &todo, progress, out);
     let mut trees: ReadRequest = BTreeMap::new();
     for pr in out.paths.values() {
         for h in &pr.holds {
@@ -278,8 +299,7 @@ pub fn read(
             }
         }
     }
-    read_into(src, g, &trees, progress, &mut out);
-    out
+    read_into(src, g, &trees, progress, out);
 }
 
 /// The file trees of `nodes` where they cost no NAR: from the disk (names
@@ -305,6 +325,13 @@ pub fn cheap_trees(
         .collect()
 }
 
+/// NARs read at once from a source that fetches them over a network, on
+/// any number of cores: a download waiting on the network overlaps other
+/// paths' decompression and scanning, and each read holds one
+/// decompressor (an xz or zstd window of at most 8 MiB at the levels Nix
+/// writes) and one 8 MiB ELF window, so memory stays bounded.
+const NETWORK_READS: usize = 6;
+
 fn read_into(
     src: &dyn PathContents,
     g: &Graph,
@@ -312,14 +339,35 @@ fn read_into(
     progress: &(dyn Fn(u64) + Sync),
     out: &mut Reads,
 ) {
-    let results: Vec<(NodeId, PathRead, Vec<Problem>)> = wants
-        .par_iter()
-        .map(|(&v, targets)| {
-            let wanted: Wanted = targets.iter().map(|&t| (hash_key(g, t), t)).collect();
-            let (pr, problems) = read_path(src, g, v, &wanted, !targets.is_empty(), progress);
-            (v, pr, problems)
+    let read_all = || -> Vec<(NodeId, PathRead, Vec<Problem>)> {
+        wants
+            .par_iter()
+            .map(|(&v, targets)| {
+                let wanted: Wanted = targets.iter().map(|&t| (hash_key(g, t), t)).collect();
+                let (pr, problems) = read_path(src, g, v, &wanted, !targets.is_empty(), progress);
+                (v, pr, problems)
+            })
+            .collect()
+    };
+    // Sources that download NARs keep their reads: read more of them at
+    // once than there are cores (local files are read on the cores).
+    let networked = wants
+        .keys()
+        .next()
+        .is_some_and(|&v| src.kept_reads(g.path(v)).is_some());
+    let pool = (networked && rayon::current_num_threads() < NETWORK_READS)
+        .then(|| {
+            rayon::ThreadPoolBuilder::new()
+                .num_threads(NETWORK_READS)
+                .thread_name(|i| format!("nix-heft-read-{i}"))
+                .build()
+                .ok()
         })
-        .collect();
+        .flatten();
+    let results = match &pool {
+        Some(p) => p.install(read_all),
+        None => read_all(),
+    };
     for (v, pr, problems) in results {
         out.paths.insert(v, pr);
         out.problems.extend(problems);

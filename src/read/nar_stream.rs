@@ -1,9 +1,11 @@
 //! Reading one store path from its NAR (binary caches): a single pass over
 //! the decompressed stream gives the tree and every hold. ELF files are
-//! spooled to an anonymous temporary file for their headers, never to
-//! memory, so memory does not grow with file sizes.
+//! spooled to an anonymous temporary file for their headers (sparse: runs
+//! of zeros are skipped), never to memory, and mapped only to parse them,
+//! a window at a time (see [`crate::elf::ElfLayout::parse_releasing`]), so
+//! memory does not grow with file sizes.
 
-use std::io::{Read, Write};
+use std::io::{Read, Seek, SeekFrom, Write};
 
 use super::content::{StringFilter, file_holds, name_holds, scan_stream, symlink_holds};
 use super::{PathRead, Wanted};
@@ -60,18 +62,31 @@ pub(super) fn read(
             NarNode::Symlink { target } => symlink_holds(rel, target, wanted, &mut pr.holds),
             NarNode::Regular { contents, .. } => {
                 let mut spool_file: Option<std::fs::File> = None;
+                let mut spooled = 0u64;
                 let mut spool = |elf: bool, chunk: &[u8]| -> std::io::Result<()> {
                     if elf {
                         if spool_file.is_none() {
                             spool_file = Some(tempfile::tempfile()?);
                         }
-                        spool_file.as_mut().expect("just set").write_all(chunk)?;
+                        let f = spool_file.as_mut().expect("just set");
+                        // Runs of zeros (padding, zero-filled sections) are
+                        // skipped, not written: the spool stays sparse.
+                        if is_zeros(chunk) {
+                            f.seek(SeekFrom::Current(chunk.len() as i64))?;
+                        } else {
+                            f.write_all(chunk)?;
+                        }
+                        spooled += chunk.len() as u64;
                     }
                     Ok(())
                 };
                 let filter = StringFilter::Budget(&mut budget);
                 let fs = scan_stream(contents, wanted, progress, Some(&mut spool), filter)
                     .map_err(NarError::from)?;
+                if let Some(f) = &spool_file {
+                    // A file ending in zeros: the skipped tail.
+                    f.set_len(spooled).map_err(NarError::Io)?;
+                }
                 let mmap = match (&spool_file, fs.is_elf && !fs.hits.is_empty()) {
                     // SAFETY: a private temporary file nobody else writes.
                     (Some(f), true) => {
@@ -80,7 +95,7 @@ pub(super) fn read(
                     _ => None,
                 };
                 let mut elf_files = Vec::new();
-                let holds = file_holds(rel, fs, mmap.as_deref(), &mut elf_files);
+                let holds = file_holds(rel, fs, mmap.as_ref(), &mut elf_files);
                 pr.push_file(holds, elf_files);
             }
         }
@@ -99,4 +114,11 @@ pub(super) fn read(
             (pr, vec![p])
         }
     }
+}
+
+/// Whether `chunk` holds only zero bytes. Compared against a block of
+/// zeros (a `memcmp`), not byte by byte.
+fn is_zeros(chunk: &[u8]) -> bool {
+    static ZEROS: [u8; super::content::CHUNK] = [0; super::content::CHUNK];
+    chunk.chunks(ZEROS.len()).all(|c| c == &ZEROS[..c.len()])
 }

@@ -26,6 +26,14 @@ pub struct AdviceReport {
     /// Referrers not read because no action on them could save
     /// `min_saving` ([`crate::graph::bounds`]), largest bound first.
     pub not_examined: Vec<NotExamined>,
+    /// Actions on referrers read that were not simulated because even
+    /// with every unread consumer keeping only `out` they could not save
+    /// `min_saving` (their consumers were not read for them).
+    #[serde(default)]
+    pub not_simulated: Vec<NotSimulated>,
+    /// Every path read, with the question that needed it.
+    #[serde(default)]
+    pub reads: Vec<ReadFor>,
     /// Files or paths that could not be read.
     pub problems: Vec<Problem>,
 }
@@ -38,6 +46,33 @@ pub struct NotExamined {
     pub referrer: String,
     /// Upper bound on any saving from changing it, in bytes.
     pub max_saving: u64,
+}
+
+/// An action not simulated: see [`AdviceReport::not_simulated`].
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NotSimulated {
+    /// The referrer it would change.
+    pub referrer: String,
+    /// The kind of action.
+    pub action: String,
+    /// The most it could save, in bytes.
+    pub max_saving: u64,
+}
+
+/// One path `advise` read and why (see [`crate::pipeline::ReadFor`]).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReadFor {
+    /// The store path.
+    pub path: String,
+    /// `references` (a referrer examined: the evidence for its own
+    /// references), `bound-tree` (a referrer whose bound needed its file
+    /// tree where the source has no listing: its NAR), `holds-into` (a consumer: its holds into the referrers
+    /// in `of`, for a split of them) or `runpath-tree` (a directory that
+    /// RUNPATH entries of the referrers in `of` name: its file names).
+    pub question: String,
+    /// The referrers the question is about (empty for `references`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub of: Vec<String>,
 }
 
 impl Report for AdviceReport {
@@ -259,6 +294,18 @@ impl Report for AdviceReport {
                 iec(self.min_saving)
             );
             out.push('\n');
+            out.push_str(&wrap_hanging(&line, opts.width, "", "  "));
+        }
+        if !self.not_simulated.is_empty() {
+            let line = format!(
+                "{} action(s) not simulated: none could save {} even if every consumer kept \
+                 only out, so their consumers were not read",
+                self.not_simulated.len(),
+                iec(self.min_saving)
+            );
+            if self.not_examined.is_empty() {
+                out.push('\n');
+            }
             out.push_str(&wrap_hanging(&line, opts.width, "", "  "));
         }
         super::refs::append_problems(&mut out, &self.problems, opts.width);

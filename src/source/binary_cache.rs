@@ -251,16 +251,17 @@ impl PathMetadata for BinaryCache {
             .collect()
     }
 
-    /// The narinfos read in parallel, as a closure's levels are.
+    /// The narinfos read in parallel.
     fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
         use rayon::prelude::*;
         paths.par_iter().map(|p| self.path_info(p)).collect()
     }
 
-    /// Breadth-first, one level at a time, reading each level's narinfos in
-    /// parallel: the cost is file opens, which overlap well.
+    /// A work queue of narinfo reads in parallel (see
+    /// [`super::closure_by_queue`]): the cost is file opens, which overlap
+    /// well.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
-        super::closure_by_levels(
+        super::closure_by_queue(
             roots,
             &self.describe(),
             |p| self.path_info(p),

@@ -1,7 +1,7 @@
 //! [`RawClosure`], the closure a source reads (paths, NAR sizes,
 //! references by index), and the two ways of reading one through
-//! [`PathMetadata::path_info`]: path by path, or a level of the graph at a
-//! time in parallel.
+//! [`PathMetadata::path_info`]: path by path, or as a work queue of
+//! lookups in parallel.
 
 use std::collections::{HashMap, HashSet};
 
@@ -176,57 +176,124 @@ pub(crate) fn closure_by_path_info<S: PathMetadata + ?Sized>(
     RawClosure::from_infos(infos, &src.describe())
 }
 
-/// Breadth-first closure, one level at a time, each level's lookups in
-/// parallel (on the rayon pool the caller runs in): binary caches, where
-/// each lookup is a file open or an HTTP request and they overlap well.
-/// `missing(path, referrer)` is the error for a referenced path that
-/// `lookup` does not find; a missing root is [`Error::MissingPath`].
-pub(crate) fn closure_by_levels(
+/// The closure as a work queue: each path's references are looked up as
+/// soon as its own lookup returns, on the rayon pool the caller runs in,
+/// whose threads bound the lookups in flight (binary caches: each lookup
+/// is a file open or an HTTP request, and they overlap well). No level
+/// waits for its slowest lookup before the next starts, so a closure costs
+/// about max(depth, paths / threads) round trips, not the sum over levels
+/// of each level's slowest one.
+///
+/// The result does not depend on the order answers arrive in: paths are
+/// ordered breadth-first from the roots once all are known, as a
+/// level-by-level walk orders them, and a path the source lacks is
+/// reported with the referrer that walk would name. `missing(path,
+/// referrer)` is that error; a missing root is [`Error::MissingPath`]. On
+/// a lookup error no new lookup starts, and the first error is returned.
+pub(crate) fn closure_by_queue(
     roots: &[StorePath],
     describe: &str,
     lookup: impl Fn(&StorePath) -> Result<Option<PathInfo>> + Sync,
     missing: impl Fn(&StorePath, &StorePath) -> Error,
 ) -> Result<RawClosure> {
-    use rayon::prelude::*;
-    let mut queued: HashSet<StorePath> = HashSet::new();
-    let mut level: Vec<(Option<usize>, StorePath)> = Vec::new();
-    for r in roots {
-        if queued.insert(r.clone()) {
-            level.push((None, r.clone()));
-        }
+    use std::sync::Mutex;
+    /// What the lookups found so far.
+    #[derive(Default)]
+    struct Found {
+        queued: HashSet<StorePath>,
+        infos: HashMap<StorePath, PathInfo>,
+        absent: HashSet<StorePath>,
+        error: Option<Error>,
     }
-    let mut infos: Vec<PathInfo> = Vec::new();
-    while !level.is_empty() {
-        let read: Vec<(Option<usize>, StorePath, Option<PathInfo>)> = level
-            .into_par_iter()
-            .map(|(from, p)| Ok((from, p.clone(), lookup(&p)?)))
-            .collect::<Result<_>>()?;
-        let mut next = Vec::new();
-        for (from, p, info) in read {
-            let info = info.ok_or_else(|| match from {
-                None => Error::MissingPath {
-                    path: p.to_string(),
-                    store: describe.to_string(),
-                },
-                Some(f) => missing(&p, &infos[f].path),
-            })?;
-            for r in &info.references {
-                if queued.insert(r.clone()) {
-                    next.push((Some(infos.len()), r.clone()));
+    fn visit<'s, F>(s: &rayon::Scope<'s>, p: StorePath, found: &'s Mutex<Found>, lookup: &'s F)
+    where
+        F: Fn(&StorePath) -> Result<Option<PathInfo>> + Sync,
+    {
+        if found.lock().expect("no panics while held").error.is_some() {
+            return;
+        }
+        let got = lookup(&p);
+        let mut f = found.lock().expect("no panics while held");
+        match got {
+            Ok(Some(info)) => {
+                for r in &info.references {
+                    if f.queued.insert(r.clone()) {
+                        let r = r.clone();
+                        s.spawn(move |s| visit(s, r, found, lookup));
+                    }
                 }
+                f.infos.insert(p, info);
             }
-            infos.push(info);
+            Ok(None) => {
+                f.absent.insert(p);
+            }
+            Err(e) => {
+                f.error.get_or_insert(e);
+            }
         }
-        level = next;
     }
-    RawClosure::from_infos(infos, describe)
+    let found = Mutex::new(Found::default());
+    let mut root_list: Vec<StorePath> = Vec::new();
+    {
+        let mut f = found.lock().expect("not shared yet");
+        for r in roots {
+            if f.queued.insert(r.clone()) {
+                root_list.push(r.clone());
+            }
+        }
+    }
+    rayon::scope(|s| {
+        for r in &root_list {
+            let (r, found, lookup) = (r.clone(), &found, &lookup);
+            s.spawn(move |s| visit(s, r, found, lookup));
+        }
+    });
+    let Found {
+        mut infos,
+        absent,
+        error,
+        ..
+    } = found.into_inner().expect("no panics while held");
+    if let Some(e) = error {
+        return Err(e);
+    }
+    // Breadth-first from the roots over what was found: the order, and the
+    // first missing path with its referrer, of a level-by-level walk.
+    let mut order: Vec<PathInfo> = Vec::with_capacity(infos.len());
+    let mut seen: HashSet<StorePath> = HashSet::new();
+    for r in &root_list {
+        seen.insert(r.clone());
+        if absent.contains(r) {
+            return Err(Error::MissingPath {
+                path: r.to_string(),
+                store: describe.to_string(),
+            });
+        }
+        order.push(infos.remove(r).expect("every root was looked up"));
+    }
+    let mut next = 0;
+    while next < order.len() {
+        for i in 0..order[next].references.len() {
+            let r = &order[next].references[i];
+            if !seen.insert(r.clone()) {
+                continue;
+            }
+            if absent.contains(r) {
+                return Err(missing(r, &order[next].path));
+            }
+            let info = infos.remove(r).expect("every reference was looked up");
+            order.push(info);
+        }
+        next += 1;
+    }
+    RawClosure::from_infos(order, describe)
 }
 
 /// Breadth-first closure, one level at a time, each level looked up with
 /// one call of `lookup_many` (the paths in order, their infos in the same
 /// order): sources whose lookups cost most per call, not per path (the
 /// build graph's, one database read per level). Errors as
-/// [`closure_by_levels`]'s: a missing root is [`Error::MissingPath`], a
+/// [`closure_by_queue`]'s: a missing root is [`Error::MissingPath`], a
 /// missing reference [`Error::DanglingReference`].
 pub(crate) fn closure_by_batches(
     roots: &[StorePath],
@@ -268,4 +335,124 @@ pub(crate) fn closure_by_batches(
         level = next;
     }
     RawClosure::from_infos(infos, describe)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Path `i` of a synthetic store.
+    fn path(i: u32) -> StorePath {
+        let mut bytes = [0u8; 20];
+        bytes[..4].copy_from_slice(&i.to_le_bytes());
+        let hash = crate::nixbase32::encode(&bytes);
+        StorePath::parse("/nix/store", &format!("/nix/store/{hash}-p{i}")).unwrap()
+    }
+
+    /// A layered graph of `n` paths: each refers to a few of the later
+    /// ones (and some to themselves), so levels have many paths each.
+    fn graph(n: u32) -> HashMap<StorePath, PathInfo> {
+        (0..n)
+            .map(|i| {
+                let mut references: Vec<StorePath> = [i * 7 + 1, i * 3 + 2, i + 5]
+                    .into_iter()
+                    .filter(|&r| r < n)
+                    .map(path)
+                    .collect();
+                if i % 5 == 0 {
+                    references.push(path(i));
+                }
+                let info = PathInfo {
+                    path: path(i),
+                    nar_size: u64::from(i) * 10,
+                    references,
+                };
+                (path(i), info)
+            })
+            .collect()
+    }
+
+    /// A level-by-level walk, one lookup at a time: the order the work
+    /// queue must give whatever order answers arrive in.
+    fn by_levels(
+        roots: &[StorePath],
+        g: &HashMap<StorePath, PathInfo>,
+    ) -> std::result::Result<Vec<StorePath>, String> {
+        let mut seen: HashSet<StorePath> = roots.iter().cloned().collect();
+        let mut level: Vec<(Option<StorePath>, StorePath)> =
+            roots.iter().map(|r| (None, r.clone())).collect();
+        let mut out = Vec::new();
+        while !level.is_empty() {
+            let mut next = Vec::new();
+            for (from, p) in level {
+                let info = g.get(&p).ok_or_else(|| match &from {
+                    None => format!("root {p}"),
+                    Some(f) => format!("{p} from {f}"),
+                })?;
+                for r in &info.references {
+                    if seen.insert(r.clone()) {
+                        next.push((Some(p.clone()), r.clone()));
+                    }
+                }
+                out.push(p);
+            }
+            level = next;
+        }
+        Ok(out)
+    }
+
+    fn queue(
+        roots: &[StorePath],
+        g: &HashMap<StorePath, PathInfo>,
+        threads: usize,
+    ) -> std::result::Result<Vec<StorePath>, String> {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            closure_by_queue(
+                roots,
+                "test",
+                |p| {
+                    // Answers arrive in an order unrelated to the levels.
+                    let h = p.hash_part().as_bytes()[0] as u64;
+                    std::thread::sleep(std::time::Duration::from_micros(h * 37 % 900));
+                    Ok(g.get(p).cloned())
+                },
+                |p, referrer| Error::Usage(format!("{p} from {referrer}")),
+            )
+        })
+        .map(|c| c.paths().to_vec())
+        .map_err(|e| match e {
+            Error::MissingPath { path, .. } => format!("root {path}"),
+            Error::Usage(m) => m,
+            e => e.to_string(),
+        })
+    }
+
+    #[test]
+    fn the_work_queue_gives_the_level_order() {
+        let g = graph(600);
+        let roots = [path(0), path(2), path(0)];
+        let want = by_levels(&roots[..2], &g).unwrap();
+        assert!(want.len() > 400, "{}", want.len());
+        for threads in [1, 4, 32] {
+            assert_eq!(queue(&roots, &g, threads), Ok(want.clone()), "{threads}");
+        }
+    }
+
+    #[test]
+    fn a_missing_path_is_named_with_the_level_order_referrer() {
+        let mut g = graph(300);
+        // Referred to by several paths at different depths.
+        g.remove(&path(40));
+        let roots = [path(0)];
+        let want = by_levels(&roots, &g).unwrap_err();
+        assert!(want.starts_with(path(40).as_str()), "{want}");
+        for threads in [1, 8, 32] {
+            assert_eq!(queue(&roots, &g, threads), Err(want.clone()));
+        }
+        assert_eq!(queue(&[path(40)], &g, 4), Err(format!("root {}", path(40))));
+    }
 }

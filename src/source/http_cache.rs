@@ -4,8 +4,9 @@
 //! What is fetched, and only when the answer needs it:
 //!
 //! 1. `nix-cache-info`, to check that the cache is for `/nix/store`;
-//! 2. `<hash>.narinfo` for each path of the closure asked for, one level of
-//!    the graph at a time, each level in parallel on a pool of threads that
+//! 2. `<hash>.narinfo` for each path of the closure asked for, as a work
+//!    queue (a path's references are asked for as soon as its narinfo
+//!    arrives), `--http-connections` at a time on a pool of threads that
 //!    share one agent's keep-alive connections;
 //! 3. `<hash>.ls`, the NAR listing, when a path's tree is needed (its file
 //!    sizes, symlink targets and names): no NAR;
@@ -42,9 +43,28 @@ use crate::local_cache::LocalCache;
 use crate::nar::tree::FileTree;
 use crate::store_path::StorePath;
 
-/// Requests in flight while loading a closure: enough to hide latency,
-/// few enough not to hammer a cache.
-const PARALLEL_REQUESTS: usize = 16;
+/// Requests in flight by default (`--http-connections` changes it): a
+/// closure is loaded as a work queue whose lookups these bound, so a
+/// closure of N paths over a round trip RTT costs about
+/// max(depth, N / this) × RTT. Measured against a server answering after
+/// 50 ms (BENCHMARKS.md): 9,137 narinfos took 34 s at 16, 14 s at 64, 8 s
+/// at 128. HTTP/1.1 has one request in flight per connection, so this is
+/// also the number of connections kept alive (Nix's 25 multiplex over
+/// HTTP/2). Only narinfos use them: NARs are read a few at a time.
+pub const DEFAULT_HTTP_CONNECTIONS: usize = 128;
+/// Most requests in flight whatever is asked (nix.conf's 0, Nix's "no
+/// limit", asks for this): each is a thread.
+pub const MAX_HTTP_CONNECTIONS: usize = 256;
+/// The requests in flight for `--http-connections` (or nix.conf's
+/// `http-connections`) as given: `None` is [`DEFAULT_HTTP_CONNECTIONS`], 0
+/// (Nix's "no limit") and anything larger are [`MAX_HTTP_CONNECTIONS`].
+pub fn http_connections(asked: Option<usize>) -> usize {
+    match asked {
+        None => DEFAULT_HTTP_CONNECTIONS,
+        Some(0) => MAX_HTTP_CONNECTIONS,
+        Some(n) => n.min(MAX_HTTP_CONNECTIONS),
+    }
+}
 /// Attempts per request (the first and the retries).
 const ATTEMPTS: u32 = 4;
 /// First backoff; doubled each retry up to [`MAX_BACKOFF`].
@@ -117,6 +137,7 @@ impl HttpCache {
             .and_then(|v| v.parse::<f64>().ok())
             .filter(|s| *s > 0.0 && s.is_finite())
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
+        let connections = http_connections(opts.http_connections);
         let agent: ureq::Agent = ureq::Agent::config_builder()
             .tls_config(tls_config(&base)?)
             .http_status_as_error(false)
@@ -124,8 +145,8 @@ impl HttpCache {
             .timeout_resolve(Some(timeout))
             .timeout_per_read(Some(timeout))
             .timeout_recv_response(Some(timeout))
-            .max_idle_connections(PARALLEL_REQUESTS * 2)
-            .max_idle_connections_per_host(PARALLEL_REQUESTS * 2)
+            .max_idle_connections(connections * 2)
+            .max_idle_connections_per_host(connections * 2)
             // Credentials are for this host only.
             .max_redirects(5)
             .user_agent(concat!("nix-heft/", env!("CARGO_PKG_VERSION")))
@@ -138,7 +159,7 @@ impl HttpCache {
         });
         let auth = url_auth.map(|c| basic(&c)).or(netrc_auth);
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(PARALLEL_REQUESTS)
+            .num_threads(connections)
             .thread_name(|i| format!("nix-heft-http-{i}"))
             .build()
             .map_err(|e| Error::Http {
@@ -378,7 +399,7 @@ impl PathMetadata for HttpCache {
 
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
         self.pool.install(|| {
-            super::closure_by_levels(
+            super::closure_by_queue(
                 roots,
                 &self.describe(),
                 |p| self.path_info(p),

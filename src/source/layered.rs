@@ -24,11 +24,6 @@ use crate::local_cache::LocalCache;
 use crate::nar::tree::FileTree;
 use crate::store_path::StorePath;
 
-/// Lookups in flight at once while resolving a closure: as many as one
-/// HTTP cache makes on its own, so two caches cost no more round trips per
-/// level than one.
-const PARALLEL_LOOKUPS: usize = 16;
-
 /// One store of a [`Layered`] source and the name reports give it.
 pub struct Layer {
     /// The store, opened with the run's shared [`RunLog`].
@@ -57,7 +52,7 @@ impl Layered {
     /// The stores of `layers`, asked in that order; they must share one
     /// store directory (a path means the same thing in each) and `log`
     /// (the one they were opened with).
-    pub fn new(layers: Vec<Layer>, log: Arc<RunLog>) -> Result<Self> {
+    pub fn new(layers: Vec<Layer>, log: Arc<RunLog>, lookups: usize) -> Result<Self> {
         let first = layers
             .first()
             .ok_or_else(|| Error::Usage("no store to read".into()))?;
@@ -74,7 +69,7 @@ impl Layered {
             });
         }
         let pool = rayon::ThreadPoolBuilder::new()
-            .num_threads(PARALLEL_LOOKUPS)
+            .num_threads(lookups.max(1))
             .thread_name(|i| format!("nix-heft-layers-{i}"))
             .build()
             .map_err(|e| Error::Usage(format!("cannot start threads: {e}")))?;
@@ -247,14 +242,15 @@ impl PathMetadata for Layered {
         }
     }
 
-    /// A level of the graph at a time, its lookups in parallel: each path
-    /// is asked of the first store, and only a miss of the next, so a
-    /// level costs as many round trips as the deepest store it needs.
+    /// A work queue of lookups ([`super::closure_by_queue`]; `lookups` of
+    /// them in flight, as many as one HTTP cache makes on its own): each
+    /// path is asked of the first store, and only a miss of the next, as
+    /// soon as its referrer's answer arrives.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
         let describe = self.describe();
         self.first_layer_closure(roots)?;
         self.pool.install(|| {
-            super::closure_by_levels(
+            super::closure_by_queue(
                 roots,
                 &describe,
                 |p| self.path_info(p),
@@ -345,6 +341,7 @@ mod tests {
                 json_layer("second", &[(B, 99, &[]), (C, 30, &[])]),
             ],
             Default::default(),
+            4,
         )
         .unwrap();
         let raw = l.closure(&[sp(A)]).unwrap();
@@ -368,6 +365,7 @@ mod tests {
                 json_layer("second.json", &[]),
             ],
             Default::default(),
+            4,
         )
         .unwrap();
         let e = l.closure(&[sp(A)]).unwrap_err().to_string();
@@ -375,6 +373,6 @@ mod tests {
         assert!(e.contains(B) && e.contains(A), "{e}");
         let e = l.closure(&[sp(C)]).unwrap_err().to_string();
         assert!(e.contains("first.json") && e.contains("second.json"), "{e}");
-        assert!(Layered::new(Vec::new(), Default::default()).is_err());
+        assert!(Layered::new(Vec::new(), Default::default(), 4).is_err());
     }
 }

@@ -31,8 +31,8 @@ use std::sync::Arc;
 
 pub use binary_cache::BinaryCache;
 pub use closure::RawClosure;
-pub(crate) use closure::closure_by_levels;
-pub use http_cache::HttpCache;
+pub(crate) use closure::closure_by_queue;
+pub use http_cache::{HttpCache, http_connections};
 pub use layered::{Layer, Layered};
 pub use local::LocalStore;
 pub use path_info_json::PathInfoJson;
@@ -385,6 +385,10 @@ pub struct OpenOptions {
     /// checks nothing: a library caller that wants Nix's rules passes the
     /// policy the command line builds from nix.conf.
     pub signatures: Option<Arc<signature::SigPolicy>>,
+    /// Requests an HTTP cache has in flight at once (`--http-connections`,
+    /// else nix.conf's `http-connections`; 0 is Nix's "no limit", capped
+    /// at 256); `None`: 128. Each is a connection kept alive and a thread.
+    pub http_connections: Option<usize>,
     /// The log the source writes its warnings and download counts to. The
     /// default is a log of its own; a clone of these options shares it, so
     /// a source opened over several stores hands each the same one.

@@ -6,6 +6,8 @@
 use super::{Action, ActionKind, Advisor, Safety, files_of};
 use crate::evidence::Kind;
 use crate::graph::NodeId;
+use crate::nar::tree::{FileTree, TreeEntry};
+use crate::plan::whatif::WhatIf;
 
 /// The action for `p`, when some references are held only from `bin/` or
 /// `libexec/` and some consumer holds `p` only through RUNPATH or NEEDED
@@ -13,18 +15,7 @@ use crate::graph::NodeId;
 pub(super) fn action(cx: &Advisor, p: NodeId) -> Option<Action> {
     let (g, c) = (cx.g, cx.c);
     let pe = &c.paths[&p];
-    let bin_only: Vec<NodeId> = pe
-        .by_reference
-        .iter()
-        .filter(|(t, evs)| {
-            **t != p
-                && !evs.is_empty()
-                && evs
-                    .iter()
-                    .all(|e| e.file.starts_with("bin/") || e.file.starts_with("libexec/"))
-        })
-        .map(|(t, _)| *t)
-        .collect();
+    let bin_only = bin_only(cx, p);
     let lib_consumers = g.referrers(p).iter().any(|&r| {
         c.paths
             .get(&r)
@@ -57,4 +48,51 @@ pub(super) fn action(cx: &Advisor, p: NodeId) -> Option<Action> {
             Safety::CheckAtRuntime,
         )
     })
+}
+
+/// The references of `p` held only from `bin/` or `libexec/`.
+fn bin_only(cx: &Advisor, p: NodeId) -> Vec<NodeId> {
+    cx.c.paths[&p]
+        .by_reference
+        .iter()
+        .filter(|(t, evs)| {
+            **t != p && !evs.is_empty() && evs.iter().all(|e| in_bin(e.file.as_bytes()))
+        })
+        .map(|(t, _)| *t)
+        .collect()
+}
+
+fn in_bin(file: &[u8]) -> bool {
+    file.starts_with(b"bin/") || file.starts_with(b"libexec/")
+}
+
+/// The most a `bin` output of `p` could save, before its consumers are
+/// read (`None` when `p` has no reference held only from `bin/`): the
+/// references held only from there cut, and the files there gone with
+/// them (its tree when known, else all of `p`).
+pub(super) fn bound(cx: &Advisor, p: NodeId) -> Option<u64> {
+    let (g, c) = (cx.g, cx.c);
+    let cut = bin_only(cx, p);
+    if cut.is_empty() {
+        return None;
+    }
+    let mut w = WhatIf::new(g);
+    for &t in &cut {
+        w.remove_edge(p, t);
+    }
+    let refs = cx.total.saturating_sub(w.closure_size(g.roots()));
+    let own = match c.trees.get(&p) {
+        Some(t) => {
+            let rest: Vec<TreeEntry> = t
+                .entries
+                .iter()
+                .filter(|e| !in_bin(&e.path) && e.path != b"bin" && e.path != b"libexec")
+                .cloned()
+                .collect();
+            t.nar_size()
+                .saturating_sub(FileTree::from_entries(rest).nar_size())
+        }
+        None => g.nar_size(p),
+    };
+    Some(refs.saturating_add(own))
 }

@@ -189,6 +189,68 @@ struct Advisor<'a> {
     existing: &'a ExistingOutputs,
 }
 
+/// Which referrers' consumers must be read, known from a read of the
+/// referrers alone (see [`consumers_needed`]).
+#[derive(Debug, Clone, Default)]
+pub struct ConsumerNeeds {
+    /// Referrers with an action that needs their consumers' holds into
+    /// them and could reach the threshold.
+    pub needed: BTreeSet<NodeId>,
+    /// Actions left unsimulated because they cannot reach the threshold
+    /// whatever the consumers hold: referrer, kind, the most it could save.
+    pub below: Vec<(NodeId, ActionKind, u64)>,
+}
+
+/// The referrers read whose consumers' holds into them some action needs,
+/// from `c`, the classified read of the referrers alone (consumers left out
+/// by the pruning unread). A split re-points each consumer at the outputs
+/// its holds point into; `bin-output` asks whether consumers link only the
+/// libraries. Neither needs them when it cannot reach `min` even if every
+/// unread consumer kept only `out` (the split simulated so: the most it
+/// could save), or if every reference held only from `bin/` were cut along
+/// with those files. Reading a consumer is reading its NAR, and a consumer
+/// left out by the pruning can be the largest path of the closure (a GPU
+/// library linking the runtime that a small header split would re-point).
+pub fn consumers_needed(g: &Graph, c: &Classified, min: u64) -> ConsumerNeeds {
+    let cx = Advisor {
+        g,
+        c,
+        traces: None,
+        targets: None,
+        total: WhatIf::new(g).closure_size(g.roots()),
+        existing: &ExistingOutputs::new(),
+    };
+    let mut out = ConsumerNeeds::default();
+    for p in split_candidates(g, c) {
+        let mut w = WhatIf::new(g);
+        let preset = crate::plan::split::nixpkgs_preset();
+        match crate::plan::split::simulate(g, c, &mut w, p, &preset, true, &[]) {
+            Ok(_) => {
+                let most = cx.total.saturating_sub(w.closure_size(g.roots()));
+                if most >= min {
+                    out.needed.insert(p);
+                } else {
+                    out.below.push((p, ActionKind::SplitOutputs, most));
+                }
+            }
+            // The full run says why it cannot be simulated.
+            Err(_) => {
+                out.needed.insert(p);
+            }
+        }
+    }
+    for &p in c.paths.keys() {
+        if let Some(most) = bin_output::bound(&cx, p) {
+            if most >= min {
+                out.needed.insert(p);
+            } else {
+                out.below.push((p, ActionKind::BinOutput, most));
+            }
+        }
+    }
+    out
+}
+
 /// The outputs packages already have, by the node of the path a split
 /// would be simulated on (see [`split_candidates`]).
 pub type ExistingOutputs = BTreeMap<NodeId, Vec<crate::plan::split::Existing>>;
@@ -306,6 +368,20 @@ pub fn advise_with(
     targets: Option<&[String]>,
     existing: &ExistingOutputs,
 ) -> (Vec<Action>, Vec<Problem>) {
+    advise_pruned(g, c, traces, targets, existing, None)
+}
+
+/// [`advise_with`] after a pruned read: the actions that need consumers'
+/// holds (`split-outputs`, `bin-output`) only on the referrers in
+/// `consumers_read` (`None`: on every referrer).
+pub fn advise_pruned(
+    g: &Graph,
+    c: &Classified,
+    traces: Option<&TraceSet>,
+    targets: Option<&[String]>,
+    existing: &ExistingOutputs,
+    consumers_read: Option<&BTreeSet<NodeId>>,
+) -> (Vec<Action>, Vec<Problem>) {
     let cx = Advisor {
         g,
         c,
@@ -314,6 +390,7 @@ pub fn advise_with(
         total: WhatIf::new(g).closure_size(g.roots()),
         existing,
     };
+    let known = |p: &NodeId| consumers_read.is_none_or(|s| s.contains(p));
     let mut problems = Vec::new();
     let mut actions = Vec::new();
     // Edges first, by their weakest hold's verdict; referrers whose build
@@ -337,7 +414,7 @@ pub fn advise_with(
             actions.push(rank_down(action, traced_use(evs)));
         }
     }
-    for p in split_candidates(g, c) {
+    for p in split_candidates(g, c).into_iter().filter(known) {
         actions.extend(split_outputs::action(&cx, p, &mut problems));
     }
     for &p in c.paths.keys() {
@@ -351,8 +428,8 @@ pub fn advise_with(
             ));
         }
     }
-    for &p in c.paths.keys() {
-        actions.extend(bin_output::action(&cx, p));
+    for p in c.paths.keys().filter(|p| known(p)) {
+        actions.extend(bin_output::action(&cx, *p));
     }
     (rank(&cx, actions), problems)
 }
