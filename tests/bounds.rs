@@ -813,7 +813,7 @@ fn a_two_gib_elf_file_is_scanned_in_a_bounded_window() {
     assert_eq!(small_json.code, 0, "{}", small_json.stderr);
     let small_shape = evidence_shape(&serde_json::from_str(&small_json.stdout).unwrap());
     let dir = scratch("big-elf");
-    let cache = format!("file://{}/cache?compression=zstd", dir.display());
+    let cache = signed_cache_url(&dir.join("cache"), "compression=zstd");
     run(nix().args(["copy", "--to", &cache, &root]));
     // A local cache per run: over HTTP a kept read would spare the scan.
     let xdg = |run: &str| dir.join(format!("xdg-{run}")).display().to_string();

@@ -1021,9 +1021,9 @@ fn advise_fetches_no_nar_that_no_question_needs() {
     let cache = scratch("consumer-prune").join("cache");
     run(nix()
         .args(["copy", "--to"])
-        .arg(format!(
-            "file://{}?compression=xz&write-nar-listing=1",
-            cache.display()
+        .arg(signed_cache_url(
+            &cache,
+            "compression=xz&write-nar-listing=1",
         ))
         .arg(&root));
     let paths = closure_set(&root);
@@ -1182,7 +1182,9 @@ fn narinfos_are_a_bounded_work_queue() {
     let nix_paths: std::collections::BTreeSet<String> = nix_closure_paths(Some(&file), &[&root])
         .into_iter()
         .collect();
-    let args = ["--json", "size", &root];
+    // The synthetic cache is unsigned (bench/narinfo_cache.py writes no
+    // Sig lines): accepted deliberately, this tests the queue.
+    let args = ["--no-require-sigs", "--json", "size", &root];
     let from_file = run_in(&fresh("queue-file"), &file, &args);
     assert_eq!(from_file.code, 0, "{}", from_file.stderr);
     let v: serde_json::Value = serde_json::from_str(&from_file.stdout).unwrap();
@@ -1240,6 +1242,7 @@ fn narinfos_are_a_bounded_work_queue() {
             &fresh(&format!("queue-{n}")),
             &server.url(),
             &[
+                "--no-require-sigs",
                 "--http-connections",
                 &n.to_string(),
                 "--json",
@@ -1316,6 +1319,8 @@ fn concurrent_runs_killed_midway_leave_a_sound_cache() {
                 .env("XDG_CACHE_HOME", &xdg)
                 .env("HOME", &home)
                 .env("NIX_CONF_DIR", &home)
+                // The caches are signed with the test key, trusted here.
+                .env("NIX_CONFIG", trusting_conf())
                 .args(["--store", &server.url()])
                 .args(args)
                 .stdout(std::fs::File::create(&out).unwrap())

@@ -190,7 +190,14 @@ fn a_closure_split_over_a_chroot_and_two_caches_reads_as_one_store() {
             single.extend(cmd.iter().copied());
             let want = heft_run(None, &single);
             assert_eq!(want.code, 0, "{what} over the local store: {}", want.stderr);
-            same(&o.stdout, &want.stdout, &what);
+            // The answer is the single store's; what was read to reach it
+            // (`reads`: a local store's trees cost nothing, a cache's do)
+            // depends on where the paths are.
+            same(
+                &without_reads(&o.stdout),
+                &without_reads(&want.stdout),
+                &what,
+            );
 
             // Asked in order, and of none once found.
             let (asks_a, asks_b) = (narinfo_asks(&a), narinfo_asks(&b));
@@ -931,5 +938,17 @@ fn content_addressed_narinfos_need_no_signature() {
         );
         assert_error(&o, &format!("refusing the narinfo of {p}"));
         std::fs::write(&file, &text).unwrap();
+    }
+}
+
+/// `advise`'s JSON without `reads` (which paths were read and which
+/// question needed each): the source decides what costs a read.
+fn without_reads(json: &str) -> String {
+    match serde_json::from_str::<Value>(json) {
+        Ok(Value::Object(mut m)) => {
+            m.remove("reads");
+            serde_json::to_string(&Value::Object(m)).unwrap()
+        }
+        _ => json.to_string(),
     }
 }
