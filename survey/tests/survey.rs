@@ -43,6 +43,8 @@ struct Fixture {
     /// Scratch directory, kept for the test process.
     tmp: PathBuf,
     cache: PathBuf,
+    /// The key the cache is signed with, which `heft()` trusts.
+    public_key: String,
     http: String,
     /// A survey over the file:// cache, run once.
     file_dir: PathBuf,
@@ -63,9 +65,21 @@ fn fixture() -> &'static Fixture {
             .unwrap()
             .keep();
         let cache = tmp.join("cache");
+        // Signed as a real cache is: nix-heft refuses unsigned narinfos
+        // (`heft()` trusts this key).
+        let (secret, public) = (tmp.join("key.sec"), tmp.join("key.pub"));
+        run(Command::new("nix-store")
+            .args(["--generate-binary-cache-key", "nix-heft-survey-test-1"])
+            .arg(&secret)
+            .arg(&public));
+        let public_key = std::fs::read_to_string(&public).unwrap().trim().to_string();
         run(nix()
             .args(["copy", "--to"])
-            .arg(format!("file://{}", cache.display()))
+            .arg(format!(
+                "file://{}?secret-key={}",
+                cache.display(),
+                secret.display()
+            ))
             .args(&roots));
         let http = http_server::FileServer::start(&cache).url();
         let file_dir = tmp.join("survey-file");
@@ -81,6 +95,7 @@ fn fixture() -> &'static Fixture {
             roots,
             tmp,
             cache,
+            public_key,
             http,
             file_dir,
             file_report,
@@ -132,7 +147,13 @@ fn heft() -> Command {
         );
         root.join("target/debug/nix-heft")
     });
-    Command::new(bin)
+    let mut c = Command::new(bin);
+    // As a user whose nix.conf trusts the fixture cache's key.
+    c.env(
+        "NIX_CONFIG",
+        format!("trusted-public-keys = {}", fixture().public_key),
+    );
+    c
 }
 
 /// The rows of `sql` over the survey in `dir`.
