@@ -12,7 +12,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{repo, run};
+use common::{ExampleCopy, example_copy, run};
 use nix_heft::installable::{Evaluated, Installable, InstallableError, Options, evaluate};
 
 struct Dir {
@@ -21,49 +21,14 @@ struct Dir {
     nonce: String,
 }
 
-/// The directory, removed when the test binary exits (a static has no
-/// destructor).
-static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
-
-extern "C" fn remove_scratch() {
-    if let Some(d) = SCRATCH.get() {
-        let _ = std::fs::remove_dir_all(d);
-    }
-}
-
 fn dir() -> &'static Dir {
     static D: OnceLock<Dir> = OnceLock::new();
     D.get_or_init(|| {
-        let path = tempfile::Builder::new()
-            .prefix("nix-heft-installable-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        let _ = SCRATCH.set(path.clone());
-        // SAFETY: registering a plain function with no captured state.
-        unsafe {
-            libc::atexit(remove_scratch);
-        }
-        let ex = repo().join("examples/rocm-mini");
-        std::fs::copy(ex.join("default.nix"), path.join("default.nix")).unwrap();
-        run(Command::new("cp")
-            .arg("-r")
-            .arg(ex.join("src"))
-            .arg(path.join("src")));
-        let system = run(Command::new("nix-instantiate").args([
-            "--eval",
-            "--json",
-            "--expr",
-            "builtins.currentSystem",
-        ]));
-        let nonce = format!(
-            "{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        );
+        let ExampleCopy {
+            dir: path,
+            system,
+            nonce,
+        } = example_copy("nix-heft-installable-");
         std::fs::write(
             path.join("unbuilt.nix"),
             format!(

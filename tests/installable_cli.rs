@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
-use common::{heft, nix, nix_build, repo, run};
+use common::{ExampleCopy, example_copy, heft, nix, nix_build, run};
 use serde_json::Value;
 
 struct Fixture {
@@ -27,47 +27,10 @@ struct Fixture {
     cache: PathBuf,
 }
 
-static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
-
-extern "C" fn remove_scratch() {
-    if let Some(d) = SCRATCH.get() {
-        let _ = std::fs::remove_dir_all(d);
-    }
-}
-
 fn fx() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("nix-heft-installable-cli-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        let _ = SCRATCH.set(dir.clone());
-        // SAFETY: registering a plain function with no captured state.
-        unsafe {
-            libc::atexit(remove_scratch);
-        }
-        let ex = repo().join("examples/rocm-mini");
-        std::fs::copy(ex.join("default.nix"), dir.join("default.nix")).unwrap();
-        run(Command::new("cp")
-            .arg("-r")
-            .arg(ex.join("src"))
-            .arg(dir.join("src")));
-        let system = run(Command::new("nix-instantiate").args([
-            "--eval",
-            "--json",
-            "--expr",
-            "builtins.currentSystem",
-        ]));
-        let nonce = format!(
-            "{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        );
+        let ExampleCopy { dir, system, nonce } = example_copy("nix-heft-installable-cli-");
         // A ROCm-shaped package nobody on the machine has: it refers to
         // rocblas, which the cache holds too.
         std::fs::write(

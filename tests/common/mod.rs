@@ -100,16 +100,72 @@ pub fn nix_store_references(path: &str) -> BTreeSet<String> {
         .collect()
 }
 
-/// The fixture's scratch directory, removed when the test binary exits:
-/// each binary makes its own copy of the stores (hundreds of MiB), and a
-/// static has no destructor.
-static SCRATCH: OnceLock<PathBuf> = OnceLock::new();
+/// Scratch directories removed when the test binary exits: each binary
+/// makes its own copy of the stores (hundreds of MiB), and a static has no
+/// destructor.
+static SCRATCH: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
 
 extern "C" fn remove_scratch() {
-    if let Some(d) = SCRATCH.get() {
+    for d in SCRATCH.lock().unwrap_or_else(|e| e.into_inner()).iter() {
         let _ = Command::new("chmod").arg("-R").arg("u+w").arg(d).status();
         let _ = std::fs::remove_dir_all(d);
     }
+}
+
+/// A new directory under the temporary directory, named `PREFIX…`, kept
+/// for the whole test binary and removed when it exits.
+pub fn scratch_dir(prefix: &str) -> PathBuf {
+    static REGISTERED: std::sync::Once = std::sync::Once::new();
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir()
+        .unwrap()
+        .keep();
+    SCRATCH
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .push(dir.clone());
+    // SAFETY: registering a plain function with no captured state.
+    REGISTERED.call_once(|| unsafe {
+        libc::atexit(remove_scratch);
+    });
+    dir
+}
+
+/// A copy of the example's Nix files in a [`scratch_dir`], for tests that
+/// evaluate them in place (files and `path:` flakes), with the machine's
+/// system and a nonce no earlier run has used, for derivations nobody has
+/// built.
+pub struct ExampleCopy {
+    pub dir: PathBuf,
+    /// `builtins.currentSystem`, as JSON (a quoted string).
+    pub system: String,
+    pub nonce: String,
+}
+
+pub fn example_copy(prefix: &str) -> ExampleCopy {
+    let dir = scratch_dir(prefix);
+    let ex = repo().join("examples/rocm-mini");
+    std::fs::copy(ex.join("default.nix"), dir.join("default.nix")).unwrap();
+    run(Command::new("cp")
+        .arg("-r")
+        .arg(ex.join("src"))
+        .arg(dir.join("src")));
+    let system = run(Command::new("nix-instantiate").args([
+        "--eval",
+        "--json",
+        "--expr",
+        "builtins.currentSystem",
+    ]));
+    let nonce = format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    );
+    ExampleCopy { dir, system, nonce }
 }
 
 pub fn fixture() -> &'static Fixture {
@@ -125,16 +181,7 @@ pub fn fixture() -> &'static Fixture {
             .pop()
             .unwrap();
         remove_stale_scratch();
-        let tmp = tempfile::Builder::new()
-            .prefix("nix-heft-test-")
-            .tempdir()
-            .unwrap()
-            .keep();
-        let _ = SCRATCH.set(tmp.clone());
-        // SAFETY: registering a plain function with no captured state.
-        unsafe {
-            libc::atexit(remove_scratch);
-        }
+        let tmp = scratch_dir("nix-heft-test-");
         let chroot = tmp.join("chroot");
         let cache = tmp.join("cache");
         let all_roots: Vec<String> = small.values().cloned().chain([rocm.clone()]).collect();
@@ -448,9 +495,17 @@ pub mod http_server;
 /// and key each path came from and so differ between stores that give
 /// the same answer; text that is not a JSON object is returned as it is.
 pub fn without_origins(json: &str) -> String {
+    without_keys(json, &["origins"])
+}
+
+/// `json` (a report's JSON object) without the top-level `keys`; text that
+/// is not a JSON object is returned as it is.
+pub fn without_keys(json: &str, keys: &[&str]) -> String {
     match serde_json::from_str::<Value>(json) {
         Ok(Value::Object(mut m)) => {
-            m.remove("origins");
+            for k in keys {
+                m.remove(*k);
+            }
             let mut s = serde_json::to_string(&Value::Object(m)).unwrap();
             s.push('\n');
             s
