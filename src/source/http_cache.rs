@@ -7,7 +7,10 @@
 //! 2. `<hash>.narinfo` for each path of the closure asked for, as a work
 //!    queue (a path's references are asked for as soon as its narinfo
 //!    arrives), `--http-connections` at a time on a pool of threads that
-//!    share one agent's keep-alive connections;
+//!    share one client: over `https://` the requests are multiplexed as
+//!    HTTP/2 streams on one connection when the server offers HTTP/2 (as
+//!    cache.nixos.org's CDN does, and as Nix's curl asks), else sent over a
+//!    pool of HTTP/1.1 keep-alive connections, one request in flight each;
 //! 3. `<hash>.ls`, the NAR listing, when a path's tree is needed (its file
 //!    sizes, symlink targets and names): no NAR;
 //! 4. a NAR only when its file contents must be scanned, streamed through
@@ -47,10 +50,11 @@ use crate::store_path::StorePath;
 /// closure is loaded as a work queue whose lookups these bound, so a
 /// closure of N paths over a round trip RTT costs about
 /// max(depth, N / this) × RTT. Measured against a server answering after
-/// 50 ms (BENCHMARKS.md): 9,137 narinfos took 34 s at 16, 14 s at 64, 8 s
-/// at 128. HTTP/1.1 has one request in flight per connection, so this is
-/// also the number of connections kept alive (Nix's 25 multiplex over
-/// HTTP/2). Only narinfos use them: NARs are read a few at a time.
+/// 50 ms (BENCHMARKS.md, `bench/closure-queue.sh`): 9,137 narinfos took
+/// 32 s at 16, 9 s at 64, 5 s at 128. Over HTTP/2 these are streams on
+/// one connection (the server caps them: CDNs allow about 100); over
+/// HTTP/1.1 each needs a connection of its own, kept alive. Only narinfos
+/// and listings use them all: NARs are read a few at a time.
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 128;
 /// Most requests in flight whatever is asked (nix.conf's 0, Nix's "no
 /// limit", asks for this): each is a thread.
@@ -65,6 +69,11 @@ pub fn http_connections(asked: Option<usize>) -> usize {
         Some(n) => n.min(MAX_HTTP_CONNECTIONS),
     }
 }
+/// HTTP/2 flow-control window of each stream (see the client's builder).
+const HTTP2_STREAM_WINDOW: u32 = 8 << 20;
+/// HTTP/2 flow-control window of a connection, shared by its streams: the
+/// few NARs read at once each get a stream's window.
+const HTTP2_CONNECTION_WINDOW: u32 = 32 << 20;
 /// Attempts per request (the first and the retries).
 const ATTEMPTS: u32 = 4;
 /// First backoff; doubled each retry up to [`MAX_BACKOFF`].
@@ -79,7 +88,7 @@ const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 pub struct HttpCache {
     /// The cache URL without query or trailing `/`.
     base: String,
-    agent: ureq::Agent,
+    client: super::http_client::HttpClient,
     /// `Basic …` from netrc, if any; never printed.
     auth: Option<String>,
     store_dir: String,
@@ -88,6 +97,14 @@ pub struct HttpCache {
     /// Narinfos fetched in this run, with the trusted key that signed
     /// each, so a NAR request needs no second one.
     narinfos: Mutex<HashMap<StorePath, (NarInfo, Option<String>)>>,
+    /// One lock per file being fetched (`HASH.narinfo`, `HASH.ls`): two
+    /// threads wanting the same file at once (the closure's queue and a
+    /// plan asking for a path's size, or two plans wanting one listing)
+    /// make one request, the second waiting for the first's answer.
+    fetching: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Paths whose listing the cache does not have (404): asked once a
+    /// run (many caches write none; the NAR has the tree).
+    no_listing: Mutex<std::collections::HashSet<StorePath>>,
     /// `Priority` of its `nix-cache-info`.
     priority: Option<u64>,
     /// Which narinfos are accepted; `None` checks nothing.
@@ -114,7 +131,7 @@ impl<R: Read> Read for Counting<R> {
 
 /// The outcome of one GET after retries.
 enum Got {
-    Body(ureq::http::Response<ureq::Body>),
+    Body(super::http_client::Answer),
     /// 404 or 403.
     Absent,
 }
@@ -138,20 +155,38 @@ impl HttpCache {
             .filter(|s| *s > 0.0 && s.is_finite())
             .map_or(DEFAULT_TIMEOUT, Duration::from_secs_f64);
         let connections = http_connections(opts.http_connections);
-        let agent: ureq::Agent = ureq::Agent::config_builder()
-            .tls_config(tls_config(&base)?)
-            .http_status_as_error(false)
-            .timeout_connect(Some(timeout))
-            .timeout_resolve(Some(timeout))
-            .timeout_per_read(Some(timeout))
-            .timeout_recv_response(Some(timeout))
-            .max_idle_connections(connections * 2)
-            .max_idle_connections_per_host(connections * 2)
-            // Credentials are for this host only.
-            .max_redirects(5)
+        let roots = trusted_roots(&base)?;
+        let builder = || {
+            let b = reqwest::Client::builder();
+            match &roots {
+                Some(certs) => certs.iter().fold(b.tls_built_in_root_certs(false), |b, c| {
+                    b.add_root_certificate(c.clone())
+                }),
+                None => b,
+            }
+            .connect_timeout(timeout)
+            .pool_max_idle_per_host(connections * 2)
+            // HTTP/2's default window (64 KiB per stream) would cap a NAR
+            // at 64 KiB per round trip: 1.3 MB/s at 50 ms. hyper's adaptive
+            // window (BDP pings) would grow it, but here it broke one
+            // stream in about three runs of 9,137 narinfos ("stream error:
+            // unspecific protocol error"); fixed windows never did. 8 MiB
+            // per stream is 160 MB/s at 50 ms; the readers' pace bounds
+            // what is buffered.
+            .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
+            .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
+            // A redirect to another host loses the Authorization header
+            // (reqwest drops it): credentials are for this host only.
+            .redirect(reqwest::redirect::Policy::limited(5))
             .user_agent(concat!("nix-heft/", env!("CARGO_PKG_VERSION")))
-            .build()
-            .into();
+        };
+        let client =
+            super::http_client::HttpClient::new(builder, connections, timeout).map_err(|e| {
+                Error::Http {
+                    url: base.clone(),
+                    reason: format!("cannot start the HTTP client: {e}"),
+                }
+            })?;
         let netrc_auth = super::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
             let text = std::fs::read_to_string(p).ok()?;
             let c = super::netrc::lookup(&text, &host)?;
@@ -169,20 +204,22 @@ impl HttpCache {
         let mut cache = HttpCache {
             local: LocalCache::open(&base, opts.refresh),
             base,
-            agent,
+            client,
             auth,
             store_dir: DEFAULT_STORE_DIR.to_string(),
             pool,
             narinfos: Mutex::new(HashMap::new()),
+            fetching: Mutex::new(HashMap::new()),
+            no_listing: Mutex::default(),
             priority: None,
             signatures: opts.signatures.clone(),
             stats: Arc::default(),
             log: Arc::clone(&opts.log),
         };
         let info_url = format!("{}/nix-cache-info", cache.base);
-        let info = match cache.get(&info_url, true)? {
-            Got::Body(r) => read_small(r, &info_url, MAX_NARINFO, "nix-cache-info")?,
-            Got::Absent => {
+        let info = match cache.get_small(&info_url, MAX_NARINFO, "nix-cache-info")? {
+            Some(bytes) => bytes,
+            None => {
                 return Err(Error::Http {
                     url: info_url,
                     reason: "not found: this URL is not a Nix binary cache".into(),
@@ -219,16 +256,16 @@ impl HttpCache {
                 std::thread::sleep(backoff);
                 backoff = (backoff * 2).min(MAX_BACKOFF);
             }
-            let mut req = self.agent.get(url).header(
+            let mut headers = vec![(
                 "Accept-Encoding",
                 if small { "br, zstd, gzip" } else { "identity" },
-            );
+            )];
             if let Some(a) = &self.auth {
-                req = req.header("Authorization", a);
+                headers.push(("Authorization", a));
             }
-            match req.call() {
+            match self.client.get(url, &headers) {
                 Ok(resp) => {
-                    let status = resp.status().as_u16();
+                    let status = resp.status;
                     match status {
                         200..=299 => return Ok(Got::Body(resp)),
                         404 | 403 => return Ok(Got::Absent),
@@ -257,8 +294,8 @@ impl HttpCache {
                     }
                 }
                 Err(e) => {
-                    last = describe_error(&e);
-                    if !retryable(&e) {
+                    last = e.to_string();
+                    if !e.retryable() {
                         return Err(Error::Http {
                             url: url.to_string(),
                             reason: last,
@@ -271,6 +308,30 @@ impl HttpCache {
             url: url.to_string(),
             reason: format!("{last} (gave up after {ATTEMPTS} attempts)"),
         })
+    }
+
+    /// The body of a narinfo, listing or `nix-cache-info` (see
+    /// [`read_small`]), `None` when the cache has none. A body cut off
+    /// midway (a reset connection or stream) is asked for again, as a
+    /// failed request is.
+    fn get_small(&self, url: &str, max: u64, what: &str) -> Result<Option<Vec<u8>>> {
+        let mut backoff = FIRST_BACKOFF;
+        let mut attempt = 1;
+        loop {
+            let resp = match self.get(url, true)? {
+                Got::Body(r) => r,
+                Got::Absent => return Ok(None),
+            };
+            match read_small(resp, url, max, what) {
+                Ok(bytes) => return Ok(Some(bytes)),
+                Err(Small::Broken(_)) if attempt < ATTEMPTS => {
+                    attempt += 1;
+                    std::thread::sleep(backoff);
+                    backoff = (backoff * 2).min(MAX_BACKOFF);
+                }
+                Err(Small::Broken(e) | Small::Refused(e)) => return Err(e),
+            }
+        }
     }
 
     /// The narinfo of `path`: from this run, the local cache, or the
@@ -288,13 +349,20 @@ impl HttpCache {
     /// unless it verifies then, and changing the trusted keys takes effect
     /// at once, for kept entries too.
     fn checked_narinfo(&self, path: &StorePath) -> Result<Option<(NarInfo, Option<String>)>> {
-        if let Some(n) = self
-            .narinfos
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(path)
-        {
-            return Ok(Some(n.clone()));
+        let known = || {
+            self.narinfos
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(path)
+                .cloned()
+        };
+        if let Some(n) = known() {
+            return Ok(Some(n));
+        }
+        let lock = self.fetch_lock(format!("{}.narinfo", path.hash_part()));
+        let _fetching = lock.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = known() {
+            return Ok(Some(n));
         }
         let url = format!("{}/{}.narinfo", self.base, path.hash_part());
         let file = PathBuf::from(&url);
@@ -314,9 +382,8 @@ impl HttpCache {
         let (info, signed_by) = match kept {
             Some(n) => n,
             None => {
-                let bytes = match self.get(&url, true)? {
-                    Got::Body(r) => read_small(r, &url, MAX_NARINFO, "a narinfo")?,
-                    Got::Absent => return Ok(None),
+                let Some(bytes) = self.get_small(&url, MAX_NARINFO, "a narinfo")? else {
+                    return Ok(None);
                 };
                 self.stats.narinfos.fetch_add(1, Ordering::Relaxed);
                 let Some(info) = NarInfo::parse_for(bytes.clone(), &self.store_dir, path, &file)?
@@ -334,6 +401,12 @@ impl HttpCache {
             .unwrap_or_else(|e| e.into_inner())
             .insert(path.clone(), n.clone());
         Ok(Some(n))
+    }
+
+    /// The lock held while `file` is fetched (see `fetching`).
+    fn fetch_lock(&self, file: String) -> Arc<Mutex<()>> {
+        let mut locks = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(file).or_default().clone()
     }
 
     /// The URL a narinfo's `URL` field names: relative to the cache, with
@@ -414,15 +487,38 @@ impl PathMetadata for HttpCache {
 
 impl PathContents for HttpCache {
     fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
-        if let Some(bytes) = self.local.get(path, "ls")
-            && let Ok(t) = super::listing::parse(&bytes)
-        {
+        let kept = || {
+            self.local
+                .get(path, "ls")
+                .and_then(|bytes| super::listing::parse(&bytes).ok())
+        };
+        if let Some(t) = kept() {
+            return Ok(Some(t));
+        }
+        let lock = self.fetch_lock(format!("{}.ls", path.hash_part()));
+        let _fetching = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let absent = || {
+            self.no_listing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(path)
+        };
+        if absent() {
+            return Ok(None);
+        }
+        if let Some(t) = kept() {
             return Ok(Some(t));
         }
         let url = format!("{}/{}.ls", self.base, path.hash_part());
-        let bytes = match self.get(&url, true)? {
-            Got::Body(r) => read_small(r, &url, MAX_LISTING, "a NAR listing")?,
-            Got::Absent => return Ok(None),
+        let bytes = match self.get_small(&url, MAX_LISTING, "a NAR listing")? {
+            Some(bytes) => bytes,
+            None => {
+                self.no_listing
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .insert(path.clone());
+                return Ok(None);
+            }
         };
         self.stats.listings.fetch_add(1, Ordering::Relaxed);
         // A listing that does not parse is no loss: the NAR has it all.
@@ -477,13 +573,12 @@ impl HttpCache {
             }
         };
         self.stats.nars.fetch_add(1, Ordering::Relaxed);
-        let (parts, body) = resp.into_parts();
-        let head = ureq::http::Response::from_parts(parts, ());
+        let encoding = content_encoding(&resp);
         let counted = Counting {
-            inner: body.into_reader(),
+            inner: resp.body,
             count: self.stats.bytes.clone(),
         };
-        let body = decode_content(&head, Box::new(counted), &url)?;
+        let body = decode_content(&encoding, Box::new(counted), &url)?;
         let (body, file_check) = match check {
             true => FileCheck::wrap(body, &url, &info),
             false => (body, None),
@@ -501,22 +596,25 @@ impl HttpCache {
     }
 }
 
-/// Wraps `body` in the decoder its `Content-Encoding` names: servers and
-/// CDNs send listings and narinfos compressed with br, zstd or gzip,
-/// whatever the request asked for.
-fn decode_content<T>(
-    resp: &ureq::http::Response<T>,
-    body: Box<dyn Read + Send>,
-    url: &str,
-) -> Result<Box<dyn Read + Send>> {
-    let enc = resp
-        .headers()
+/// An answer's `Content-Encoding`, lower case; empty when none.
+fn content_encoding(resp: &super::http_client::Answer) -> String {
+    resp.headers
         .get("content-encoding")
         .and_then(|v| v.to_str().ok())
         .unwrap_or("")
         .trim()
-        .to_ascii_lowercase();
-    Ok(match enc.as_str() {
+        .to_ascii_lowercase()
+}
+
+/// Wraps `body` in the decoder its `Content-Encoding` (`enc`) names:
+/// servers and CDNs send listings and narinfos compressed with br, zstd or
+/// gzip, whatever the request asked for.
+fn decode_content(
+    enc: &str,
+    body: Box<dyn Read + Send>,
+    url: &str,
+) -> Result<Box<dyn Read + Send>> {
+    Ok(match enc {
         "" | "identity" => body,
         "br" => Box::new(brotli_decompressor::Decompressor::new(body, 1 << 16)),
         "zstd" => Box::new(
@@ -536,40 +634,49 @@ fn decode_content<T>(
     })
 }
 
+/// Why [`read_small`] gave no body.
+enum Small {
+    /// Too large, or in an encoding nix-heft cannot decode: asking again
+    /// gets the same.
+    Refused(Error),
+    /// Cut off or garbled on the way: worth asking again.
+    Broken(Error),
+}
+
 /// Reads a narinfo, listing or nix-cache-info body, decoded, of at most
 /// `max` bytes (as decoded): a larger one is an error naming the URL and
 /// the limit. A `Content-Length` past the limit is refused before any of
 /// the body is read; without one (chunked, or encoded), reading stops at
 /// the limit.
 fn read_small(
-    resp: ureq::http::Response<ureq::Body>,
+    resp: super::http_client::Answer,
     url: &str,
     max: u64,
     what: &str,
-) -> Result<Vec<u8>> {
-    let too_large = || Error::Http {
-        url: url.to_string(),
-        reason: super::too_large(what, max),
+) -> std::result::Result<Vec<u8>, Small> {
+    let too_large = || {
+        Small::Refused(Error::Http {
+            url: url.to_string(),
+            reason: super::too_large(what, max),
+        })
     };
-    let (parts, body) = resp.into_parts();
-    let head = ureq::http::Response::from_parts(parts, ());
-    let declared = head
-        .headers()
+    let declared = resp
+        .headers
         .get("content-length")
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.trim().parse::<u64>().ok());
-    let encoded = head.headers().get("content-encoding").is_some();
-    if !encoded && declared.is_some_and(|n| n > max) {
+    let encoding = content_encoding(&resp);
+    if encoding.is_empty() && declared.is_some_and(|n| n > max) {
         return Err(too_large());
     }
-    let r = decode_content(&head, Box::new(body.into_reader()), url)?;
+    let r = decode_content(&encoding, Box::new(resp.body), url).map_err(Small::Refused)?;
     let mut out = Vec::new();
-    r.take(max + 1)
-        .read_to_end(&mut out)
-        .map_err(|e| Error::Http {
+    r.take(max + 1).read_to_end(&mut out).map_err(|e| {
+        Small::Broken(Error::Http {
             url: url.to_string(),
             reason: format!("reading the body: {e}"),
-        })?;
+        })
+    })?;
     if out.len() as u64 > max {
         return Err(too_large());
     }
@@ -579,12 +686,12 @@ fn read_small(
 /// TLS roots: the bundled Mozilla roots, or, as Nix does, the PEM bundle
 /// named by `NIX_SSL_CERT_FILE` (else `SSL_CERT_FILE`) when one is set, for
 /// caches behind a company's own certificate authority.
-fn tls_config(base: &str) -> Result<ureq::tls::TlsConfig> {
+fn trusted_roots(base: &str) -> Result<Option<Vec<reqwest::Certificate>>> {
     let file = ["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]
         .iter()
         .find_map(|v| std::env::var_os(v).filter(|x| !x.is_empty()));
     let Some(file) = file else {
-        return Ok(ureq::tls::TlsConfig::default());
+        return Ok(None);
     };
     let bad = |reason: String| Error::Http {
         url: base.to_string(),
@@ -594,42 +701,11 @@ fn tls_config(base: &str) -> Result<ureq::tls::TlsConfig> {
         ),
     };
     let pem = std::fs::read(&file).map_err(|e| bad(e.to_string()))?;
-    let certs: Vec<ureq::tls::Certificate<'static>> = ureq::tls::parse_pem(&pem)
-        .filter_map(|item| match item {
-            Ok(ureq::tls::PemItem::Certificate(c)) => Some(Ok(c)),
-            Ok(_) => None,
-            Err(e) => Some(Err(e)),
-        })
-        .collect::<std::result::Result<_, _>>()
-        .map_err(|e| bad(e.to_string()))?;
+    let certs = reqwest::Certificate::from_pem_bundle(&pem).map_err(|e| bad(e.to_string()))?;
     if certs.is_empty() {
         return Err(bad("holds no certificate".into()));
     }
-    Ok(ureq::tls::TlsConfig::builder()
-        .root_certs(ureq::tls::RootCerts::new_with_certs(&certs))
-        .build())
-}
-
-/// Whether a transport error is worth another attempt.
-fn retryable(e: &ureq::Error) -> bool {
-    matches!(
-        e,
-        ureq::Error::Io(_)
-            | ureq::Error::Timeout(_)
-            | ureq::Error::ConnectionFailed
-            | ureq::Error::HostNotFound
-            | ureq::Error::Protocol(_)
-    )
-}
-
-fn describe_error(e: &ureq::Error) -> String {
-    match e {
-        ureq::Error::Timeout(t) => format!("timed out ({t})"),
-        ureq::Error::Io(io) if io.kind() == std::io::ErrorKind::ConnectionRefused => {
-            "connection refused".into()
-        }
-        other => other.to_string(),
-    }
+    Ok(Some(certs))
 }
 
 /// The absolute URL of a narinfo's `URL` field, which must stay inside

@@ -16,6 +16,7 @@ mod binary_cache;
 mod closure;
 pub mod derivation;
 mod http_cache;
+mod http_client;
 mod layered;
 pub mod listing;
 mod local;

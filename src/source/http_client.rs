@@ -1,0 +1,244 @@
+//! The HTTP client under [`super::http_cache`]: reqwest (hyper, rustls),
+//! speaking HTTP/2 where the server offers it through ALPN and HTTP/1.1
+//! keep-alive otherwise, driven by a small tokio runtime of its own.
+//!
+//! Callers are plain threads (the closure's work queue, the NAR readers):
+//! [`HttpClient::get`] hands the request to the runtime and blocks until
+//! the answer's head arrives; the body then comes through a bounded
+//! channel ([`Body`], a `Read`). Why not reqwest's blocking client: it
+//! lets each calling thread poll the connection's shared state itself, and
+//! with 128 threads on one HTTP/2 connection they fought over its lock,
+//! spending more time in the kernel than the answers took to arrive
+//! (measured: 7–11 s of system time for 9,137 narinfos). Here only the
+//! runtime's two threads touch a connection; a caller sleeps until its
+//! answer is there.
+
+use std::io::Read;
+use std::time::Duration;
+
+use bytes::Bytes;
+
+/// Chunks of a body buffered ahead of the reader: a NAR streams at the
+/// reader's pace, a few 16–64 KiB frames ahead, whatever its size.
+const BODY_CHUNKS_AHEAD: usize = 8;
+
+/// Requests in flight per HTTP/2 connection before another connection is
+/// opened. A server caps the streams of one connection (cache.nixos.org's
+/// CDN, like most, at 100) and hyper keeps one connection per client, so
+/// 128 requests in flight over one connection would run 100 at a time:
+/// measured at 50 ms, 9,137 narinfos took 5.3 s over one connection and
+/// 3.9 s over two of 64 (BENCHMARKS.md).
+pub const STREAMS_PER_CONNECTION: usize = 64;
+
+/// Clients and the runtime that drives their connections.
+pub struct HttpClient {
+    runtime: tokio::runtime::Runtime,
+    /// One per [`STREAMS_PER_CONNECTION`] requests in flight: each keeps
+    /// its own connection (HTTP/2) or pool (HTTP/1.1).
+    clients: Vec<reqwest::Client>,
+    /// Which client the next request goes to.
+    next: std::sync::atomic::AtomicUsize,
+    timeout: Duration,
+}
+
+/// Why a request got no answer.
+#[derive(Debug)]
+pub enum Failure {
+    /// No answer's head within the time-out.
+    TimedOut(Duration),
+    /// The transport failed (refused, reset, TLS, protocol).
+    Transport(reqwest::Error),
+    /// The client could not start (no threads left, no TLS backend).
+    Start(String),
+}
+
+/// An answer's status and headers, its body still to be read.
+pub struct Answer {
+    /// The HTTP status code.
+    pub status: u16,
+    /// The answer's headers.
+    pub headers: reqwest::header::HeaderMap,
+    /// The body, as it arrives.
+    pub body: Body,
+}
+
+/// An answer's body as a reader: chunks arrive from the runtime; a chunk
+/// not arriving within the time-out, or a broken connection, is an I/O
+/// error, never a hang.
+pub struct Body {
+    chunks: tokio::sync::mpsc::Receiver<std::io::Result<Bytes>>,
+    current: Bytes,
+}
+
+impl Read for Body {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        while self.current.is_empty() {
+            match self.chunks.blocking_recv() {
+                Some(Ok(chunk)) => self.current = chunk,
+                Some(Err(e)) => return Err(e),
+                None => return Ok(0),
+            }
+        }
+        let n = out.len().min(self.current.len());
+        out[..n].copy_from_slice(&self.current[..n]);
+        let _ = self.current.split_to(n);
+        Ok(n)
+    }
+}
+
+impl HttpClient {
+    /// A client built from `builder`; `timeout` bounds the wait for an
+    /// answer's head, then for each chunk of its body, so a stalled server
+    /// gives an error while a large NAR may take as long as it keeps
+    /// arriving.
+    /// `in_flight` is the most requests callers will have in flight at once.
+    pub fn new(
+        builder: impl Fn() -> reqwest::ClientBuilder,
+        in_flight: usize,
+        timeout: Duration,
+    ) -> Result<Self, Failure> {
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("nix-heft-net")
+            .enable_all()
+            .build()
+            .map_err(|e| Failure::Start(format!("cannot start its threads: {e}")))?;
+        // reqwest's connector needs the runtime's reactor when it is built.
+        let clients = {
+            let _entered = runtime.enter();
+            (0..in_flight.div_ceil(STREAMS_PER_CONNECTION).max(1))
+                .map(|_| builder().build().map_err(Failure::Transport))
+                .collect::<Result<Vec<_>, _>>()?
+        };
+        Ok(HttpClient {
+            runtime,
+            clients,
+            next: std::sync::atomic::AtomicUsize::new(0),
+            timeout,
+        })
+    }
+
+    /// GET `url` with `headers`; blocks until the head of the answer
+    /// arrives.
+    pub fn get(&self, url: &str, headers: &[(&str, &str)]) -> Result<Answer, Failure> {
+        let i = self.next.fetch_add(1, std::sync::atomic::Ordering::Relaxed) % self.clients.len();
+        let mut req = self.clients[i].get(url);
+        for (k, v) in headers {
+            req = req.header(*k, *v);
+        }
+        let timeout = self.timeout;
+        let (head_tx, head_rx) = tokio::sync::oneshot::channel();
+        self.runtime.spawn(async move {
+            let mut resp = match tokio::time::timeout(timeout, req.send()).await {
+                Err(_) => {
+                    let _ = head_tx.send(Err(Failure::TimedOut(timeout)));
+                    return;
+                }
+                Ok(Err(e)) => {
+                    let _ = head_tx.send(Err(Failure::Transport(e)));
+                    return;
+                }
+                Ok(Ok(r)) => r,
+            };
+            let (tx, rx) = tokio::sync::mpsc::channel(BODY_CHUNKS_AHEAD);
+            let answer = Answer {
+                status: resp.status().as_u16(),
+                headers: std::mem::take(resp.headers_mut()),
+                body: Body {
+                    chunks: rx,
+                    current: Bytes::new(),
+                },
+            };
+            if head_tx.send(Ok(answer)).is_err() {
+                return;
+            }
+            loop {
+                let next = match tokio::time::timeout(timeout, resp.chunk()).await {
+                    Err(_) => Some(Err(std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no data for {}s", timeout.as_secs_f64()),
+                    ))),
+                    Ok(Err(e)) => Some(Err(std::io::Error::other(describe(&e)))),
+                    Ok(Ok(Some(chunk))) => Some(Ok(chunk)),
+                    Ok(Ok(None)) => None,
+                };
+                let Some(item) = next else { break };
+                let failed = item.is_err();
+                // The reader went away (it had read enough, or failed):
+                // drop the answer, which resets the stream.
+                if tx.send(item).await.is_err() || failed {
+                    break;
+                }
+            }
+        });
+        head_rx
+            .blocking_recv()
+            .unwrap_or(Err(Failure::TimedOut(timeout)))
+    }
+}
+
+impl Failure {
+    /// Whether another attempt may succeed: a refused or reset
+    /// connection, a time-out, a connection closed mid-answer; not a TLS
+    /// failure (an untrusted certificate answers the same every time), a
+    /// request built wrong or a redirect loop.
+    pub fn retryable(&self) -> bool {
+        let e = match self {
+            Failure::TimedOut(_) => return true,
+            Failure::Start(_) => return false,
+            Failure::Transport(e) => e,
+        };
+        if e.is_builder() || e.is_redirect() || e.is_status() {
+            return false;
+        }
+        // A TLS failure comes as an I/O error of kind InvalidData.
+        let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+        while let Some(s) = source {
+            if s.downcast_ref::<std::io::Error>()
+                .is_some_and(|io| io.kind() == std::io::ErrorKind::InvalidData)
+            {
+                return false;
+            }
+            source = s.source();
+        }
+        true
+    }
+}
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Failure::TimedOut(t) => write!(f, "timed out (no answer in {}s)", t.as_secs_f64()),
+            Failure::Transport(e) => f.write_str(&describe(e)),
+            Failure::Start(why) => f.write_str(why),
+        }
+    }
+}
+
+/// A transport error in words: reqwest's own message is only "error
+/// sending request"; the cause (refused, certificate, reset) is in its
+/// sources.
+fn describe(e: &reqwest::Error) -> String {
+    if e.is_timeout() {
+        return "timed out".into();
+    }
+    let mut causes: Vec<String> = Vec::new();
+    let mut source: Option<&(dyn std::error::Error + 'static)> = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(io) = s.downcast_ref::<std::io::Error>()
+            && io.kind() == std::io::ErrorKind::ConnectionRefused
+        {
+            return "connection refused".into();
+        }
+        let text = s.to_string();
+        if !causes.iter().any(|c| c.contains(&text)) {
+            causes.push(text);
+        }
+        source = s.source();
+    }
+    if causes.is_empty() {
+        e.to_string()
+    } else {
+        causes.join(": ")
+    }
+}
