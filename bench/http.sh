@@ -37,32 +37,24 @@ if [ ! -f "$cache/nix-cache-info" ]; then
   "${nixc[@]}" copy --to "file://$cache?compression=xz&parallel-compression=true&write-nar-listing=1" "$root"
 fi
 work="$(mktemp -d)"
-port=$((20000 + RANDOM % 20000))
-# Python's stock `http.server` has a listen backlog of 5: 16 parallel
-# connects overflow it and wait for a SYN retransmission (1 s). This one
-# has a deep backlog and keep-alive (HTTP/1.1), as real caches do.
-cat > "$work/server.py" <<'PY'
-import functools, http.server, sys
-class Server(http.server.ThreadingHTTPServer):
-    request_queue_size = 256
-    daemon_threads = True
-class Handler(http.server.SimpleHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-Server(("127.0.0.1", int(sys.argv[1])), functools.partial(Handler, directory=sys.argv[2])).serve_forever()
-PY
-python3 "$work/server.py" "$port" "$cache" 2> "$work/server.log" &
+# The tests' CDN-like server (examples/cache_server.rs): every answer after
+# DELAY_MS (default 50: a distant cache), each body at MBPS megabytes a
+# second when set (a distant server's TCP flow), HTTP/1.1 keep-alive over
+# http:// (`nix copy` gets the same server).
+(cd "$repo" && cargo build --release --quiet --example cache_server)
+delay="${DELAY_MS:-50}"
+"$repo/target/release/examples/cache_server" "$cache" --latency-ms "$delay" \
+  ${MBPS:+--mbps "$MBPS"} --log "$work/server.log" > "$work/port" 2>/dev/null &
 server=$!
 trap 'kill "$server" 2>/dev/null; rm -rf "$work"' EXIT
-for _ in $(seq 50); do
-  curl -sf "http://127.0.0.1:$port/nix-cache-info" > /dev/null 2>&1 && break
-  sleep 0.1
-done
-url="http://127.0.0.1:$port"
+for _ in $(seq 50); do [ -s "$work/port" ] && break; sleep 0.1; done
+touch "$work/server.log"
+url="http://127.0.0.1:$(head -1 "$work/port")"
 
-# Bytes the server sent since line $1 of its log: the files of 200 answers.
+# Bytes the server sent since line $1 of its log (path status protocol
+# connection bytes): the bodies of 200 answers.
 sent_since() {
-  tail -n +"$1" "$work/server.log" | sed -n 's/.*"GET \([^ ]*\) HTTP[^"]*" 200 .*/\1/p' |
-    while read -r p; do stat -c %s "$cache$p"; done | awk '{s += $1} END {print s + 0}'
+  tail -n +"$1" "$work/server.log" | awk '$2 == 200 {s += $5} END {print s + 0}'
 }
 lines() { wc -l < "$work/server.log"; }
 total_xz="$("${nixc[@]}" path-info -r --store "file://$cache" "$root" |
@@ -71,12 +63,9 @@ total_xz="$("${nixc[@]}" path-info -r --store "file://$cache" "$root" |
 paths="$("${nixc[@]}" path-info -r --store "file://$cache" "$root" | wc -l)"
 nar_total="$("${nixc[@]}" path-info -S --store "file://$cache" "$root" | awk '{print $2}')"
 
-timed() { # label, command...
-  local start end
-  start=$(date +%s.%N)
-  "${@:2}" > "$work/$1.out"
-  end=$(date +%s.%N)
-  echo "$1 $(echo "$end - $start" | bc)"
+timed() { # label, command...: "label wall-seconds peak-RSS-KiB"
+  /usr/bin/time -f "%e %M" -o "$work/$1.time" "${@:2}" > "$work/$1.out"
+  echo "$1 $(cat "$work/$1.time")"
 }
 
 export XDG_CACHE_HOME="$work/xdg"
@@ -93,15 +82,26 @@ l2=$(lines)
 t_all=$(XDG_CACHE_HOME="$work/xdg-all" timed advise-all "$heft" --store "$url" --json advise --min-saving 0 "$root")
 b_all=$(sent_since $((l2 + 1)))
 l2=$(lines)
+t_refs=$(XDG_CACHE_HOME="$work/xdg-refs" timed refs-cold "$heft" --store "$url" --json refs "$root")
+b_refs=$(sent_since $((l2 + 1)))
+l2=$(lines)
 t_copy=$(timed nix-copy "${nixc[@]}" copy --no-check-sigs --from "$url" --to "$work/chroot" "$root")
 b_copy=$(sent_since $((l2 + 1)))
 
 echo "closure: $root, $paths paths, NAR total $nar_total bytes, compressed (xz) $total_xz bytes"
-echo "| run | wall (s) | bytes downloaded | of the compressed closure |"
-echo "| --- | ---: | ---: | ---: |"
-for r in "advise-cold:$t_cold:$b_cold" "advise-warm:$t_warm:$b_warm" "advise-min-saving-0:$t_all:$b_all" "nix-copy:$t_copy:$b_copy"; do
+echo "| run | wall (s) | peak RSS | bytes downloaded | of the compressed closure |"
+echo "| --- | ---: | ---: | ---: | ---: |"
+for r in "advise-cold:$t_cold:$b_cold" "advise-warm:$t_warm:$b_warm" "advise-min-saving-0:$t_all:$b_all" \
+  "refs-cold:$t_refs:$b_refs" "nix-copy:$t_copy:$b_copy"; do
   IFS=: read -r name t b <<< "$r"
-  echo "| $name | ${t#* } | $b | $(echo "scale=1; 100 * $b / $total_xz" | bc)% |"
+  read -r _ wall rss <<< "$t"
+  echo "| $name | $wall | $((rss / 1024)) MiB | $b | $(echo "scale=2; 100 * $b / $total_xz" | bc)% |"
+done
+# Memory with the closure in the local store (no download, every file
+# read where it lies): peak RSS must not follow the largest file.
+for cmd in refs advise; do
+  read -r _ wall rss <<< "$(timed "local-$cmd" "$heft" --json "$cmd" "$root")"
+  echo "| local $cmd | $wall | $((rss / 1024)) MiB | - | - |"
 done
 python3 -c 'import json,sys; d=json.load(open(sys.argv[1])); print("advise: %d action(s), %d referrer(s) not examined, min_saving %d" % (len(d["actions"]), len(d["not_examined"]), d["min_saving"]))' "$work/advise-cold.out"
 cmp -s "$work/advise-cold.out" "$work/advise-warm.out" && echo "warm rerun: same output"

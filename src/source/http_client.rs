@@ -170,6 +170,10 @@ impl HttpClient {
                     break;
                 }
             }
+            // The answer first, so its connection goes back to the pool
+            // before the reader sees the end and asks its next question.
+            drop(resp);
+            drop(tx);
         });
         head_rx
             .blocking_recv()

@@ -24,6 +24,8 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use bytes::Bytes;
+use std::future::Future;
+
 use http_body_util::BodyExt;
 use http_body_util::combinators::BoxBody;
 use hyper::body::Frame;
@@ -316,25 +318,69 @@ async fn answer(
     };
     let len = data.len() as u64;
     record(200, len);
-    let (mut tx, body) = http_body_util::channel::Channel::<Bytes, std::io::Error>::new(4);
-    let rate = opts.rate;
-    tokio::spawn(async move {
-        let start = tokio::time::Instant::now();
-        let mut sent: usize = 0;
-        while sent < data.len() {
-            let end = (sent + (1 << 16)).min(data.len());
-            if let Some(rate) = rate.filter(|r| *r > 0) {
-                let due = start + Duration::from_secs_f64(end as f64 / rate as f64);
-                tokio::time::sleep_until(due).await;
-            }
-            if tx.send(Frame::data(data.slice(sent..end))).await.is_err() {
-                break;
-            }
-            sent = end;
-        }
-    });
+    let Some(rate) = opts.rate.filter(|r| *r > 0) else {
+        let full = http_body_util::Full::new(data).map_err(|never| match never {});
+        let mut resp = Response::new(BoxBody::new(full));
+        resp.headers_mut()
+            .insert(hyper::header::CONTENT_LENGTH, len.into());
+        return Ok(resp);
+    };
+    let body = Paced {
+        data,
+        sent: 0,
+        rate,
+        start: tokio::time::Instant::now(),
+        sleep: None,
+    };
     let mut resp = Response::new(BoxBody::new(body));
     resp.headers_mut()
         .insert(hyper::header::CONTENT_LENGTH, len.into());
     Ok(resp)
+}
+
+/// A body sent at `rate` bytes a second, in 64 KiB frames: each frame
+/// waits until the rate allows it. Its exact size is known, so the
+/// Content-Length header and the frames always agree (a body fed through
+/// a channel here once ended streams early under HTTP/2).
+struct Paced {
+    data: Bytes,
+    sent: usize,
+    rate: u64,
+    start: tokio::time::Instant,
+    sleep: Option<std::pin::Pin<Box<tokio::time::Sleep>>>,
+}
+
+impl hyper::body::Body for Paced {
+    type Data = Bytes;
+    type Error = std::io::Error;
+
+    fn poll_frame(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<Result<Frame<Bytes>, std::io::Error>>> {
+        use std::task::Poll;
+        if self.sent >= self.data.len() {
+            return Poll::Ready(None);
+        }
+        let end = (self.sent + (1 << 16)).min(self.data.len());
+        let due = self.start + Duration::from_secs_f64(end as f64 / self.rate as f64);
+        let sleep = self
+            .sleep
+            .get_or_insert_with(|| Box::pin(tokio::time::sleep_until(due)));
+        if sleep.as_mut().poll(cx).is_pending() {
+            return Poll::Pending;
+        }
+        self.sleep = None;
+        let frame = self.data.slice(self.sent..end);
+        self.sent = end;
+        Poll::Ready(Some(Ok(Frame::data(frame))))
+    }
+
+    fn is_end_stream(&self) -> bool {
+        self.sent >= self.data.len()
+    }
+
+    fn size_hint(&self) -> hyper::body::SizeHint {
+        hyper::body::SizeHint::with_exact((self.data.len() - self.sent) as u64)
+    }
 }
