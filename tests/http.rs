@@ -28,6 +28,9 @@ struct Faults {
     /// NAR bodies are cut off halfway (the headers promise all of it) the
     /// first this many times each is sent.
     cut_nars: u32,
+    /// Narinfo and listing bodies are cut off likewise, the first this
+    /// many times each is sent.
+    cut_small: u32,
     /// Requests are read and never answered.
     stall: bool,
     /// The `Authorization` header every request must carry.
@@ -198,7 +201,15 @@ fn serve(
         if out.write_all(head.as_bytes()).is_err() {
             return;
         }
-        if status == 200 && n - faults.fail_first <= faults.cut_nars && path.starts_with("/nar/") {
+        let small = path.ends_with(".narinfo") || path.ends_with(".ls");
+        let cut = if small {
+            faults.cut_small
+        } else if path.starts_with("/nar/") {
+            faults.cut_nars
+        } else {
+            0
+        };
+        if status == 200 && n - faults.fail_first <= cut {
             let _ = out.write_all(&body[..body.len() / 2]);
             let _ = out.flush();
             return; // closes the connection mid-body
@@ -582,6 +593,43 @@ fn a_nar_cut_off_once_is_read_again_and_results_stay_exact() {
         *counts.entry(n).or_default() += 1;
     }
     assert!(counts.values().all(|&c| c == 2), "{counts:?}");
+}
+
+/// A narinfo or listing whose body stops halfway (the connection closed
+/// under it) is asked for again, as a failed request is (issue 25: an
+/// HTTP/2 stream reset mid-body showed it), and the answers stay exact.
+#[test]
+fn a_narinfo_or_listing_cut_off_once_is_asked_again() {
+    let f = fixture();
+    let file = format!("file://{}", caches().xz_ls.display());
+    for (name, args) in [
+        ("size", vec!["--json", "size", f.rocm.as_str()]),
+        ("advise", vec!["--json", "advise", f.rocm.as_str()]),
+    ] {
+        let server = Server::start(
+            &caches().xz_ls,
+            Faults {
+                cut_small: 1,
+                ..Faults::default()
+            },
+        );
+        let o = run_in(&fresh(&format!("cut-small-{name}")), &server.url(), &args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        same(
+            &o.stdout,
+            &run_in(&fresh(&format!("cut-small-file-{name}")), &file, &args).stdout,
+            "after cut narinfos and listings",
+        );
+        // Each was sent twice: cut, then whole.
+        let mut counts: HashMap<String, usize> = HashMap::new();
+        for l in server.log() {
+            if l.status == 200 && (l.path.ends_with(".narinfo") || l.path.ends_with(".ls")) {
+                *counts.entry(l.path).or_default() += 1;
+            }
+        }
+        assert!(!counts.is_empty());
+        assert!(counts.values().all(|&c| c == 2), "{name}: {counts:?}");
+    }
 }
 
 #[test]
