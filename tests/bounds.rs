@@ -910,3 +910,74 @@ fn evidence_shape(v: &serde_json::Value) -> String {
     let re = regex::Regex::new(r"/nix/store/[0-9a-z]{32}-").unwrap();
     re.replace_all(&text, "").into_owned()
 }
+
+/// NARs are read several at once (6, so that one download's wait overlaps
+/// another's decompression and scanning): memory stays bounded by the
+/// readers' windows, not by the files they read. Eight paths of one
+/// 96 MiB file each (zeros, the leaf's store path at both ends), all read
+/// by `refs ROOT` from a `file://` cache and over HTTP: were a reader to
+/// hold its file, six at once would pass 576 MiB; the bound is 256 MiB.
+#[test]
+fn nars_read_six_at_once_stay_within_the_memory_bound() {
+    const FILE: usize = 96 << 20;
+    let cache = TestCache::new("six-at-once");
+    let leaf_path = format!("/nix/store/{}-leaf-1.0", store_hash(3, 1));
+    leaf(&cache, &leaf_path);
+    let leaf_base = leaf_path[11..].to_string();
+    let mut data = vec![0u8; FILE];
+    data[..leaf_path.len()].copy_from_slice(leaf_path.as_bytes());
+    data[FILE - leaf_path.len()..].copy_from_slice(leaf_path.as_bytes());
+    let mut bigs = Vec::new();
+    for i in 0..8u64 {
+        let path = format!("/nix/store/{}-big-{i}", store_hash(4, i));
+        let nar = cache.nar(&path[11..43], |w| w.file(false, &data));
+        cache.narinfo(&path, &nar, &[leaf_base.clone()], "");
+        bigs.push(path[11..].to_string());
+    }
+    drop(data);
+    let root = format!("/nix/store/{}-root-1.0", store_hash(5, 1));
+    let text = format!(
+        "{}\n",
+        bigs.iter()
+            .map(|b| format!("/nix/store/{b}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+    );
+    let nar = cache.nar(&root[11..43], |w| w.file(false, text.as_bytes()));
+    cache.narinfo(&root, &nar, &bigs, "");
+    let server = common::http_server::FileServer::start(&cache.dir);
+    let file = format!("file://{}", cache.store());
+    for store in [file.as_str(), server.url().as_str()] {
+        let xdg = scratch_dir("six-at-once-xdg");
+        let m = measure(
+            &[("XDG_CACHE_HOME", xdg.to_str().unwrap())],
+            store,
+            &["--json", "refs", &root],
+        );
+        assert_eq!(m.code, 0, "{store}: {}", m.stderr);
+        let v: serde_json::Value = serde_json::from_str(&m.stdout).unwrap();
+        // Every big path's edge to the leaf is found, at both ends of its
+        // file: each NAR was read to its end.
+        let edges = v["edges"].as_array().expect("refs --json lists edges");
+        for b in &bigs {
+            let e = edges
+                .iter()
+                .find(|e| {
+                    e["referrer"]
+                        .as_str()
+                        .is_some_and(|f| f.ends_with(b.as_str()))
+                        && e["reference"]
+                            .as_str()
+                            .is_some_and(|t| t.ends_with("-leaf-1.0"))
+                })
+                .unwrap_or_else(|| panic!("{store}: no edge {b} -> leaf: {}", m.stdout));
+            assert_eq!(e["kinds"]["binary"], 2, "{store}: {b}: {e}");
+        }
+        assert!(
+            m.rss < 256 * 1024,
+            "{store}: peak RSS {} MiB reading eight 96 MiB NARs",
+            m.rss / 1024
+        );
+        eprintln!("{store}: peak RSS {} MiB, {:.1} s", m.rss / 1024, m.secs);
+    }
+}
