@@ -22,7 +22,9 @@ nixc=(nix --extra-experimental-features nix-command)
 for tool in curl:curl bc:bc; do
   command -v "${tool%%:*}" >/dev/null || apt-get install -y "${tool#*:}" >/dev/null
 done
-(cd "$repo" && cargo build --release --quiet)
+# Both in one build: the server's dev-dependencies change features of
+# crates nix-heft shares, and two builds would rebuild each other's.
+(cd "$repo" && cargo build --release --quiet --bin nix-heft --example cache_server)
 heft="$repo/target/release/nix-heft"
 root="${1:-}"
 if [ -z "$root" ]; then
@@ -41,7 +43,6 @@ work="$(mktemp -d)"
 # DELAY_MS (default 50: a distant cache), each body at MBPS megabytes a
 # second when set (a distant server's TCP flow), HTTP/1.1 keep-alive over
 # http:// (`nix copy` gets the same server).
-(cd "$repo" && cargo build --release --quiet --example cache_server)
 delay="${DELAY_MS:-50}"
 "$repo/target/release/examples/cache_server" "$cache" --latency-ms "$delay" \
   ${MBPS:+--mbps "$MBPS"} --log "$work/server.log" > "$work/port" 2>/dev/null &
