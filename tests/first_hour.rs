@@ -105,7 +105,7 @@ fn advice_is_never_a_no_op_and_removes_only_what_leaves() {
     let o = heft_run(None, &["advise", weak]);
     assert!(o.stdout.contains("0 action(s)"), "{}", o.stdout);
     assert!(
-        o.stdout.contains("[dead-runpath] deep-lib-1.0 in weak-app-1.0: deep-lib-1.0 stays: via mid-lib-1.0 (not examined: mid-lib-1.0)")
+        o.stdout.contains("[dead-runpath] deep-lib-1.0 in weak-app-1.0: deep-lib-1.0 stays: via mid-lib-1.0 (not read: mid-lib-1.0; --min-saving 0 reads everything)")
             && o.stdout.contains("1 referrer(s) not examined"),
         "{}",
         o.stdout

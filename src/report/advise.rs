@@ -159,9 +159,10 @@ impl Report for AdviceReport {
                             s.verdict.as_str()
                         )
                     } else {
-                        // A verdict of holds nobody read would mislead.
+                        // A verdict of holds nobody read would mislead;
+                        // say how to have them read.
                         format!(
-                            "{} stays: via {via} (not examined: {})",
+                            "{} stays: via {via} (not read: {}; --min-saving 0 reads everything)",
                             pkg_name(&s.path),
                             s.not_examined
                                 .iter()

@@ -317,6 +317,16 @@ async fn answer(
         return Ok(resp);
     };
     let len = data.len() as u64;
+    // Nix asks `HEAD /HASH.narinfo` to learn whether a path is there: the
+    // head alone (a body on a HEAD answer breaks an HTTP/2 stream).
+    if req.method() == hyper::Method::HEAD {
+        record(200, 0);
+        let empty = http_body_util::Empty::new().map_err(|never| match never {});
+        let mut resp = Response::new(BoxBody::new(empty));
+        resp.headers_mut()
+            .insert(hyper::header::CONTENT_LENGTH, len.into());
+        return Ok(resp);
+    }
     record(200, len);
     let Some(rate) = opts.rate.filter(|r| *r > 0) else {
         let full = http_body_util::Full::new(data).map_err(|never| match never {});
