@@ -153,7 +153,8 @@ pub fn wrap_hanging(text: &str, width: Option<usize>, first: &str, rest: &str) -
 const NBSP: char = '\u{a0}';
 
 /// `text` with the spaces inside sizes (`1.9 GiB`), after a count (`20
-/// paths`) and before a name's hash (`name (cvafbxx6)`) made unbreakable.
+/// paths`), between a flag and its number (`--min-saving 0`) and before a
+/// name's hash (`name (cvafbxx6)`) made unbreakable.
 fn glue(text: &str) -> String {
     const UNITS: [&str; 7] = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"];
     let b = text.as_bytes();
@@ -178,7 +179,9 @@ fn glue(text: &str) -> String {
             // A count stays with what it counts ("20 paths").
             let word = text[..i].rsplit([' ', NBSP]).next().unwrap_or("");
             let count = !word.is_empty() && word.bytes().all(|c| c.is_ascii_digit() || c == b',');
-            if unit || hash || count {
+            // A flag stays with its number ("--min-saving 0").
+            let flag = word.starts_with("--") && after.starts_with(|c: char| c.is_ascii_digit());
+            if unit || hash || count || flag {
                 out.push(NBSP);
                 continue;
             }
@@ -191,6 +194,15 @@ fn glue(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn glued_spaces_are_sizes_counts_flags_and_hashes() {
+        let g = glue("saves 1.2 MiB in 20 paths; --min-saving 0; x (cvafbxx6) --all -x");
+        assert_eq!(
+            g,
+            "saves 1.2\u{a0}MiB in 20\u{a0}paths; --min-saving\u{a0}0; x\u{a0}(cvafbxx6) --all -x"
+        );
+    }
 
     #[test]
     fn truncation_and_hash_dimming() {
