@@ -931,7 +931,7 @@ fn nars_read_six_at_once_stay_within_the_memory_bound() {
     for i in 0..8u64 {
         let path = format!("/nix/store/{}-big-{i}", store_hash(4, i));
         let nar = cache.nar(&path[11..43], |w| w.file(false, &data));
-        cache.narinfo(&path, &nar, &[leaf_base.clone()], "");
+        cache.narinfo(&path, &nar, std::slice::from_ref(&leaf_base), "");
         bigs.push(path[11..].to_string());
     }
     drop(data);

@@ -12,6 +12,7 @@
 //!   connections, never more than `--http-connections` of them.
 
 #[path = "support/cache_server.rs"]
+#[allow(dead_code)] // the benchmarks use the rest (examples/cache_server.rs)
 mod cache_server;
 mod common;
 
