@@ -57,6 +57,8 @@ struct Cli {
     /// `http-connections` (default: nix.conf's `http-connections`, else 128;
     /// 0 means no limit, capped at 256). Narinfos are fetched as a work
     /// queue: each path's references are asked for as soon as it arrives.
+    /// Over https they are HTTP/2 streams where the server offers HTTP/2,
+    /// one connection per 64; otherwise one HTTP/1.1 connection each.
     #[arg(long, global = true, value_name = "N")]
     http_connections: Option<usize>,
     /// Fetch narinfos and listings from HTTP caches again instead of using
