@@ -961,16 +961,7 @@ in {
 fn https_with_the_ca_nix_ssl_cert_file_names() {
     let f = fixture();
     let dir = fresh("https");
-    let sh = |script: &str| {
-        run(Command::new("sh").arg("-c").arg(script).current_dir(&dir));
-    };
-    sh("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-          -keyout ca.key -out ca.pem -days 2 -subj /CN=nix-heft-test-ca 2>/dev/null
-        openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-          -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 2>/dev/null
-        printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > ext
-        openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
-          -out srv.pem -days 2 -extfile ext 2>/dev/null");
+    let certs = tls_certs();
     std::fs::write(
         dir.join("server.py"),
         "import functools, http.server, ssl, sys\n\
@@ -988,8 +979,8 @@ fn https_with_the_ca_nix_ssl_cert_file_names() {
     let mut server = Command::new("python3")
         .arg(dir.join("server.py"))
         .arg(&caches().xz_ls)
-        .arg(dir.join("srv.pem"))
-        .arg(dir.join("srv.key"))
+        .arg(&certs.cert)
+        .arg(&certs.key)
         .stdout(std::process::Stdio::piped())
         .spawn()
         .expect("python3 is needed for the HTTPS test");
@@ -998,7 +989,7 @@ fn https_with_the_ca_nix_ssl_cert_file_names() {
         .read_line(&mut port)
         .unwrap();
     let url = format!("https://127.0.0.1:{}", port.trim());
-    let ca = dir.join("ca.pem");
+    let ca = &certs.ca;
     let with_ca = |args: &[&str]| {
         heft_run_env(
             &[

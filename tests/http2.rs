@@ -26,39 +26,10 @@ use cache_server::{CacheServer, Options, Served};
 use common::commands::run;
 use common::*;
 
-/// A CA, and a certificate for 127.0.0.1 that it signed.
-struct Certs {
-    ca: PathBuf,
-    cert: PathBuf,
-    key: PathBuf,
-}
-
-fn certs() -> &'static Certs {
-    static C: OnceLock<Certs> = OnceLock::new();
-    C.get_or_init(|| {
-        let dir = scratch_dir("http2-certs");
-        run(Command::new("sh").current_dir(&dir).arg("-c").arg(
-            "set -e
-             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-               -keyout ca.key -out ca.pem -days 2 -subj /CN=nix-heft-test-ca 2>/dev/null
-             openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
-               -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 2>/dev/null
-             printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > ext
-             openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
-               -out srv.pem -days 2 -extfile ext 2>/dev/null",
-        ));
-        Certs {
-            ca: dir.join("ca.pem"),
-            cert: dir.join("srv.pem"),
-            key: dir.join("srv.key"),
-        }
-    })
-}
-
 /// A TLS server over `root`: HTTP/2 offered or not, each answer after
 /// `latency`, at most `max_streams` streams per connection.
 fn serve(root: &Path, http2: bool, latency: Duration, max_streams: u32) -> CacheServer {
-    let c = certs();
+    let c = tls_certs();
     let mut opts = Options::new(root);
     opts.tls = Some((c.cert.clone(), c.key.clone()));
     opts.http2 = http2;
@@ -72,7 +43,7 @@ fn over(server: &CacheServer, scratch: &str, args: &[&str]) -> Outcome {
     let xdg = scratch_dir(scratch);
     let o = heft_run_env(
         &[
-            ("NIX_SSL_CERT_FILE", certs().ca.to_str().unwrap()),
+            ("NIX_SSL_CERT_FILE", tls_certs().ca.to_str().unwrap()),
             ("XDG_CACHE_HOME", xdg.to_str().unwrap()),
             ("NIX_HEFT_HTTP_TIMEOUT", "20"),
         ],

@@ -613,3 +613,36 @@ pub fn build_graph_size(path: &str) -> u64 {
         .map(|i| i["narSize"].as_u64().unwrap())
         .sum()
 }
+
+/// A CA, and a certificate for 127.0.0.1 that it signed.
+pub struct TlsCerts {
+    /// The CA's certificate (PEM), for NIX_SSL_CERT_FILE.
+    pub ca: PathBuf,
+    /// The server's certificate (PEM), for 127.0.0.1.
+    pub cert: PathBuf,
+    /// The server's key (PEM).
+    pub key: PathBuf,
+}
+
+/// Made once per test process with `openssl`, for the tests' TLS servers.
+pub fn tls_certs() -> &'static TlsCerts {
+    static C: OnceLock<TlsCerts> = OnceLock::new();
+    C.get_or_init(|| {
+        let dir = scratch_dir("tls-certs");
+        commands::run(Command::new("sh").current_dir(&dir).arg("-c").arg(
+            "set -e
+             openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+               -keyout ca.key -out ca.pem -days 2 -subj /CN=nix-heft-test-ca 2>/dev/null
+             openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+               -keyout srv.key -out srv.csr -subj /CN=127.0.0.1 2>/dev/null
+             printf 'subjectAltName=IP:127.0.0.1\\nbasicConstraints=CA:FALSE\\nextendedKeyUsage=serverAuth\\n' > ext
+             openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial \
+               -out srv.pem -days 2 -extfile ext 2>/dev/null",
+        ));
+        TlsCerts {
+            ca: dir.join("ca.pem"),
+            cert: dir.join("srv.pem"),
+            key: dir.join("srv.key"),
+        }
+    })
+}
