@@ -12,6 +12,13 @@
 //! (measured: 7–11 s of system time for 9,137 narinfos). Here only the
 //! runtime's two threads touch a connection; a caller sleeps until its
 //! answer is there.
+//!
+//! A caller may itself be a task of another tokio runtime (the survey runs
+//! nix-heft's library inside DataFusion's): it waits with
+//! `futures_executor::block_on`, which tokio does not forbid there as it
+//! forbids its own `blocking_recv`, and the runtime here is shut down
+//! without waiting when the client is dropped, which may also happen
+//! there.
 
 use std::io::Read;
 use std::time::Duration;
@@ -32,7 +39,8 @@ pub const STREAMS_PER_CONNECTION: usize = 64;
 
 /// Clients and the runtime that drives their connections.
 pub struct HttpClient {
-    runtime: tokio::runtime::Runtime,
+    /// Always `Some` until dropped (see the `Drop` impl).
+    runtime: Option<tokio::runtime::Runtime>,
     /// One per [`STREAMS_PER_CONNECTION`] requests in flight: each keeps
     /// its own connection (HTTP/2) or pool (HTTP/1.1).
     clients: Vec<reqwest::Client>,
@@ -73,7 +81,7 @@ pub struct Body {
 impl Read for Body {
     fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
         while self.current.is_empty() {
-            match self.chunks.blocking_recv() {
+            match futures_executor::block_on(self.chunks.recv()) {
                 Some(Ok(chunk)) => self.current = chunk,
                 Some(Err(e)) => return Err(e),
                 None => return Ok(0),
@@ -111,7 +119,7 @@ impl HttpClient {
                 .collect::<Result<Vec<_>, _>>()?
         };
         Ok(HttpClient {
-            runtime,
+            runtime: Some(runtime),
             clients,
             next: std::sync::atomic::AtomicUsize::new(0),
             timeout,
@@ -128,7 +136,10 @@ impl HttpClient {
         }
         let timeout = self.timeout;
         let (head_tx, head_rx) = tokio::sync::oneshot::channel();
-        self.runtime.spawn(async move {
+        let Some(runtime) = &self.runtime else {
+            return Err(Failure::Start("the client was shut down".into()));
+        };
+        runtime.spawn(async move {
             let mut resp = match tokio::time::timeout(timeout, req.send()).await {
                 Err(_) => {
                     let _ = head_tx.send(Err(Failure::TimedOut(timeout)));
@@ -175,9 +186,18 @@ impl HttpClient {
             drop(resp);
             drop(tx);
         });
-        head_rx
-            .blocking_recv()
-            .unwrap_or(Err(Failure::TimedOut(timeout)))
+        futures_executor::block_on(head_rx).unwrap_or(Err(Failure::TimedOut(timeout)))
+    }
+}
+
+impl Drop for HttpClient {
+    /// Stops the runtime without waiting for its tasks (a body nobody
+    /// reads any more): dropping a runtime the usual way blocks, which
+    /// tokio refuses inside another runtime's task.
+    fn drop(&mut self) {
+        if let Some(runtime) = self.runtime.take() {
+            runtime.shutdown_background();
+        }
     }
 }
 
@@ -244,5 +264,62 @@ fn describe(e: &reqwest::Error) -> String {
         e.to_string()
     } else {
         causes.join(": ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+
+    /// Answers one request on 127.0.0.1 with `body`, over HTTP/1.1.
+    fn one_answer(body: &'static str) -> String {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = listener.local_addr().unwrap().port();
+        std::thread::spawn(move || {
+            let (conn, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(conn.try_clone().unwrap());
+            let mut line = String::new();
+            while reader.read_line(&mut line).is_ok_and(|n| n > 2) {
+                line.clear();
+            }
+            let mut conn = conn;
+            let _ = write!(
+                conn,
+                "HTTP/1.1 200 OK\r\nContent-Length: {}\r\n\r\n{body}",
+                body.len()
+            );
+        });
+        format!("http://127.0.0.1:{port}/x")
+    }
+
+    fn fetch(url: &str) -> String {
+        let client = HttpClient::new(reqwest::Client::builder, 8, Duration::from_secs(10)).unwrap();
+        let mut answer = client.get(url, &[]).unwrap();
+        assert_eq!(answer.status, 200);
+        let mut out = String::new();
+        answer.body.read_to_string(&mut out).unwrap();
+        out
+        // The client is dropped here, inside the caller's context.
+    }
+
+    #[test]
+    fn answers_on_a_plain_thread() {
+        assert_eq!(fetch(&one_answer("hello")), "hello");
+    }
+
+    /// The survey calls the library from tasks of its own tokio runtime:
+    /// waiting for an answer and dropping the client there must not panic
+    /// (tokio forbids `blocking_recv` and a blocking runtime drop inside a
+    /// runtime).
+    #[test]
+    fn answers_inside_another_tokio_runtime() {
+        let url = one_answer("inside");
+        let outer = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        let got = outer.block_on(async { fetch(&url) });
+        assert_eq!(got, "inside");
     }
 }
