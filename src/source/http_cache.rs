@@ -7,10 +7,11 @@
 //! 2. `<hash>.narinfo` for each path of the closure asked for, as a work
 //!    queue (a path's references are asked for as soon as its narinfo
 //!    arrives), `--http-connections` at a time on a pool of threads that
-//!    share one client: over `https://` the requests are multiplexed as
-//!    HTTP/2 streams on one connection when the server offers HTTP/2 (as
-//!    cache.nixos.org's CDN does, and as Nix's curl asks), else sent over a
-//!    pool of HTTP/1.1 keep-alive connections, one request in flight each;
+//!    share one client ([`super::http_client`]): over `https://` the
+//!    requests are multiplexed as HTTP/2 streams, one connection per 64,
+//!    when the server offers HTTP/2 (as cache.nixos.org's CDN does, and as
+//!    Nix's curl asks), else sent over a pool of HTTP/1.1 keep-alive
+//!    connections, one request in flight each;
 //! 3. `<hash>.ls`, the NAR listing, when a path's tree is needed (its file
 //!    sizes, symlink targets and names): no NAR;
 //! 4. a NAR only when its file contents must be scanned, streamed through
@@ -51,10 +52,11 @@ use crate::store_path::StorePath;
 /// closure of N paths over a round trip RTT costs about
 /// max(depth, N / this) × RTT. Measured against a server answering after
 /// 50 ms (BENCHMARKS.md, `bench/closure-queue.sh`): 9,137 narinfos took
-/// 32 s at 16, 9 s at 64, 5 s at 128. Over HTTP/2 these are streams on
-/// one connection (the server caps them: CDNs allow about 100); over
-/// HTTP/1.1 each needs a connection of its own, kept alive. Only narinfos
-/// and listings use them all: NARs are read a few at a time.
+/// 32 s at 16, 9 s at 64, 4.3 s at 128 (HTTP/1.1 or HTTP/2 alike). Over
+/// HTTP/2 these are streams, 64 to a connection (a server caps the streams
+/// of one: CDNs at about 100); over HTTP/1.1 each needs a connection of its
+/// own, kept alive. Only narinfos and listings use them all: NARs are read
+/// a few at a time.
 pub const DEFAULT_HTTP_CONNECTIONS: usize = 128;
 /// Most requests in flight whatever is asked (nix.conf's 0, Nix's "no
 /// limit", asks for this): each is a thread.
@@ -168,11 +170,11 @@ impl HttpCache {
             .pool_max_idle_per_host(connections * 2)
             // HTTP/2's default window (64 KiB per stream) would cap a NAR
             // at 64 KiB per round trip: 1.3 MB/s at 50 ms. hyper's adaptive
-            // window (BDP pings) would grow it, but here it broke one
-            // stream in about three runs of 9,137 narinfos ("stream error:
-            // unspecific protocol error"); fixed windows never did. 8 MiB
-            // per stream is 160 MB/s at 50 ms; the readers' pace bounds
-            // what is buffered.
+            // window (BDP pings) would grow it, but streams cut short
+            // ("stream error: unspecific protocol error") were more frequent
+            // with it in the benchmarks (BENCHMARKS.md), so the windows are
+            // fixed: 8 MiB per stream is 160 MB/s at 50 ms, and the
+            // readers' pace bounds what is buffered.
             .http2_initial_stream_window_size(HTTP2_STREAM_WINDOW)
             .http2_initial_connection_window_size(HTTP2_CONNECTION_WINDOW)
             // A redirect to another host loses the Authorization header
