@@ -290,7 +290,7 @@ impl Report for AdviceReport {
         if !self.not_examined.is_empty() {
             let line = format!(
                 "{} referrer(s) not examined: no action on them could save {} \
-                 (--min-saving; 0 reads everything)",
+                 (--min-saving 0 reads everything)",
                 self.not_examined.len(),
                 iec(self.min_saving)
             );

@@ -180,7 +180,8 @@ fn glue(text: &str) -> String {
             let word = text[..i].rsplit([' ', NBSP]).next().unwrap_or("");
             let count = !word.is_empty() && word.bytes().all(|c| c.is_ascii_digit() || c == b',');
             // A flag stays with its number ("--min-saving 0").
-            let flag = word.starts_with("--") && after.starts_with(|c: char| c.is_ascii_digit());
+            let flag = word.trim_start_matches(['(', '[', '`']).starts_with("--")
+                && after.starts_with(|c: char| c.is_ascii_digit());
             if unit || hash || count || flag {
                 out.push(NBSP);
                 continue;
@@ -197,10 +198,10 @@ mod tests {
 
     #[test]
     fn glued_spaces_are_sizes_counts_flags_and_hashes() {
-        let g = glue("saves 1.2 MiB in 20 paths; --min-saving 0; x (cvafbxx6) --all -x");
+        let g = glue("saves 1.2 MiB in 20 paths; --min-saving 0; x (cvafbxx6) (--all 2) -x");
         assert_eq!(
             g,
-            "saves 1.2\u{a0}MiB in 20\u{a0}paths; --min-saving\u{a0}0; x\u{a0}(cvafbxx6) --all -x"
+            "saves 1.2\u{a0}MiB in 20\u{a0}paths; --min-saving\u{a0}0; x\u{a0}(cvafbxx6) (--all\u{a0}2) -x"
         );
     }
 
