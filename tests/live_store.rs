@@ -22,14 +22,7 @@ use nix_heft::report::size::SizeReport;
 /// `tag` and the time make it new on every test run, so it is really built
 /// and registered.
 fn build_fresh(tag: &str, dep: &str) -> String {
-    let stamp = format!(
-        "{tag}-{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
+    let stamp = format!("{tag}-{}", nonce());
     let expr = format!(
         r#"derivation {{
           name = "nix-heft-live-{tag}";

@@ -23,7 +23,7 @@
 use std::io::Read;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 
 /// Chunks of a body buffered ahead of the reader: a NAR streams at the
 /// reader's pace, a few 16–64 KiB frames ahead, whatever its size.
@@ -89,17 +89,17 @@ impl Read for Body {
         }
         let n = out.len().min(self.current.len());
         out[..n].copy_from_slice(&self.current[..n]);
-        let _ = self.current.split_to(n);
+        self.current.advance(n);
         Ok(n)
     }
 }
 
 impl HttpClient {
-    /// A client built from `builder`; `timeout` bounds the wait for an
-    /// answer's head, then for each chunk of its body, so a stalled server
-    /// gives an error while a large NAR may take as long as it keeps
-    /// arriving.
-    /// `in_flight` is the most requests callers will have in flight at once.
+    /// Clients built from `builder`, one per [`STREAMS_PER_CONNECTION`] of
+    /// `in_flight` (the most requests callers will have in flight at once).
+    /// `timeout` bounds the wait for an answer's head, then for each chunk
+    /// of its body, so a stalled server gives an error while a large NAR
+    /// may take as long as it keeps arriving.
     pub fn new(
         builder: impl Fn() -> reqwest::ClientBuilder,
         in_flight: usize,

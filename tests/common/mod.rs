@@ -157,14 +157,7 @@ pub fn example_copy(prefix: &str) -> ExampleCopy {
         "--expr",
         "builtins.currentSystem",
     ]));
-    let nonce = format!(
-        "{}-{}",
-        std::process::id(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .unwrap()
-            .as_nanos()
-    );
+    let nonce = nonce();
     ExampleCopy { dir, system, nonce }
 }
 
@@ -436,6 +429,19 @@ pub fn example_cache() -> PathBuf {
     repo().join("examples/rocm-mini/cache")
 }
 
+/// A string no other test run has made (process id and time): a name
+/// that makes a derivation new, so it is really built.
+pub fn nonce() -> String {
+    format!(
+        "{}-{}",
+        std::process::id(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_nanos()
+    )
+}
+
 /// The bundled example's root, as `examples/rocm-mini/ROOT` names it.
 pub fn example_root() -> String {
     std::fs::read_to_string(repo().join("examples/rocm-mini/ROOT"))
@@ -551,14 +557,7 @@ pub fn unbuilt_over_example() -> &'static (String, String) {
         let f = fixture();
         let dir = f.tmp.join("build-graph");
         std::fs::create_dir_all(&dir).unwrap();
-        let nonce = format!(
-            "{}-{}",
-            std::process::id(),
-            std::time::SystemTime::now()
-                .duration_since(std::time::UNIX_EPOCH)
-                .unwrap()
-                .as_nanos()
-        );
+        let nonce = nonce();
         let file = dir.join("unbuilt.nix");
         std::fs::write(
             &file,

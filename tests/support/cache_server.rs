@@ -311,41 +311,41 @@ async fn answer(
     };
     let Some(data) = data else {
         record(404, 0);
-        let empty = http_body_util::Empty::new().map_err(|never| match never {});
-        let mut resp = Response::new(BoxBody::new(empty));
-        *resp.status_mut() = StatusCode::NOT_FOUND;
-        return Ok(resp);
+        return Ok(reply(StatusCode::NOT_FOUND, empty(), 0));
     };
     let len = data.len() as u64;
     // Nix asks `HEAD /HASH.narinfo` to learn whether a path is there: the
     // head alone (a body on a HEAD answer breaks an HTTP/2 stream).
     if req.method() == hyper::Method::HEAD {
         record(200, 0);
-        let empty = http_body_util::Empty::new().map_err(|never| match never {});
-        let mut resp = Response::new(BoxBody::new(empty));
-        resp.headers_mut()
-            .insert(hyper::header::CONTENT_LENGTH, len.into());
-        return Ok(resp);
+        return Ok(reply(StatusCode::OK, empty(), len));
     }
     record(200, len);
-    let Some(rate) = opts.rate.filter(|r| *r > 0) else {
-        let full = http_body_util::Full::new(data).map_err(|never| match never {});
-        let mut resp = Response::new(BoxBody::new(full));
-        resp.headers_mut()
-            .insert(hyper::header::CONTENT_LENGTH, len.into());
-        return Ok(resp);
+    let body = match opts.rate.filter(|r| *r > 0) {
+        None => BoxBody::new(http_body_util::Full::new(data).map_err(|never| match never {})),
+        Some(rate) => BoxBody::new(Paced {
+            data,
+            sent: 0,
+            rate,
+            start: tokio::time::Instant::now(),
+            sleep: None,
+        }),
     };
-    let body = Paced {
-        data,
-        sent: 0,
-        rate,
-        start: tokio::time::Instant::now(),
-        sleep: None,
-    };
-    let mut resp = Response::new(BoxBody::new(body));
+    Ok(reply(StatusCode::OK, body, len))
+}
+
+/// An answer with `status`, `body` and a Content-Length of `length`.
+fn reply(status: StatusCode, body: Body, length: u64) -> Response<Body> {
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
     resp.headers_mut()
-        .insert(hyper::header::CONTENT_LENGTH, len.into());
-    Ok(resp)
+        .insert(hyper::header::CONTENT_LENGTH, length.into());
+    resp
+}
+
+/// An empty body.
+fn empty() -> Body {
+    BoxBody::new(http_body_util::Empty::new().map_err(|never| match never {}))
 }
 
 /// A body sent at `rate` bytes a second, in 64 KiB frames: each frame
