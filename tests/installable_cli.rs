@@ -10,7 +10,7 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::{Mutex, MutexGuard, OnceLock};
 
 use common::{ExampleCopy, example_copy, heft, nix, nix_build, run};
 use serde_json::Value;
@@ -134,6 +134,7 @@ fn the_paths(paths: &[&str]) -> Value {
 
 #[test]
 fn every_form_gives_the_output_paths_answer() {
+    let _store = store_lock();
     let f = fx();
     let file = f.dir.join("default.nix").display().to_string();
     let flake = format!("path:{}", f.dir.display());
@@ -185,6 +186,7 @@ fn every_form_gives_the_output_paths_answer() {
 
 #[test]
 fn installables_in_why_and_diff() {
+    let _store = store_lock();
     let f = fx();
     let file = f.dir.join("default.nix").display().to_string();
     // why ROOT DEP, both attribute paths, against the store paths.
@@ -220,6 +222,15 @@ fn installables_in_why_and_diff() {
     assert_eq!((d.0, &d.1), (p.0, &p.1), "{}", d.2);
 }
 
+/// Held by every test here: they evaluate flakes and build, which add
+/// paths to the store, and the test that counts the store's paths must
+/// not count another test's.
+static STORE: Mutex<()> = Mutex::new(());
+
+fn store_lock() -> MutexGuard<'static, ()> {
+    STORE.lock().unwrap_or_else(|e| e.into_inner())
+}
+
 /// The local store's path count.
 fn path_count() -> usize {
     run(nix().args(["path-info", "--all"])).lines().count()
@@ -227,6 +238,7 @@ fn path_count() -> usize {
 
 #[test]
 fn unbuilt_installable_is_explained_from_the_cache_and_never_built() {
+    let _store = store_lock();
     let f = fx();
     let cache = format!("file://{}", f.cache.display());
     let unbuilt = f.dir.join("unbuilt.nix").display().to_string();
@@ -286,6 +298,7 @@ fn unbuilt_installable_is_explained_from_the_cache_and_never_built() {
 
 #[test]
 fn evaluation_failures_and_missing_nix() {
+    let _store = store_lock();
     let f = fx();
     let file = f.dir.join("default.nix").display().to_string();
     // Nix's own words, exit 1.
@@ -372,6 +385,7 @@ fn qr(path: &str) -> std::collections::BTreeSet<String> {
 
 #[test]
 fn derivation_graph_is_nix_store_qr_with_output_sizes() {
+    let _store = store_lock();
     let f = fx();
     let file = f.dir.join("default.nix");
     let drv = instantiate(&file, None);
@@ -430,6 +444,7 @@ fn paths_in(text: &str) -> Vec<String> {
 
 #[test]
 fn why_derivation_agrees_with_nix_why_depends() {
+    let _store = store_lock();
     let f = fx();
     let file = f.dir.join("default.nix");
     let root = instantiate(&file, None);
@@ -466,6 +481,7 @@ fn why_derivation_agrees_with_nix_why_depends() {
 
 #[test]
 fn derivation_outputs_unknown_then_known_from_a_cache() {
+    let _store = store_lock();
     let f = fx();
     let unbuilt = f.dir.join("unbuilt.nix");
     let drv = instantiate(&unbuilt, None);
@@ -548,6 +564,7 @@ fn derivation_outputs_unknown_then_known_from_a_cache() {
 
 #[test]
 fn diff_derivation_names_the_changed_input() {
+    let _store = store_lock();
     let f = fx();
     let file = f.dir.join("two-tops.nix");
     std::fs::write(
@@ -617,6 +634,7 @@ in { before = mk "top-1.0" [ p.clr x1 ]; after = mk "top-1.0" [ p.clr x2 ]; }"#,
 
 #[test]
 fn diff_derivation_ranks_changed_inputs_by_what_they_drag_in() {
+    let _store = store_lock();
     let f = fx();
     let file = f.dir.join("ranked-tops.nix");
     // Two inputs of `top` change: xa (with its own new dependency, two
