@@ -4,6 +4,9 @@
 //! answer over HTTP must equal the same cache's over file:// and the local
 //! store's; the server's log shows what was downloaded.
 
+#[path = "support/cache_server.rs"]
+#[allow(dead_code)] // the benchmarks and tests/http2.rs use the rest
+mod cache_server;
 mod common;
 
 use std::collections::HashMap;
@@ -953,42 +956,21 @@ in {
     assert!(server.count(".ls") > 0);
 }
 
-/// `https://` against a real TLS server on 127.0.0.1 (Python's `ssl`, a
-/// certificate from a CA the test makes with `openssl`): trusted through
-/// `NIX_SSL_CERT_FILE` as Nix is, the answers are the `file://` cache's; an
-/// untrusted certificate is a clear error, never a silent fallback.
+/// `https://` against a real TLS server on 127.0.0.1 (the tests' cache
+/// server, HTTP/1.1 only, a certificate from a CA the test makes with
+/// `openssl`): trusted through `NIX_SSL_CERT_FILE` as Nix is, the answers
+/// are the `file://` cache's; an untrusted certificate is a clear error,
+/// never a silent fallback.
 #[test]
 fn https_with_the_ca_nix_ssl_cert_file_names() {
     let f = fixture();
     let dir = fresh("https");
     let certs = tls_certs();
-    std::fs::write(
-        dir.join("server.py"),
-        "import functools, http.server, ssl, sys\n\
-         class H(http.server.SimpleHTTPRequestHandler):\n\
-         \x20   protocol_version = 'HTTP/1.1'\n\
-         \x20   def log_message(self, *a): pass\n\
-         srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), functools.partial(H, directory=sys.argv[1]))\n\
-         ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)\n\
-         ctx.load_cert_chain(sys.argv[2], sys.argv[3])\n\
-         srv.socket = ctx.wrap_socket(srv.socket, server_side=True)\n\
-         print(srv.server_address[1], flush=True)\n\
-         srv.serve_forever()\n",
-    )
-    .unwrap();
-    let mut server = Command::new("python3")
-        .arg(dir.join("server.py"))
-        .arg(&caches().xz_ls)
-        .arg(&certs.cert)
-        .arg(&certs.key)
-        .stdout(std::process::Stdio::piped())
-        .spawn()
-        .expect("python3 is needed for the HTTPS test");
-    let mut port = String::new();
-    BufReader::new(server.stdout.take().unwrap())
-        .read_line(&mut port)
-        .unwrap();
-    let url = format!("https://127.0.0.1:{}", port.trim());
+    let mut opts = cache_server::Options::new(&caches().xz_ls);
+    opts.tls = Some((certs.cert.clone(), certs.key.clone()));
+    opts.http2 = false;
+    let server = cache_server::CacheServer::start(opts).expect("the test server starts");
+    let url = server.url();
     let ca = &certs.ca;
     let with_ca = |args: &[&str]| {
         heft_run_env(
@@ -1023,8 +1005,7 @@ fn https_with_the_ca_nix_ssl_cert_file_names() {
         Some(&url),
         &["size", &f.rocm],
     );
-    let _ = server.kill();
-    let _ = server.wait();
+    drop(server);
     assert_eq!(o.code, 1, "{}", o.stderr);
     assert!(
         o.stderr.contains(&url) && o.stderr.to_lowercase().contains("certificate"),
