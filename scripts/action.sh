@@ -9,18 +9,41 @@
 #                               markdown appended to $GITHUB_STEP_SUMMARY,
 #                               the comment body written to a file named in
 #                               $GITHUB_OUTPUT (report=, check-exit=,
-#                               diff-exit=)
+#                               diff-exit=); with INPUT_MODE=report also a
+#                               directory for the artifact (artifact-dir=)
+#   scripts/action.sh comment   the trusted half of the fork-safe pair:
+#                               checks a downloaded report artifact (DIR in
+#                               INPUT_ARTIFACT_DIR) and names the pull
+#                               request and the body to post (number=,
+#                               report=)
 #
 # Inputs come as INPUT_* variables (see action.yml). Exit status: 0 when
 # nix-heft ran (a broken rule is check-exit=4, failed by a later step after
-# the comment is posted), 1 when it could not run.
+# the comment is posted), 1 when it could not run; every failure is one
+# `::error` annotation that says what to change.
 set -euo pipefail
+# No input is ever a shell pattern: `forbid: *-dev` must reach nix-heft as
+# written, not as the names of files in the workspace that match it.
+set -f
+# Annotations go to the runner's stdout even from inside a command whose
+# stdout is a file (the baseline's size).
+exec 3>&1
 
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 action_path="${ACTION_PATH:-$(dirname "$here")}"
 
+# A workflow command's data escaped as GitHub requires (%, CR, LF), so a
+# message of several lines stays one annotation.
+escape() {
+    local s="$1"
+    s="${s//'%'/%25}"
+    s="${s//$'\r'/%0D}"
+    s="${s//$'\n'/%0A}"
+    printf '%s' "$s"
+}
+
 die() {
-    echo "::error title=nix-heft action::$*"
+    echo "::error title=nix-heft action::$(escape "$*")" >&3
     exit 1
 }
 
@@ -33,27 +56,45 @@ put() {
     printf '%s<<%s\n%s\n%s\n' "$key" "$delim" "$value" "$delim" >>"$file"
 }
 
+# The non-blank lines of a list input, trimmed, into the array named $2:
+# one entry per line, so an entry may hold blanks, `$`, `*` or a leading
+# `-` and still arrive as one argument.
+lines() {
+    local -n into="$2"
+    local line
+    into=()
+    while IFS= read -r line || [ -n "$line" ]; do
+        line="${line#"${line%%[![:space:]]*}"}"
+        line="${line%"${line##*[![:space:]]}"}"
+        [ -n "$line" ] && into+=("$line")
+    done <<<"$1"
+    return 0
+}
+
 install() {
     local bin
     case "${INPUT_INSTALL:-nix}" in
     nix)
         # The action's own checkout is a flake: build exactly this version.
-        local out
-        out="$(nix --extra-experimental-features 'nix-command flakes' build \
-            --no-link --print-out-paths "path:$action_path#nix-heft")" ||
-            die "nix build of $action_path failed"
-        bin="$out/bin/nix-heft"
+        # An out link rather than --print-out-paths, which Nix before 2.12
+        # rejects ("unrecognised flag").
+        local link="${RUNNER_TEMP:-/tmp}/nix-heft-result"
+        nix --extra-experimental-features 'nix-command flakes' build \
+            -o "$link" "path:$action_path#nix-heft" ||
+            die "nix build of $action_path#nix-heft failed (see the log above); or set 'install: cargo'"
+        bin="$(readlink -f "$link")/bin/nix-heft"
         ;;
     cargo)
         # cargo install from the action's checkout: the same source as
         # `cargo install --git` at the ref the workflow pinned, fetched once.
         local root="${RUNNER_TEMP:-/tmp}/nix-heft-cargo"
         cargo install --locked --quiet --root "$root" --path "$action_path" ||
-            die "cargo install failed"
+            die "cargo install failed (see the log above); or set 'install: nix'"
         bin="$root/bin/nix-heft"
         ;;
     path)
-        bin="$(command -v nix-heft)" || die "install: path, but no nix-heft on PATH"
+        bin="$(command -v nix-heft)" ||
+            die "install: path, but no nix-heft on PATH; install it in an earlier step, or set 'install: nix'"
         ;;
     *) die "install: '${INPUT_INSTALL}' is not nix, cargo or path" ;;
     esac
@@ -62,58 +103,98 @@ install() {
     echo "nix-heft: $("$bin" --version)"
 }
 
+# Runs nix-heft (its name in $1 for messages, the rest its arguments) with
+# stderr kept, and sets $status. Exit codes in $ok are answers; any other
+# is one annotation with nix-heft's own message and what to change.
+heft() {
+    local what="$1" ok="$2" err
+    shift 2
+    err="$(mktemp "${RUNNER_TEMP:-/tmp}/nix-heft-err.XXXXXX")"
+    status=0
+    "$@" 2>"$err" || status=$?
+    cat "$err" >&2
+    case " $ok " in
+    *" $status "*) return 0 ;;
+    esac
+    local msg hint
+    msg="$(sed -e 's/^nix-heft: error: //' -e 's/^error: //' "$err" | head -c 4000)"
+    case "$status" in
+    2) hint="change the input it names: 'after' and 'before' must be built store paths or ./result links, rules take sizes (1GiB), percentages (10%) or globs" ;;
+    *) hint="nix-heft could not read what it needs: check 'store' and 'before-store', and that 'after' was built in an earlier step" ;;
+    esac
+    rm -f "$err"
+    die "nix-heft $what failed (exit $status): ${msg:-no message}"$'\n'"$hint"
+}
+
 run() {
     local bin="${NIX_HEFT:-nix-heft}"
-    [ -n "${INPUT_AFTER:-}" ] || die "the 'after' input is required"
+    [ -n "${INPUT_AFTER:-}" ] || die "the 'after' input is required: the closure to review (a store path or ./result link)"
+    if [ -n "${INPUT_MAX_GROWTH:-}" ] && [ -z "${INPUT_BEFORE:-}" ]; then
+        die "'max-growth' compares with a baseline: set 'before' (the base's store path or ./result link), or remove 'max-growth'"
+    fi
+    if [ -n "${INPUT_BEFORE_STORE:-}" ] && [ -z "${INPUT_BEFORE:-}" ]; then
+        die "'before-store' says where 'before' is read from: set 'before' too, or remove 'before-store'"
+    fi
+    if [ "${INPUT_MODE:-review}" = report ] && ! [[ "${PR_NUMBER:-}" =~ ^[1-9][0-9]{0,9}$ ]]; then
+        die "mode: report runs on a pull_request event (no pull request number here: '${PR_NUMBER:-}')"
+    fi
     local dir
     dir="$(mktemp -d "${RUNNER_TEMP:-/tmp}/nix-heft.XXXXXX")"
+    # Every value as --flag=VALUE and every root after `--`, so that a value
+    # starting with `-` is never taken for a flag.
     local global=()
-    [ -n "${INPUT_STORE:-}" ] && global+=(--store "$INPUT_STORE")
+    [ -n "${INPUT_STORE:-}" ] && global+=("--store=$INPUT_STORE")
     local review=()
-    [ -n "${INPUT_NIX_FILE:-}" ] && review+=(--nix-file "$INPUT_NIX_FILE")
+    [ -n "${INPUT_NIX_FILE:-}" ] && review+=("--nix-file=$INPUT_NIX_FILE")
 
     # check, when any rule is given.
-    local rules=() g
-    [ -n "${INPUT_MAX_CLOSURE:-}" ] && rules+=(--max-closure "$INPUT_MAX_CLOSURE")
-    [ -n "${INPUT_MAX_GROWTH:-}" ] && rules+=(--max-growth "$INPUT_MAX_GROWTH")
-    [ -n "${INPUT_FORBID_VERDICT:-}" ] && rules+=(--forbid-verdict "$INPUT_FORBID_VERDICT")
-    [ -n "${INPUT_CONFIG:-}" ] && rules+=(--config "$INPUT_CONFIG")
-    # One glob per line (or separated by blanks): the input is a YAML block.
-    for g in ${INPUT_FORBID:-}; do
-        rules+=(--forbid "$g")
+    local rules=() globs=() g
+    [ -n "${INPUT_MAX_CLOSURE:-}" ] && rules+=("--max-closure=$INPUT_MAX_CLOSURE")
+    [ -n "${INPUT_MAX_GROWTH:-}" ] && rules+=("--max-growth=$INPUT_MAX_GROWTH")
+    [ -n "${INPUT_FORBID_VERDICT:-}" ] && rules+=("--forbid-verdict=$INPUT_FORBID_VERDICT")
+    [ -n "${INPUT_CONFIG:-}" ] && rules+=("--config=$INPUT_CONFIG")
+    # One glob per line: the input is a YAML block.
+    lines "${INPUT_FORBID:-}" globs
+    for g in "${globs[@]}"; do
+        rules+=("--forbid=$g")
     done
-    local check_exit="" diff_exit=""
+    local check_exit="" diff_exit="" status
     : >"$dir/check.md"
-    if [ ${#rules[@]} -gt 0 ]; then
+    if [ ${#rules[@]} -gt 0 ] || [ -n "${INPUT_CONFIG:-}" ]; then
         local against=()
-        [ -n "${INPUT_BEFORE:-}" ] && against+=(--against "$INPUT_BEFORE")
+        if [ -n "${INPUT_BEFORE:-}" ]; then
+            if [ -n "${INPUT_BEFORE_STORE:-}" ]; then
+                # The baseline lives in another store (the binary cache the
+                # base was built into): its size, read there, is check's
+                # baseline.
+                heft "size (of 'before' in 'before-store')" "0" \
+                    "$bin" "--store=$INPUT_BEFORE_STORE" size --json -- "$INPUT_BEFORE" \
+                    >"$dir/before.json"
+                against+=("--against-json=$dir/before.json")
+            else
+                against+=("--against=$INPUT_BEFORE")
+            fi
+        fi
         # The comment holds both reports: check gets a part of GitHub's
         # 65,536 characters, diff the rest.
-        check_exit=0
-        GITHUB_STEP_SUMMARY="$dir/check.md" "$bin" "${global[@]}" check "$INPUT_AFTER" \
-            "${against[@]}" "${rules[@]}" "${review[@]}" \
-            --format github --markdown-limit 20000 || check_exit=$?
-        case "$check_exit" in
-        0 | 3 | 4) ;;
-        *) die "nix-heft check failed (exit $check_exit)" ;;
-        esac
+        GITHUB_STEP_SUMMARY="$dir/check.md" heft check "0 3 4" \
+            "$bin" "${global[@]}" check "${against[@]}" "${rules[@]}" "${review[@]}" \
+            --format=github --markdown-limit=20000 -- "$INPUT_AFTER"
+        check_exit="$status"
     fi
     : >"$dir/diff.md"
     if [ -n "${INPUT_BEFORE:-}" ]; then
-        local used room
+        local used room stores=()
+        [ -n "${INPUT_BEFORE_STORE:-}" ] && stores+=("--before-store=$INPUT_BEFORE_STORE")
         used="$(wc -m <"$dir/check.md")"
         room=$((65536 - used - 64))
-        diff_exit=0
-        GITHUB_STEP_SUMMARY="$dir/diff.md" "$bin" "${global[@]}" diff "$INPUT_BEFORE" \
-            "$INPUT_AFTER" "${review[@]}" --format github --markdown-limit "$room" ||
-            diff_exit=$?
-        case "$diff_exit" in
-        0 | 3) ;;
-        *) die "nix-heft diff failed (exit $diff_exit)" ;;
-        esac
+        GITHUB_STEP_SUMMARY="$dir/diff.md" heft diff "0 3" \
+            "$bin" "${global[@]}" diff "${stores[@]}" "${review[@]}" \
+            --format=github "--markdown-limit=$room" -- "$INPUT_BEFORE" "$INPUT_AFTER"
+        diff_exit="$status"
     fi
     [ -n "$check_exit$diff_exit" ] ||
-        die "nothing to do: give 'before' (for a diff) or a rule (for a check)"
+        die "nothing to do: give 'before' (for a diff) or a rule (max-closure, max-growth, forbid, forbid-verdict, config) for a check"
 
     # One body: check's report, then diff's without its own marker line.
     local report="$dir/comment.md"
@@ -131,13 +212,67 @@ run() {
     put "${GITHUB_OUTPUT:-}" report "$report"
     put "${GITHUB_OUTPUT:-}" check-exit "$check_exit"
     put "${GITHUB_OUTPUT:-}" diff-exit "$diff_exit"
+
+    if [ "${INPUT_MODE:-review}" = report ]; then
+        # The untrusted half of the fork-safe pair: what the trusted
+        # workflow_run job needs to post the comment, as an artifact.
+        local art="$dir/artifact"
+        mkdir "$art"
+        cp "$report" "$art/comment.md"
+        printf '%s\n' "$PR_NUMBER" >"$art/pr-number"
+        printf '%s\n' "${PR_HEAD_SHA:-}" >"$art/head-sha"
+        printf '%s\n' "$check_exit" >"$art/check-exit"
+        put "${GITHUB_OUTPUT:-}" artifact-dir "$art"
+    fi
+}
+
+# The trusted half: the artifact came from a run of pull-request code, so
+# nothing in it is trusted. The number must be a number, must name an open
+# pull request whose head is the commit the reporting run ran on (else a
+# pull request could write its report onto another one), and the body must
+# be a plain file of at most 65,536 characters that carries the marker.
+comment() {
+    local art="${INPUT_ARTIFACT_DIR:-}"
+    [ -d "$art" ] || die "no report artifact at '$art': did the pull_request workflow run with 'mode: report' and upload it?"
+    local f
+    for f in pr-number comment.md; do
+        if [ ! -f "$art/$f" ] || [ -L "$art/$f" ]; then
+            die "the report artifact has no file '$f' (made by 'mode: report' of the same action version?)"
+        fi
+    done
+    local pr
+    pr="$(head -c 16 "$art/pr-number" | tr -d '[:space:]')"
+    [[ "$pr" =~ ^[1-9][0-9]{0,9}$ ]] || die "the report artifact's pull request number is not a number"
+    local chars
+    chars="$(wc -m <"$art/comment.md")"
+    [ "$chars" -le 65536 ] || die "the report is $chars characters, more than a comment takes (65536)"
+    grep -q -x -F -- '<!-- nix-heft -->' "$art/comment.md" ||
+        die "the report artifact's comment.md is not a nix-heft report (no marker line)"
+    if [ -n "${RUN_HEAD_SHA:-}" ]; then
+        # The pull request's head, asked of GitHub's API: it must be the
+        # commit the reporting workflow ran on.
+        local api="${GITHUB_API_URL:-https://api.github.com}" json head
+        json="$(curl -fsS --max-time 30 \
+            -H "Authorization: Bearer ${GITHUB_TOKEN:-}" \
+            -H 'Accept: application/vnd.github+json' \
+            "$api/repos/${GITHUB_REPOSITORY:-}/pulls/$pr")" ||
+            die "could not ask GitHub for pull request #$pr of ${GITHUB_REPOSITORY:-} (the token needs pull-requests: read)"
+        head="$(printf '%s' "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"]["sha"])')" ||
+            die "GitHub's answer for pull request #$pr has no head commit"
+        [ "$head" = "$RUN_HEAD_SHA" ] ||
+            die "pull request #$pr's head is $head, not $RUN_HEAD_SHA, the commit the report was made on: not posted (a newer push reports itself)"
+    fi
+    put "${GITHUB_OUTPUT:-}" number "$pr"
+    put "${GITHUB_OUTPUT:-}" report "$art/comment.md"
+    echo "nix-heft: the report goes to pull request #$pr"
 }
 
 case "${1:-}" in
 install) install ;;
 run) run ;;
+comment) comment ;;
 *)
-    echo "usage: $0 install|run" >&2
+    echo "usage: $0 install|run|comment" >&2
     exit 2
     ;;
 esac

@@ -627,6 +627,28 @@ fn action_script_runs_with_github_files() {
     );
 }
 
+/// Third-party actions are pinned by commit wherever a token that can
+/// write reaches them: every `uses:` of a workflow or action whose token
+/// may write, except GitHub's own (`actions/…`) and nix-heft itself.
+fn assert_pinned(text: &str, file: &Path) {
+    let writes = text.contains(": write") || file.ends_with("action.yml");
+    for l in text.lines() {
+        let Some(u) = l.trim().trim_start_matches("- ").strip_prefix("uses: ") else {
+            continue;
+        };
+        if !writes || u.starts_with("actions/") || u.starts_with("OWNER/nix-heft") {
+            continue;
+        }
+        let at = u.split_once('@').map(|(_, r)| r).unwrap_or("");
+        let sha = at.split_whitespace().next().unwrap_or("");
+        assert!(
+            sha.len() == 40 && sha.bytes().all(|b| b.is_ascii_hexdigit()),
+            "{}: {l} is not pinned by commit",
+            file.display()
+        );
+    }
+}
+
 /// A value from a GitHub file in `KEY<<DELIM` form.
 fn github_value(file: &str, key: &str) -> String {
     let mut lines = file.lines();
@@ -656,17 +678,27 @@ fn action_yml_passes_actionlint() {
     std::fs::create_dir_all(root.join(".github/workflows")).unwrap();
     std::fs::create_dir_all(root.join("scripts")).unwrap();
     std::fs::copy(repo().join("action.yml"), root.join("action.yml")).unwrap();
+    let action = repo().join("action.yml");
+    assert_pinned(&std::fs::read_to_string(&action).unwrap(), &action);
     std::fs::copy(
         repo().join("scripts/action.sh"),
         root.join("scripts/action.sh"),
     )
     .unwrap();
     let examples = repo().join("examples/workflows");
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
     let mut n = 0;
     for e in std::fs::read_dir(&examples).unwrap() {
         let p = e.unwrap().path();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.contains("uses: OWNER/nix-heft@v1"), "{}", p.display());
+        assert_pinned(&text, &p);
+        // The README shows each example as it is.
+        assert!(
+            readme.contains(&format!("```yaml\n{text}```")),
+            "README does not show {} as it is",
+            p.display()
+        );
         std::fs::write(
             root.join(".github/workflows").join(p.file_name().unwrap()),
             text.replace("uses: OWNER/nix-heft@v1", "uses: ./"),
@@ -674,7 +706,7 @@ fn action_yml_passes_actionlint() {
         .unwrap();
         n += 1;
     }
-    assert_eq!(n, 2);
+    assert_eq!(n, 3);
     // The script the Action runs, through shellcheck (actionlint runs it on
     // the `run:` steps when it is on PATH; here it must be).
     let sc = Command::new("shellcheck")
@@ -705,4 +737,433 @@ fn action_yml_passes_actionlint() {
     let o = lint(root);
     assert!(!o.status.success());
     assert!(String::from_utf8_lossy(&o.stdout).contains("no-such-input"));
+}
+
+/// The GitHub files of one Action run, in a workspace directory of its
+/// own (the runner's checkout, where globs would match files).
+struct ActionRun {
+    dir: tempfile::TempDir,
+    summary: PathBuf,
+    output: PathBuf,
+    env: PathBuf,
+}
+
+impl ActionRun {
+    fn new(name: &str) -> ActionRun {
+        let dir = tmp(name);
+        let (summary, output, env) = (
+            dir.path().join("summary.md"),
+            dir.path().join("output"),
+            dir.path().join("env"),
+        );
+        std::fs::write(&summary, "").unwrap();
+        ActionRun {
+            dir,
+            summary,
+            output,
+            env,
+        }
+    }
+
+    /// `scripts/action.sh STEP` with GitHub's files, the workspace as the
+    /// working directory, the test's nix-heft on PATH and `inputs`.
+    fn step(&self, step: &str, inputs: &[(&str, &str)]) -> std::process::Output {
+        let heft = assert_cmd::cargo::cargo_bin("nix-heft");
+        let path = format!(
+            "{}:{}",
+            heft.parent().unwrap().display(),
+            std::env::var("PATH").unwrap()
+        );
+        let mut c = Command::new("bash");
+        c.arg(repo().join("scripts/action.sh"))
+            .arg(step)
+            .current_dir(self.dir.path())
+            .env("GITHUB_STEP_SUMMARY", &self.summary)
+            .env("GITHUB_OUTPUT", &self.output)
+            .env("GITHUB_ENV", &self.env)
+            .env("RUNNER_TEMP", self.dir.path())
+            .env("PATH", &path)
+            .env("NIX_HEFT", &heft)
+            .envs(inputs.iter().copied());
+        c.output().unwrap()
+    }
+
+    /// A value the last steps wrote to `$GITHUB_OUTPUT` (the last one
+    /// written under `key`).
+    fn output(&self, key: &str) -> String {
+        let text = std::fs::read_to_string(&self.output).unwrap_or_default();
+        let mut last = None;
+        let mut lines = text.lines();
+        while let Some(l) = lines.next() {
+            if let Some(delim) = l.strip_prefix(&format!("{key}<<")) {
+                let v: Vec<&str> = lines.by_ref().take_while(|x| *x != delim).collect();
+                last = Some(v.join("\n"));
+            }
+        }
+        last.unwrap_or_else(|| panic!("no {key} in {text}"))
+    }
+}
+
+/// The `::error` annotations a failed step printed: exactly one, with
+/// nix-heft action's title; its message unescaped.
+fn one_action_error(o: &std::process::Output) -> String {
+    assert!(!o.status.success(), "{o:?}");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let anns = parse_github(&out);
+    let errors: Vec<_> = anns.iter().filter(|(l, _, _)| l == "error").collect();
+    assert_eq!(errors.len(), 1, "{out}");
+    assert_eq!(errors[0].1["title"], "nix-heft action", "{out}");
+    errors[0].2.join("\n")
+}
+
+/// Issue 30's first wrong answer: `forbid: *-dev` after `nix-build -o
+/// after` (which leaves an `after-dev` link) reached nix-heft as
+/// `--forbid after-dev`, and a broken rule read as "every rule holds".
+/// Every list input now arrives line by line, never a shell pattern,
+/// whatever characters it holds.
+#[test]
+fn action_inputs_reach_nix_heft_as_written() {
+    let (_, after) = farm();
+    let a = ActionRun::new("action-glob");
+    let ws = a.dir.path();
+    // The workspace has files each glob would match, and a result link
+    // whose name has a blank.
+    for f in [
+        "kernels-1.0-link",
+        "kernelsX",
+        "k",
+        "after-dev",
+        "farmapp-link",
+    ] {
+        std::fs::write(ws.join(f), "").unwrap();
+    }
+    std::os::unix::fs::symlink(after, ws.join("my result")).unwrap();
+    let globs = [
+        "kernels*",
+        "kernel?-1.0",
+        "[k]ernels-*",
+        "no such thing",
+        "$HOME*",
+        "-dev*",
+    ];
+    let forbid = format!("  {}\n\n", globs.join("\n  "));
+    let o = a.step(
+        "run",
+        &[
+            ("INPUT_AFTER", "./my result"),
+            ("INPUT_FORBID", &forbid),
+            ("INPUT_NIX_FILE", "pkgs/$x/default.nix"),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(a.output("check-exit"), "4");
+    let out = String::from_utf8_lossy(&o.stdout);
+    let anns = parse_github(&out);
+    // The three patterns that match kernels-1.0 are broken rules, each
+    // named as written; the others hold.
+    assert!(
+        anns.iter()
+            .any(|(l, p, _)| l == "error" && p["title"].starts_with("nix-heft check: forbid")),
+        "{out}"
+    );
+    let report = std::fs::read_to_string(a.output("report")).unwrap();
+    for g in ["kernels*", "kernel?-1.0", "[k]ernels-*"] {
+        let shown = g
+            .replace('*', "\\*")
+            .replace('[', "\\[")
+            .replace(']', "\\]");
+        assert!(
+            report.contains(&format!("pattern '{g}'"))
+                || report.contains(&format!("pattern '{shown}'")),
+            "{g}: {report}"
+        );
+    }
+    // `$x` reached nix-heft unexpanded.
+    assert!(
+        anns.iter()
+            .all(|(_, p, _)| p["file"] == "pkgs/$x/default.nix"),
+        "{out}"
+    );
+    // Every glob, the blank, `$` and the leading `-` included, is a rule
+    // of the report.
+    for g in globs {
+        let shown = g
+            .replace('*', "\\*")
+            .replace('[', "\\[")
+            .replace(']', "\\]");
+        assert!(
+            report.contains(&format!("`forbid {g}`"))
+                || report.contains(&format!("`forbid {shown}`")),
+            "{g}: {report}"
+        );
+    }
+
+    // The issue's own case: the link `after-dev` in the workspace, and
+    // `*-dev`, which no path of farm's closure matches but the link would.
+    let o = a.step(
+        "run",
+        &[
+            ("INPUT_AFTER", "./my result"),
+            ("INPUT_FORBID", "*-farm\nfarmapp*"),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(a.output("check-exit"), "4");
+
+    // A root that looks like a flag is a root, not `--help`.
+    let msg = one_action_error(&a.step(
+        "run",
+        &[("INPUT_AFTER", "--help"), ("INPUT_MAX_CLOSURE", "1GiB")],
+    ));
+    assert!(msg.contains("nix-heft check failed (exit 2)"), "{msg}");
+    assert!(msg.contains("matches '--help'"), "{msg}");
+}
+
+/// What the Action cannot do is one annotation that says what to change:
+/// a rule that needs a baseline without one, a value nix-heft refuses
+/// (its exit 2, with its own message), a missing input.
+#[test]
+fn action_errors_say_what_to_change() {
+    let (before, after) = farm();
+    let a = ActionRun::new("action-errors");
+    let msg = one_action_error(&a.step(
+        "run",
+        &[("INPUT_AFTER", after), ("INPUT_MAX_GROWTH", "10%")],
+    ));
+    assert!(msg.contains("set 'before'"), "{msg}");
+    assert!(msg.contains("max-growth"), "{msg}");
+
+    let msg = one_action_error(&a.step(
+        "run",
+        &[
+            ("INPUT_AFTER", after),
+            ("INPUT_BEFORE", before),
+            ("INPUT_MAX_CLOSURE", "lots"),
+        ],
+    ));
+    assert!(msg.contains("nix-heft check failed (exit 2)"), "{msg}");
+    // nix-heft's own words about the value, and the hint.
+    assert!(msg.contains("lots"), "{msg}");
+    assert!(msg.contains("change the input it names"), "{msg}");
+    assert!(!msg.contains("error:"), "{msg}");
+
+    let msg = one_action_error(&a.step("run", &[("INPUT_MAX_CLOSURE", "1GiB")]));
+    assert!(msg.contains("'after' input is required"), "{msg}");
+
+    let msg = one_action_error(&a.step(
+        "run",
+        &[
+            ("INPUT_AFTER", after),
+            ("INPUT_BEFORE_STORE", "https://cache.nixos.org"),
+        ],
+    ));
+    assert!(msg.contains("set 'before' too"), "{msg}");
+}
+
+/// The base of a nixpkgs pull request is read from the binary cache that
+/// holds it (`before-store`), never built: a signed `file://` cache made
+/// by `nix copy`, served over loopback HTTP, stands in for
+/// cache.nixos.org. Both the check's baseline and the diff read it there.
+#[test]
+fn action_reads_the_base_from_a_binary_cache() {
+    let (before, after) = farm();
+    let a = ActionRun::new("action-cache");
+    let key = test_key();
+    let cache = a.dir.path().join("cache");
+    run(nix().args([
+        "copy",
+        "--to",
+        &format!(
+            "file://{}?secret-key={}",
+            cache.display(),
+            key.secret.display()
+        ),
+        before,
+    ]));
+    let server = common::http_server::FileServer::start(&cache);
+    let conf = format!("trusted-public-keys = {}", key.public);
+    let o = a.step(
+        "run",
+        &[
+            ("NIX_CONFIG", &conf),
+            ("INPUT_BEFORE", before),
+            ("INPUT_BEFORE_STORE", &server.url()),
+            ("INPUT_AFTER", after),
+            ("INPUT_MAX_GROWTH", "1GiB"),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(a.output("check-exit"), "0");
+    assert_eq!(a.output("diff-exit"), "0");
+    let hash = &before["/nix/store/".len()..][..32];
+    // Read there: the size for check's baseline, the closure for diff.
+    assert!(
+        server.count(&format!("/{hash}.narinfo")) >= 1,
+        "{:?}",
+        server.log()
+    );
+    let report = std::fs::read_to_string(a.output("report")).unwrap();
+    assert!(report.contains("nix-heft diff: closure"), "{report}");
+    assert!(report.contains("nix-heft check: ✅"), "{report}");
+}
+
+/// The fork-safe pair: `mode: report` leaves the report, the pull
+/// request's number and head as an artifact directory; `comment` takes
+/// such a directory as untrusted input and names the pull request to post
+/// to only when the number is a number, GitHub's API (a real server on
+/// 127.0.0.1 here) says that pull request's head is the commit reported
+/// on, and the body is a bounded nix-heft report.
+#[test]
+fn action_fork_pair_reports_then_comments() {
+    let (before, after) = farm();
+    let a = ActionRun::new("action-fork");
+    let head = "0123456789abcdef0123456789abcdef01234567";
+    let o = a.step(
+        "run",
+        &[
+            ("INPUT_MODE", "report"),
+            ("INPUT_BEFORE", before),
+            ("INPUT_AFTER", after),
+            ("INPUT_FORBID", "kernels*"),
+            ("PR_NUMBER", "7"),
+            ("PR_HEAD_SHA", head),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let art = PathBuf::from(a.output("artifact-dir"));
+    assert_eq!(
+        std::fs::read_to_string(art.join("pr-number")).unwrap(),
+        "7\n"
+    );
+    assert_eq!(
+        std::fs::read_to_string(art.join("check-exit")).unwrap(),
+        "4\n"
+    );
+    let body = std::fs::read_to_string(art.join("comment.md")).unwrap();
+    assert_eq!(body, std::fs::read_to_string(a.output("report")).unwrap());
+
+    // The trusted half, against a stand-in of GitHub's API.
+    let api = a.dir.path().join("api");
+    let pulls = api.join("repos/o/r/pulls");
+    std::fs::create_dir_all(&pulls).unwrap();
+    std::fs::write(
+        pulls.join("7"),
+        format!(r#"{{"number":7,"head":{{"sha":"{head}"}}}}"#),
+    )
+    .unwrap();
+    let server = common::http_server::FileServer::start(&api);
+    let art_s = art.display().to_string();
+    let url = server.url();
+    let trusted = |extra: &[(&'static str, &str)]| {
+        let mut v: Vec<(&str, &str)> = vec![
+            ("INPUT_ARTIFACT_DIR", &art_s),
+            ("GITHUB_API_URL", &url),
+            ("GITHUB_REPOSITORY", "o/r"),
+            ("GITHUB_TOKEN", "t"),
+            ("RUN_HEAD_SHA", head),
+        ];
+        v.extend_from_slice(extra);
+        a.step("comment", &v)
+    };
+    let o = trusted(&[]);
+    assert!(o.status.success(), "{o:?}");
+    assert_eq!(a.output("number"), "7");
+    assert_eq!(std::fs::read_to_string(a.output("report")).unwrap(), body);
+    assert_eq!(server.count("/repos/o/r/pulls/7"), 1);
+
+    // A newer push: the report is of another commit.
+    let msg = one_action_error(&trusted(&[("RUN_HEAD_SHA", "f".repeat(40).as_str())]));
+    assert!(msg.contains("not posted"), "{msg}");
+
+    // What a hostile run could upload.
+    std::fs::write(art.join("pr-number"), "7; echo pwned\n").unwrap();
+    let msg = one_action_error(&trusted(&[]));
+    assert!(msg.contains("not a number"), "{msg}");
+    std::fs::write(art.join("pr-number"), "8\n").unwrap();
+    let msg = one_action_error(&trusted(&[]));
+    assert!(
+        msg.contains("could not ask GitHub for pull request #8"),
+        "{msg}"
+    );
+    std::fs::write(art.join("pr-number"), "7\n").unwrap();
+    std::fs::write(art.join("comment.md"), "hello\n").unwrap();
+    let msg = one_action_error(&trusted(&[]));
+    assert!(msg.contains("not a nix-heft report"), "{msg}");
+    std::fs::write(
+        art.join("comment.md"),
+        format!("<!-- nix-heft -->\n{}", "x".repeat(70_000)),
+    )
+    .unwrap();
+    let msg = one_action_error(&trusted(&[]));
+    assert!(msg.contains("more than a comment takes"), "{msg}");
+    std::fs::remove_file(art.join("comment.md")).unwrap();
+    std::os::unix::fs::symlink("/etc/passwd", art.join("comment.md")).unwrap();
+    let msg = one_action_error(&trusted(&[]));
+    assert!(msg.contains("no file 'comment.md'"), "{msg}");
+
+    // report mode outside a pull request.
+    let msg = one_action_error(&a.step(
+        "run",
+        &[
+            ("INPUT_MODE", "report"),
+            ("INPUT_AFTER", after),
+            ("INPUT_FORBID", "kernels*"),
+        ],
+    ));
+    assert!(msg.contains("pull_request event"), "{msg}");
+}
+
+/// `install: nix` builds the action's flake as every supported Nix can:
+/// Nix 2.8 has no `--print-out-paths`. A flake of the same shape as the
+/// action's (`packages.SYSTEM.nix-heft`), whose package wraps the test's
+/// binary, built by the real Nix here.
+#[test]
+fn action_install_nix_works_with_nix_2_8() {
+    let a = ActionRun::new("action-install");
+    let flake = a.dir.path().join("action");
+    std::fs::create_dir_all(&flake).unwrap();
+    let system = run(Command::new("nix-instantiate").args([
+        "--eval",
+        "--json",
+        "--expr",
+        "builtins.currentSystem",
+    ]));
+    let heft = assert_cmd::cargo::cargo_bin("nix-heft");
+    std::fs::write(
+        flake.join("flake.nix"),
+        format!(
+            r#"{{
+  outputs = {{ self }}: {{
+    packages.{system}.nix-heft = derivation {{
+      name = "nix-heft-action-test-{nonce}";
+      system = {system};
+      builder = "/bin/sh";
+      args = [ "-c" "mkdir -p $out/bin; printf '#!/bin/sh\nexec {heft} \"$@\"\n' > $out/bin/nix-heft; chmod +x $out/bin/nix-heft" ];
+      PATH = "/usr/bin:/bin";
+    }};
+  }};
+}}"#,
+            system = system.trim(),
+            nonce = nonce(),
+            heft = heft.display()
+        ),
+    )
+    .unwrap();
+    let o = a.step(
+        "install",
+        &[
+            ("INPUT_INSTALL", "nix"),
+            ("ACTION_PATH", flake.to_str().unwrap()),
+            ("NIX_CONFIG", "sandbox = false\nsubstituters =\n"),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let env = std::fs::read_to_string(&a.env).unwrap();
+    let bin = github_value(&env, "NIX_HEFT");
+    assert!(
+        bin.starts_with("/nix/store/") && bin.ends_with("/bin/nix-heft"),
+        "{bin}"
+    );
+    let v = run(Command::new(&bin).arg("--version"));
+    assert!(v.starts_with("nix-heft "), "{v}");
 }
