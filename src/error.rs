@@ -16,6 +16,41 @@ pub struct Untrusted {
     pub trusted: String,
     /// What is wrong with each signature, or that there is none.
     pub why: String,
+    /// The trusted key names that a signature of the narinfo named but
+    /// that did not verify it (or that a malformed signature named): the
+    /// narinfo, or the key trusted under that name, is not what was
+    /// signed. Empty when no signature named a trusted key.
+    pub mismatched: Vec<String>,
+}
+
+impl std::fmt::Display for Untrusted {
+    /// One line: what is refused and why, then the advice that fits. A
+    /// signature that names a trusted key yet does not verify is a warning
+    /// sign, not a missing setting: turning checks off would accept exactly
+    /// what the check caught, so that is never the advice then.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "refusing the narinfo of {} from {}: it has no valid signature by a trusted key \
+             ({}; signatures by: {}; trusted keys: {}); ",
+            self.path, self.cache, self.why, self.found, self.trusted
+        )?;
+        if self.mismatched.is_empty() {
+            return f.write_str(
+                "trust the cache's key with --trusted-public-keys or nix.conf's \
+                 trusted-public-keys, or accept such narinfos with --no-require-sigs",
+            );
+        }
+        let names: Vec<String> = self.mismatched.iter().map(|k| format!("'{k}'")).collect();
+        write!(
+            f,
+            "its signature names the trusted key {} but does not verify, so the narinfo may \
+             have been tampered with (changed after it was signed), or the key trusted under \
+             that name is not the one the cache signs with (the same name, other key bytes); \
+             check the key with the cache's owner and do not use the cache until then",
+            names.join(", ")
+        )
+    }
 }
 
 /// Errors from reading stores and resolving roots.
@@ -110,13 +145,7 @@ pub enum Error {
     },
     /// A binary cache's narinfo without a valid signature by a trusted key,
     /// while signatures are required.
-    #[error(
-        "refusing the narinfo of {} from {}: it has no valid signature by a \
-         trusted key ({}; signatures by: {}; trusted keys: {}); trust the \
-         cache's key with --trusted-public-keys or nix.conf's trusted-public-keys, or accept \
-         such narinfos with --no-require-sigs",
-        .0.path, .0.cache, .0.why, .0.found, .0.trusted
-    )]
+    #[error("{0}")]
     UntrustedNarinfo(Box<Untrusted>),
     /// A narinfo file that does not parse.
     #[error("corrupt narinfo {file}: {reason}")]

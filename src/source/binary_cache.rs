@@ -196,7 +196,10 @@ impl PathMetadata for BinaryCache {
     }
 
     fn describe(&self) -> String {
-        format!("binary cache file://{}", self.dir.display())
+        // The URL its refusals and provenance name, so that one message
+        // never names this cache two ways (a relative `file://DIR` and its
+        // absolute URL).
+        format!("binary cache {}", self.url())
     }
 
     fn has_provenance(&self) -> bool {
