@@ -109,6 +109,32 @@ pub enum Error {
         /// Description of the store.
         store: String,
     },
+    /// `--derivation` given an output whose deriver no store read records
+    /// (a path added rather than built, or unknown to every store).
+    #[error(
+        "{path} is not a derivation, and it has no deriver recorded in any store read \
+         (nix path-info --derivation would name none): --derivation reads the build graph \
+         of a .drv; give the .drv that builds it"
+    )]
+    NoDeriver {
+        /// The output path given.
+        path: String,
+    },
+    /// `--derivation` given an output whose recorded deriver is not in the
+    /// store the `.drv` files are read from.
+    #[error(
+        "{path} was built by {deriver}, which is not valid in {store}: the build graph \
+         (--derivation) is read from that .drv file; instantiate it again (nix-instantiate, \
+         or --derivation on the installable) or give a .drv that is there"
+    )]
+    DeriverNotHere {
+        /// The output path given.
+        path: String,
+        /// Its recorded deriver.
+        deriver: String,
+        /// Description of the store the `.drv` files are read from.
+        store: String,
+    },
     /// No `--store` given and no local store present.
     #[error(
         "no Nix store found: {} does not exist; point nix-heft at one with \

@@ -82,6 +82,9 @@ struct ReportWritten {
     /// With --derivation: derivations whose outputs are of unknown size.
     #[serde(skip_serializing_if = "Option::is_none")]
     unknown_outputs: Option<usize>,
+    /// With --derivation: output paths given, read as their derivers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    derivers: Vec<super::context::Mapped>,
 }
 
 /// Examines the closure ([`nix_heft::pipeline::examine`], plus advise's
@@ -215,6 +218,7 @@ fn page(
         added: model.diff.as_ref().map(|d| d.added.len()),
         removed: model.diff.as_ref().map(|d| d.removed.len()),
         unknown_outputs: model.build_graph.as_ref().map(|b| b.unknown_outputs.len()),
+        derivers: ctx.derivers(),
     };
     if args.output.as_os_str() != "-" {
         let mut out = std::io::stdout().lock();

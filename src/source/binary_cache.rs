@@ -223,6 +223,16 @@ impl PathMetadata for BinaryCache {
         }))
     }
 
+    fn deriver(&self, path: &StorePath) -> Result<Option<StorePath>> {
+        // A narinfo names its deriver by base name.
+        match self.narinfo(path)?.and_then(|n| n.deriver) {
+            Some(base) => {
+                StorePath::parse(&self.store_dir, &format!("{}/{base}", self.store_dir)).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
     /// Reads every narinfo's `StorePath` line; only needed to match names.
     fn all_paths(&self) -> Result<Vec<StorePath>> {
         let entries: Vec<PathBuf> = std::fs::read_dir(&self.dir)
