@@ -130,6 +130,40 @@ impl Context {
         self.open_trusting(spec, Default::default())
     }
 
+    /// The global flags that open the stores this run read and say which
+    /// narinfos it trusts, as words to put after `nix-heft` in a command
+    /// that must read the same (the HTML page's "copy why command"):
+    /// every `--store`, `--substituters`, `--netrc-file`,
+    /// `--trusted-public-keys`, `--no-require-sigs`. Paths and `file://`
+    /// URLs relative to this directory are made absolute, so the command
+    /// runs from anywhere. `stores` replaces `--store` when given (the
+    /// store a `--diff` page's AFTER was read from).
+    pub fn store_args(&self, stores: Option<&[String]>) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in stores.unwrap_or(&self.stores) {
+            out.push("--store".to_string());
+            out.push(absolute_store(s));
+        }
+        if let Some(s) = &self.substituters {
+            let urls: Vec<String> = s.split_ascii_whitespace().map(absolute_store).collect();
+            out.push("--substituters".to_string());
+            out.push(urls.join(" "));
+        }
+        if let Some(f) = &self.open.netrc_file {
+            out.push("--netrc-file".to_string());
+            let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+            out.push(f.display().to_string());
+        }
+        if let Some(k) = &self.trust.trusted_public_keys {
+            out.push("--trusted-public-keys".to_string());
+            out.push(k.clone());
+        }
+        if self.trust.no_require_sigs {
+            out.push("--no-require-sigs".to_string());
+        }
+        out
+    }
+
     /// This context for the build graph (`--derivation`).
     pub fn for_derivations(&self) -> Context {
         Context {
@@ -628,6 +662,35 @@ fn installable_error(e: InstallableError) -> anyhow::Error {
     } else {
         e.into()
     }
+}
+
+/// A `--store` value that names the same store from any directory: a
+/// relative directory or `file://` URL made absolute; URLs of other
+/// schemes, `local`, `auto`, `daemon` and `local?…` as given.
+fn absolute_store(spec: &str) -> String {
+    let abs = |p: &str| {
+        std::path::absolute(p)
+            .map(|a| a.display().to_string())
+            .unwrap_or_else(|_| p.to_string())
+    };
+    if let Some(rest) = spec.strip_prefix("file://") {
+        let (path, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (rest, None),
+        };
+        if path.starts_with('/') || path.is_empty() {
+            return spec.to_string();
+        }
+        let q = query.map(|q| format!("?{q}")).unwrap_or_default();
+        return format!("file://{}{q}", abs(path));
+    }
+    if spec.contains("://")
+        || matches!(spec, "local" | "auto" | "daemon")
+        || spec.starts_with("local?")
+    {
+        return spec.to_string();
+    }
+    abs(spec)
 }
 
 /// The `priority=N` of a store URL's query, which overrides the cache's
