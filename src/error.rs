@@ -44,10 +44,9 @@ impl std::fmt::Display for Untrusted {
         let names: Vec<String> = self.mismatched.iter().map(|k| format!("'{k}'")).collect();
         write!(
             f,
-            "its signature names the trusted key {} but does not verify, so the narinfo may \
-             have been tampered with (changed after it was signed), or the key trusted under \
-             that name is not the one the cache signs with (the same name, other key bytes); \
-             check the key with the cache's owner and do not use the cache until then",
+            "the narinfo may have been tampered with (changed after it was signed), or the key \
+             trusted as {} is not the one the cache signs with (the same name, other key \
+             bytes); check that key with the cache's owner before trusting this cache",
             names.join(", ")
         )
     }

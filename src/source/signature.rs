@@ -385,8 +385,7 @@ impl fmt::Display for SigProblem {
             SigProblem::UntrustedKey(k) => write!(f, "signed by '{k}', which is not trusted"),
             SigProblem::Mismatch(k) => write!(
                 f,
-                "signature by '{k}' does not verify with the trusted key of that name \
-                 (the narinfo changed after signing, or that key has other bytes)"
+                "signature by '{k}', a trusted key's name, does not verify"
             ),
             SigProblem::NoFingerprint(e) => write!(f, "cannot check signatures: {e}"),
         }
