@@ -16,6 +16,40 @@ pub struct Untrusted {
     pub trusted: String,
     /// What is wrong with each signature, or that there is none.
     pub why: String,
+    /// The trusted key names that a signature of the narinfo named but
+    /// that did not verify it (or that a malformed signature named): the
+    /// narinfo, or the key trusted under that name, is not what was
+    /// signed. Empty when no signature named a trusted key.
+    pub mismatched: Vec<String>,
+}
+
+impl std::fmt::Display for Untrusted {
+    /// One line: what is refused and why, then the advice that fits. A
+    /// signature that names a trusted key yet does not verify is a warning
+    /// sign, not a missing setting: turning checks off would accept exactly
+    /// what the check caught, so that is never the advice then.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "refusing the narinfo of {} from {}: it has no valid signature by a trusted key \
+             ({}; signatures by: {}; trusted keys: {}); ",
+            self.path, self.cache, self.why, self.found, self.trusted
+        )?;
+        if self.mismatched.is_empty() {
+            return f.write_str(
+                "trust the cache's key with --trusted-public-keys or nix.conf's \
+                 trusted-public-keys, or accept such narinfos with --no-require-sigs",
+            );
+        }
+        let names: Vec<String> = self.mismatched.iter().map(|k| format!("'{k}'")).collect();
+        write!(
+            f,
+            "the narinfo may have been tampered with (changed after it was signed), or the key \
+             trusted as {} is not the one the cache signs with (the same name, other key \
+             bytes); check that key with the cache's owner before trusting this cache",
+            names.join(", ")
+        )
+    }
 }
 
 /// Errors from reading stores and resolving roots.
@@ -74,6 +108,32 @@ pub enum Error {
         /// Description of the store.
         store: String,
     },
+    /// `--derivation` given an output whose deriver no store read records
+    /// (a path added rather than built, or unknown to every store).
+    #[error(
+        "{path} is not a derivation, and it has no deriver recorded in any store read \
+         (nix path-info --derivation would name none): --derivation reads the build graph \
+         of a .drv; give the .drv that builds it"
+    )]
+    NoDeriver {
+        /// The output path given.
+        path: String,
+    },
+    /// `--derivation` given an output whose recorded deriver is not in the
+    /// store the `.drv` files are read from.
+    #[error(
+        "{path} was built by {deriver}, which is not valid in {store}: the build graph \
+         (--derivation) is read from that .drv file; instantiate it again (nix-instantiate, \
+         or --derivation on the installable) or give a .drv that is there"
+    )]
+    DeriverNotHere {
+        /// The output path given.
+        path: String,
+        /// Its recorded deriver.
+        deriver: String,
+        /// Description of the store the `.drv` files are read from.
+        store: String,
+    },
     /// No `--store` given and no local store present.
     #[error(
         "no Nix store found: {} does not exist; point nix-heft at one with \
@@ -110,13 +170,7 @@ pub enum Error {
     },
     /// A binary cache's narinfo without a valid signature by a trusted key,
     /// while signatures are required.
-    #[error(
-        "refusing the narinfo of {} from {}: it has no valid signature by a \
-         trusted key ({}; signatures by: {}; trusted keys: {}); trust the \
-         cache's key with --trusted-public-keys or nix.conf's trusted-public-keys, or accept \
-         such narinfos with --no-require-sigs",
-        .0.path, .0.cache, .0.why, .0.found, .0.trusted
-    )]
+    #[error("{0}")]
     UntrustedNarinfo(Box<Untrusted>),
     /// A narinfo file that does not parse.
     #[error("corrupt narinfo {file}: {reason}")]

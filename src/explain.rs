@@ -39,22 +39,46 @@ pub struct Explained {
     pub chain: Vec<NodeId>,
     /// The weakest edge's verdict (`runtime` for a chain of one node).
     pub verdict: Verdict,
+    /// For a dependency every chain to which passes through another of
+    /// the dependencies asked about: the last of those on `chain` (the one
+    /// it is reached through, explained in its own right). `None` when a
+    /// chain reaches it directly.
+    pub through: Option<NodeId>,
 }
 
-/// The best chain from `roots` to each of `deps` (chains stop at the first
-/// dependency they reach).
+/// The best chain from `roots` to each of `deps`: one that passes through
+/// no other dependency where there is one (chains stop at the first
+/// dependency they reach), else the best of all, with the dependency it
+/// is reached through ([`Explained::through`]). Every dependency that the
+/// roots reach is explained.
 pub fn best_chains(g: &Graph, c: &Classified, roots: &[NodeId], deps: &[NodeId]) -> Vec<Explained> {
     let mut stop = vec![false; g.len()];
     for &d in deps {
         stop[d as usize] = true;
     }
+    let free = vec![false; g.len()];
     let r = |a, b| rank(c, a, b);
     deps.iter()
         .filter_map(|&d| {
-            best_chain(g, roots, d, &stop, &r, None).map(|(chain, worst)| Explained {
+            if let Some((chain, worst)) = best_chain(g, roots, d, &stop, &r, None) {
+                return Some(Explained {
+                    dep: d,
+                    chain,
+                    verdict: verdict_of(worst),
+                    through: None,
+                });
+            }
+            let (chain, worst) = best_chain(g, roots, d, &free, &r, None)?;
+            let through = chain[..chain.len() - 1]
+                .iter()
+                .rev()
+                .copied()
+                .find(|&v| stop[v as usize] && !roots.contains(&v));
+            Some(Explained {
                 dep: d,
                 chain,
                 verdict: verdict_of(worst),
+                through,
             })
         })
         .collect()
@@ -94,5 +118,6 @@ pub fn keeper(
         dep,
         chain,
         verdict: verdict_of(worst),
+        through: None,
     })
 }

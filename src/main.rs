@@ -257,6 +257,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
             no_require_sigs: cli.no_require_sigs,
             ..Default::default()
         },
+        mapped: Default::default(),
     };
     match &cli.command {
         Command::Size(args) => commands::size::run(&ctx, args),

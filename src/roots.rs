@@ -52,7 +52,7 @@ pub fn resolve_roots(src: &dyn PathMetadata, args: &[String]) -> Result<Vec<Stor
 
 /// Anything with a slash, or an existing file in the working directory
 /// (`result`), is a path; the rest are names.
-fn looks_like_path(store_dir: &str, arg: &str) -> bool {
+pub fn looks_like_path(store_dir: &str, arg: &str) -> bool {
     arg.starts_with(store_dir) || arg.contains('/') || Path::new(arg).symlink_metadata().is_ok()
 }
 

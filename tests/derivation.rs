@@ -164,3 +164,203 @@ fn every_fixture_derivation_equals_nix_show_derivation() {
     let o: Vec<&str> = d.outputs.iter().map(|o| o.name.as_str()).collect();
     assert_eq!(o, ["dev", "lib", "out"]);
 }
+
+// ---- `--derivation` on an output path: its deriver's build graph ----
+
+/// `nix-heft` in `cwd` with `args`: exit code, stdout, stderr.
+fn heft_in(cwd: &Path, args: &[&str]) -> (i32, String, String) {
+    let out = common::heft().current_dir(cwd).args(args).output().unwrap();
+    let r = (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    );
+    assert!(!r.2.contains("panicked"), "{}", r.2);
+    r
+}
+
+/// `nix-store -qR` of one path.
+fn qr(path: &str) -> BTreeSet<String> {
+    run(Command::new("nix-store").args(["-qR", path]))
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+/// The deriver Nix records for an output (`nix-store -q --deriver`).
+fn deriver(path: &str) -> String {
+    run(Command::new("nix-store").args(["-q", "--deriver", path]))
+        .trim()
+        .to_string()
+}
+
+/// The `paths` of a `size --json`.
+fn size_paths(json: &str) -> BTreeSet<String> {
+    let v: Value = serde_json::from_str(json).unwrap_or_else(|e| panic!("{e}: {json}"));
+    v["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["path"].as_str().unwrap().to_string())
+        .collect()
+}
+
+/// With `--derivation`, an output path (or a `./result` link to one) means
+/// the derivation that built it, as `nix path-info --derivation` maps it:
+/// `size`, `why` and `report` read that derivation's build graph (the
+/// nodes of `nix-store -qR DRV`), never the output's run-time closure, and
+/// say on stderr and in the JSON (`derivers`) that they mapped it. A DEP
+/// given as an output path is mapped too, so `why` gives the chain of
+/// derivations with `.drv` entries as evidence, and its words are about
+/// the build, never run time.
+#[test]
+fn an_output_path_with_derivation_means_its_deriver() {
+    let out = common::nix_build(&repo().join("examples/rocm-mini/default.nix"), &[])
+        .pop()
+        .unwrap();
+    let drv = deriver(&out);
+    assert!(drv.ends_with(".drv") && Path::new(&drv).exists(), "{drv}");
+    let build = qr(&drv);
+    let runtime = qr(&out);
+    assert!(build.len() > runtime.len(), "{build:?}");
+    let dir = common::scratch_dir("nix-heft-drv-map-");
+    std::os::unix::fs::symlink(&out, dir.join("result")).unwrap();
+
+    // size: the deriver's build graph, from the path and from the link.
+    for root in [out.as_str(), "./result"] {
+        let (code, json, err) = heft_in(&dir, &["--json", "size", "--derivation", root]);
+        assert_eq!(code, 0, "{err}");
+        assert_eq!(size_paths(&json), build, "{root}");
+        assert!(
+            err.contains(&drv) && err.contains("deriver"),
+            "says it mapped {root}: {err}"
+        );
+        let v: Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["derivers"][0]["output"], out.as_str(), "{v}");
+        assert_eq!(v["derivers"][0]["deriver"], drv.as_str(), "{v}");
+    }
+
+    // why: ROOT and DEP output paths give the chains between derivers.
+    let dep_out = runtime
+        .iter()
+        .find(|p| p.ends_with("-rocblas-5.7.1"))
+        .unwrap()
+        .clone();
+    let dep_drv = deriver(&dep_out);
+    let chains = |root: &str, dep: &str| -> Value {
+        let (code, json, err) = heft_in(&dir, &["--json", "why", "--derivation", root, dep]);
+        assert_eq!(code, 0, "{err}");
+        let v: Value = serde_json::from_str(&json).unwrap();
+        v["best"].clone()
+    };
+    let want = chains(&drv, &dep_drv);
+    assert!(want[0]["chain"].as_array().unwrap().len() >= 2, "{want}");
+    assert_eq!(chains("./result", &dep_out), want);
+    let (code, text, err) = heft_in(&dir, &["why", "--derivation", "./result", &dep_out]);
+    assert_eq!(code, 0, "{err}");
+    assert!(text.contains("drv-input"), "{text}");
+    assert!(!text.contains("elf-runpath"), "run-time evidence: {text}");
+    for said in ["run-time", "run time", "runtime"] {
+        assert!(
+            !text.contains(said),
+            "build-graph text says {said:?}: {text}"
+        );
+    }
+
+    // report: the page is the deriver's build graph.
+    let page = dir.join("page.html");
+    let (code, json, err) = heft_in(
+        &dir,
+        &[
+            "--json",
+            "report",
+            "--derivation",
+            "./result",
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["paths"].as_u64(), Some(build.len() as u64), "{v}");
+    assert_eq!(v["derivers"][0]["deriver"], drv.as_str(), "{v}");
+    assert!(err.contains(&drv), "{err}");
+}
+
+/// From a binary cache, an output the local store lacks is mapped by its
+/// narinfo's `Deriver` line to the `.drv` in the local store. Where that
+/// is not possible the run refuses, saying why, rather than read the
+/// run-time graph: a `Deriver` naming a `.drv` that is not here, or no
+/// `Deriver` line at all (both fields are outside the signature, so the
+/// narinfo stays trusted).
+#[test]
+fn a_cached_output_maps_by_its_narinfo_or_is_refused() {
+    let dir = common::scratch_dir("nix-heft-drv-cache-");
+    let file = dir.join("cached.nix");
+    std::fs::write(
+        &file,
+        format!(
+            r#"let p = import {} {{ }}; in
+derivation {{
+  name = "cached-{}";
+  system = builtins.currentSystem;
+  builder = "/bin/sh";
+  args = [ "-c" "echo ${{p.rocblas}} > $out" ];
+}}"#,
+            repo().join("examples/rocm-mini/default.nix").display(),
+            common::nonce()
+        ),
+    )
+    .unwrap();
+    let out = common::nix_build(&file, &[]).pop().unwrap();
+    let drv = deriver(&out);
+    let build = qr(&drv);
+    let cache = dir.join("cache");
+    run(nix()
+        .args(["copy", "--to", &common::signed_cache_url(&cache, "")])
+        .arg(&out));
+    run(Command::new("nix-store").args(["--delete", &out]));
+    assert!(!Path::new(&out).exists(), "{out} is still valid");
+    let url = format!("file://{}", cache.display());
+
+    let (code, json, err) = heft_in(
+        &dir,
+        &["--store", &url, "--json", "size", "--derivation", &out],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(size_paths(&json), build);
+    assert!(err.contains(&drv), "{err}");
+
+    let narinfo = cache.join(format!("{}.narinfo", &out["/nix/store/".len()..][..32]));
+    let text = std::fs::read_to_string(&narinfo).unwrap();
+    let line = text
+        .lines()
+        .find(|l| l.starts_with("Deriver: "))
+        .unwrap()
+        .to_string();
+    let gone = format!("{}-gone-1.0.drv", "0".repeat(32));
+    for (what, edited, needle) in [
+        (
+            "a deriver not here",
+            text.replace(&line, &format!("Deriver: {gone}")),
+            gone.as_str(),
+        ),
+        (
+            "no deriver",
+            text.replace(&format!("{line}\n"), ""),
+            "no deriver",
+        ),
+    ] {
+        std::fs::write(&narinfo, &edited).unwrap();
+        let (code, json, err) = heft_in(
+            &dir,
+            &["--store", &url, "--json", "size", "--derivation", &out],
+        );
+        assert_eq!(code, 1, "{what}: {json}{err}");
+        assert!(json.is_empty(), "{what}: {json}");
+        assert!(
+            err.starts_with("nix-heft: error: ") && err.contains(&out) && err.contains(needle),
+            "{what}: {err}"
+        );
+    }
+}

@@ -279,6 +279,109 @@ fn why_gives_chains_and_evidence() {
     assert_usage_error(&o, "no valid path in the closure of");
 }
 
+/// A glob matching a package and the paths it pulls in (`rocblas*`:
+/// rocblas and its six Tensile targets, which only rocblas references)
+/// explains every match: the ones some chain reaches directly by their
+/// chain, each of the others in one line naming the match it is reached
+/// only through. The JSON has a best chain for every match, checked edge
+/// by edge against Nix's references, and marks which are reached only
+/// through another (worked out here from `nix path-info`, independently).
+#[test]
+fn why_explains_every_match_of_a_glob() {
+    let f = fixture();
+    let info = nix_path_info(None, &[&f.rocm]);
+    let name = |p: &str| p["/nix/store/".len() + 33..].to_string();
+    let deps: BTreeSet<&str> = info
+        .keys()
+        .map(String::as_str)
+        .filter(|p| name(p).starts_with("rocblas"))
+        .collect();
+    assert!(deps.len() >= 3, "{deps:?}");
+    let refs = |p: &str| -> Vec<String> {
+        info[p]["references"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| r.as_str().unwrap().to_string())
+            .filter(|r| r != p)
+            .collect()
+    };
+    // Reached from the root without passing through another match.
+    let mut direct = BTreeSet::new();
+    let mut seen = BTreeSet::from([f.rocm.clone()]);
+    let mut stack = vec![f.rocm.clone()];
+    while let Some(p) = stack.pop() {
+        for r in refs(&p) {
+            if deps.contains(r.as_str()) {
+                direct.insert(r);
+            } else if seen.insert(r.clone()) {
+                stack.push(r);
+            }
+        }
+    }
+    assert!(
+        !direct.is_empty() && direct.len() < deps.len(),
+        "the fixture has matches reached only through others: {direct:?} of {deps:?}"
+    );
+
+    let o = heft_run(None, &["--json", "why", &f.rocm, "rocblas*"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let w: serde_json::Value = serde_json::from_str(&o.stdout).unwrap();
+    let best = w["best"].as_array().unwrap();
+    let explained: BTreeSet<&str> = best.iter().map(|b| b["dep"].as_str().unwrap()).collect();
+    assert_eq!(
+        explained, deps,
+        "every match has a best chain: {}",
+        o.stdout
+    );
+    for b in best {
+        let dep = b["dep"].as_str().unwrap();
+        let chain: Vec<&str> = b["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(chain.first(), Some(&f.rocm.as_str()), "{b}");
+        assert_eq!(chain.last(), Some(&dep), "{b}");
+        for e in chain.windows(2) {
+            assert!(
+                refs(e[0]).iter().any(|r| r == e[1]),
+                "{e:?} is no reference"
+            );
+        }
+        if direct.contains(dep) {
+            assert!(b.get("through").is_none(), "{b}");
+        } else {
+            let via = b["through"].as_str().unwrap_or_else(|| panic!("{b}"));
+            assert!(deps.contains(via) && chain.contains(&via), "{b}");
+        }
+    }
+    // Text: a chain for each direct match, one line for each other.
+    let o = heft_run(None, &["why", &f.rocm, "rocblas*"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    for d in &deps {
+        let line = format!("{}: reached only through ", name(d));
+        if direct.contains(*d) {
+            assert!(
+                o.stdout.contains(&format!("→ {}\n", name(d))),
+                "{}",
+                o.stdout
+            );
+        } else {
+            let at = o
+                .stdout
+                .find(&line)
+                .unwrap_or_else(|| panic!("{line}\n{}", o.stdout));
+            assert!(
+                o.stdout[at..].lines().next().unwrap().ends_with("(above)"),
+                "{}",
+                o.stdout
+            );
+        }
+    }
+}
+
 #[test]
 fn json_source_marks_evidence_unavailable() {
     let f = fixture();

@@ -1239,3 +1239,148 @@ fn a_build_graph_page_is_the_derivation_closure_sized_by_outputs() {
         o.stdout
     );
 }
+
+/// The "Copy why command" text of a page clicked on `target`: the command
+/// and the chain the page shows (full paths, root first).
+fn copied_why(page: &Path, target: &str) -> (String, Vec<String>) {
+    let b = chromium(&format!("file://{}#click={target}", page.display()), None);
+    assert_clean(&b);
+    assert_eq!(by_id(&b.dom, "detail-path"), target);
+    let cmd = regex::Regex::new(r#"<code[^>]*>(nix-heft [^<]*)</code>"#)
+        .unwrap()
+        .captures(&b.dom)
+        .unwrap_or_else(|| panic!("no why command on the page"))[1]
+        .to_string();
+    let start = b.dom.find("id=\"detail-chain\"").expect("no chain shown");
+    let end = start + b.dom[start..].find("</ol>").unwrap();
+    let chain = regex::Regex::new(r#"data-select="([^"]+)""#)
+        .unwrap()
+        .captures_iter(&b.dom[start..end])
+        .map(|c| c[1].to_string())
+        .collect();
+    (unescape(&cmd), chain)
+}
+
+/// Runs `cmd` as a shell runs copied text, from `/`, with the binary under
+/// test first on PATH and no NIX_CONFIG (so what it trusts is what the
+/// command says): exit code and output.
+fn run_copied(cmd: &str) -> (i32, String, String) {
+    let bin = assert_cmd::cargo::cargo_bin("nix-heft");
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap()
+    );
+    let out = Command::new("sh")
+        .arg("-c")
+        .arg(cmd)
+        .current_dir("/")
+        .env("PATH", path)
+        .env_remove("NIX_CONFIG")
+        .output()
+        .unwrap();
+    (
+        out.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// A chain of full paths as `why`'s text names it (`a → b → c`).
+fn chain_line(chain: &[String]) -> String {
+    chain
+        .iter()
+        .map(|p| &p["/nix/store/".len() + 33..])
+        .collect::<Vec<_>>()
+        .join(" → ")
+}
+
+/// The detail panel's "Copy why command" reproduces what the page shows:
+/// copied and run through `sh -c` (from another directory, without the
+/// environment's trusted keys) it succeeds and names the page's chain. A
+/// page made over several stores, one given by a relative `file://` URL,
+/// with the keys on the command line, copies every store (absolute) and
+/// the keys; a build-graph page copies `--derivation`, and its chain is
+/// the build one.
+#[test]
+fn the_copied_why_command_runs_and_names_the_page_chain() {
+    let dir = scratch_dir("nix-heft-copied-why-");
+    let empty = dir.join("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    std::fs::write(empty.join("nix-cache-info"), "StoreDir: /nix/store\n").unwrap();
+    let cache = format!("file://{}", example_cache().display());
+    let root = example_root();
+    let page = out_dir().join("copied-why.html");
+    let out = heft_bare()
+        .current_dir(&dir)
+        .env_remove("NIX_CONFIG")
+        .args([
+            "--store",
+            "file://empty",
+            "--store",
+            &cache,
+            "--trusted-public-keys",
+            &example_key(),
+            "--json",
+            "report",
+            &root,
+            "-o",
+            page.to_str().unwrap(),
+        ])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let data = page_data(&page);
+    let target = data["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["p"].as_str().unwrap())
+        .find(|p| p.ends_with("-rocblas-tensile-gfx90a-5.7.1"))
+        .unwrap()
+        .to_string();
+    let (cmd, chain) = copied_why(&page, &target);
+    assert!(chain.len() >= 3, "{chain:?}");
+    assert!(
+        cmd.contains(&format!("file://{}", empty.display())) && cmd.contains(&cache),
+        "every store: {cmd}"
+    );
+    let (code, stdout, stderr) = run_copied(&cmd);
+    assert_eq!(code, 0, "{cmd}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("] {}\n", chain_line(&chain))),
+        "{cmd}\n{stdout}"
+    );
+
+    // The build graph: the copied command reads it too.
+    let (drv, _) = unbuilt_over_example();
+    let page = out_dir().join("copied-why-derivation.html");
+    json(&heft_run(
+        None,
+        &[
+            "--json",
+            "report",
+            "--derivation",
+            drv,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    ));
+    let data = page_data(&page);
+    let target = data["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["p"].as_str().unwrap())
+        .find(|p| p.ends_with("-rocblas-5.7.1.drv"))
+        .unwrap()
+        .to_string();
+    let (cmd, chain) = copied_why(&page, &target);
+    assert!(cmd.contains("--derivation"), "{cmd}");
+    let (code, stdout, stderr) = run_copied(&cmd);
+    assert_eq!(code, 0, "{cmd}\n{stderr}");
+    assert!(
+        stdout.contains(&format!("[build] {}\n", chain_line(&chain))),
+        "{cmd}\n{stdout}"
+    );
+}

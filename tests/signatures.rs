@@ -1,5 +1,5 @@
-//! Narinfo signatures and nix.conf, checked against real Nix (issue 24's
-//! groundwork; the modules are not wired into the commands yet).
+//! Narinfo signatures and nix.conf, checked against real Nix, and what the
+//! binary says when it refuses a narinfo.
 //!
 //! Keys come from `nix-store --generate-binary-cache-key`, caches from
 //! `nix copy --to 'file://DIR?secret-key=…'` (Nix signs them), and every
@@ -344,6 +344,95 @@ fn unsigned_fields_may_change() {
         t.replace(line_of(t, "Deriver"), "Deriver: unknown-deriver")
     });
     both_accept(&c, &[s.trusted_pub.as_str()]);
+}
+
+/// `nix-heft size TOP` run in the signatures' directory (so that relative
+/// `file://` URLs are read as a user in that directory would type them),
+/// with `args` before the command: exit code and stderr.
+fn heft_size(args: &[&str]) -> (i32, String) {
+    let s = setup();
+    let out = common::heft()
+        .current_dir(&s.root)
+        .args(args)
+        .args(["size", &s.top])
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!err.contains("panicked"), "{err}");
+    (out.status.code().unwrap_or(-1), err)
+}
+
+/// A signature that names a trusted key but does not verify is a sign of
+/// tampering, not a setting to turn off: the refusal says the narinfo may
+/// have been tampered with and names the key, and never advises
+/// `--no-require-sigs` — whether the narinfo changed after signing or the
+/// key trusted under that name has other bytes. A cache that is merely
+/// signed by an unknown key keeps the advice to trust its key (or not
+/// require signatures). Over several stores the refused cache is named
+/// one way, as its absolute URL, however it was given.
+#[test]
+fn a_signature_that_does_not_verify_says_tampered_not_no_require_sigs() {
+    let s = setup();
+    let tampered = edited("tampered-cli", &s.signed, |t| {
+        let l = line_of(t, "NarSize");
+        let n: u64 = l["NarSize: ".len()..].parse().unwrap();
+        t.replace(l, &format!("NarSize: {}", n + 1))
+    });
+    let url = |c: &Path| format!("file://{}", c.display());
+    // The other key's bytes under the trusted key's name.
+    let impostor = format!("{TRUSTED}:{}", s.other_pub.split_once(':').unwrap().1);
+    for (what, keys, cache) in [
+        (
+            "edited after signing",
+            s.trusted_pub.clone(),
+            url(&tampered),
+        ),
+        (
+            "a trusted name with other key bytes",
+            impostor,
+            url(&s.signed),
+        ),
+    ] {
+        let (code, err) = heft_size(&["--trusted-public-keys", &keys, "--store", &cache]);
+        assert_eq!(code, 1, "{what}: {err}");
+        assert!(err.contains("refusing the narinfo of"), "{what}: {err}");
+        assert!(
+            err.contains("tampered with") && err.contains(&format!("'{TRUSTED}'")),
+            "{what}: {err}"
+        );
+        assert!(!err.contains("--no-require-sigs"), "{what}: {err}");
+    }
+    // Signed by a key that is simply not trusted: configure it, or accept.
+    let (code, err) = heft_size(&[
+        "--trusted-public-keys",
+        &s.trusted_pub,
+        "--store",
+        &url(&s.other),
+    ]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains("--trusted-public-keys") && err.contains("--no-require-sigs"),
+        "{err}"
+    );
+    assert!(!err.contains("tampered"), "{err}");
+    // Several stores, the tampered one given by a relative URL: it is
+    // refused with a warning and the path taken from the next store; the
+    // warning names it by its absolute URL only.
+    let (code, err) = heft_size(&[
+        "--trusted-public-keys",
+        &s.trusted_pub,
+        "--store",
+        "file://tampered-cli",
+        "--store",
+        "file://signed",
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(err.contains("tampered with"), "{err}");
+    assert!(
+        !err.contains("file://tampered-cli") && !err.contains("file://signed"),
+        "a relative URL beside the absolute one: {err}"
+    );
+    assert_eq!(err.matches(&url(&tampered)).count(), 2, "{err}");
 }
 
 /// `nix show-config --json`'s value of `name` in `env` (nothing else of

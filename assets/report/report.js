@@ -185,6 +185,11 @@
       setTimeout(() => (button.textContent = old), 1500);
     }
   }
+  // One word as a POSIX shell reads it back: as it is when it holds no
+  // character the shell treats specially, else in single quotes.
+  function shellWord(w) {
+    return /^[A-Za-z0-9_@%+=:,.\/-]+$/.test(w) ? w : "'" + w.replace(/'/g, "'\\''") + "'";
+  }
   function copyButton(text, label) {
     const b = el("button", { type: "button", class: "copy", text: label || "Copy" });
     b.addEventListener("click", () => copyText(text, b));
@@ -542,7 +547,7 @@
     const p = P[i];
     const chain = strongestChain(i);
     const rootPath = P[chain[0]].p;
-    const whyCmd = "nix-heft why " + rootPath + " " + p.p;
+    const whyCmd = (D.why_command || ["nix-heft", "why"]).concat([rootPath, p.p]).map(shellWord).join(" ");
     const parts = [
       el("h2", { id: "detail-name", text: p.n }),
       el("p", null, el("code", { id: "detail-path", text: p.p }), " ", copyButton(p.p, "Copy path")),
@@ -571,7 +576,7 @@
       }
       ch.append(li);
     });
-    parts.push(ch, el("p", null, el("code", { text: whyCmd }), " ", copyButton(whyCmd, "Copy why command")));
+    parts.push(ch, el("p", null, el("code", { id: "detail-why", text: whyCmd }), " ", copyButton(whyCmd, "Copy why command")));
     const refs = referrers[i].slice().sort((a, b) => (P[a].n < P[b].n ? -1 : 1));
     parts.push(el("h3", { text: "Referrers: edges holding it (" + refs.length + ")" }));
     if (noEvidence) parts.push(el("p", { class: "hint", text: "Evidence unavailable: the report was made without file contents." }));

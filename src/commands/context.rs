@@ -62,6 +62,21 @@ pub struct Context {
     pub derivation: bool,
     /// `--trusted-public-keys`, `--no-require-sigs`.
     pub trust: TrustFlags,
+    /// With `--derivation`: the output paths given as ROOT or DEP that
+    /// were read as their derivers, for the note and the JSON.
+    pub mapped: std::sync::Arc<std::sync::Mutex<Vec<Mapped>>>,
+}
+
+/// An output path given with `--derivation`, read as the derivation that
+/// built it (as `nix path-info --derivation` maps it).
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct Mapped {
+    /// The argument as given (`./result`, a store path, a name).
+    pub arg: String,
+    /// The output path it names.
+    pub output: String,
+    /// The derivation read in its place.
+    pub deriver: String,
 }
 
 /// The flags that say which narinfos to trust; with nix.conf, they make the
@@ -113,6 +128,40 @@ impl Context {
         // Each store its own log, so that a command reading two stores
         // (diff's BEFORE and AFTER) prints each one's warnings once.
         self.open_trusting(spec, Default::default())
+    }
+
+    /// The global flags that open the stores this run read and say which
+    /// narinfos it trusts, as words to put after `nix-heft` in a command
+    /// that must read the same (the HTML page's "copy why command"):
+    /// every `--store`, `--substituters`, `--netrc-file`,
+    /// `--trusted-public-keys`, `--no-require-sigs`. Paths and `file://`
+    /// URLs relative to this directory are made absolute, so the command
+    /// runs from anywhere. `stores` replaces `--store` when given (the
+    /// store a `--diff` page's AFTER was read from).
+    pub fn store_args(&self, stores: Option<&[String]>) -> Vec<String> {
+        let mut out = Vec::new();
+        for s in stores.unwrap_or(&self.stores) {
+            out.push("--store".to_string());
+            out.push(absolute_store(s));
+        }
+        if let Some(s) = &self.substituters {
+            let urls: Vec<String> = s.split_ascii_whitespace().map(absolute_store).collect();
+            out.push("--substituters".to_string());
+            out.push(urls.join(" "));
+        }
+        if let Some(f) = &self.open.netrc_file {
+            out.push("--netrc-file".to_string());
+            let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
+            out.push(f.display().to_string());
+        }
+        if let Some(k) = &self.trust.trusted_public_keys {
+            out.push("--trusted-public-keys".to_string());
+            out.push(k.clone());
+        }
+        if self.trust.no_require_sigs {
+            out.push("--no-require-sigs".to_string());
+        }
+        out
     }
 
     /// This context for the build graph (`--derivation`).
@@ -370,7 +419,7 @@ impl Context {
     /// [`nix_heft::roots::resolve_roots`]. Duplicates kept once, in order.
     pub fn roots(&self, src: &dyn StoreSource, args: &[String]) -> anyhow::Result<Vec<StorePath>> {
         let evaluated = self.evaluate(src, args)?;
-        if evaluated.iter().all(Option::is_none) {
+        if !self.derivation && evaluated.iter().all(Option::is_none) {
             return Ok(nix_heft::roots::resolve_roots(src, args)?);
         }
         let mut out: Vec<StorePath> = Vec::new();
@@ -400,6 +449,7 @@ impl Context {
                     }
                     e.outputs.into_iter().map(|(_, p)| p).collect()
                 }
+                None if self.derivation => self.derivation_roots(src, arg)?,
                 None => nix_heft::roots::resolve_roots(src, std::slice::from_ref(arg))?,
             };
             for p in found {
@@ -409,6 +459,78 @@ impl Context {
             }
         }
         Ok(out)
+    }
+
+    /// A ROOT that is no installable, in the build graph: a `.drv` is
+    /// itself; an output path (a store path, a `./result` link, a name
+    /// matching outputs) is its deriver, as `nix path-info --derivation`
+    /// maps it, or an error when that is unknown or not here. Never the
+    /// output itself: its references are the run-time graph's.
+    fn derivation_roots(&self, src: &dyn StoreSource, arg: &str) -> anyhow::Result<Vec<StorePath>> {
+        let dir = src.store_dir();
+        let found = if nix_heft::roots::looks_like_path(dir, arg) {
+            let p = nix_heft::roots::resolve_path_arg(dir, arg)?;
+            if p.name().ends_with(".drv") {
+                // Checked valid as any ROOT path is.
+                return Ok(nix_heft::roots::resolve_roots(src, &[arg.to_string()])?);
+            }
+            // An output need not be in the `.drv` store (a binary cache's
+            // narinfo may name its deriver): no validity check here.
+            vec![p]
+        } else {
+            nix_heft::roots::resolve_roots(src, &[arg.to_string()])?
+        };
+        found
+            .into_iter()
+            .map(|p| self.deriver_of(src, arg, p))
+            .collect()
+    }
+
+    /// `p` itself when it is a `.drv`, else the derivation that built it
+    /// (valid in `src`), noted on stderr and kept for the JSON.
+    fn deriver_of(
+        &self,
+        src: &dyn StoreSource,
+        arg: &str,
+        p: StorePath,
+    ) -> anyhow::Result<StorePath> {
+        if p.name().ends_with(".drv") {
+            return Ok(p);
+        }
+        let Some(d) = src.deriver(&p)? else {
+            return Err(nix_heft::Error::NoDeriver {
+                path: p.to_string(),
+            }
+            .into());
+        };
+        if !src.is_valid(&d)? {
+            return Err(nix_heft::Error::DeriverNotHere {
+                path: p.to_string(),
+                deriver: d.to_string(),
+                store: src.describe(),
+            }
+            .into());
+        }
+        let m = Mapped {
+            arg: arg.to_string(),
+            output: p.to_string(),
+            deriver: d.to_string(),
+        };
+        let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        if !mapped.contains(&m) {
+            let given = if arg == m.output {
+                String::new()
+            } else {
+                format!(" ({arg})")
+            };
+            eprintln!(
+                "nix-heft: note: {}{given} is an output, not a derivation: --derivation reads \
+                 its deriver {} (as nix path-info --derivation names it)",
+                m.output, m.deriver
+            );
+            mapped.push(m);
+        }
+        Ok(d)
     }
 
     /// Whether `arg` is an installable (evaluated by `nix`) rather than a
@@ -446,11 +568,17 @@ impl Context {
         arg: &str,
     ) -> anyhow::Result<Vec<NodeId>> {
         let Some(e) = self.evaluate(src, &[arg.to_string()])?.pop().flatten() else {
-            return Ok(nix_heft::roots::resolve_in_closure(
-                g,
-                src.store_dir(),
-                arg,
-            )?);
+            let dir = src.store_dir();
+            // In the build graph an output path is its deriver, unless it
+            // is a node itself (a source).
+            if self.derivation && nix_heft::roots::looks_like_path(dir, arg) {
+                let p = nix_heft::roots::resolve_path_arg(dir, arg)?;
+                if !p.name().ends_with(".drv") && !g.index().contains_key(&p) {
+                    let d = self.deriver_of(src, arg, p)?;
+                    return Ok(nix_heft::roots::resolve_in_closure(g, dir, d.as_str())?);
+                }
+            }
+            return Ok(nix_heft::roots::resolve_in_closure(g, dir, arg)?);
         };
         let index = g.index();
         let ids: Vec<NodeId> = if self.derivation {
@@ -516,8 +644,7 @@ impl Context {
     pub fn emit<R: Report>(&self, report: &R, opts: TextOptions) -> anyhow::Result<ExitCode> {
         let mut out = std::io::stdout().lock();
         if self.json {
-            serde_json::to_writer(&mut out, report)?;
-            writeln!(out)?;
+            self.write_json(&mut out, report, None)?;
         } else {
             out.write_all(report.render_text(&opts).as_bytes())?;
         }
@@ -535,6 +662,35 @@ fn installable_error(e: InstallableError) -> anyhow::Error {
     } else {
         e.into()
     }
+}
+
+/// A `--store` value that names the same store from any directory: a
+/// relative directory or `file://` URL made absolute; URLs of other
+/// schemes, `local`, `auto`, `daemon` and `local?…` as given.
+fn absolute_store(spec: &str) -> String {
+    let abs = |p: &str| {
+        std::path::absolute(p)
+            .map(|a| a.display().to_string())
+            .unwrap_or_else(|_| p.to_string())
+    };
+    if let Some(rest) = spec.strip_prefix("file://") {
+        let (path, query) = match rest.split_once('?') {
+            Some((p, q)) => (p, Some(q)),
+            None => (rest, None),
+        };
+        if path.starts_with('/') || path.is_empty() {
+            return spec.to_string();
+        }
+        let q = query.map(|q| format!("?{q}")).unwrap_or_default();
+        return format!("file://{}{q}", abs(path));
+    }
+    if spec.contains("://")
+        || matches!(spec, "local" | "auto" | "daemon")
+        || spec.starts_with("local?")
+    {
+        return spec.to_string();
+    }
+    abs(spec)
 }
 
 /// The `priority=N` of a store URL's query, which overrides the cache's
@@ -569,16 +725,7 @@ impl Context {
         }
         let mut out = std::io::stdout().lock();
         if self.json {
-            // `origins` appended as the last key: the report's own keys stay
-            // in the order its struct gives them, as without origins.
-            let text = serde_json::to_string(report)?;
-            let body = text
-                .strip_suffix('}')
-                .ok_or_else(|| anyhow::anyhow!("a report's JSON is not an object"))?;
-            let sep = if body == "{" { "" } else { "," };
-            write!(out, "{body}{sep}\"origins\":")?;
-            serde_json::to_writer(&mut out, &origins)?;
-            writeln!(out, "}}")?;
+            self.write_json(&mut out, report, Some(&origins))?;
         } else {
             out.write_all(report.render_text(&opts).as_bytes())?;
             let mut by_store: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
@@ -595,6 +742,52 @@ impl Context {
         }
         out.flush()?;
         Ok(partial_code(report.problems()))
+    }
+}
+
+impl Context {
+    /// The outputs read as their derivers this run (`--derivation`).
+    pub fn derivers(&self) -> Vec<Mapped> {
+        self.mapped
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// A report's JSON on one line, with `derivers` (outputs read as
+    /// their derivers, when any) and `origins` (when given) appended as its
+    /// last keys: the report's own keys stay in the order its struct gives
+    /// them.
+    fn write_json<R: Report>(
+        &self,
+        out: &mut impl Write,
+        report: &R,
+        origins: Option<&std::collections::BTreeMap<String, source::Provenance>>,
+    ) -> anyhow::Result<()> {
+        let text = serde_json::to_string(report)?;
+        let derivers = self.derivers();
+        if derivers.is_empty() && origins.is_none() {
+            writeln!(out, "{text}")?;
+            return Ok(());
+        }
+        let mut body = text
+            .strip_suffix('}')
+            .ok_or_else(|| anyhow::anyhow!("a report's JSON is not an object"))?
+            .to_string();
+        let key = |body: &mut String, name: &str, v: String| {
+            if body != "{" {
+                body.push(',');
+            }
+            body.push_str(&format!("\"{name}\":{v}"));
+        };
+        if !derivers.is_empty() {
+            key(&mut body, "derivers", serde_json::to_string(&derivers)?);
+        }
+        if let Some(o) = origins {
+            key(&mut body, "origins", serde_json::to_string(o)?);
+        }
+        writeln!(out, "{body}}}")?;
+        Ok(())
     }
 }
 

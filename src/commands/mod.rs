@@ -40,6 +40,14 @@ pub struct TraceOpt {
 }
 
 impl TraceOpt {
+    /// The trace files given, absolute (for a command to copy).
+    pub fn files(&self) -> Vec<std::path::PathBuf> {
+        self.traces
+            .iter()
+            .map(|t| std::path::absolute(t).unwrap_or_else(|_| t.clone()))
+            .collect()
+    }
+
     /// The merged traces, `None` without `--trace`; read before the store
     /// so that a bad trace file fails at once.
     pub fn load(&self) -> anyhow::Result<Option<nix_heft::trace::file::TraceSet>> {

@@ -82,6 +82,9 @@ struct ReportWritten {
     /// With --derivation: derivations whose outputs are of unknown size.
     #[serde(skip_serializing_if = "Option::is_none")]
     unknown_outputs: Option<usize>,
+    /// With --derivation: output paths given, read as their derivers.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    derivers: Vec<super::context::Mapped>,
 }
 
 /// Examines the closure ([`nix_heft::pipeline::examine`], plus advise's
@@ -173,6 +176,20 @@ fn page(
     model.build_graph = drvs.map(|d| BuildGraph {
         unknown_outputs: UnknownOutputs::of(d, &g),
     });
+    // The command the page offers to copy reads what it shows: the same
+    // stores (AFTER's, for a --diff page), keys and graph.
+    let after = args.after_store.as_ref().map(std::slice::from_ref);
+    let mut why = vec!["nix-heft".to_string()];
+    why.extend(ctx.store_args(after.filter(|_| args.diff.is_some())));
+    why.push("why".to_string());
+    if drvs.is_some() {
+        why.push("--derivation".to_string());
+    }
+    for t in args.trace.files() {
+        why.push("--trace".to_string());
+        why.push(t.display().to_string());
+    }
+    model.why_command = why;
     if let Some(bg) = before {
         let mut d = nix_heft::diff::diff(&bg, &g);
         // BEFORE is read only for the edges that held the paths that
@@ -215,6 +232,7 @@ fn page(
         added: model.diff.as_ref().map(|d| d.added.len()),
         removed: model.diff.as_ref().map(|d| d.removed.len()),
         unknown_outputs: model.build_graph.as_ref().map(|b| b.unknown_outputs.len()),
+        derivers: ctx.derivers(),
     };
     if args.output.as_os_str() != "-" {
         let mut out = std::io::stdout().lock();

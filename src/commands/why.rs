@@ -65,16 +65,36 @@ fn explain(
         is_dep[d as usize] = true;
     }
     // Every edge on some chain is read, so chains can be ranked by verdict.
-    let wants = nix_heft::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
+    let mut wants = nix_heft::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
+    // A match that every chain reaches through another match is explained
+    // too, by its best chain through them: the edges between matches are
+    // read as well (only when there is such a match).
+    let direct = nix_heft::graph::chains::on_some_chain(&g, &[root], &is_dep);
+    if deps.iter().any(|&d| !direct[d as usize]) {
+        let between = nix_heft::graph::chains::edges_between_deps(&g, &deps, &is_dep);
+        nix_heft::graph::request::want(
+            &mut wants,
+            between
+                .into_iter()
+                .flat_map(|(f, ts)| ts.into_iter().map(move |t| (f, t))),
+        );
+    }
     let c = ctx.classified(src, &g, &wants, traces.as_ref());
     let best = nix_heft::explain::best_chains(&g, &c, &[root], &deps);
     let (count, mut shown) = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
     if args.all {
         shown.sort_by_key(|ch| (nix_heft::explain::chain_verdict(&c, ch), ch.len()));
     } else {
-        shown = best.iter().map(|b| b.chain.clone()).collect();
+        // A match reached only through another is a line of its own,
+        // not a chain shown (the chain shown to the other covers it).
+        shown = best
+            .iter()
+            .filter(|b| b.through.is_none())
+            .map(|b| b.chain.clone())
+            .collect();
     }
-    let report = WhyReport::new(&g, root, &args.dep, &deps, (count, shown), best, c);
+    let mut report = WhyReport::new(&g, root, &args.dep, &deps, (count, shown), best, c);
+    report.build_graph = ctx.derivation;
     let opts = TextOptions {
         every_line: args.evidence,
         ..ctx.text_options()

@@ -202,6 +202,69 @@ pub fn edges_of_all_chains(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Read
         .collect()
 }
 
+/// The edges of every chain from one dependency to another: from each of
+/// `deps` (marked in `is_dep`) to the next dependency it reaches, not
+/// through a third. With [`edges_of_all_chains`] these are every edge of
+/// every chain from the roots to a dependency that passes through others:
+/// what `why` reads to explain a match reached only through another match.
+pub fn edges_between_deps(g: &Graph, deps: &[NodeId], is_dep: &[bool]) -> ReadRequest {
+    let n = g.len();
+    let mut fwd = vec![false; n];
+    let mut stack: Vec<NodeId> = Vec::new();
+    for &d in deps {
+        for &w in g.references(d) {
+            if !std::mem::replace(&mut fwd[w as usize], true) {
+                stack.push(w);
+            }
+        }
+    }
+    while let Some(v) = stack.pop() {
+        if is_dep[v as usize] {
+            continue;
+        }
+        for &w in g.references(v) {
+            if !std::mem::replace(&mut fwd[w as usize], true) {
+                stack.push(w);
+            }
+        }
+    }
+    // Backwards from the dependencies reached, through paths that are not
+    // dependencies themselves.
+    let mut back = vec![false; n];
+    let mut stack: Vec<NodeId> = (0..n as NodeId)
+        .filter(|&v| is_dep[v as usize] && fwd[v as usize])
+        .collect();
+    for &d in &stack {
+        back[d as usize] = true;
+    }
+    while let Some(v) = stack.pop() {
+        for &u in g.referrers(v) {
+            if fwd[u as usize]
+                && !is_dep[u as usize]
+                && !std::mem::replace(&mut back[u as usize], true)
+            {
+                stack.push(u);
+            }
+        }
+    }
+    let mut from: Vec<NodeId> = deps.to_vec();
+    from.extend((0..n as NodeId).filter(|&v| back[v as usize] && !is_dep[v as usize]));
+    from.sort_unstable();
+    from.dedup();
+    from.into_iter()
+        .map(|v| {
+            let t: Vec<NodeId> = g
+                .references(v)
+                .iter()
+                .copied()
+                .filter(|&w| back[w as usize] && w != v)
+                .collect();
+            (v, t)
+        })
+        .filter(|(_, t)| !t.is_empty())
+        .collect()
+}
+
 /// The edges of every chain from the graph's roots to any of `targets`,
 /// chains free to pass through other targets: the edges between paths
 /// that can reach a target. What the gate reads to give each forbidden

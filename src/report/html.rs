@@ -228,6 +228,12 @@ pub struct HtmlReport {
     /// derivations and sources, a derivation's size its outputs').
     #[serde(skip_serializing_if = "Option::is_none")]
     pub build_graph: Option<BuildGraph>,
+    /// The words of the `why` command the detail panel offers to copy, up
+    /// to ROOT and DEP (which the page appends, shell-quoting each word):
+    /// `nix-heft`, the flags that opened the page's stores and said which
+    /// narinfos to trust, `why` and its own flags (`--derivation`,
+    /// `--trace`), so that the copied command reads what the page shows.
+    pub why_command: Vec<String>,
     /// What could not be read or simulated.
     pub problems: Vec<Problem>,
 }
@@ -455,6 +461,7 @@ impl HtmlReport {
             traces: None,
             diff: None,
             build_graph: None,
+            why_command: vec!["nix-heft".to_string(), "why".to_string()],
             problems,
         }
     }

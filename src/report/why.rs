@@ -41,6 +41,11 @@ pub struct BestChain {
     pub chain: Vec<String>,
     /// The verdict of the chain's weakest edge.
     pub verdict: Verdict,
+    /// When every chain to `dep` passes through another matched
+    /// dependency: the last such on `chain`, which is explained by its own
+    /// entry (the text says "reached only through" it in one line).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub through: Option<String>,
 }
 
 /// The whole report; also the `--json` document.
@@ -64,6 +69,11 @@ pub struct WhyReport {
     pub edges: Vec<WhyEdge>,
     /// Files or paths that could not be read.
     pub problems: Vec<Problem>,
+    /// Whether the graph is the build graph (`--derivation`): its edges
+    /// are build inputs, so no chain is expected to be run-time and the
+    /// text does not speak of run time.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub build_graph: bool,
 }
 
 impl WhyReport {
@@ -98,8 +108,9 @@ impl WhyReport {
         let mut best = best;
         best.sort_by(|a, b| g.path(a.dep).name().cmp(g.path(b.dep).name()));
         let mut chains = chains;
-        if chains.len() == best.len() {
-            chains = best.iter().map(|b| b.chain.clone()).collect();
+        let direct: Vec<&Explained> = best.iter().filter(|b| b.through.is_none()).collect();
+        if chains.len() == direct.len() {
+            chains = direct.iter().map(|b| b.chain.clone()).collect();
         }
         WhyReport {
             root: g.path(root).to_string(),
@@ -112,12 +123,20 @@ impl WhyReport {
                     dep: g.path(b.dep).to_string(),
                     chain: names(&b.chain),
                     verdict: b.verdict,
+                    through: b.through.map(|t| g.path(t).to_string()),
                 })
                 .collect(),
             chains: chains.iter().map(|ch| names(ch)).collect(),
             edges,
             problems: c.problems,
+            build_graph: false,
         }
+    }
+
+    /// The matches explained by a chain shown (not reached only through
+    /// another match).
+    fn direct(&self) -> usize {
+        self.best.iter().filter(|b| b.through.is_none()).count()
     }
 
     /// The weakest verdict of a shown chain, from the edges' evidence.
@@ -166,12 +185,15 @@ impl Report for WhyReport {
         } else {
             format!("{} paths matching '{}'", self.deps.len(), self.dep)
         };
-        let header = format!(
+        let through: Vec<&BestChain> = self.best.iter().filter(|b| b.through.is_some()).collect();
+        let mut header = format!(
             "{} chain(s) from {} to {what}; showing {}",
             self.chain_count,
             name(&self.root),
-            if self.chains.len() == self.best.len() {
-                if self.deps.len() == 1 {
+            if self.chains.len() == self.direct() {
+                if self.deps.len() == 1 && self.build_graph {
+                    "the strongest (by verdict, then shortest)".to_string()
+                } else if self.deps.len() == 1 {
                     "the strongest (runtime first, then shortest)".to_string()
                 } else {
                     "the strongest to each".to_string()
@@ -180,6 +202,12 @@ impl Report for WhyReport {
                 format!("{}, strongest first", self.chains.len())
             }
         );
+        if !through.is_empty() {
+            header.push_str(&format!(
+                "; {} reached only through another match",
+                through.len()
+            ));
+        }
         out.push_str(&super::style::wrap_hanging(&header, opts.width, "", "  "));
         out.push('\n');
         for c in &self.chains {
@@ -197,7 +225,19 @@ impl Report for WhyReport {
                     .iter()
                     .map(|p| name(p))
                     .collect();
-                let note = if b.verdict == Verdict::Runtime {
+                let note = if self.build_graph {
+                    // Every edge of the build graph is a build input: a
+                    // build chain is what it should be, and nothing here
+                    // is about run time.
+                    if b.verdict == Verdict::Build {
+                        continue;
+                    }
+                    format!(
+                        "{}: the strongest chain is {}",
+                        name(dep),
+                        b.verdict.as_str()
+                    )
+                } else if b.verdict == Verdict::Runtime {
                     format!(
                         "{} stays: runtime via {}",
                         name(dep),
@@ -216,6 +256,34 @@ impl Report for WhyReport {
                 };
                 out.push_str(&super::style::wrap(&note, opts.width, "    "));
             }
+        }
+        // Each match reached only through another: one line naming it,
+        // in order of their chains' length, so that the match it is
+        // reached through is most often explained above it.
+        let mut through = through;
+        through.sort_by_key(|b| (b.chain.len(), names.get(&b.dep).to_string()));
+        let mut explained: Vec<&str> = self
+            .best
+            .iter()
+            .filter(|b| b.through.is_none())
+            .map(|b| b.dep.as_str())
+            .collect();
+        for b in &through {
+            let via = b.through.as_deref().unwrap_or_default();
+            let place = if explained.contains(&via) {
+                "above"
+            } else {
+                "below"
+            };
+            let line = format!(
+                "[{}] {}: reached only through {} ({place})",
+                b.verdict.as_str(),
+                name(&b.dep),
+                name(via)
+            );
+            let line = super::style::wrap_hanging(&line, opts.width, "  ", "      ");
+            out.push_str(&st.verdict(b.verdict, &line));
+            explained.push(&b.dep);
         }
         for e in &self.edges {
             out.push('\n');

@@ -196,7 +196,10 @@ impl PathMetadata for BinaryCache {
     }
 
     fn describe(&self) -> String {
-        format!("binary cache file://{}", self.dir.display())
+        // The URL its refusals and provenance name, so that one message
+        // never names this cache two ways (a relative `file://DIR` and its
+        // absolute URL).
+        format!("binary cache {}", self.url())
     }
 
     fn has_provenance(&self) -> bool {
@@ -218,6 +221,16 @@ impl PathMetadata for BinaryCache {
             nar_size: n.nar_size,
             references: n.references,
         }))
+    }
+
+    fn deriver(&self, path: &StorePath) -> Result<Option<StorePath>> {
+        // A narinfo names its deriver by base name.
+        match self.narinfo(path)?.and_then(|n| n.deriver) {
+            Some(base) => {
+                StorePath::parse(&self.store_dir, &format!("{}/{base}", self.store_dir)).map(Some)
+            }
+            None => Ok(None),
+        }
     }
 
     /// Reads every narinfo's `StorePath` line; only needed to match names.

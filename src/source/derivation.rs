@@ -228,6 +228,18 @@ impl PathMetadata for DerivationSource {
         self.drvs.registration_time(path)
     }
 
+    /// The deriver of an output as the `.drv` store records it, else as
+    /// the size store (a binary cache's narinfo) does.
+    fn deriver(&self, path: &StorePath) -> Result<Option<StorePath>> {
+        if let Some(d) = self.drvs.deriver(path)? {
+            return Ok(Some(d));
+        }
+        match &self.sizes {
+            Some(s) => s.deriver(path),
+            None => Ok(None),
+        }
+    }
+
     fn all_paths(&self) -> Result<Vec<StorePath>> {
         self.drvs.all_paths()
     }

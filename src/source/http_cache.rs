@@ -444,6 +444,16 @@ impl PathMetadata for HttpCache {
         })
     }
 
+    fn deriver(&self, path: &StorePath) -> Result<Option<StorePath>> {
+        // A narinfo names its deriver by base name.
+        match self.narinfo(path)?.and_then(|n| n.deriver) {
+            Some(base) => {
+                StorePath::parse(&self.store_dir, &format!("{}/{base}", self.store_dir)).map(Some)
+            }
+            None => Ok(None),
+        }
+    }
+
     fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
         Ok(self.narinfo(path)?.map(|n| PathInfo {
             path: n.store_path,

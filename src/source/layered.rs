@@ -196,6 +196,13 @@ impl PathMetadata for Layered {
         }
     }
 
+    fn deriver(&self, path: &StorePath) -> Result<Option<StorePath>> {
+        match self.holder(path)? {
+            Some(s) => s.deriver(path),
+            None => Ok(None),
+        }
+    }
+
     fn has_provenance(&self) -> bool {
         true
     }

@@ -679,6 +679,22 @@ impl PathMetadata for LocalStore {
         self.read(false, |conn| self.referrers_in(conn, path))
     }
 
+    fn deriver(&self, path: &StorePath) -> Result<Option<StorePath>> {
+        let d: Option<String> = self.read(false, |conn| {
+            conn.prepare_cached("SELECT deriver FROM ValidPaths WHERE path = ?1")
+                .and_then(|mut s| {
+                    s.query_row([path.as_str()], |r| r.get::<_, Option<String>>(0))
+                        .optional()
+                })
+                .map(Option::flatten)
+                .map_err(|e| self.db_err(e))
+        })?;
+        // Nix writes an empty string, or nothing, for "no deriver".
+        d.filter(|d| !d.is_empty())
+            .map(|d| self.parse_db_path(&d))
+            .transpose()
+    }
+
     fn same_deriver_many(
         &self,
         paths: &[StorePath],

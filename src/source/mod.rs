@@ -190,6 +190,14 @@ pub trait PathMetadata: Send + Sync {
     ) -> Result<Option<std::collections::HashMap<StorePath, Vec<StorePath>>>> {
         Ok(None)
     }
+    /// The derivation that built `path`, where the source records it (the
+    /// local store's `deriver` column, a narinfo's `Deriver` line): what
+    /// `nix path-info --derivation` maps an output to. `None` when the
+    /// source does not hold `path` or records no deriver for it (a path
+    /// added rather than built). The `.drv` named need not be valid.
+    fn deriver(&self, _path: &StorePath) -> Result<Option<StorePath>> {
+        Ok(None)
+    }
     /// Where the metadata of `path` came from and what vouches for it, once
     /// the source has answered for it: binary caches name themselves and
     /// the trusted key that signed its narinfo. `None` from sources that

@@ -107,6 +107,23 @@ pub enum SigError {
     NoNarSize,
 }
 
+impl SigError {
+    /// The key name a malformed key or signature text starts with
+    /// (`NAME:`), when it has one.
+    pub fn named(&self) -> Option<&str> {
+        match self {
+            SigError::NotNamed { text, .. }
+            | SigError::BadBase64 { text, .. }
+            | SigError::WrongLength { text, .. }
+            | SigError::NotAKey { text } => text
+                .split_once(':')
+                .map(|(n, _)| n)
+                .filter(|n| !n.is_empty()),
+            SigError::BadNarHash(_) | SigError::NoNarSize => None,
+        }
+    }
+}
+
 /// Splits `NAME:PAYLOAD` at the first colon, as Nix's `split`: both parts
 /// must be non-empty.
 fn split_named<'a>(what: &'static str, s: &'a str) -> Result<(&'a str, &'a str), SigError> {
@@ -349,7 +366,8 @@ pub enum SigProblem {
     /// A well-formed signature by a key not among the trusted ones.
     UntrustedKey(String),
     /// A trusted key's signature that does not verify: the signed fields
-    /// (path, NarHash, NarSize, References) were changed after signing.
+    /// (path, NarHash, NarSize, References) were changed after signing, or
+    /// the key trusted under that name is another key.
     Mismatch(String),
     /// No fingerprint can be made (bad NarHash, NarSize 0), so nothing
     /// verifies.
@@ -367,7 +385,7 @@ impl fmt::Display for SigProblem {
             SigProblem::UntrustedKey(k) => write!(f, "signed by '{k}', which is not trusted"),
             SigProblem::Mismatch(k) => write!(
                 f,
-                "signature by '{k}' does not match the narinfo (changed after signing?)"
+                "signature by '{k}', a trusted key's name, does not verify"
             ),
             SigProblem::NoFingerprint(e) => write!(f, "cannot check signatures: {e}"),
         }
@@ -392,6 +410,28 @@ impl Verdict {
     /// Signed by a trusted key.
     pub fn is_trusted(&self) -> bool {
         self.signed_by.is_some()
+    }
+
+    /// The trusted key names that a signature named without verifying
+    /// (a mismatch, or a malformed signature under a trusted name), each
+    /// once, in `Sig:` order: what makes a refusal a sign of tampering
+    /// rather than of a key not configured.
+    pub fn mismatched(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for p in &self.problems {
+            let name = match p {
+                SigProblem::Mismatch(k) => k.clone(),
+                SigProblem::MalformedTrusted(e) => match e.named() {
+                    Some(n) => n.to_string(),
+                    None => continue,
+                },
+                _ => continue,
+            };
+            if !out.contains(&name) {
+                out.push(name);
+            }
+        }
+        out
     }
 }
 
@@ -547,6 +587,7 @@ impl SigPolicy {
                 found: names(&mut v.keys_found.iter().map(String::as_str)),
                 trusted: names(&mut self.keys.names()),
                 why,
+                mismatched: v.mismatched(),
             },
         )))
     }
