@@ -71,6 +71,10 @@ pub struct DiffLine {
     /// The text: for a one-line value, the changed words with their
     /// context, `…` where text was left out.
     pub text: String,
+    /// In a one-line value's hunk, the characters of `text` that changed
+    /// (the rest is context): what a narrow terminal keeps.
+    #[serde(skip)]
+    pub changed: Option<std::ops::Range<usize>>,
 }
 
 /// One attribute of a derivation that differs from its counterpart, after
@@ -504,8 +508,16 @@ fn compare_pair<'d>(
     }
     let args_b: Vec<String> = b.args.iter().map(|s| rw.apply(s)).collect();
     if args_b != a.args {
+        // Line by line, an argument's lines each their own (a `-c`
+        // script is one argument of many lines).
+        let lines = |v: &[String]| -> Vec<String> {
+            v.iter()
+                .flat_map(|s| s.split('\n'))
+                .map(str::to_string)
+                .collect()
+        };
         own.push(OwnChange::Args {
-            diff: diff_lines(&args_b, &a.args),
+            diff: diff_lines(&lines(&args_b), &lines(&a.args)),
         });
     }
     let env_a: BTreeMap<&str, &str> = a
@@ -684,10 +696,12 @@ pub fn diff_value(before: &str, after: &str) -> Vec<DiffLine> {
             DiffLine {
                 tag: Tag::Removed,
                 text: before.to_string(),
+                changed: None,
             },
             DiffLine {
                 tag: Tag::Added,
                 text: after.to_string(),
+                changed: None,
             },
         ];
     }
@@ -771,6 +785,11 @@ fn clip_middle(s: &str) -> String {
 /// Word diff of one-line values: for each hunk, BEFORE's words and
 /// AFTER's with [`WORD_CONTEXT`] unchanged words either side.
 fn diff_words(before: &str, after: &str) -> Vec<DiffLine> {
+    cap(word_hunks(before, after))
+}
+
+/// [`diff_words`] without the cap on lines.
+fn word_hunks(before: &str, after: &str) -> Vec<DiffLine> {
     let (old, new) = (tokens(before), tokens(after));
     let is_word = |t: &str| t.chars().next().is_some_and(|c| !is_separator(c));
     let mut out = Vec::new();
@@ -795,19 +814,18 @@ fn diff_words(before: &str, after: &str) -> Vec<DiffLine> {
         let post = old[o.end..post_end].concat();
         let lead = if pre_start > 0 { "…" } else { "" };
         let trail = if post_end < old.len() { "…" } else { "" };
-        out.push(DiffLine {
-            tag: Tag::Removed,
-            text: format!(
-                "{lead}{pre}{}{post}{trail}",
-                clip_middle(&old[o.clone()].concat())
-            ),
-        });
-        out.push(DiffLine {
-            tag: Tag::Added,
-            text: format!("{lead}{pre}{}{post}{trail}", clip_middle(&new[n].concat())),
-        });
+        let line = |tag, changed: String| {
+            let at = lead.chars().count() + pre.chars().count();
+            DiffLine {
+                tag,
+                changed: Some(at..at + changed.chars().count()),
+                text: format!("{lead}{pre}{changed}{post}{trail}"),
+            }
+        };
+        out.push(line(Tag::Removed, clip_middle(&old[o.clone()].concat())));
+        out.push(line(Tag::Added, clip_middle(&new[n].concat())));
     }
-    cap(out)
+    out
 }
 
 /// Line diff: each hunk's unchanged lines of context, BEFORE's lines and
@@ -821,15 +839,31 @@ fn diff_lines(before: &[String], after: &[String]) -> Vec<DiffLine> {
             out.push(DiffLine {
                 tag: Tag::Cut,
                 text: format!("… {} unchanged line(s)", pre - shown_to),
+                changed: None,
             });
         }
         let line = |tag, s: &String| DiffLine {
             tag,
             text: clip_middle(s),
+            changed: None,
         };
         out.extend(before[pre..o.start].iter().map(|s| line(Tag::Same, s)));
-        out.extend(before[o.clone()].iter().map(|s| line(Tag::Removed, s)));
-        out.extend(after[n].iter().map(|s| line(Tag::Added, s)));
+        if o.len() == n.len() {
+            // Line for line: a long line's changed words, not the line
+            // cut in the middle where the change may be.
+            for (b, a) in before[o.clone()].iter().zip(&after[n]) {
+                if b == a {
+                    out.push(line(Tag::Same, b));
+                } else if b.chars().count() > SHORT_VALUE || a.chars().count() > SHORT_VALUE {
+                    out.extend(word_hunks(b, a));
+                } else {
+                    out.extend([line(Tag::Removed, b), line(Tag::Added, a)]);
+                }
+            }
+        } else {
+            out.extend(before[o.clone()].iter().map(|s| line(Tag::Removed, s)));
+            out.extend(after[n].iter().map(|s| line(Tag::Added, s)));
+        }
         let post = (o.end + LINE_CONTEXT).min(before.len());
         out.extend(before[o.end..post].iter().map(|s| line(Tag::Same, s)));
         shown_to = post;
@@ -838,6 +872,7 @@ fn diff_lines(before: &[String], after: &[String]) -> Vec<DiffLine> {
         out.push(DiffLine {
             tag: Tag::Cut,
             text: format!("… {} unchanged line(s)", before.len() - shown_to),
+            changed: None,
         });
     }
     cap(out)
@@ -851,6 +886,7 @@ fn cap(mut lines: Vec<DiffLine>) -> Vec<DiffLine> {
         lines.push(DiffLine {
             tag: Tag::Cut,
             text: format!("… {rest} more line(s) of difference"),
+            changed: None,
         });
     }
     lines
@@ -1017,6 +1053,30 @@ mod tests {
                 (Tag::Added, "CHANGED"),
                 (Tag::Same, "word251"),
                 (Tag::Cut, "… 248 unchanged line(s)"),
+            ]
+        );
+        // A long line among lines: its changed words, line for line.
+        let long: Vec<String> = (0..40).map(|i| format!("-L/lib{i}")).collect();
+        let mut long2 = long.clone();
+        long2[20] = "-L/new".into();
+        let d = diff_value(
+            &format!("a\n{}\nb", long.join(" ")),
+            &format!("a\n{}\nb", long2.join(" ")),
+        );
+        let shown: Vec<(Tag, &str)> = d.iter().map(|l| (l.tag, l.text.as_str())).collect();
+        assert_eq!(
+            shown,
+            [
+                (Tag::Same, "a"),
+                (
+                    Tag::Removed,
+                    "…-L/lib17 -L/lib18 -L/lib19 -L/lib20 -L/lib21 -L/lib22 -L/lib23…"
+                ),
+                (
+                    Tag::Added,
+                    "…-L/lib17 -L/lib18 -L/lib19 -L/new -L/lib21 -L/lib22 -L/lib23…"
+                ),
+                (Tag::Same, "b"),
             ]
         );
         // Short values whole.

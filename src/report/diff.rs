@@ -685,17 +685,24 @@ impl Report for DiffReport {
 impl review::Reviewed for DiffReport {
     fn render_markdown(&self, limit: usize) -> String {
         // `--derivation`'s section after the closure's, within one limit:
-        // at most half of it, leaving the closure's part its reserve.
+        // what the closure's part leaves, or up to half of the limit (the
+        // closure's part then cut to the rest, keeping its reserve).
         let Some(d) = &self.derivations else {
             return self.render_markdown_within(limit);
         };
-        let room = (limit / 2).min(limit.saturating_sub(2 * RESERVE));
-        let own = if room >= 500 {
-            d.render_markdown(room)
+        let closure = self.render_markdown_within(limit);
+        let free = limit.saturating_sub(closure.chars().count());
+        let room = free.max((limit / 2).min(limit.saturating_sub(2 * RESERVE)));
+        if room < 500 {
+            return closure;
+        }
+        let own = d.render_markdown(room);
+        let n = own.chars().count();
+        let mut out = if n <= free {
+            closure
         } else {
-            String::new()
+            self.render_markdown_within(limit - n)
         };
-        let mut out = self.render_markdown_within(limit - own.chars().count());
         out.push_str(&own);
         out
     }

@@ -332,7 +332,12 @@ impl DrvDiffReport {
         let wrap = |s: &str, first: &str, rest: &str| {
             super::style::wrap_hanging(s, opts.width, first, rest)
         };
-        let mut out = format!("\nwhy the derivations differ: {}\n", self.summary());
+        let mut out = String::from("\n");
+        out.push_str(&wrap(
+            &format!("why the derivations differ: {}", self.summary()),
+            "",
+            "  ",
+        ));
         for (i, r) in self.root_causes.iter().enumerate() {
             out.push_str(&opts.style.paths(&wrap(
                 &format!(
@@ -351,8 +356,13 @@ impl DrvDiffReport {
                 for l in &diff {
                     // A diff line is shown as it is: wrapping would blur
                     // which side a continuation belongs to.
+                    // Narrow, the changed words stay and context goes.
                     let text = match opts.width {
-                        Some(w) => review::clip(&l.text, w.saturating_sub(9).max(20)),
+                        Some(w) => super::names::shorten(
+                            &l.text,
+                            l.changed.clone().unwrap_or(0..l.text.chars().count()),
+                            w.saturating_sub(9).max(20),
+                        ),
                         None => l.text.clone(),
                     };
                     out.push_str(&format!("       {}{text}\n", mark(l)));
