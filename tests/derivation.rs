@@ -4,7 +4,8 @@
 //! recursive; several outputs; an input used through two of its outputs;
 //! every escape Nix writes; sources), as
 //! `nix-instantiate` writes them, parsed and compared field by field with
-//! `nix show-derivation -r`. Nothing is built.
+//! `nix show-derivation -r`. And `diff --derivation`'s root causes on
+//! `.drv` pairs `nix-instantiate` wrote. Nothing is built.
 
 mod common;
 
@@ -221,15 +222,15 @@ fn drv_closure(path: &str) -> BTreeSet<String> {
 
 /// `diff --derivation` says why the derivations differ, on `.drv` pairs
 /// nix-instantiate wrote. nix-diff is not packaged by Debian
-/// (`apt-cache policy nix-diff`: no candidate), so the expectations are
-/// checked by hand against what nix-diff reports for the same pairs: (a)
-/// "The set of input sources do not match: + extra.txt" and the added
-/// `extra` variable; (b) "The environments do not match:
-/// configureFlags=…" with the changed word; (c) the chain of "The input
-/// derivation named `middle-1.0` differs", `lower-1.0`, `leaf-1.0`, ending
-/// at leaf's "flag=1 → 2". Unlike nix-diff, the root cause is named once
-/// and ranked, and the derivations above it are said to change because of
-/// it rather than each showing its environment's changed paths.
+/// (`apt-cache policy nix-diff`: no candidate; nor in the package lists
+/// this machine has), so the expectations were checked by hand against
+/// the differences nix-diff reports for such pairs: (a) the input sources
+/// differ by `extra.txt`, and the variable naming it is new; (b) the
+/// environments differ in `configureFlags` (one word) and `opt`; (c) the
+/// input derivations `middle-1.0`, `lower-1.0` and `leaf-1.0` differ in
+/// turn, down to leaf's `flag`, 1 → 2. Unlike nix-diff, the root cause is
+/// named once and ranked, and the derivations above it are said to change
+/// because of it rather than each showing its environment's changed paths.
 #[test]
 fn diff_derivation_finds_the_root_causes() {
     let dir = tempfile::tempdir().unwrap();
