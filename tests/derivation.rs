@@ -342,7 +342,8 @@ fn diff_derivation_finds_the_root_causes() {
     assert_eq!(why.matches("replaces leaf-1.0.drv").count(), 1, "{why}");
     assert!(
         why.contains("1 root cause; 3 derivations changed only because of it")
-            && why.contains("3 derivations of AFTER depend on it\n     environment variable flag: \"1\" → \"2\"\n"),
+            && why.contains("): 3 derivations of AFTER depend on it")
+            && why.contains("\n     environment variable flag: \"1\" → \"2\"\n"),
         "{why}"
     );
     let app = why
@@ -384,5 +385,36 @@ fn diff_derivation_finds_the_root_causes() {
     assert!(
         notice.contains("leaf-1.0.drv") && notice.contains("3 derivations of AFTER"),
         "{gh}"
+    );
+
+    // AFTER built (`echo > $out` each): the root cause's bytes are the
+    // outputs' NAR sizes of it and its dependents, as `nix path-info`
+    // gives them.
+    run(Command::new("nix-store").args([
+        "-r",
+        &c,
+        "--option",
+        "sandbox",
+        "false",
+        "--option",
+        "substituters",
+        "",
+    ]));
+    let v: Value = serde_json::from_str(&drv_diff(&base, &c, &["--json"])).unwrap();
+    let expected: u64 = drv_closure(&c)
+        .iter()
+        .filter(|d| drv_closure(d).contains(&leaf))
+        .map(|d| common::build_graph_size(d))
+        .sum();
+    assert!(expected > 0);
+    assert_eq!(v["root_causes"][0]["bytes"], expected, "{v}");
+    assert_eq!(v["root_causes"][0]["unknown_size"], 0, "{v}");
+    let text = drv_diff(&base, &c, &[]);
+    assert!(
+        text.contains(&format!(
+            "3 derivations of AFTER depend on it; {} of outputs with it\n",
+            nix_heft::units::iec(expected)
+        )),
+        "{text}"
     );
 }

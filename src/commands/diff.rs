@@ -101,7 +101,15 @@ fn compare(
     if let Some(drvs) = drvs {
         // nix-diff's question: what differs inside each changed
         // derivation, down to the root causes.
-        let c = nix_heft::diff::derivation::compare(&broots, &aroots, &drvs.parsed());
+        let bytes = drvs
+            .outputs()
+            .into_iter()
+            .filter_map(|(d, outs)| {
+                let known: Vec<u64> = outs.iter().filter_map(|o| o.nar_size).collect();
+                (!known.is_empty()).then(|| (d, known.iter().sum()))
+            })
+            .collect();
+        let c = nix_heft::diff::derivation::compare(&broots, &aroots, &drvs.parsed(), &bytes);
         report.derivations = Some(nix_heft::report::drv_diff::DrvDiffReport::new(&c));
     }
     // Origins as AFTER's store says (BEFORE's own store, when separate,

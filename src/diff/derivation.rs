@@ -221,6 +221,10 @@ pub struct RootCause {
     /// How many derivations of AFTER's build graph depend on it (and so
     /// changed because of it).
     pub dependents: usize,
+    /// The outputs' NAR sizes of it and those dependents, where known.
+    pub bytes: u64,
+    /// How many of it and its dependents have no output of known size.
+    pub unknown_size: usize,
 }
 
 /// The whole comparison.
@@ -239,11 +243,13 @@ pub struct DrvComparison {
 /// `drvs` holds the parsed `.drv` files of both build graphs (at least of
 /// every pair that differs and of AFTER's graph, for the dependents'
 /// count); a derivation the walk needs that is missing is listed in
-/// [`DrvComparison::unread`].
+/// [`DrvComparison::unread`]. `output_bytes` gives a derivation's outputs'
+/// NAR sizes summed, for those with an output of known size.
 pub fn compare(
     before_roots: &[StorePath],
     after_roots: &[StorePath],
     drvs: &HashMap<StorePath, Derivation>,
+    output_bytes: &HashMap<StorePath, u64>,
 ) -> DrvComparison {
     let mut out = DrvComparison::default();
     let mut index: HashMap<(StorePath, StorePath), usize> = HashMap::new();
@@ -304,7 +310,7 @@ pub fn compare(
         out.changes[i].inputs = inputs;
     }
     because_of(&mut out.changes);
-    out.root_causes = rank(&out.changes, after_roots, drvs);
+    out.root_causes = rank(&out.changes, after_roots, drvs, output_bytes);
     out.unread = unread.into_iter().collect();
     out
 }
@@ -638,12 +644,14 @@ fn because_of(changes: &mut [DrvChange]) {
 }
 
 /// The root causes, each with the number of derivations of AFTER's build
-/// graph (walked from `after_roots` through `drvs`) that depend on it, the
-/// most first.
+/// graph (walked from `after_roots` through `drvs`) that depend on it and
+/// the outputs' sizes of it and them where known; the most dependents
+/// first, then the most bytes.
 fn rank(
     changes: &[DrvChange],
     after_roots: &[StorePath],
     drvs: &HashMap<StorePath, Derivation>,
+    output_bytes: &HashMap<StorePath, u64>,
 ) -> Vec<RootCause> {
     // AFTER's graph, reversed: each derivation's dependents.
     let mut dependents: HashMap<&StorePath, Vec<&StorePath>> = HashMap::new();
@@ -672,15 +680,24 @@ fn rank(
                     }
                 }
             }
+            let dependents = seen.len();
+            seen.insert(&c.after);
+            let known: Vec<u64> = seen
+                .iter()
+                .filter_map(|p| output_bytes.get(*p).copied())
+                .collect();
             RootCause {
                 change: i,
-                dependents: seen.len(),
+                dependents,
+                bytes: known.iter().fold(0, |a, &b| a.saturating_add(b)),
+                unknown_size: seen.len() - known.len(),
             }
         })
         .collect();
     out.sort_by(|x, y| {
         y.dependents
             .cmp(&x.dependents)
+            .then_with(|| y.bytes.cmp(&x.bytes))
             .then_with(|| changes[x.change].after.cmp(&changes[y.change].after))
     });
     out
@@ -971,7 +988,7 @@ mod tests {
         m.insert(m2.clone(), drv(&m2o, &[(&l2, &l2o)], &[]));
         m.insert(t1.clone(), drv(&t1o, &[(&m1, &m1o)], &[]));
         m.insert(t2.clone(), drv(&t2o, &[(&m2, &m2o)], &[]));
-        let c = compare(&[t1], &[t2], &m);
+        let c = compare(&[t1], &[t2], &m, &HashMap::new());
         assert_eq!(c.changes.len(), 3);
         assert_eq!(c.root_causes.len(), 1);
         let rc = &c.changes[c.root_causes[0].change];
@@ -1007,7 +1024,7 @@ mod tests {
         m.insert(x.clone(), drv(&xo, &[], &[]));
         m.insert(t1.clone(), drv(&t1o, &[(&z1, &z1o)], &[]));
         m.insert(t2.clone(), drv(&t2o, &[(&z2, &z2o), (&x, &xo)], &[]));
-        let c = compare(&[t1], std::slice::from_ref(&t2), &m);
+        let c = compare(&[t1], std::slice::from_ref(&t2), &m, &HashMap::new());
         // zlib's version bump is matched (one input, not an add and a
         // remove); top adds `extra` (and its env names it): both are root
         // causes.

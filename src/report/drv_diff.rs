@@ -20,8 +20,13 @@ pub struct RootCauseEntry {
     /// AFTER's `.drv`.
     pub after: String,
     /// How many derivations of AFTER's build graph depend on it, and so
-    /// changed because of it: the order of the list.
+    /// changed because of it: the order of the list (then `bytes`).
     pub dependents: usize,
+    /// The outputs' NAR sizes of it and its dependents, where known (in a
+    /// store this run read: outputs already built or in the cache).
+    pub bytes: u64,
+    /// How many of it and its dependents have no output of known size.
+    pub unknown_size: usize,
     /// What differs in it.
     pub changes: Vec<OwnChange>,
 }
@@ -82,6 +87,8 @@ impl DrvDiffReport {
                         before: s(&ch.before),
                         after: s(&ch.after),
                         dependents: r.dependents,
+                        bytes: r.bytes,
+                        unknown_size: r.unknown_size,
                         changes: ch.own.clone(),
                     }
                 })
@@ -177,6 +184,23 @@ fn dependents(n: usize) -> String {
         1 => "1 derivation of AFTER depends on it".into(),
         n => format!("{n} derivations of AFTER depend on it"),
     }
+}
+
+/// How much a root cause drags along: its dependents, and with them
+/// the outputs' sizes where any is known (`; 4.1 MiB of outputs with it,
+/// 2 of unknown size`).
+fn weight(r: &RootCauseEntry) -> String {
+    let mut s = dependents(r.dependents);
+    if r.bytes > 0 {
+        s.push_str(&format!(
+            "; {} of outputs with it",
+            crate::units::iec(r.bytes)
+        ));
+        if r.unknown_size > 0 {
+            s.push_str(&format!(", {} of unknown size", r.unknown_size));
+        }
+    }
+    s
 }
 
 /// A value shown inline: short and on one line.
@@ -345,7 +369,7 @@ impl DrvDiffReport {
                     i + 1,
                     name(&r.after),
                     name(&r.before),
-                    dependents(r.dependents)
+                    weight(r)
                 ),
                 "",
                 "     ",
@@ -430,7 +454,7 @@ impl DrvDiffReport {
                     i + 1,
                     name(&r.after),
                     name(&r.before),
-                    dependents(r.dependents)
+                    weight(r)
                 );
                 for o in &r.changes {
                     let (line, diff) = describe(o, &name, review::code, review::code);
@@ -484,7 +508,7 @@ impl DrvDiffReport {
             lines.push(format!(
                 "{} ({}): {}",
                 names.get(&r.after),
-                dependents(r.dependents),
+                weight(r),
                 what.join("; ")
             ));
         }
