@@ -16,6 +16,8 @@ use crate::classify::Classified;
 use crate::graph::{Graph, NodeId, ReadRequest};
 use crate::store_path::split_name_like_diff_closures;
 
+pub mod derivation;
+
 /// How `nix store diff-closures` names a path's package: (package,
 /// version, output), `""` for a missing version or output. Nix's reading
 /// of names, not nixpkgs' output names, so both tools group alike (see

@@ -52,8 +52,10 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     let at = args.review.checked()?;
     if args.derivation {
         let ctx = &ctx.for_derivations();
-        let src = ctx.open_derivations()?;
-        return compare(ctx, &src, &src, args, format, at);
+        // Kept whole as they are read, so that why each derivation differs
+        // is found without reading the `.drv` files again.
+        let src = ctx.open_derivations()?.keeping_parsed();
+        return compare(ctx, &src, &src, Some(&src), args, format, at);
     }
     let src = ctx.open()?;
     let src = src.as_ref();
@@ -63,13 +65,14 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
     );
     let bsrc = b_own.as_deref().unwrap_or(src);
     let asrc = a_own.as_deref().unwrap_or(src);
-    compare(ctx, bsrc, asrc, args, format, at)
+    compare(ctx, bsrc, asrc, None, args, format, at)
 }
 
 fn compare(
     ctx: &Context,
     bsrc: &dyn nix_heft::source::StoreSource,
     asrc: &dyn nix_heft::source::StoreSource,
+    drvs: Option<&nix_heft::source::derivation::DerivationSource>,
     args: &DiffArgs,
     format: nix_heft::report::review::Format,
     at: Option<nix_heft::report::review::NixFile>,
@@ -94,7 +97,21 @@ fn compare(
     let cb = ctx.classified(bsrc, &bg, &wb, None);
     let ca = ctx.classified(asrc, &ag, &wa, None);
     d.prefer_strongest(&cb, &ca);
-    let report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
+    let mut report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
+    if let Some(drvs) = drvs {
+        // nix-diff's question: what differs inside each changed
+        // derivation, down to the root causes.
+        let bytes = drvs
+            .outputs()
+            .into_iter()
+            .filter_map(|(d, outs)| {
+                let known: Vec<u64> = outs.iter().filter_map(|o| o.nar_size).collect();
+                (!known.is_empty()).then(|| (d, known.iter().sum()))
+            })
+            .collect();
+        let c = nix_heft::diff::derivation::compare(&broots, &aroots, &drvs.parsed(), &bytes);
+        report.derivations = Some(nix_heft::report::drv_diff::DrvDiffReport::new(&c));
+    }
     // Origins as AFTER's store says (BEFORE's own store, when separate,
     // is not asked).
     review::emit(

@@ -102,6 +102,10 @@ pub struct DiffReport {
     pub removed: Vec<ChangedPath>,
     /// What could not be read on either side.
     pub problems: Vec<Problem>,
+    /// With `diff --derivation`: why the derivations differ
+    /// (`root_causes`, `derivation_changes`).
+    #[serde(flatten)]
+    pub derivations: Option<super::drv_diff::DrvDiffReport>,
 }
 
 /// Nix's way of listing a version set: `∅` for none, `ε` for the empty
@@ -215,6 +219,7 @@ impl DiffReport {
             added,
             removed,
             problems,
+            derivations: None,
         }
     }
 }
@@ -669,6 +674,9 @@ impl Report for DiffReport {
                 line(&mut out, c, false);
             }
         }
+        if let Some(d) = &self.derivations {
+            out.push_str(&d.render_text(opts));
+        }
         super::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
@@ -676,9 +684,33 @@ impl Report for DiffReport {
 
 impl review::Reviewed for DiffReport {
     fn render_markdown(&self, limit: usize) -> String {
-        self.render_markdown_within(limit)
+        // `--derivation`'s section after the closure's, within one limit:
+        // what the closure's part leaves, or up to half of the limit (the
+        // closure's part then cut to the rest, keeping its reserve).
+        let Some(d) = &self.derivations else {
+            return self.render_markdown_within(limit);
+        };
+        let closure = self.render_markdown_within(limit);
+        let free = limit.saturating_sub(closure.chars().count());
+        let room = free.max((limit / 2).min(limit.saturating_sub(2 * RESERVE)));
+        if room < 500 {
+            return closure;
+        }
+        let own = d.render_markdown(room);
+        let n = own.chars().count();
+        let mut out = if n <= free {
+            closure
+        } else {
+            self.render_markdown_within(limit - n)
+        };
+        out.push_str(&own);
+        out
     }
     fn render_github(&self, at: Option<&review::NixFile>) -> String {
-        self.render_github_at(at)
+        let mut out = self.render_github_at(at);
+        if let Some(d) = &self.derivations {
+            out.push_str(&d.render_github(at));
+        }
+        out
     }
 }

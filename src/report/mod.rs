@@ -10,6 +10,7 @@
 pub mod advise;
 pub mod check;
 pub mod diff;
+pub mod drv_diff;
 pub mod html;
 pub mod names;
 pub use names::Names;

@@ -17,7 +17,7 @@
 //! path in its ATerm text (`("/nix/store/…-x.drv",["out"])`): the evidence
 //! of a build-graph edge names the input and the outputs used.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
@@ -55,6 +55,9 @@ pub struct DerivationSource {
     sizes: Option<Box<dyn StoreSource>>,
     /// Every derivation read so far: its outputs and their sizes.
     outputs: Mutex<BTreeMap<StorePath, Vec<OutputSize>>>,
+    /// With [`DerivationSource::keeping_parsed`]: every derivation read,
+    /// whole, for a comparison of two build graphs.
+    parsed: Option<Mutex<HashMap<StorePath, Derivation>>>,
 }
 
 impl DerivationSource {
@@ -65,7 +68,26 @@ impl DerivationSource {
             drvs,
             sizes,
             outputs: Mutex::new(BTreeMap::new()),
+            parsed: None,
         }
+    }
+
+    /// Keeps every derivation it reads, whole, for
+    /// [`DerivationSource::parsed`] (`diff --derivation` compares them
+    /// without reading each `.drv` file twice). Costs the memory of the
+    /// `.drv` files read.
+    pub fn keeping_parsed(mut self) -> Self {
+        self.parsed = Some(Mutex::new(HashMap::new()));
+        self
+    }
+
+    /// The derivations read so far, with [`DerivationSource::keeping_parsed`]
+    /// (empty without).
+    pub fn parsed(&self) -> HashMap<StorePath, Derivation> {
+        self.parsed
+            .as_ref()
+            .and_then(|m| m.lock().ok().map(|m| m.clone()))
+            .unwrap_or_default()
     }
 
     /// The outputs of every derivation read, with their sizes where known.
@@ -164,6 +186,16 @@ impl DerivationSource {
             .collect();
         // In the order of `outputs`: each output with a path takes the next.
         let mut sizes = self.output_sizes(&outputs)?.into_iter();
+        if let Some(keep) = &self.parsed
+            && let Ok(mut m) = keep.lock()
+        {
+            m.extend(
+                drv_at
+                    .iter()
+                    .zip(&parsed)
+                    .map(|(&i, d)| (paths[i].clone(), d.clone())),
+            );
+        }
         let mut recorded = Vec::with_capacity(drv_at.len());
         for (&i, d) in drv_at.iter().zip(parsed) {
             let mut outs = Vec::with_capacity(d.outputs.len());
