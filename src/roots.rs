@@ -83,6 +83,7 @@ pub fn resolve_path_arg(store_dir: &str, arg: &str) -> Result<StorePath> {
         }
         return Err(Error::NotInStore {
             arg: arg.to_string(),
+            flake: canon.join("flake.nix").is_file(),
             resolved: canon,
             store_dir: store_dir.to_string(),
         });

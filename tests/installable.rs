@@ -42,6 +42,45 @@ fn dir() -> &'static Dir {
             ),
         )
         .unwrap();
+        // A file that is a function (`--arg`, `--argstr`), with another
+        // function on an attribute path, and one that looks a name up in
+        // the search path (`-I`); a lookup name no NIX_PATH has.
+        std::fs::write(
+            path.join("greet.nix"),
+            format!(
+                r#"{{ greeting ? "x" }}:
+derivation {{
+  name = "greet-${{greeting}}-{nonce}";
+  system = {system};
+  builder = "/bin/sh";
+  args = [ "-c" "echo ${{greeting}} > $out" ];
+  passthru = 1;
+}} // {{
+  nested = {{ n ? 1 }}: derivation {{
+    name = "nested-${{greeting}}-${{toString n}}-{nonce}";
+    system = {system};
+    builder = "/bin/sh";
+    args = [ "-c" "echo > $out" ];
+  }};
+}}"#
+            ),
+        )
+        .unwrap();
+        let found = path.join("search").join(format!("heft-lookup-{nonce}"));
+        std::fs::create_dir_all(&found).unwrap();
+        std::fs::write(found.join("value.nix"), "\"found\"\n").unwrap();
+        std::fs::write(
+            path.join("lookup.nix"),
+            format!(
+                r#"derivation {{
+  name = "lookup-${{import <heft-lookup-{nonce}/value.nix>}}-{nonce}";
+  system = {system};
+  builder = "/bin/sh";
+  args = [ "-c" "echo > $out" ];
+}}"#
+            ),
+        )
+        .unwrap();
         // A flake input to override, and a second flake to override it
         // with; both `path:`, so nothing is fetched.
         for (sub, name) in [("dep", "dep-one"), ("dep2", "dep-two")] {
@@ -335,18 +374,236 @@ fn nix_flags_pass_through() {
 
 #[test]
 fn import_from_derivation_is_not_built() {
-    // Even when instantiating, the derivation an import needs stays unbuilt.
-    let opts = Options {
-        instantiate: true,
-        ..Options::default()
-    };
-    let e = eval_one(&flake("ifd"), &opts).unwrap_err();
-    assert!(matches!(&e, InstallableError::Eval { .. }), "{e}");
+    // Even when instantiating, the derivation an import needs stays
+    // unbuilt; read-only (the default), its `.drv` is not even written.
+    // Either way the error says so, names the derivation and the command
+    // that builds it (tests/installable_cli.rs runs that command).
+    let ifd_drv = format!("-ifd-{}.drv", dir().nonce);
+    for instantiate in [false, true] {
+        let opts = Options {
+            instantiate,
+            ..Options::default()
+        };
+        let e = eval_one(&flake("ifd"), &opts).unwrap_err();
+        let InstallableError::ImportFromDerivation {
+            path,
+            stderr,
+            build,
+            ..
+        } = &e
+        else {
+            panic!("not told as an import from derivation: {e}");
+        };
+        assert!(
+            path.as_deref().is_some_and(|p| p.ends_with(&ifd_drv)),
+            "{e}"
+        );
+        // Nix's own words stay.
+        let said = if instantiate {
+            "'allow-import-from-derivation' is disabled"
+        } else {
+            "is not valid"
+        };
+        assert!(stderr.contains(said), "{e}");
+        assert_eq!(
+            build,
+            &format!(
+                "nix --extra-experimental-features 'nix-command flakes' path-info --derivation {}",
+                flake("ifd")
+            )
+        );
+        let text = e.to_string();
+        assert!(
+            text.contains("read-only")
+                && text.contains("--option allow-import-from-derivation true"),
+            "{text}"
+        );
+        assert!(!e.is_usage());
+    }
     let built = std::fs::read_dir("/nix/store").unwrap().flatten().any(|e| {
         let n = e.file_name().to_string_lossy().into_owned();
         n.ends_with(&format!("-ifd-{}", dir().nonce))
     });
-    assert!(!built, "the IFD derivation was built: {e}");
+    assert!(!built, "the IFD derivation was built");
+}
+
+/// `nix-instantiate --eval` of `ATTR.outPath` of `file` with `flags`
+/// (`--arg`, `--argstr`, `-I`): Nix's own answer.
+fn nix_out_path(file: &str, attr: &str, flags: &[&str]) -> String {
+    let attr = if attr.is_empty() {
+        "outPath".to_string()
+    } else {
+        format!("{attr}.outPath")
+    };
+    let out = run(Command::new("nix-instantiate")
+        .args(["--eval", "--json"])
+        .args(flags)
+        .arg(file)
+        .args(["-A", &attr]));
+    serde_json::from_str(&out).unwrap()
+}
+
+#[test]
+fn arg_argstr_and_include_reach_the_function_and_the_search_path() {
+    use nix_heft::installable::AutoArg;
+    let nonce = &dir().nonce;
+    let greet = dir().path.join("greet.nix").display().to_string();
+    let with = |auto_args: Vec<(&str, AutoArg)>| Options {
+        file: Some(greet.clone()),
+        auto_args: auto_args
+            .into_iter()
+            .map(|(n, v)| (n.to_string(), v))
+            .collect(),
+        ..Options::default()
+    };
+    let out = |attr: &str, opts: &Options| {
+        let e = eval_one(attr, opts).unwrap();
+        assert_eq!(e.outputs.len(), 1, "{e:?}");
+        e.outputs[0].1.as_str().to_string()
+    };
+    let str_ = |s: &str| AutoArg::Str(s.into());
+    let expr = |s: &str| AutoArg::Expr(s.into());
+    // The file's value is the function: called with the defaults, or
+    // with what --argstr and --arg give, as `nix-build` calls it.
+    for (args, flags, name) in [
+        (vec![], vec![], "greet-x"),
+        (
+            vec![("greeting", str_("hi"))],
+            vec!["--argstr", "greeting", "hi"],
+            "greet-hi",
+        ),
+        (
+            vec![("greeting", expr(r#""ex" + "pr" # a comment"#))],
+            vec!["--arg", "greeting", r#""ex" + "pr" # a comment"#],
+            "greet-expr",
+        ),
+        // The last of a name wins, as in Nix; an argument the function
+        // does not take is left alone.
+        (
+            vec![
+                ("greeting", str_("one")),
+                ("greeting", expr(r#""two""#)),
+                ("other", str_("x")),
+            ],
+            vec![
+                "--argstr", "greeting", "one", "--arg", "greeting", r#""two""#, "--argstr",
+                "other", "x",
+            ],
+            "greet-two",
+        ),
+    ] {
+        let opts = with(args);
+        let got = out(".", &opts);
+        assert_eq!(got, nix_out_path(&greet, "", &flags), "{flags:?}");
+        assert!(got.ends_with(&format!("-{name}-{nonce}")), "{got}");
+    }
+    // Along an attribute path: `nix` calls the file with them, nix-heft
+    // the function the path ends at.
+    let opts = with(vec![("greeting", str_("hi")), ("n", expr("1 + 1"))]);
+    let got = out("nested", &opts);
+    let flags = ["--argstr", "greeting", "hi", "--arg", "n", "1 + 1"];
+    assert_eq!(got, nix_out_path(&greet, "nested", &flags));
+    assert!(got.ends_with(&format!("-nested-hi-2-{nonce}")), "{got}");
+    // A missing argument is Nix's error (exit 1 in the CLI).
+    let bad = with(vec![("greeting", expr("1 +"))]);
+    let e = eval_one(".", &bad).unwrap_err();
+    assert!(matches!(&e, InstallableError::Eval { .. }), "{e}");
+
+    // -I NAME=PATH and -I PATH, as Nix's search path reads them.
+    let lookup = dir().path.join("lookup.nix").display().to_string();
+    let search = dir().path.join("search");
+    let named = format!(
+        "heft-lookup-{nonce}={}",
+        search.join(format!("heft-lookup-{nonce}")).display()
+    );
+    let plain = search.display().to_string();
+    for include in [&named, &plain] {
+        let opts = Options {
+            file: Some(lookup.clone()),
+            include: vec![include.clone()],
+            ..Options::default()
+        };
+        let got = out(".", &opts);
+        assert_eq!(got, nix_out_path(&lookup, "", &["-I", include]));
+        assert!(got.ends_with(&format!("-lookup-found-{nonce}")), "{got}");
+    }
+    let opts = Options {
+        file: Some(lookup.clone()),
+        ..Options::default()
+    };
+    let e = eval_one(".", &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::Eval { stderr, .. }
+            if stderr.contains(&format!("heft-lookup-{nonce}/value.nix")) && stderr.contains("search path")),
+        "{e}"
+    );
+}
+
+#[test]
+fn show_trace_passes_nix_trace_through() {
+    let failing = r#"let inner = x: throw "boom ${x}"; in { pkg = inner "deep"; }"#;
+    let opts = |show_trace| Options {
+        expr: Some(failing.into()),
+        show_trace,
+        ..Options::default()
+    };
+    let stderr = |show_trace| match eval_one("pkg", &opts(show_trace)).unwrap_err() {
+        InstallableError::Eval { stderr, .. } => stderr,
+        e => panic!("{e}"),
+    };
+    let (short, traced) = (stderr(false), stderr(true));
+    assert!(short.contains("boom deep") && traced.contains("boom deep"));
+    // The frame of `inner`, as `nix eval --show-trace` prints it.
+    let frame = "while evaluating 'inner'";
+    assert!(!short.contains(frame), "{short}");
+    assert!(traced.contains(frame), "{traced}");
+    let nix = Command::new("nix")
+        .args([
+            "--extra-experimental-features",
+            "nix-command",
+            "eval",
+            "--show-trace",
+            "--expr",
+            failing,
+            "pkg",
+        ])
+        .output()
+        .unwrap();
+    assert!(String::from_utf8_lossy(&nix.stderr).contains(frame));
+}
+
+#[test]
+fn typed_flake_reference_without_fragment_means_its_default_package() {
+    let opts = Options::default();
+    let bare = format!("path:{}", dir().path.display());
+    let e = eval_one(&bare, &opts).unwrap();
+    assert_eq!(
+        e,
+        Evaluated {
+            arg: bare.clone(),
+            ..eval_one(&flake("default"), &opts).unwrap()
+        }
+    );
+    check(&e, "", &["out"]);
+    // A flake with no default package: Nix's words, and what to add.
+    let dep = format!("path:{}", dir().path.join("dep").display());
+    let e = eval_one(&dep, &opts).unwrap_err();
+    let InstallableError::Eval { stderr, hint, .. } = &e else {
+        panic!("{e}");
+    };
+    assert!(stderr.contains("does not provide attribute"), "{e}");
+    assert!(
+        hint.as_deref()
+            .is_some_and(|h| h.contains(&format!("'{dep}#NAME'"))),
+        "{e}"
+    );
+    assert!(e.to_string().contains(&format!("'{dep}#NAME'")), "{e}");
+    // With a `#`, Nix's error alone.
+    let e = eval_one(&format!("{dep}#nosuch"), &opts).unwrap_err();
+    assert!(
+        matches!(&e, InstallableError::Eval { hint: None, .. }),
+        "{e}"
+    );
 }
 
 /// The first `error:` line `nix` itself prints for `args`.

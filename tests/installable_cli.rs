@@ -25,6 +25,11 @@ struct Fixture {
     /// then deleted from the local store).
     unbuilt_out: String,
     cache: PathBuf,
+    /// greet.nix built with `--argstr greeting hi`.
+    greet_hi: String,
+    /// lookup.nix built with `-I DIR/search`.
+    lookup: String,
+    nonce: String,
 }
 
 fn fx() -> &'static Fixture {
@@ -63,6 +68,63 @@ derivation {{
             ),
         )
         .unwrap();
+        // A function of `greeting` (built with `--argstr greeting hi`
+        // only), a lookup through the search path (built with `-I`), an
+        // evaluation that fails two calls deep, and an import from a
+        // derivation nobody has built.
+        std::fs::write(
+            dir.join("greet.nix"),
+            format!(
+                r#"{{ greeting ? "x" }}: derivation {{
+  name = "greet-${{greeting}}-{nonce}"; system = {system}; builder = "/bin/sh";
+  args = [ "-c" "echo ${{greeting}} > $out" ];
+}}"#
+            ),
+        )
+        .unwrap();
+        let lookup_dir = dir.join("search").join(format!("heft-lookup-{nonce}"));
+        std::fs::create_dir_all(&lookup_dir).unwrap();
+        std::fs::write(lookup_dir.join("value.nix"), "\"found\"\n").unwrap();
+        std::fs::write(
+            dir.join("lookup.nix"),
+            format!(
+                r#"derivation {{
+  name = "lookup-${{import <heft-lookup-{nonce}/value.nix>}}-{nonce}"; system = {system};
+  builder = "/bin/sh"; args = [ "-c" "echo > $out" ];
+}}"#
+            ),
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("fail.nix"),
+            r#"let inner = x: throw "boom ${x}"; in { pkg = inner "deep"; }"#,
+        )
+        .unwrap();
+        std::fs::write(
+            dir.join("ifd.nix"),
+            format!(
+                r#"import (derivation {{
+  name = "ifd-cli-{nonce}"; system = {system}; builder = "/bin/sh";
+  args = [ "-c" "echo 'derivation {{ name = \"after-ifd-{nonce}\"; system = {system_escaped}; builder = \"/bin/sh\"; args = [ \"-c\" \"echo > $out\" ]; }}' > $out" ];
+}})"#,
+                system_escaped = system.replace('"', "\\\"")
+            ),
+        )
+        .unwrap();
+        let greet_hi = run(Command::new("nix-build")
+            .arg(dir.join("greet.nix"))
+            .args(["--argstr", "greeting", "hi", "--no-out-link"])
+            .args(["--option", "sandbox", "false", "--option", "substituters", ""]))
+        .trim()
+        .to_string();
+        let lookup = run(Command::new("nix-build")
+            .arg(dir.join("lookup.nix"))
+            .arg("-I")
+            .arg(dir.join("search"))
+            .arg("--no-out-link")
+            .args(["--option", "sandbox", "false", "--option", "substituters", ""]))
+        .trim()
+        .to_string();
         let file = dir.join("default.nix");
         let rocm = nix_build(&file, &[]).pop().unwrap();
         let split = nix_build(
@@ -92,6 +154,9 @@ derivation {{
             split,
             unbuilt_out,
             cache,
+            greet_hi,
+            lookup,
+            nonce,
         }
     })
 }
@@ -335,6 +400,181 @@ fn evaluation_failures_and_missing_nix() {
     // --file and --expr together: a usage error from clap.
     let (code, _, _) = heft_in(&f.dir, &["-f", &file, "--expr", "1", "size", "x"]);
     assert_eq!(code, 2);
+}
+
+/// The roots `size --json` of `args` reports (which must succeed).
+fn roots_of(args: &[&str]) -> Vec<String> {
+    let v = size(args);
+    v["roots"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r.as_str().unwrap().to_string())
+        .collect()
+}
+
+#[test]
+fn arg_argstr_include_and_show_trace_pass_through() {
+    let _store = store_lock();
+    let f = fx();
+    let greet = f.dir.join("greet.nix").display().to_string();
+    // --argstr and --arg, after the command or before it, as Nix users
+    // type them.
+    for args in [
+        vec!["-f", &greet, "--argstr", "greeting", "hi", "--", "."],
+        vec!["-f", &greet, "--arg", "greeting", r#""h" + "i""#, "--", "."],
+        // The last of a name wins, in the order given (as in Nix).
+        vec![
+            "--file", &greet, "--arg", "greeting", "1", "--argstr", "greeting", "hi", "--", ".",
+        ],
+        vec![
+            "--file", &greet, "--argstr", "greeting", "x", "--arg", "greeting", r#""hi""#, "--",
+            ".",
+        ],
+    ] {
+        assert_eq!(roots_of(&args), [f.greet_hi.as_str()], "{args:?}");
+    }
+    let (code, out, err) = heft_in(
+        &f.dir,
+        &[
+            "-f", &greet, "size", ".", "--argstr", "greeting", "hi", "--json",
+        ],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert!(out.contains(&f.greet_hi), "{out}");
+    // Without them, the default's output, which nobody built.
+    let (code, _, err) = heft_in(&f.dir, &["-f", &greet, "size", "."]);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("-greet-x-{}", f.nonce)) && err.contains("is not valid"),
+        "{err}"
+    );
+
+    // -I, both forms; without it, Nix's words, which name -I.
+    let lookup = f.dir.join("lookup.nix").display().to_string();
+    let search = f.dir.join("search").display().to_string();
+    let named = format!("heft-lookup-{}={search}/heft-lookup-{}", f.nonce, f.nonce);
+    for include in [&search, &named] {
+        assert_eq!(
+            roots_of(&["-f", &lookup, "-I", include, "--", "."]),
+            [f.lookup.as_str()]
+        );
+    }
+    let (code, _, err) = heft_in(&f.dir, &["-f", &lookup, "size", "."]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("search path") && err.contains("-I"), "{err}");
+
+    // --show-trace: Nix's trace of the failing call comes through.
+    let fail = f.dir.join("fail.nix").display().to_string();
+    let (code, _, short) = heft_in(&f.dir, &["-f", &fail, "size", "pkg"]);
+    assert_eq!(code, 1, "{short}");
+    let (code, _, traced) = heft_in(&f.dir, &["-f", &fail, "size", "pkg", "--show-trace"]);
+    assert_eq!(code, 1, "{traced}");
+    assert!(short.contains("boom deep") && traced.contains("boom deep"));
+    assert!(!short.contains("while evaluating 'inner'"), "{short}");
+    assert!(traced.contains("while evaluating 'inner'"), "{traced}");
+}
+
+#[test]
+fn flake_references_without_a_fragment() {
+    let _store = store_lock();
+    let f = fx();
+    let flake = format!("path:{}", f.dir.display());
+    // `path:DIR` means its default package, as `nix build path:DIR` does.
+    assert_eq!(roots_of(&["--", &flake]), [f.rocm.as_str()]);
+    assert_eq!(
+        size(&["--", &flake]),
+        size(&["--", &format!("{flake}#default")])
+    );
+    // A flake without a default package: Nix's words, and what to add.
+    let nodefault = f.dir.join("nodefault");
+    std::fs::create_dir_all(&nodefault).unwrap();
+    std::fs::write(
+        nodefault.join("flake.nix"),
+        "{ outputs = { self }: { packages = { }; }; }",
+    )
+    .unwrap();
+    let bare = format!("path:{}", nodefault.display());
+    let (code, out, err) = heft_in(&f.dir, &["size", &bare]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(err.contains("does not provide attribute"), "{err}");
+    assert!(err.contains(&format!("'{bare}#NAME'")), "{err}");
+    assert!(!err.contains("No such file"), "{err}");
+    // A flake's directory without `#` stays a path to nix-heft, and the
+    // error says to add one.
+    let (code, _, err) = heft_in(&f.dir, &["size", "./nodefault"]);
+    assert_eq!(code, 1, "{err}");
+    assert!(err.contains("'./nodefault#default'"), "{err}");
+}
+
+#[test]
+fn import_from_derivation_says_what_to_build_and_the_command_works() {
+    let _store = store_lock();
+    let f = fx();
+    let ifd = f.dir.join("ifd.nix").display().to_string();
+    let (code, out, err) = heft_in(&f.dir, &["-f", &ifd, "size", "."]);
+    assert_eq!(code, 1, "{err}");
+    assert!(out.is_empty());
+    assert!(
+        err.contains("imports from a derivation")
+            && err.contains(&format!("-ifd-cli-{}.drv", f.nonce))
+            && err.contains("read-only"),
+        "{err}"
+    );
+    // The command the error gives, run as given: it builds what the
+    // evaluation imports, not the package.
+    let command = err
+        .lines()
+        .skip_while(|l| !l.contains("unless it is built already:"))
+        .nth(1)
+        .unwrap_or_else(|| panic!("no command in: {err}"))
+        .trim()
+        .to_string();
+    assert!(command.starts_with("nix "), "{command}");
+    let built = Command::new("sh")
+        .arg("-c")
+        .arg(&command)
+        .current_dir(&f.dir)
+        // This machine's settings for a build (the test store has no
+        // sandbox, there is no network), not part of the command.
+        .env("NIX_CONFIG", "sandbox = false\nsubstituters =")
+        .output()
+        .unwrap();
+    assert!(
+        built.status.success(),
+        "{command}: {}",
+        String::from_utf8_lossy(&built.stderr)
+    );
+    // Then, as the error says, with import from derivation allowed the
+    // evaluation goes through: the package's own output is not built.
+    let allow = ["--option", "allow-import-from-derivation", "true"];
+    let mut args = vec!["-f", ifd.as_str()];
+    args.extend(allow);
+    args.extend(["size", "."]);
+    let (code, _, err) = heft_in(&f.dir, &args);
+    assert_eq!(code, 1, "{err}");
+    assert!(
+        err.contains(&format!("-after-ifd-{}", f.nonce)) && err.contains("is not valid"),
+        "{err}"
+    );
+    assert!(!err.contains("imports from a derivation"), "{err}");
+    // Built, it is read.
+    let after = run(Command::new("nix-build").arg(&ifd).args([
+        "--no-out-link",
+        "--option",
+        "sandbox",
+        "false",
+        "--option",
+        "substituters",
+        "",
+    ]))
+    .trim()
+    .to_string();
+    let mut args = vec!["-f", ifd.as_str()];
+    args.extend(allow);
+    args.extend(["--", "."]);
+    assert_eq!(roots_of(&args), [after]);
 }
 
 // ---- The build graph (--derivation) ----

@@ -2,7 +2,10 @@
 //! names the version and the `Cargo.lock` of `Cargo.toml` and installs every
 //! man page; completions and the man pages (`nix-heft(1)` and one
 //! `nix-heft-COMMAND(1)` per subcommand) are generated from the clap
-//! definitions (snapshots, and every flag of `--help` in its page).
+//! definitions (snapshots, and every flag of `--help` in its page); each
+//! page has EXIT STATUS and ENVIRONMENT (every variable the code reads),
+//! bash completes flag values in a real bash, and each `--help` lists the
+//! command's own flags before the global ones.
 //!
 //! The flake cannot be built here (no nixpkgs, no network): the package
 //! expression is evaluated with Nix by calling it with a
@@ -315,4 +318,298 @@ installManPage() {{
     }
     let main = std::fs::read_to_string(man1.join("nix-heft.1")).unwrap();
     assert_eq!(main, heft_run(None, &["man"]).stdout);
+}
+
+/// The page `roff` as `man -l` renders it for a reader (man-db, no pager).
+fn rendered(roff: &str) -> String {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("page.1");
+    std::fs::write(&file, roff).unwrap();
+    let out = Command::new("man")
+        .arg("-l")
+        .arg(&file)
+        .env("MANWIDTH", "200")
+        .env("MANPAGER", "cat")
+        .env("PAGER", "cat")
+        .output()
+        .expect("man is needed (scripts/test.sh installs man-db)");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout).unwrap()
+}
+
+/// The text of section `name` of a rendered page (up to the next one).
+fn section<'a>(page: &'a str, name: &str) -> Option<&'a str> {
+    let start = page.find(&format!("\n{name}\n"))? + name.len() + 2;
+    let rest = &page[start..];
+    // Section headings start at column 0; everything else is indented.
+    let end = rest
+        .match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .find(|&i| rest[i..].starts_with(|c: char| c.is_ascii_uppercase()))
+        .unwrap_or(rest.len());
+    Some(&rest[..end])
+}
+
+/// Every environment variable nix-heft's code reads by name
+/// (`std::env::var("X")`, `var_os("X")`), plus the ones read from a list:
+/// nix.conf's (`nix_conf::CONF_VARS`) and the TLS bundle's. The test
+/// suite's own hooks (`NIX_HEFT_TEST_*`) are not for users.
+fn variables_read() -> std::collections::BTreeSet<String> {
+    let re = regex::Regex::new(r#"env::var(?:_os)?\(\s*"([A-Z_][A-Z0-9_]*)"\s*\)"#).unwrap();
+    let mut found = std::collections::BTreeSet::new();
+    let mut dirs = vec![repo().join("src")];
+    while let Some(d) = dirs.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            if p.is_dir() {
+                dirs.push(p);
+            } else if p.extension().is_some_and(|x| x == "rs") && !p.ends_with("testutil.rs") {
+                let text = std::fs::read_to_string(&p).unwrap();
+                found.extend(re.captures_iter(&text).map(|c| c[1].to_string()));
+            }
+        }
+    }
+    found.extend(nix_heft::nix_conf::CONF_VARS.iter().map(|v| v.to_string()));
+    let tls = std::fs::read_to_string(repo().join("src/source/http_cache.rs")).unwrap();
+    assert!(tls.contains(r#"["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]"#));
+    found.extend(["NIX_SSL_CERT_FILE".to_string(), "SSL_CERT_FILE".to_string()]);
+    found.retain(|v| !v.starts_with("NIX_HEFT_TEST_"));
+    found
+}
+
+/// The variable names an ENVIRONMENT section's entries name.
+fn documented(env: &str) -> std::collections::BTreeSet<String> {
+    let re = regex::Regex::new(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*_?").unwrap();
+    env.lines()
+        // An entry's names are on a line of their own, less indented than
+        // its text (or alone before it).
+        .filter(|l| l.starts_with("       ") && !l.starts_with("        "))
+        .flat_map(|l| {
+            let names = l.trim().split("   ").next().unwrap_or("").to_string();
+            re.find_iter(&names)
+                .map(|m| m.as_str().to_string())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
+#[test]
+fn man_pages_have_exit_status_and_environment() {
+    let page = rendered(&heft_run(None, &["man"]).stdout);
+    // In man(7)'s order, before VERSION.
+    let at = |s: &str| {
+        page.find(&format!("\n{s}\n"))
+            .unwrap_or_else(|| panic!("no {s}: {page}"))
+    };
+    assert!(at("OPTIONS") < at("EXIT STATUS"), "{page}");
+    assert!(at("EXIT STATUS") < at("ENVIRONMENT"), "{page}");
+    assert!(at("ENVIRONMENT") < at("VERSION"), "{page}");
+    let exit = section(&page, "EXIT STATUS").unwrap();
+    for code in ["0", "1", "2", "3", "4", "CMD's"] {
+        assert!(
+            exit.lines()
+                .any(|l| l.trim_start().starts_with(&format!("{code} "))),
+            "exit code {code}: {exit}"
+        );
+    }
+    assert!(exit.contains("124") && exit.contains("128"), "{exit}");
+    // The exit-code paragraph of --help is not repeated as an EXTRA.
+    assert!(!page.contains("\nEXTRA\n"), "{page}");
+
+    // Exactly the variables nix-heft reads, and the ones reqwest reads
+    // for it (HTTP proxies) and trace records (LD_*, *PATH).
+    let env = section(&page, "ENVIRONMENT").unwrap();
+    let read = variables_read();
+    let shown = documented(env);
+    for v in [
+        "NIX_CONFIG",
+        "NIX_CONF_DIR",
+        "NIX_USER_CONF_FILES",
+        "XDG_CACHE_HOME",
+        "NO_COLOR",
+        "GITHUB_STEP_SUMMARY",
+    ] {
+        assert!(read.contains(v), "{v} is no longer read: {read:?}");
+    }
+    let missing: Vec<&String> = read.iter().filter(|v| !shown.contains(*v)).collect();
+    assert!(missing.is_empty(), "not in ENVIRONMENT: {missing:?}\n{env}");
+    let besides = ["HTTPS_PROXY", "HTTP_PROXY", "ALL_PROXY", "NO_PROXY", "LD_"];
+    let extra: Vec<&String> = shown
+        .iter()
+        .filter(|v| !read.contains(*v) && !besides.contains(&v.as_str()))
+        .collect();
+    assert!(
+        extra.is_empty(),
+        "documented but never read: {extra:?}\n{env}"
+    );
+
+    // Each subcommand's page: the codes and variables that apply to it.
+    let page_of = |c: &str| rendered(&heft_run(None, &["man", c]).stdout);
+    let check = page_of("check");
+    let exit = section(&check, "EXIT STATUS").unwrap();
+    assert!(
+        exit.contains("rule is broken") && !exit.contains("124"),
+        "{exit}"
+    );
+    assert!(
+        section(&check, "ENVIRONMENT")
+            .unwrap()
+            .contains("GITHUB_STEP_SUMMARY")
+    );
+    let size = page_of("size");
+    let exit = section(&size, "EXIT STATUS").unwrap();
+    assert!(
+        exit.contains("partial") && !exit.contains("rule is broken"),
+        "{exit}"
+    );
+    let env = section(&size, "ENVIRONMENT").unwrap();
+    assert!(
+        env.contains("NIX_CONFIG") && !env.contains("GITHUB_STEP_SUMMARY"),
+        "{env}"
+    );
+    let trace = page_of("trace");
+    assert!(section(&trace, "EXIT STATUS").unwrap().contains("124"));
+    assert!(
+        section(&trace, "ENVIRONMENT")
+            .unwrap()
+            .contains("NIX_STORE_DIR")
+    );
+    let man = page_of("man");
+    assert!(section(&man, "EXIT STATUS").is_some(), "{man}");
+    assert!(section(&man, "ENVIRONMENT").is_none(), "{man}");
+}
+
+/// What bash's completion of `words` (the last one being completed)
+/// offers, run in `cwd` with the script `nix-heft completions bash` prints.
+fn bash_completes(cwd: &std::path::Path, words: &[&str]) -> Vec<String> {
+    let script = heft_run(None, &["completions", "bash"]).stdout;
+    let file = cwd.join("nix-heft.bash");
+    std::fs::write(&file, script).unwrap();
+    let quoted: Vec<String> = words
+        .iter()
+        .map(|w| format!("'{}'", w.replace('\'', "'\\''")))
+        .collect();
+    let program = format!(
+        r#"source {file}
+COMP_WORDS=(nix-heft {words})
+COMP_CWORD=$(( ${{#COMP_WORDS[@]}} - 1 ))
+COMP_LINE="${{COMP_WORDS[*]}}"
+COMP_POINT=${{#COMP_LINE}}
+_nix__heft nix-heft "${{COMP_WORDS[COMP_CWORD]}}" "${{COMP_WORDS[COMP_CWORD-1]}}" 2>/dev/null
+printf '%s\n' "${{COMPREPLY[@]}}""#,
+        file = file.display(),
+        words = quoted.join(" ")
+    );
+    let out = Command::new("bash")
+        .arg("-c")
+        .arg(program)
+        .current_dir(cwd)
+        .output()
+        .expect("bash is needed");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.is_empty())
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn bash_completes_flag_values_not_file_names() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("some-file.nix"), "").unwrap();
+    let d = dir.path();
+    assert_eq!(
+        bash_completes(d, &["check", "--format", ""]),
+        ["text", "json", "github", "markdown"]
+    );
+    assert_eq!(bash_completes(d, &["diff", "--format", "m"]), ["markdown"]);
+    assert_eq!(
+        bash_completes(d, &["check", "--forbid-verdict", ""]),
+        ["docs", "build", "dead"]
+    );
+    assert_eq!(
+        bash_completes(d, &["size", "--sort", ""]),
+        ["added", "self", "closure", "name"]
+    );
+    // A subcommand's own flags, and a size is no file name; a FILE is.
+    assert_eq!(bash_completes(d, &["size", "--to"]), ["--top"]);
+    assert!(bash_completes(d, &["check", "--max-closure", ""]).is_empty());
+    assert_eq!(
+        bash_completes(d, &["check", "--config", ""]),
+        ["nix-heft.bash", "some-file.nix"]
+    );
+    let man = bash_completes(d, &["man", ""]);
+    assert!(man.contains(&"advise".to_string()), "{man:?}");
+}
+
+#[test]
+fn help_lists_own_flags_before_the_global_ones() {
+    let globals = [
+        "--store",
+        "--json",
+        "--color",
+        "--file",
+        "--arg",
+        "--argstr",
+        "--include",
+        "--show-trace",
+    ];
+    let flag_re = regex::Regex::new(r"(?m)^  (?:-\w, |    )(--[a-z0-9][a-z0-9-]*)").unwrap();
+    for command in paged_commands() {
+        let o = heft_run(None, &[command.as_str(), "--help"]);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        let (own, global) = o
+            .stdout
+            .split_once("\nGlobal options:\n")
+            .unwrap_or_else(|| panic!("{command}: no Global options heading: {}", o.stdout));
+        let flags_in = |text: &str| -> Vec<String> {
+            flag_re
+                .captures_iter(text)
+                .map(|c| c[1].to_string())
+                .collect()
+        };
+        let (own, global) = (flags_in(own), flags_in(global));
+        for flag in globals {
+            assert!(
+                !own.iter().any(|f| f == flag),
+                "{command}: {flag} among its own flags"
+            );
+            assert!(
+                global.iter().any(|f| f == flag),
+                "{command}: {flag} not under the global headings"
+            );
+        }
+        assert!(own.iter().any(|f| f == "--help"), "{command}: {own:?}");
+    }
+    let o = heft_run(None, &["size", "--help"]);
+    let (own, _) = o.stdout.split_once("\nGlobal options:\n").unwrap();
+    let own = own.split_once("\nOptions:\n").unwrap().1;
+    for flag in [
+        "--sort",
+        "--top",
+        "--bytes",
+        "--references",
+        "--derivation",
+        "--help",
+    ] {
+        assert!(own.contains(flag), "size's own {flag}: {own}");
+    }
+    // diff and check tell where their markdown also goes, --json or not.
+    for command in ["diff", "check"] {
+        let help = heft_run(None, &[command, "--help"]).stdout;
+        assert!(
+            help.contains("GITHUB_STEP_SUMMARY") && help.contains("whatever --format or --json"),
+            "{command}: {help}"
+        );
+    }
 }

@@ -26,12 +26,12 @@ pub struct AdviseArgs {
     /// The GPU targets the plan keeps when it partitions (the values
     /// `partition --keep` takes, e.g. gfx90a,gfx1100). Default: the targets
     /// the --trace workload used, else the costliest single target.
-    #[arg(long, value_name = "TARGET,...", value_delimiter = ',')]
+    #[arg(long, value_name = "TARGET,...", value_delimiter = ',', value_hint = clap::ValueHint::Other)]
     targets: Option<Vec<String>>,
     /// Read only referrers where some action could save at least this much
     /// (bytes, IEC units like 10MiB, or a percentage of the closure); the
     /// bound comes from the graph alone. `0` reads everything.
-    #[arg(long, value_name = "SIZE", default_value = "1%")]
+    #[arg(long, value_name = "SIZE", default_value = "1%", value_hint = clap::ValueHint::Other)]
     min_saving: nix_heft::units::Threshold,
 }
 

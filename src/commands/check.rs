@@ -27,30 +27,35 @@ pub struct CheckArgs {
     #[arg(value_name = "ROOT")]
     roots: Vec<String>,
     /// Fail when the closure is larger than SIZE (IEC or SI: 1GiB, 900MB).
-    #[arg(long, value_name = "SIZE")]
+    #[arg(long, value_name = "SIZE", value_hint = clap::ValueHint::Other)]
     max_closure: Option<String>,
     /// Fail when the closure grew by more than SIZE or PCT (10%) over the
     /// baseline given by --against or --against-json.
-    #[arg(long, value_name = "SIZE|PCT")]
+    #[arg(long, value_name = "SIZE|PCT", value_hint = clap::ValueHint::Other)]
     max_growth: Option<String>,
     /// Baseline: the closure of this root (same --store; any ROOT form,
     /// installables included).
     #[arg(long, value_name = "ROOT", conflicts_with = "against_json")]
     against: Option<String>,
     /// Baseline: a saved `nix-heft size --json`.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     against_json: Option<std::path::PathBuf>,
     /// Fail when a path whose name matches GLOB is in the closure, like
     /// disallowedRequisites (`rocm-llvm*`, `*-dev`); repeatable.
-    #[arg(long, value_name = "GLOB")]
+    #[arg(long, value_name = "GLOB", value_hint = clap::ValueHint::Other)]
     forbid: Vec<String>,
     /// Fail when a reference is held only by documentation (docs), only by
     /// build-time files (build) or only by dead holds (dead).
-    #[arg(long, value_name = "VERDICT,...", value_delimiter = ',')]
+    #[arg(
+        long,
+        value_name = "VERDICT,...",
+        value_delimiter = ',',
+        value_parser = super::OneOf(&["docs", "build", "dead"])
+    )]
     forbid_verdict: Vec<String>,
     /// Rules from a TOML file (default: ./nix-heft.toml when present);
     /// flags override its keys.
-    #[arg(long, value_name = "FILE")]
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     config: Option<std::path::PathBuf>,
     #[command(flatten)]
     review: ReviewArgs,

@@ -33,8 +33,25 @@ pub fn completions(args: &CompletionsArgs, mut cli: clap::Command) -> anyhow::Re
         CompletionShell::Zsh => clap_complete::Shell::Zsh,
         CompletionShell::Fish => clap_complete::Shell::Fish,
     };
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut cli, "nix-heft", &mut script);
+    let mut script = String::from_utf8(script)?;
+    if let CompletionShell::Bash = args.shell {
+        script = bash_subcommand_arms(&script);
+    }
     let mut out = std::io::stdout().lock();
-    clap_complete::generate(shell, &mut cli, "nix-heft", &mut out);
+    out.write_all(script.as_bytes())?;
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// clap_complete's bash script (4.6.12) names the state of a subcommand
+/// `nix__heft__subcmd__size` where it walks the words, but spells the
+/// `case` arm that completes its options `nix__subcmd__heft__subcmd__size`
+/// (the `-` of the program's name escaped as a subcommand separator), so
+/// no subcommand's options or values were ever completed
+/// (clap-rs/clap#6421). The arms are respelled as the walk spells them;
+/// `tests/packaging.rs` runs the completion in bash.
+fn bash_subcommand_arms(script: &str) -> String {
+    script.replace("nix__subcmd__heft__subcmd__", "nix__heft__subcmd__")
 }

@@ -1,13 +1,16 @@
 //! `nix-heft man [COMMAND]`: the manual pages, `nix-heft(1)` and one
 //! `nix-heft-COMMAND(1)` per subcommand, generated from the clap
-//! definitions with clap_mangen; no store is opened.
+//! definitions with clap_mangen; no store is opened. Each page adds what
+//! clap does not know: EXIT STATUS and ENVIRONMENT (the variables
+//! nix-heft reads, each on the pages of the commands that read it), and a
+//! subcommand's SEE ALSO.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use clap_mangen::roff::{Roff, roman};
+use clap_mangen::roff::{Roff, bold, roman};
 
 /// `man`'s arguments.
 #[derive(Args, Debug)]
@@ -19,7 +22,7 @@ pub struct ManArgs {
     /// Write every page (nix-heft.1 and nix-heft-COMMAND.1 for each
     /// subcommand) into DIR instead of printing one, as a package installs
     /// them.
-    #[arg(long, value_name = "DIR", conflicts_with = "command")]
+    #[arg(long, value_name = "DIR", conflicts_with = "command", value_hint = clap::ValueHint::DirPath)]
     out_dir: Option<PathBuf>,
 }
 
@@ -83,22 +86,227 @@ fn page(cmd: &clap::Command, parent: Option<&clap::Command>) -> clap_mangen::Man
     }
 }
 
-/// Renders one page; a subcommand's page (`parent` given) ends with a SEE
-/// ALSO naming the main page, which clap_mangen does not write.
+/// The commands that read a closure and may give a partial result.
+const READERS: &[&str] = &[
+    "size",
+    "why",
+    "refs",
+    "split",
+    "partition",
+    "advise",
+    "diff",
+    "check",
+    "report",
+];
+
+/// Exit codes: the code, the pages it is on besides the main page
+/// (`None`: every page), and what it means (naming the commands when not
+/// all). The codes are `error::EXIT_USAGE`, `context::EXIT_PARTIAL`,
+/// `check`'s `EXIT_VIOLATION` and `trace`'s `EXIT_TIMEOUT`.
+const EXIT_STATUS: &[(&str, Option<&[&str]>, &str)] = &[
+    (
+        "0",
+        None,
+        "Success; also when standard output is a pipe closed early (| head).",
+    ),
+    (
+        "1",
+        None,
+        "A failure outside the command line: a missing or unreadable path or file, a corrupt \
+         store, cache or database, a failed download, a failed evaluation of an installable \
+         (with Nix's own message).",
+    ),
+    (
+        "2",
+        None,
+        "Anything wrong with the command line: an unknown flag, a bad value, a regex or glob, \
+         a name that matches no path or several, nothing to do, no nix to evaluate an \
+         installable with.",
+    ),
+    (
+        "3",
+        Some(READERS),
+        "A partial result: some file or path could not be read or simulated (see the \
+         warnings on standard error).",
+    ),
+    (
+        "4",
+        Some(&["check"]),
+        "(check) A rule is broken, even when the read was also partial.",
+    ),
+    (
+        "CMD's",
+        Some(&["trace"]),
+        "(trace) Once CMD ran, its own exit code; 128 + the signal when a signal killed it; \
+         124 when --timeout ended it first.",
+    ),
+];
+
+/// The environment variables nix-heft reads (each `std::env::var` of the
+/// crate but the test suite's hooks, `NIX_HEFT_TEST_*`, and reqwest's
+/// proxy variables), the commands that read them (`None`: every one that
+/// reads a store), and what they do.
+const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
+    (
+        "NIX_CONFIG, NIX_CONF_DIR, NIX_USER_CONF_FILES, XDG_CONFIG_HOME, XDG_CONFIG_DIRS",
+        None,
+        "Where nix.conf is, and extra settings, as Nix 2.8 reads them: substituters (--substituters \
+         auto), trusted-public-keys, require-sigs, netrc-file, http-connections.",
+    ),
+    (
+        "HOME",
+        None,
+        "~/.config/nix/nix.conf, ~/.netrc and ~/.cache when the XDG variables are not set.",
+    ),
+    (
+        "XDG_CACHE_HOME",
+        None,
+        "The local cache of HTTP caches' narinfos, listings and reads: \
+         $XDG_CACHE_HOME/nix-heft (else ~/.cache/nix-heft).",
+    ),
+    (
+        "NIX_HEFT_CACHE_MAX",
+        None,
+        "The local cache's bound in bytes (default 1 GiB); past it the oldest entries are removed.",
+    ),
+    (
+        "NIX_HEFT_HTTP_TIMEOUT",
+        None,
+        "Seconds before a connection attempt or a read of an HTTP cache times out (default 30).",
+    ),
+    (
+        "NIX_SSL_CERT_FILE, SSL_CERT_FILE",
+        None,
+        "A PEM bundle of the certificate authorities HTTPS caches are checked against, as Nix \
+         reads it (the first set); else the bundled Mozilla roots.",
+    ),
+    (
+        "HTTPS_PROXY, HTTP_PROXY, ALL_PROXY, NO_PROXY (or lower case)",
+        None,
+        "The proxy for HTTP caches, as curl (and so Nix) reads them.",
+    ),
+    (
+        "NIX_HEFT_VERIFY",
+        None,
+        "0 turns off checking downloaded NARs against their narinfo (to measure what it costs).",
+    ),
+    (
+        "NIX_HEFT_TABLE_SCAN_AT",
+        None,
+        "How many paths of a closure make the local store read whole tables instead of path by \
+         path (default: an eighth of the store, at least 20000).",
+    ),
+    (
+        "PATH",
+        None,
+        "Where nix (for installables), nix-store and, for trace, CMD are found. The nix that \
+         evaluates an installable runs with this environment: NIX_PATH is its search path for \
+         <NAME>, after -I.",
+    ),
+    (
+        "NO_COLOR",
+        None,
+        "Set and not empty: no colour with --color auto.",
+    ),
+    (
+        "TERM",
+        None,
+        "dumb: no colour with --color auto, no spinner while nix evaluates.",
+    ),
+    (
+        "COLUMNS",
+        None,
+        "The width text output fits (else the terminal's; piped, full lines).",
+    ),
+    (
+        "GITHUB_STEP_SUMMARY",
+        Some(&["diff", "check"]),
+        "A file the markdown report is appended to (a GitHub Actions job summary), whatever \
+         --format or --json prints on standard output.",
+    ),
+    (
+        "NIX_STORE_DIR",
+        Some(&["trace"]),
+        "The store directory whose paths are traced, without --store (default /nix/store).",
+    ),
+    (
+        "LD_*, *PATH",
+        Some(&["trace"]),
+        "Recorded in the trace file as the environment that decided what CMD loaded.",
+    ),
+];
+
+/// The sections clap_mangen does not write, for the page of `name` (`None`:
+/// the main page): EXIT STATUS and ENVIRONMENT with the entries that apply
+/// (`completions` and `man` read no variable).
+fn extra_sections(name: Option<&str>) -> Roff {
+    let on_page = |pages: &Option<&[&str]>| match (name, pages) {
+        (Some(n), Some(list)) => list.contains(&n),
+        _ => true,
+    };
+    let mut roff = Roff::default();
+    roff.control("SH", ["EXIT STATUS"]);
+    for (code, pages, text) in EXIT_STATUS {
+        if on_page(pages) {
+            roff.control("TP", []);
+            roff.text([bold(*code)]);
+            // The main page names the commands an entry is limited to
+            // (unless its text starts with them).
+            let text = match (name, pages) {
+                (None, Some(list)) if !text.starts_with('(') => {
+                    format!("({}) {text}", list.join(", "))
+                }
+                _ => text.to_string(),
+            };
+            roff.text([roman(text)]);
+        }
+    }
+    if matches!(name, Some("completions" | "man")) {
+        return roff;
+    }
+    roff.control("SH", ["ENVIRONMENT"]);
+    for (vars, pages, text) in ENVIRONMENT {
+        if on_page(pages) {
+            roff.control("TP", []);
+            roff.text([bold(*vars)]);
+            let text = match (name, pages) {
+                (None, Some(list)) => format!("({}) {text}", list.join(", ")),
+                _ => text.to_string(),
+            };
+            roff.text([roman(text)]);
+        }
+    }
+    roff
+}
+
+/// Renders one page: clap_mangen's, with EXIT STATUS and ENVIRONMENT
+/// before its VERSION section (in place of the main page's EXTRA, which
+/// is `--help`'s exit-code paragraph), and on a subcommand's page
+/// (`parent` given) a SEE ALSO naming the main page.
 fn render(
     cmd: &clap::Command,
     parent: Option<&clap::Command>,
     w: &mut dyn Write,
 ) -> std::io::Result<()> {
-    page(cmd, parent).render(w)?;
+    let cmd = cmd.clone().after_help(None::<&'static str>);
+    let mut page_text = Vec::new();
+    page(&cmd, parent).render(&mut page_text)?;
+    let page_text = String::from_utf8_lossy(&page_text);
+    // to_roff: the page already wrote roff's preamble.
+    let mut extra = extra_sections(parent.map(|_| cmd.get_name())).to_roff();
     if let Some(parent) = parent {
         let mut see_also = Roff::default();
         see_also.control("SH", ["SEE ALSO"]);
         see_also.text([roman(format!("{}(1)", parent.get_name()))]);
-        // to_roff: the page above already wrote roff's preamble.
-        w.write_all(see_also.to_roff().as_bytes())?;
+        extra.push_str(&see_also.to_roff());
     }
-    Ok(())
+    let (before, after) = match page_text.find("\n.SH VERSION\n") {
+        Some(at) => page_text.split_at(at + 1),
+        None => (page_text.as_ref(), ""),
+    };
+    w.write_all(before.as_bytes())?;
+    w.write_all(extra.as_bytes())?;
+    w.write_all(after.as_bytes())
 }
 
 /// Writes `nix-heft.1` and `nix-heft-COMMAND.1` for every paged

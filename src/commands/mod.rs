@@ -29,6 +29,40 @@ use clap::Args;
 
 use nix_heft::graph::NodeId;
 
+/// A flag's value among a fixed list, kept as the string the library
+/// parses (a config file gives the same values): clap refuses any other
+/// (exit 2, listing them), `--help` and the man pages list them, and shell
+/// completions offer them instead of file names. Spaces around a value are
+/// ignored, so a comma-separated list (`--forbid-verdict 'docs, dead'`)
+/// reads as written.
+#[derive(Clone, Debug)]
+pub struct OneOf(pub &'static [&'static str]);
+
+impl clap::builder::TypedValueParser for OneOf {
+    type Value = String;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<String, clap::Error> {
+        let trimmed = value
+            .to_str()
+            .map_or(value, |v| std::ffi::OsStr::new(v.trim()));
+        clap::builder::PossibleValuesParser::new(self.0.iter().copied())
+            .parse_ref(cmd, arg, trimmed)
+    }
+
+    fn possible_values(
+        &self,
+    ) -> Option<Box<dyn Iterator<Item = clap::builder::PossibleValue> + '_>> {
+        Some(Box::new(
+            self.0.iter().map(|v| clap::builder::PossibleValue::new(*v)),
+        ))
+    }
+}
+
 /// `--trace FILE`, shared by the commands that judge holds.
 #[derive(Args, Debug, Default)]
 pub struct TraceOpt {

@@ -19,10 +19,10 @@ pub struct PartitionArgs {
     path: String,
     /// Regex whose first capture group (or whole match) in a file's path or
     /// symlink target names its group, e.g. 'gfx[0-9a-z]+'.
-    #[arg(long, value_name = "REGEX")]
+    #[arg(long, value_name = "REGEX", value_hint = clap::ValueHint::Other)]
     by: String,
     /// Keep only these groups (plus files in no group) and show the closure.
-    #[arg(long, value_name = "VALUE,...", value_delimiter = ',')]
+    #[arg(long, value_name = "VALUE,...", value_delimiter = ',', value_hint = clap::ValueHint::Other)]
     keep: Option<Vec<String>>,
     /// Roots whose closure to measure (default: PATH itself).
     #[arg(long = "root", value_name = "ROOT")]

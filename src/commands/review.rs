@@ -20,8 +20,9 @@ const MIN_LIMIT: usize = 1800;
 #[derive(Args, Debug, Clone)]
 pub struct ReviewArgs {
     /// Output: text, json, github (workflow annotations) or markdown (a PR
-    /// comment).
-    #[arg(long, value_name = "FORMAT")]
+    /// comment). With every format, `--json` too, the markdown is also
+    /// appended to $GITHUB_STEP_SUMMARY when that is set.
+    #[arg(long, value_name = "FORMAT", value_parser = super::OneOf(&["text", "json", "github", "markdown"]))]
     pub format: Option<String>,
     /// List every hold of every edge instead of grouping them by kind and
     /// directory (text; JSON always has both).
@@ -29,12 +30,12 @@ pub struct ReviewArgs {
     pub evidence: bool,
     /// The package's Nix file, for `file=` and `line=` in github
     /// annotations (FILE or FILE:LINE, as the repository names it).
-    #[arg(long, value_name = "FILE[:LINE]")]
+    #[arg(long, value_name = "FILE[:LINE]", value_hint = clap::ValueHint::FilePath)]
     pub nix_file: Option<String>,
     /// Most characters of the markdown (PR comment and job summary);
     /// GitHub refuses comments over 65536. The least important parts are
     /// cut first, and the markdown says what was cut.
-    #[arg(long, value_name = "CHARS", default_value_t = COMMENT_LIMIT)]
+    #[arg(long, value_name = "CHARS", default_value_t = COMMENT_LIMIT, value_hint = clap::ValueHint::Other)]
     pub markdown_limit: usize,
 }
 

@@ -24,7 +24,7 @@ pub struct SizeArgs {
     #[arg(long, value_enum, default_value_t = Sort::Added)]
     sort: Sort,
     /// Show only the first N paths.
-    #[arg(long, value_name = "N")]
+    #[arg(long, value_name = "N", value_hint = clap::ValueHint::Other)]
     top: Option<usize>,
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]

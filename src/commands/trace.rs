@@ -32,10 +32,10 @@ pub struct TraceArgs {
     /// Stop after S seconds (a workload that daemonizes is traced until
     /// every traced process has exited): whatever still runs is killed and
     /// the partial trace kept.
-    #[arg(long, value_name = "S")]
+    #[arg(long, value_name = "S", value_hint = clap::ValueHint::Other)]
     timeout: Option<f64>,
     /// A note on the environment, kept in the trace file.
-    #[arg(long, value_name = "TEXT")]
+    #[arg(long, value_name = "TEXT", value_hint = clap::ValueHint::Other)]
     env_note: Option<String>,
     /// The command and its arguments (after `--`).
     #[arg(
