@@ -54,6 +54,10 @@ pub const MARKER: &str = "<!-- nix-heft -->";
 /// GitHub refuses comment bodies over this many characters.
 pub const COMMENT_LIMIT: usize = 65_536;
 
+/// Annotations of one level (error, warning, notice) GitHub shows per
+/// step; the rest it drops without a word.
+pub const ANNOTATIONS_PER_LEVEL: usize = 10;
+
 /// Groups shown per edge before "and N more".
 pub const SHOWN_GROUPS: usize = 3;
 
@@ -193,6 +197,19 @@ impl Fitter {
         }
     }
 
+    /// A document of at most `limit` characters whose parts are `parts`
+    /// (what each lists, how many items): the room kept for the note on
+    /// what was cut is the longest that note can be (every part cut), and
+    /// nothing more, so the parts use the rest of the limit.
+    pub fn for_parts(limit: usize, parts: &[(&str, usize)], how: &str) -> Fitter {
+        let worst: Vec<String> = parts
+            .iter()
+            .map(|(what, n)| format!("{n} of {n} {what}"))
+            .collect();
+        let reserve = cut_note(limit, &worst, how).chars().count();
+        Fitter::new(limit, reserve)
+    }
+
     /// Characters still free for parts.
     pub fn room(&self) -> usize {
         self.limit
@@ -262,10 +279,7 @@ impl Fitter {
     /// it (`how`), within the limit whatever was added.
     pub fn finish(mut self, how: &str) -> String {
         if !self.cut.is_empty() {
-            let note = format!(
-                "\n> ✂️ Cut to fit GitHub's {COMMENT_LIMIT}-character limit: {} left out. {how}\n",
-                self.cut.join(", ")
-            );
+            let note = cut_note(self.limit, &self.cut, how);
             self.out.push_str(&note);
         }
         // The reserve covers the note; this only guards a reserve given too
@@ -275,6 +289,76 @@ impl Fitter {
         }
         self.out
     }
+}
+
+/// The last line of a cut document: what was left out, the limit in
+/// force (GitHub's for a comment, or the one `--markdown-limit` gave) and
+/// how to see all of it.
+fn cut_note(limit: usize, cut: &[String], how: &str) -> String {
+    let whose = if limit == COMMENT_LIMIT {
+        format!("GitHub's {COMMENT_LIMIT}-character limit for a comment")
+    } else {
+        format!("the {limit}-character limit of `--markdown-limit {limit}`")
+    };
+    format!(
+        "\n> ✂️ Cut to fit {whose}: {} left out. {how}\n",
+        cut.join(", ")
+    )
+}
+
+/// Shares `room` characters among parts that need `(need, weight)` each:
+/// in proportion to the weights, a part that needs less than its share
+/// taking what it needs and leaving the rest to the others (so no room
+/// stays unused while a part is cut).
+pub fn shares(room: usize, parts: &[(usize, usize)]) -> Vec<usize> {
+    let mut out = vec![0; parts.len()];
+    let mut open: Vec<usize> = (0..parts.len()).filter(|&i| parts[i].0 > 0).collect();
+    let mut left = room as u128;
+    while !open.is_empty() {
+        let w: u128 = open.iter().map(|&i| parts[i].1.max(1) as u128).sum();
+        let share = |i: usize| left * parts[i].1.max(1) as u128 / w;
+        let (met, short): (Vec<usize>, Vec<usize>) =
+            open.iter().partition(|&&i| parts[i].0 as u128 <= share(i));
+        if met.is_empty() {
+            for &i in &short {
+                out[i] = usize::try_from(share(i)).unwrap_or(usize::MAX);
+            }
+            break;
+        }
+        for &i in &met {
+            out[i] = parts[i].0;
+            left -= parts[i].0 as u128;
+        }
+        open = short;
+    }
+    out
+}
+
+/// Keeps at most [`ANNOTATIONS_PER_LEVEL`] annotations of each level, in
+/// the order given (the most important first): past that, the last kept
+/// one says how many more there are and where they are (`where_`).
+pub fn cap(anns: Vec<Annotation>, tool: &str, where_: &str) -> Vec<Annotation> {
+    let mut out = Vec::new();
+    for level in ["error", "warning", "notice"] {
+        let of: Vec<&Annotation> = anns.iter().filter(|a| a.level == level).collect();
+        if of.len() <= ANNOTATIONS_PER_LEVEL {
+            out.extend(of.into_iter().cloned());
+            continue;
+        }
+        out.extend(of[..ANNOTATIONS_PER_LEVEL - 1].iter().map(|a| (*a).clone()));
+        let rest = &of[ANNOTATIONS_PER_LEVEL - 1..];
+        let mut lines = vec![format!(
+            "{} more {level}s than GitHub shows per step; {where_}:",
+            rest.len()
+        )];
+        lines.extend(rest.iter().map(|a| a.title.clone()));
+        out.push(Annotation {
+            level: of[0].level,
+            title: format!("{tool}: {} more {level}s", rest.len()),
+            lines,
+        });
+    }
+    out
 }
 
 /// Cuts `s` to at most `max` characters, marking the cut with `…`.
