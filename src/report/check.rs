@@ -375,34 +375,26 @@ impl CheckReport {
         parts.push(("problems", self.problems.len()));
         let how = "`nix-heft check --format text` (with `--evidence` for every hold) shows all of \
                    it; a CI job can keep it as an artifact.";
-        let mut f = review::Fitter::for_parts(limit, &parts, how);
-        f.force(&head);
-        if !self.violations.is_empty() {
-            let rows: Vec<String> = self
-                .violations
-                .iter()
-                .map(|v| {
-                    format!(
-                        "| `{}` | {} |\n",
-                        v.rule,
-                        cell(&review::md(&self.detail(v, &names)))
-                    )
-                })
-                .collect();
-            f.list(
-                "\n| rule | violation |\n| --- | --- |\n",
-                &rows,
-                "",
-                "violations",
-            );
-            for (i, (v, lines)) in self.violations.iter().zip(&explained).enumerate() {
-                if lines.is_empty() {
-                    continue;
-                }
-                // Several violations of one rule: the summary says which
-                // one this is.
+        let rows: Vec<String> = self
+            .violations
+            .iter()
+            .map(|v| {
+                format!(
+                    "| `{}` | {} |\n",
+                    v.rule,
+                    cell(&review::md(&self.detail(v, &names)))
+                )
+            })
+            .collect();
+        // Several violations of one rule: each summary says which one it
+        // is.
+        let heads: Vec<String> = self
+            .violations
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
                 let several = self.violations.iter().filter(|w| w.rule == v.rule).count() > 1;
-                let head = format!(
+                format!(
                     "\n<details><summary>{}. {}{}</summary>\n\n```\n",
                     i + 1,
                     v.rule,
@@ -411,20 +403,34 @@ impl CheckReport {
                     } else {
                         String::new()
                     }
+                )
+            })
+            .collect();
+        let problems: Vec<String> = self
+            .problems
+            .iter()
+            .map(|p| format!("- {}\n", cell(&review::md(&p.display()))))
+            .collect();
+        review::fit(limit, &parts, how, |f| {
+            f.force(&head);
+            if !rows.is_empty() {
+                f.list(
+                    "\n| rule | violation |\n| --- | --- |\n",
+                    &rows,
+                    "",
+                    "violations",
                 );
-                f.list(&head, lines, "```\n</details>\n", &whats[i]);
             }
-        }
-        if !self.problems.is_empty() {
-            let items: Vec<String> = self
-                .problems
-                .iter()
-                .map(|p| format!("- {}\n", cell(&review::md(&p.display()))))
-                .collect();
-            let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
-            f.list(&head, &items, "", "problems");
-        }
-        f.finish(how)
+            for ((h, lines), what) in heads.iter().zip(&explained).zip(&whats) {
+                if !lines.is_empty() {
+                    f.list(h, lines, "```\n</details>\n", what);
+                }
+            }
+            if !problems.is_empty() {
+                let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
+                f.list(&head, &problems, "", "problems");
+            }
+        })
     }
 }
 

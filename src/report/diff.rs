@@ -836,13 +836,13 @@ impl DiffReport {
                 ""
             };
             let kind = if k == 1 {
-                " (rebuilt or another version)"
+                ", rebuilt or another version"
             } else {
                 ""
             };
             parts.push((
                 format!(
-                    "\n<details><summary>{n} {other}path{} {what}{kind} ({})</summary>\n\n",
+                    "\n<details><summary>{n} {other}path{} {what}{kind}: {}</summary>\n\n",
                     if n == 1 { "" } else { "s" },
                     iec_delta(bytes)
                 ),
@@ -859,8 +859,7 @@ impl DiffReport {
         let mut cuts: Vec<(&str, usize)> = vec![("largest changes", top_items.len())];
         cuts.extend(parts.iter().map(|p| (p.2.as_str(), p.1.len())));
         cuts.push(("problems", problems.len()));
-        let mut f = review::Fitter::for_parts(limit, &cuts, SEE_ALL);
-        f.force(&format!(
+        let head = format!(
             "{}\n### nix-heft diff: {}\n\n{}: {} → {} paths, {} changed\n",
             review::MARKER,
             self.summary(),
@@ -868,57 +867,44 @@ impl DiffReport {
             self.paths_before,
             self.paths_after,
             plural(self.packages.len(), "package")
-        ));
-        if !self.problems.is_empty() {
-            f.push(&format!(
-                "\n⚠️ partial read: {} problem(s), listed at the end as room allows\n",
-                self.problems.len()
-            ));
-        }
-        if !top_items.is_empty() {
-            let total: usize = lists.iter().map(|l| l.len()).sum();
-            f.list(
-                &if top_items.len() == total {
-                    "\n**Changes**, largest first:\n\n".to_string()
-                } else {
-                    format!(
-                        "\n**Largest changes** ({} of {total}; the rest below):\n\n",
-                        top_items.len()
-                    )
-                },
-                &top_items,
-                "",
-                "largest changes",
-            );
-        }
-        // What the problems need comes off the top: they say the result is
-        // partial.
-        let problems_need: usize = problems.iter().map(|p| p.chars().count()).sum::<usize>() + 60;
-        let room = f.room().saturating_sub(if problems.is_empty() {
-            0
+        );
+        let total: usize = lists.iter().map(|l| l.len()).sum();
+        let top_head = if top_items.len() == total {
+            "\n**Changes**, largest first:\n\n".to_string()
         } else {
-            problems_need.min(f.room() / 4)
-        });
-        let needs: Vec<(usize, usize)> = parts
+            format!("\n**Largest changes** of {total}, by size (the rest below):\n\n")
+        };
+        let needs: Vec<(usize, usize, usize)> = parts
             .iter()
             .map(|(head, items, _, w)| {
-                (
-                    head.chars().count()
-                        + "\n</details>\n".len()
-                        + items.iter().map(|i| i.chars().count()).sum::<usize>(),
-                    *w,
-                )
+                let fixed = head.chars().count() + "\n</details>\n".len();
+                let first = items.first().map_or(0, |i| i.chars().count());
+                let all: usize = items.iter().map(|i| i.chars().count()).sum();
+                (fixed + first, fixed + all, *w)
             })
             .collect();
-        let shares = review::shares(room, &needs);
-        for ((head, items, what, _), share) in parts.iter().zip(shares) {
-            f.list_within(head, items, "\n</details>\n", what, share);
-        }
-        if !problems.is_empty() {
-            let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
-            f.list(&head, &problems, "", "problems");
-        }
-        f.finish(SEE_ALL)
+        review::fit(limit, &cuts, SEE_ALL, |f| {
+            f.force(&head);
+            if !self.problems.is_empty() {
+                f.push(&format!(
+                    "\n⚠️ partial read: {} problem(s), listed at the end as room allows\n",
+                    self.problems.len()
+                ));
+            }
+            if !top_items.is_empty() {
+                f.list(&top_head, &top_items, "", "largest changes");
+            }
+            // The problems get what is left: the head says the read was
+            // partial.
+            let shares = review::shares(f.room(), &needs);
+            for ((head, items, what, _), share) in parts.iter().zip(shares) {
+                f.list_within(head, items, "\n</details>\n", what, share);
+            }
+            if !problems.is_empty() {
+                let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
+                f.list(&head, &problems, "", "problems");
+            }
+        })
     }
 
     /// GitHub workflow commands, within what GitHub shows per step (ten
