@@ -234,10 +234,10 @@ fn each_added_path_names_a_real_referrer_and_its_files() {
     );
     assert!(
         text.contains(&format!(
-            "app-1.0 rebuilt ({}; old {} → new {}): the root",
+            "app-1.0 ({}) ({}) is a rebuild of app-1.0 ({}): the root",
+            &after[11..19],
             nix_heft::units::iec_delta(sizes_of(after) as i128 - sizes_of(before) as i128),
             &before[11..19],
-            &after[11..19]
         )),
         "{text}"
     );

@@ -921,6 +921,18 @@ fn a_growth_comment_tells_the_story_open() {
     );
     assert!(!open.contains("tensile-gfx9"), "{open}");
 
+    // README shows this comment as it is (hashes aside, which depend on
+    // the system the fixture is built for).
+    let hashes = regex::Regex::new(r"\([0-9a-z]{8}\)").unwrap();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        hashes.replace_all(&readme, "(HASH)").contains(&format!(
+            "```markdown\n{}```\n",
+            hashes.replace_all(&md, "(HASH)")
+        )),
+        "README.md does not show the story comment:\n{md}"
+    );
+
     // GitHub: the same line, and within ten notices.
     let gh = heft_run(None, &["diff", "--format", "github", before, after]).stdout;
     let anns = parse_github(&gh);

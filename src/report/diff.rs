@@ -324,10 +324,12 @@ const ANNOTATED: usize = review::ANNOTATIONS_PER_LEVEL - 2;
 /// many on.
 const COLLAPSE_AT: usize = 3;
 
-/// Paths added through one referrer for one reason (the same kinds,
-/// verdicts and directories of holds): one line in every format.
+/// Paths added (or gone) through one referrer for one reason (the same
+/// kinds, verdicts and directories of holds): one line in every format.
 #[derive(Debug, Clone)]
-struct AddedGroup<'a> {
+struct PathGroup<'a> {
+    /// Added (AFTER's paths) or gone (BEFORE's).
+    new: bool,
     /// The paths, largest first.
     members: Vec<&'a ChangedPath>,
     /// What their names share, as a glob (`tensile-gfx*`), when they
@@ -339,8 +341,8 @@ struct AddedGroup<'a> {
 enum Entry<'a> {
     /// A path new in AFTER.
     Added(&'a ChangedPath),
-    /// Paths added for one reason through one referrer.
-    Group(AddedGroup<'a>),
+    /// Paths added, or gone, for one reason through one referrer.
+    Group(PathGroup<'a>),
     /// A path that replaces paths of its package (rebuilt, or another
     /// version), and those it replaces.
     Changed(&'a ChangedPath, Vec<&'a ChangedPath>),
@@ -353,7 +355,10 @@ impl Entry<'_> {
     fn impact(&self) -> i128 {
         match self {
             Entry::Added(c) => c.nar_size as i128,
-            Entry::Group(g) => g.members.iter().map(|c| c.nar_size as i128).sum(),
+            Entry::Group(g) => {
+                let sum: i128 = g.members.iter().map(|c| c.nar_size as i128).sum();
+                if g.new { sum } else { -sum }
+            }
             Entry::Changed(c, old) => {
                 c.nar_size as i128 - old.iter().map(|o| o.nar_size as i128).sum::<i128>()
             }
@@ -375,6 +380,7 @@ impl Entry<'_> {
         let chain = match self {
             Entry::Added(c) | Entry::Changed(c, _) => &c.why.chain,
             Entry::Group(g) => &g.members[0].why.chain,
+            // BEFORE's chains are not kept: what left says `left with`.
             Entry::Removed(_) => return &[],
         };
         match chain.len() {
@@ -385,11 +391,16 @@ impl Entry<'_> {
 }
 
 /// The referrer and the reason (kinds, verdicts, directories of its holds)
-/// of a path added through a new edge: paths that share it are one line.
+/// of a path added through a new edge (or gone with a vanished one, its
+/// referrer staying): paths that share it are one line.
 type ReasonKey = (String, Vec<(&'static str, &'static str, String)>);
 
 fn reason_key(c: &ChangedPath) -> Option<ReasonKey> {
-    if c.why.edge != "new" || c.why.unavailable || !c.why.renamed.is_empty() {
+    if !matches!(c.why.edge.as_str(), "new" | "gone")
+        || c.why.unavailable
+        || c.why.left_with.is_some()
+        || !c.why.renamed.is_empty()
+    {
         return None;
     }
     let r = c.why.referrer.clone()?;
@@ -429,6 +440,48 @@ fn common_pattern(paths: &[&ChangedPath]) -> Option<String> {
     (p.chars().count() >= 3).then(|| format!("{p}*"))
 }
 
+/// `list` (one side's paths) as lines: the paths that share a referrer and
+/// a reason ([`COLLAPSE_AT`] or more) one group at the first one's place,
+/// the others alone.
+fn grouped<'a>(list: &[&'a ChangedPath], new: bool) -> Vec<Entry<'a>> {
+    use std::collections::HashMap;
+    let mut count: HashMap<ReasonKey, usize> = HashMap::new();
+    for c in list {
+        if let Some(k) = reason_key(c) {
+            *count.entry(k).or_default() += 1;
+        }
+    }
+    let mut out: Vec<Entry> = Vec::new();
+    let mut at: HashMap<ReasonKey, usize> = HashMap::new();
+    for &c in list {
+        match reason_key(c).filter(|k| count[k] >= COLLAPSE_AT) {
+            Some(k) => match at.get(&k) {
+                Some(&i) => {
+                    if let Entry::Group(g) = &mut out[i] {
+                        g.members.push(c);
+                    }
+                }
+                None => {
+                    at.insert(k, out.len());
+                    out.push(Entry::Group(PathGroup {
+                        new,
+                        members: vec![c],
+                        pattern: None,
+                    }));
+                }
+            },
+            None if new => out.push(Entry::Added(c)),
+            None => out.push(Entry::Removed(c)),
+        }
+    }
+    for e in &mut out {
+        if let Entry::Group(g) = e {
+            g.pattern = common_pattern(&g.members);
+        }
+    }
+    out
+}
+
 /// A size change with its sign.
 fn signed(size: &dyn Fn(u64) -> String, d: i128) -> String {
     let sign = if d < 0 { "-" } else { "+" };
@@ -436,13 +489,6 @@ fn signed(size: &dyn Fn(u64) -> String, d: i128) -> String {
         "{sign}{}",
         size(u64::try_from(d.unsigned_abs()).unwrap_or(u64::MAX))
     )
-}
-
-/// A path's first 8 hash characters: what tells two builds of one name
-/// apart.
-fn hash8(p: &str) -> &str {
-    let base = p.rsplit('/').next().unwrap_or(p);
-    base.get(..8).unwrap_or(base)
 }
 
 impl DiffReport {
@@ -524,6 +570,9 @@ impl DiffReport {
                 let Entry::Group(g) = &e else {
                     return None;
                 };
+                if !g.new {
+                    return None;
+                }
                 let paths = g.members.iter().map(|c| c.path.clone()).collect();
                 Some((paths, self.entry_line(&e, name, review::plain, &iec)))
             })
@@ -537,17 +586,12 @@ impl DiffReport {
         use std::collections::HashMap;
         let removed_by: HashMap<&str, &ChangedPath> =
             self.removed.iter().map(|c| (c.path.as_str(), c)).collect();
-        let mut count: HashMap<ReasonKey, usize> = HashMap::new();
-        for c in &self.added {
-            if let Some(k) = reason_key(c) {
-                *count.entry(k).or_default() += 1;
-            }
-        }
-        let mut added: Vec<Entry> = Vec::new();
         let mut changed = Vec::new();
-        let mut at: HashMap<ReasonKey, usize> = HashMap::new();
+        let mut added = Vec::new();
         for c in &self.added {
-            if !c.why.renamed.is_empty() {
+            if c.why.renamed.is_empty() {
+                added.push(c);
+            } else {
                 let old = c
                     .why
                     .renamed
@@ -555,37 +599,15 @@ impl DiffReport {
                     .filter_map(|p| removed_by.get(p.as_str()).copied())
                     .collect();
                 changed.push(Entry::Changed(c, old));
-                continue;
-            }
-            match reason_key(c).filter(|k| count[k] >= COLLAPSE_AT) {
-                Some(k) => match at.get(&k) {
-                    Some(&i) => {
-                        if let Entry::Group(g) = &mut added[i] {
-                            g.members.push(c);
-                        }
-                    }
-                    None => {
-                        at.insert(k, added.len());
-                        added.push(Entry::Group(AddedGroup {
-                            members: vec![c],
-                            pattern: None,
-                        }));
-                    }
-                },
-                None => added.push(Entry::Added(c)),
             }
         }
-        for e in &mut added {
-            if let Entry::Group(g) = e {
-                g.pattern = common_pattern(&g.members);
-            }
-        }
-        let mut removed: Vec<Entry> = self
+        let removed: Vec<&ChangedPath> = self
             .removed
             .iter()
             .filter(|c| c.why.renamed.is_empty())
-            .map(Entry::Removed)
             .collect();
+        let mut added = grouped(&added, true);
+        let mut removed = grouped(&removed, false);
         let ranked = self
             .added
             .iter()
@@ -689,30 +711,45 @@ impl DiffReport {
                     .iter()
                     .map(|c| c.nar_size)
                     .fold(0, u64::saturating_add);
-                format!(
-                    "{what} (+{}) are new: {} {}, {}{more}",
-                    size(total),
-                    name(first.why.referrer.as_deref().unwrap_or_default()),
-                    if links {
-                        "links to them"
-                    } else {
-                        "references them"
-                    },
-                    parts.join("; ")
-                )
+                let r = name(first.why.referrer.as_deref().unwrap_or_default());
+                if g.new {
+                    format!(
+                        "{what} (+{}) are new: {r} {}, {}{more}",
+                        size(total),
+                        if links {
+                            "links to them"
+                        } else {
+                            "references them"
+                        },
+                        parts.join("; ")
+                    )
+                } else {
+                    format!(
+                        "{what} (-{}) left: {r} no longer {} (before, {}{more})",
+                        size(total),
+                        if links {
+                            "links to them"
+                        } else {
+                            "references them"
+                        },
+                        parts.join("; ")
+                    )
+                }
             }
             Entry::Changed(c, old) => {
                 let d = e.impact();
                 let same = old.len() == 1
                     && crate::store_path::name_of(&old[0].path)
                         == crate::store_path::name_of(&c.path);
+                // Both builds by their display names (the hash tells them
+                // apart), the old one said to be old.
                 let head = if same {
                     format!(
-                        "{} rebuilt ({}; old {} → new {})",
-                        code(crate::store_path::name_of(&c.path)),
+                        "{} ({}{}) is a rebuild of {}",
+                        name(&c.path),
                         signed(size, d),
-                        hash8(&old[0].path),
-                        hash8(&c.path)
+                        drags(c, true),
+                        name(&old[0].path)
                     )
                 } else {
                     let was: Vec<String> = if old.is_empty() {
@@ -721,9 +758,10 @@ impl DiffReport {
                         old.iter().map(|o| name(&o.path)).collect()
                     };
                     format!(
-                        "{} ({}) replaces {}",
+                        "{} ({}{}) replaces {}",
                         name(&c.path),
                         signed(size, d),
+                        drags(c, true),
                         was.join(", ")
                     )
                 };
@@ -954,21 +992,23 @@ impl DiffReport {
                 lines.push(c.to_string());
             }
             if let Entry::Group(g) = e {
+                let sign = if g.new { "+" } else { "-" };
                 let all: Vec<String> = g
                     .members
                     .iter()
-                    .map(|c| format!("{} (+{})", name(&c.path), iec(c.nar_size)))
+                    .map(|c| format!("{} ({sign}{})", name(&c.path), iec(c.nar_size)))
                     .collect();
                 lines.push(format!("paths: {}", all.join(", ")));
             }
             let title = match e {
                 Entry::Group(g) => format!(
-                    "nix-heft diff: {} {}paths added",
+                    "nix-heft diff: {} {}paths {}",
                     g.members.len(),
                     g.pattern
                         .as_deref()
                         .map(|p| format!("{p} "))
-                        .unwrap_or_default()
+                        .unwrap_or_default(),
+                    if g.new { "added" } else { "removed" }
                 ),
                 Entry::Added(c) => format!("nix-heft diff: {} added", name(&c.path)),
                 Entry::Changed(c, _) => format!("nix-heft diff: {} changed", name(&c.path)),
@@ -1096,8 +1136,9 @@ impl Report for DiffReport {
                 Entry::Group(g) if opts.every_line => {
                     for c in &g.members {
                         out.push_str(&opts.style.paths(&format!(
-                            "    {} (+{})\n",
+                            "    {} ({}{})\n",
                             name_of(&c.path),
+                            if g.new { "+" } else { "-" },
                             size(c.nar_size)
                         )));
                         every(out, c, "      ");
