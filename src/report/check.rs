@@ -67,7 +67,17 @@ impl CheckReport {
     /// A violation's detail with its store paths by their display names,
     /// as `diff` shows them (the JSON keeps the whole paths).
     fn detail(&self, v: &Violation, names: &super::Names) -> String {
-        let mut paths = self.paths();
+        // The paths a detail names: the violation's own and the baseline's.
+        let mut paths: Vec<&str> = self
+            .baseline
+            .iter()
+            .flat_map(|b| b.label.split(", "))
+            .collect();
+        paths.extend(v.chain.iter().flatten().map(String::as_str));
+        for e in v.evidence.iter().flatten() {
+            paths.push(&e.referrer);
+            paths.push(&e.reference);
+        }
         // Longest first, so that no path is replaced inside a longer one.
         paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
         paths.dedup();
@@ -229,12 +239,13 @@ impl CheckReport {
         let mut anns = Vec::new();
         let collapse = self.violations.len() > review::ANNOTATIONS_PER_LEVEL;
         let mut done: Vec<&str> = Vec::new();
+        let mut by_rule: std::collections::HashMap<&str, Vec<&Violation>> =
+            std::collections::HashMap::new();
         for v in &self.violations {
-            let of_rule: Vec<&Violation> = self
-                .violations
-                .iter()
-                .filter(|w| w.rule == v.rule)
-                .collect();
+            by_rule.entry(&v.rule).or_default().push(v);
+        }
+        for v in &self.violations {
+            let of_rule: &[&Violation] = by_rule.get(v.rule.as_str()).map_or(&[], Vec::as_slice);
             if collapse && of_rule.len() > 1 {
                 if done.contains(&v.rule.as_str()) {
                     continue;
@@ -388,12 +399,16 @@ impl CheckReport {
             .collect();
         // Several violations of one rule: each summary says which one it
         // is.
+        let mut per_rule: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for v in &self.violations {
+            *per_rule.entry(&v.rule).or_default() += 1;
+        }
         let heads: Vec<String> = self
             .violations
             .iter()
             .enumerate()
             .map(|(i, v)| {
-                let several = self.violations.iter().filter(|w| w.rule == v.rule).count() > 1;
+                let several = per_rule.get(v.rule.as_str()).is_some_and(|&n| n > 1);
                 format!(
                     "\n<details><summary>{}. {}{}</summary>\n\n```\n",
                     i + 1,

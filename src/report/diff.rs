@@ -454,7 +454,7 @@ fn grouped<'a>(list: &[&'a ChangedPath], new: bool) -> Vec<Entry<'a>> {
     let mut out: Vec<Entry> = Vec::new();
     let mut at: HashMap<ReasonKey, usize> = HashMap::new();
     for &c in list {
-        match reason_key(c).filter(|k| count[k] >= COLLAPSE_AT) {
+        match reason_key(c).filter(|k| count.get(k).is_some_and(|&n| n >= COLLAPSE_AT)) {
             Some(k) => match at.get(&k) {
                 Some(&i) => {
                     if let Entry::Group(g) = &mut out[i] {
