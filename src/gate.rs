@@ -587,7 +587,15 @@ pub fn check(
             actions: acts,
         });
     }
-    for (pat, v) in &p.forbidden {
+    // The most important first (the order annotations keep when GitHub
+    // shows only some): the largest forbidden path, then by path.
+    let mut forbidden: Vec<&(String, NodeId)> = p.forbidden.iter().collect();
+    forbidden.sort_by(|(_, x), (_, y)| {
+        g.nar_size(*y)
+            .cmp(&g.nar_size(*x))
+            .then_with(|| g.path(*x).cmp(g.path(*y)))
+    });
+    for (pat, v) in forbidden {
         // The strongest chain, as `why` gives it: a dead or build-only edge
         // is never the reason when a runtime chain keeps the path. The
         // report shows it with the display names of everything it shows.
@@ -606,41 +614,52 @@ pub fn check(
         });
     }
     if !rules.forbid_verdict.is_empty() {
+        // The edge to the largest path first, as for forbidden paths.
+        let mut edges: Vec<(NodeId, NodeId, &Vec<crate::evidence::Evidence>)> = Vec::new();
         for (&from, pe) in &c.paths {
             for (&to, evs) in &pe.by_reference {
-                let Some(strongest) = evs.iter().map(|e| e.verdict).min() else {
-                    continue;
-                };
-                if to == from || !rules.forbid_verdict.contains(&strongest) {
-                    continue;
-                }
-                let held: BTreeSet<&str> = evs.iter().map(|e| e.file.as_str()).collect();
-                let what = match strongest {
-                    Verdict::Docs => "only by documentation",
-                    Verdict::Build => "only by build-time files",
-                    Verdict::Dead => "only by dead holds",
-                    _ => "only by",
-                };
-                out.push(Violation {
-                    rule: "forbid-verdict".into(),
-                    detail: format!(
-                        // Whole paths: the report's display names (with a
-                        // hash where one name is shown twice) are in the
-                        // edge's lines, this stage cannot know them.
-                        "{} references {} {what} ({}): {}",
-                        g.path(from),
-                        g.path(to),
-                        strongest.as_str(),
-                        few_files(&held)
-                    ),
-                    chain: None,
-                    evidence: Some(vec![files(from, to)]),
-                    contributors: Vec::new(),
-                    actions: Vec::new(),
-                    note: None,
-                    plan_closure_after: None,
-                });
+                edges.push((from, to, evs));
             }
+        }
+        edges.sort_by(|x, y| {
+            g.nar_size(y.1)
+                .cmp(&g.nar_size(x.1))
+                .then_with(|| g.path(x.1).cmp(g.path(y.1)))
+                .then_with(|| g.path(x.0).cmp(g.path(y.0)))
+        });
+        for (from, to, evs) in edges {
+            let Some(strongest) = evs.iter().map(|e| e.verdict).min() else {
+                continue;
+            };
+            if to == from || !rules.forbid_verdict.contains(&strongest) {
+                continue;
+            }
+            let held: BTreeSet<&str> = evs.iter().map(|e| e.file.as_str()).collect();
+            let what = match strongest {
+                Verdict::Docs => "only by documentation",
+                Verdict::Build => "only by build-time files",
+                Verdict::Dead => "only by dead holds",
+                _ => "only by",
+            };
+            out.push(Violation {
+                rule: "forbid-verdict".into(),
+                detail: format!(
+                    // Whole paths: the report's display names (with a
+                    // hash where one name is shown twice) are in the
+                    // edge's lines, this stage cannot know them.
+                    "{} references {} {what} ({}): {}",
+                    g.path(from),
+                    g.path(to),
+                    strongest.as_str(),
+                    few_files(&held)
+                ),
+                chain: None,
+                evidence: Some(vec![files(from, to)]),
+                contributors: Vec::new(),
+                actions: Vec::new(),
+                note: None,
+                plan_closure_after: None,
+            });
         }
     }
     out

@@ -555,3 +555,77 @@ fn growth_lists_the_paths_diff_says_were_added() {
         text.stdout
     );
 }
+
+/// Check's rows name paths as `diff` does (short names, a hash only where
+/// two share a name), and several violations of one rule say what differs
+/// between them: which verdict holds which path, largest path first.
+#[test]
+fn check_rows_use_diffs_names_and_say_what_differs() {
+    let (_, after) = diff_fixture();
+    let rules = [
+        "check",
+        after.as_str(),
+        "--forbid-verdict",
+        "docs,build,dead",
+    ];
+    let text = heft_run(None, &rules).stdout;
+    assert!(
+        text.contains(
+            "[forbid-verdict] app-1.0 references docdep-3.0 only by documentation (docs): \
+             share/doc/app/README"
+        ),
+        "{text}"
+    );
+    assert!(!text.contains("] /nix/store/"), "{text}");
+    let md = heft_run(None, &[&rules[..], &["--format", "markdown"]].concat()).stdout;
+    let summaries: Vec<&str> = md
+        .lines()
+        .filter_map(|l| l.strip_prefix("<details><summary>"))
+        .collect();
+    // The largest path first, as `nix path-info` sizes them.
+    let j = check_json(&rules[1..]).1;
+    let refs: Vec<&str> = j["violations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|v| v["evidence"][0]["reference"].as_str().unwrap())
+        .collect();
+    let info = nix_path_info(None, &refs);
+    let sizes: Vec<u64> = refs
+        .iter()
+        .map(|r| info[*r]["narSize"].as_u64().unwrap())
+        .collect();
+    assert!(sizes.windows(2).all(|w| w[0] >= w[1]), "{sizes:?}");
+    assert_eq!(
+        summaries,
+        [
+            "1. forbid-verdict: docs hold on docdep-3.0 (from app-1.0)</summary>",
+            "2. forbid-verdict: dead hold on deadlib-4.0 (from app-1.0)</summary>",
+            "3. forbid-verdict: build hold on devtool-0.9 (from app-1.0)</summary>",
+        ],
+        "{md}"
+    );
+    assert!(
+        md.contains(
+            "| `forbid-verdict` | app-1.0 references deadlib-4.0 only by dead holds (dead): bin/app |"
+        ),
+        "{md}"
+    );
+    let gh = heft_run(None, &[&rules[..], &["--format", "github"]].concat()).stdout;
+    let titles: Vec<&str> = gh
+        .lines()
+        .map(|l| {
+            l.split_once("title=")
+                .unwrap()
+                .1
+                .split_once("::")
+                .unwrap()
+                .0
+        })
+        .collect();
+    assert_eq!(
+        titles[0], "nix-heft check%3A forbid-verdict%3A docs hold on docdep-3.0 (from app-1.0)",
+        "{gh}"
+    );
+    assert_eq!(titles.len(), 3, "{gh}");
+}

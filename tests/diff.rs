@@ -207,9 +207,94 @@ fn each_added_path_names_a_real_referrer_and_its_files() {
         )),
         "{text}"
     );
+    // The bump is a change, not an add and a remove: its size change is
+    // the two paths' NAR sizes apart, as Nix registered them.
+    let bump_path = by_name(added, "libbump-1.1")["path"].as_str().unwrap();
+    let sizes = nix_path_info(None, &[bump_path, old_bump["path"].as_str().unwrap()]);
+    let grew = sizes[bump_path]["narSize"].as_i64().unwrap()
+        - sizes[old_bump["path"].as_str().unwrap()]["narSize"]
+            .as_i64()
+            .unwrap();
     assert!(
-        text.contains("libbump-1.1 (+59.0 KiB) replaces libbump-1.0"),
+        text.contains(&format!(
+            "libbump-1.1 ({}) replaces libbump-1.0: app-1.0 ({}) references it as before",
+            nix_heft::units::iec_delta(grew as i128),
+            &after[11..19]
+        )),
         "{text}"
+    );
+    // The rebuilt root is labelled old and new, not shown as two hashes.
+    assert!(
+        text.starts_with(&format!(
+            "old app-1.0 ({}) → new app-1.0 ({})\n",
+            &before[11..19],
+            &after[11..19]
+        )),
+        "{text}"
+    );
+    assert!(
+        text.contains(&format!(
+            "app-1.0 ({}) ({}) is a rebuild of app-1.0 ({}): the root",
+            &after[11..19],
+            nix_heft::units::iec_delta(sizes_of(after) as i128 - sizes_of(before) as i128),
+            &before[11..19],
+        )),
+        "{text}"
+    );
+}
+
+/// The NAR size of one path, as `nix path-info` gives it.
+fn sizes_of(p: &str) -> u64 {
+    nix_path_info(None, &[p])[p]["narSize"].as_u64().unwrap()
+}
+
+/// The headline counts what changed (rebuilt or another version) apart
+/// from what is new and what left: on tests/fixtures/diff.nix, 4 new
+/// paths, libbump and the rebuilt root changed, libold gone; the removed
+/// list of `--json` still holds every path that left.
+#[test]
+fn the_headline_counts_changed_paths_apart() {
+    let (before, after) = diff_fixture();
+    let j = diff_json(&[]);
+    let replaced = |side: &str| {
+        j[side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["why"].get("renamed").is_some())
+            .count()
+    };
+    let total = |side: &str| j[side].as_array().unwrap().len();
+    assert_eq!((total("added"), replaced("added")), (6, 2));
+    assert_eq!((total("removed"), replaced("removed")), (3, 2));
+    let text = heft_run(None, &["diff", before, after]).stdout;
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(": 4 added, 2 changed, 1 removed"),
+        "{text}"
+    );
+    assert!(text.contains("\n4 path(s) added:\n"), "{text}");
+    assert!(
+        text.contains("\n2 path(s) changed (rebuilt or another version):\n"),
+        "{text}"
+    );
+    assert!(text.contains("\n1 path(s) removed:\n"), "{text}");
+    // The replaced paths are said once, with what replaced them.
+    assert!(!text.contains("replaced by libbump-1.1"), "{text}");
+    let md = heft_run(None, &["diff", "--format", "markdown", before, after]).stdout;
+    assert!(
+        md.contains(": 4 paths added, 2 changed, 1 removed\n"),
+        "{md}"
+    );
+    assert!(
+        md.contains(&format!(
+            "old `app-1.0 ({})` → new `app-1.0 ({})`",
+            &before[11..19],
+            &after[11..19]
+        )),
+        "{md}"
     );
 }
 

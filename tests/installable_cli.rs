@@ -937,7 +937,8 @@ in { before = (side "1").top; after = (side "2").top; }"#,
     let (code, text, err) = heft_in(&f.dir, &["diff", "--derivation", &before, &after]);
     assert_eq!(code, 0, "{err}");
     assert!(
-        text.contains("4 path(s) added, by what each drags in:"),
+        // Each replaces its older self: changed, not added (issue 30).
+        text.contains("4 path(s) changed (rebuilt or another version), by what each drags in:"),
         "{text}"
     );
     let yb = text.lines().find(|l| l.contains("yb-2.drv")).unwrap();

@@ -1384,3 +1384,43 @@ fn the_copied_why_command_runs_and_names_the_page_chain() {
         "{cmd}\n{stdout}"
     );
 }
+
+/// The page's Changes view gives paths added for one reason through one
+/// referrer one line, in `diff`'s words, with the paths listed under it
+/// (tests/fixtures/story.nix: twelve tensile paths linked by rocblas).
+#[test]
+fn a_diff_page_gives_paths_added_together_one_line() {
+    let (before, after) = story_fixture();
+    let text = heft_run(None, &["diff", before, after]).stdout;
+    let line = text
+        .lines()
+        .find(|l| l.contains("tensile-gfx* paths"))
+        .unwrap_or_else(|| panic!("{text}"))
+        .trim();
+    let page = out_dir().join("story.html");
+    let o = heft_run(
+        None,
+        &[
+            "report",
+            "--diff",
+            before,
+            after,
+            "-o",
+            page.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let ch = chromium(&format!("file://{}#view=changes", page.display()), None);
+    assert_clean(&ch);
+    let list = element(&ch.dom, "id", "added-list");
+    let group = element(list, "data-group", "0");
+    assert!(unescape(group).contains(line), "{line}\n{group}");
+    // Its twelve paths are inside it, not lines of their own.
+    let tensile = |s: &str| s.matches("-tensile-gfx").count();
+    let members = group.matches("<li data-path=").count();
+    assert_eq!(members, 12, "{group}");
+    let outside = list.replace(group, "");
+    assert_eq!(tensile(&outside), 0, "{outside}");
+    // The rest are lines of their own: rocsparse, the three rebuilt.
+    assert_eq!(outside.matches("<li data-change=").count(), 4, "{outside}");
+}

@@ -326,8 +326,24 @@ fn diff_markdown_fits_a_comment_with_thousands_of_changed_paths() {
         "{:?}",
         m.headings
     );
+    // Paths that replace others (rebuilt, another version) are counted
+    // apart from what is new and what left.
+    let replacing = |side: &str| {
+        j[side]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["why"].get("renamed").is_some())
+            .count()
+    };
+    let changed = replacing("added");
+    assert!(changed > 0);
     assert!(
-        m.headings[0].contains(&format!("{added} paths added, {removed} removed")),
+        m.headings[0].contains(&format!(
+            "{} paths added, {changed} changed, {} removed",
+            added - changed,
+            removed - replacing("removed")
+        )),
         "{:?}",
         m.headings
     );
@@ -340,7 +356,9 @@ fn diff_markdown_fits_a_comment_with_thousands_of_changed_paths() {
     // What was cut, and how to see all of it.
     assert!(md.contains("✂️ Cut to fit GitHub's"), "{md}");
     assert!(
-        md.contains(&format!("of {added} added paths")),
+        regex::Regex::new(r"\d+ of \d+ added paths")
+            .unwrap()
+            .is_match(&md[md.len() - 600..]),
         "{}",
         &md[md.len() - 600..]
     );
@@ -1166,4 +1184,436 @@ fn action_install_nix_works_with_nix_2_8() {
     );
     let v = run(Command::new(&bin).arg("--version"));
     assert!(v.starts_with("nix-heft "), "{v}");
+}
+
+/// Rendered HTML split as a reader sees it: what is open (outside every
+/// `<details>`) and each `<details>` as (summary, body). Fails on a
+/// `<details>` without a summary or with nothing in it: an empty section.
+fn open_and_details(html: &str) -> (String, Vec<(String, String)>) {
+    let mut open = String::new();
+    let mut details = Vec::new();
+    let mut rest = html;
+    while let Some(at) = rest.find("<details") {
+        open.push_str(&rest[..at]);
+        let end = rest[at..]
+            .find("</details>")
+            .unwrap_or_else(|| panic!("unclosed <details>: {html}"))
+            + at;
+        let inner = &rest[at..end];
+        assert!(
+            !inner[1..].contains("<details"),
+            "nested <details>: {inner}"
+        );
+        let (summary, body) = inner
+            .split_once("<summary>")
+            .and_then(|(_, s)| s.split_once("</summary>"))
+            .unwrap_or_else(|| panic!("<details> without <summary>: {inner}"));
+        assert!(
+            ["<li>", "<tr>", "<pre>"].iter().any(|t| body.contains(t)),
+            "empty section {summary:?}: {body:?}"
+        );
+        details.push((summary.to_string(), body.to_string()));
+        rest = &rest[end + "</details>".len()..];
+    }
+    open.push_str(rest);
+    (open, details)
+}
+
+/// A path's first 8 hash characters.
+fn h8(p: &str) -> &str {
+    &p["/nix/store/".len().."/nix/store/".len() + 8]
+}
+
+/// The paths of one side of `diff --json` whose name starts with `prefix`.
+fn named<'a>(v: &'a Value, prefix: &str) -> Vec<&'a Value> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["path"].as_str().unwrap()["/nix/store/".len() + 33..].starts_with(prefix))
+        .collect()
+}
+
+/// The growth comment of tests/fixtures/story.nix tells its story where a
+/// reader looks first: the headline counts the rebuilt paths apart, the
+/// largest changes are open with what pulls each in (the docs-only
+/// rocsparse, the twelve tensile paths as one line with the chain to them),
+/// the rest under `<details>`; text, GitHub annotations and the HTML page
+/// give the same line for the twelve. Checked against the store: the
+/// symlinks in rocblas, the sizes `nix path-info` gives, the references of
+/// each edge of the chain.
+#[test]
+fn a_growth_comment_tells_the_story_open() {
+    let (before, after) = story_fixture();
+    let j: Value = serde_json::from_str(&without_origins(
+        &heft_run(None, &["--json", "diff", before, after]).stdout,
+    ))
+    .unwrap();
+    let tensile = named(&j["added"], "tensile-gfx");
+    assert_eq!(tensile.len(), 12, "{j}");
+    let rocblas = named(&j["added"], "rocblas-5.7.1")[0]["path"]
+        .as_str()
+        .unwrap();
+    let ggml = named(&j["added"], "ggml-1.0")[0]["path"].as_str().unwrap();
+    let library = Path::new(rocblas).join("lib/rocblas/library");
+    let links: Vec<PathBuf> = std::fs::read_dir(&library)
+        .unwrap()
+        .map(|e| std::fs::read_link(e.unwrap().path()).unwrap())
+        .collect();
+    let mut total = 0i128;
+    for t in &tensile {
+        let p = t["path"].as_str().unwrap();
+        assert_eq!(t["why"]["referrer"], rocblas, "{t}");
+        let into = links.iter().filter(|l| l.starts_with(p)).count();
+        assert_eq!(into, 51, "{p}");
+        assert_eq!(t["why"]["groups"][0]["holds"], 51, "{t}");
+        assert_eq!(t["why"]["groups"][0]["dir"], "lib/rocblas/library", "{t}");
+        // The chain from the root, each edge a reference Nix registered.
+        let chain: Vec<&str> = t["why"]["chain"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x.as_str().unwrap())
+            .collect();
+        assert_eq!(chain, [after.as_str(), ggml, rocblas, p]);
+        for w in chain.windows(2) {
+            assert!(nix_store_references(w[0]).contains(w[1]), "{w:?}");
+        }
+        total += nix_path_info(None, &[p])[p]["narSize"].as_i64().unwrap() as i128;
+    }
+    let rocsparse = named(&j["added"], "rocsparse-5.7.1")[0];
+    assert_eq!(rocsparse["why"]["referrer"], after.as_str());
+    assert_eq!(
+        rocsparse["why"]["evidence"][0]["file"],
+        "share/doc/llama/README"
+    );
+    assert_eq!(rocsparse["why"]["evidence"][0]["verdict"], "docs");
+    let rs = rocsparse["path"].as_str().unwrap();
+    let rs_size = nix_path_info(None, &[rs])[rs]["narSize"].as_u64().unwrap();
+    let iec = |b: u64| nix_heft::units::iec(b);
+    let group = format!(
+        "12 tensile-gfx* paths ({}) are new: rocblas-5.7.1 ({}) links to them, \
+         51 symlink holds each in lib/rocblas/library/, runtime",
+        nix_heft::units::iec_delta(total),
+        h8(rocblas)
+    );
+
+    // Text: the twelve are one line; --evidence lists each.
+    let text = heft_run(None, &["diff", before, after]).stdout;
+    assert!(text.contains(&format!("  {group}\n")), "{text}");
+    assert!(
+        text.lines()
+            .nth(1)
+            .unwrap()
+            .ends_with(": 13 added, 3 changed, 0 removed"),
+        "{text}"
+    );
+    assert!(!text.contains("  tensile-gfx"), "{text}");
+    let every = heft_run(None, &["diff", "--evidence", before, after]).stdout;
+    assert_eq!(
+        every
+            .lines()
+            .filter(|l| l.starts_with("    tensile-gfx"))
+            .count(),
+        12,
+        "{every}"
+    );
+
+    // Markdown, rendered as GitHub renders it.
+    let md = heft_run(None, &["diff", "--format", "markdown", before, after]).stdout;
+    parse_markdown(&md);
+    let html = render_gfm(&md);
+    let (open, details) = open_and_details(&html);
+    assert!(
+        open.contains(&format!(
+            "<h3>nix-heft diff: closure {} → {} ({}): 13 paths added, 3 changed, 0 removed</h3>",
+            iec(j["closure_size_before"].as_u64().unwrap()),
+            iec(j["closure_size_after"].as_u64().unwrap()),
+            nix_heft::units::iec_delta(
+                j["closure_size_after"].as_i64().unwrap() as i128
+                    - j["closure_size_before"].as_i64().unwrap() as i128
+            )
+        )),
+        "{open}"
+    );
+    assert!(
+        open.contains(&format!(
+            "old <code>llama-1.0 ({})</code> → new <code>llama-1.0 ({})</code>",
+            h8(before),
+            h8(after)
+        )),
+        "{open}"
+    );
+    assert!(
+        open.contains(&format!(
+            "<li><code>rocsparse-5.7.1</code> (+{}) is new: <code>llama-1.0 ({})</code> references it \
+             from <code>share/doc/llama/README</code> (text, docs)</li>",
+            iec(rs_size),
+            h8(after)
+        )),
+        "{open}"
+    );
+    let code_group = group
+        .replace("tensile-gfx*", "<code>tensile-gfx*</code>")
+        .replace(
+            &format!("rocblas-5.7.1 ({})", h8(rocblas)),
+            &format!("<code>rocblas-5.7.1 ({})</code>", h8(rocblas)),
+        )
+        .replace("lib/rocblas/library/", "<code>lib/rocblas/library/</code>");
+    assert!(
+        open.contains(&format!(
+            "<li>{code_group}; chain: <code>llama-1.0 ({})</code> → <code>ggml-1.0 ({})</code> → \
+             <code>rocblas-5.7.1 ({})</code> → them</li>",
+            h8(after),
+            h8(ggml),
+            h8(rocblas)
+        )),
+        "{open}"
+    );
+    // The largest first: rocsparse, then the twelve.
+    assert!(open.find("rocsparse-5.7.1").unwrap() < open.find("tensile-gfx*").unwrap());
+    // The packages under <details>, not open.
+    assert!(!open.contains("<table>"), "{open}");
+    assert!(
+        details
+            .iter()
+            .any(|(s, b)| s == "16 packages changed, by size impact"
+                && b.contains("<td>rocsparse</td>")),
+        "{details:?}"
+    );
+    assert!(!open.contains("tensile-gfx9"), "{open}");
+
+    // README shows this comment as it is (hashes aside, which depend on
+    // the system the fixture is built for).
+    let hashes = regex::Regex::new(r"\([0-9a-z]{8}\)").unwrap();
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    assert!(
+        hashes.replace_all(&readme, "(HASH)").contains(&format!(
+            "```markdown\n{}```\n",
+            hashes.replace_all(&md, "(HASH)")
+        )),
+        "README.md does not show the story comment:\n{md}"
+    );
+
+    // GitHub: the same line, and within ten notices.
+    let gh = heft_run(None, &["diff", "--format", "github", before, after]).stdout;
+    let anns = parse_github(&gh);
+    assert!(anns.len() <= 10, "{gh}");
+    let a = anns
+        .iter()
+        .find(|(_, p, _)| p["title"].starts_with("nix-heft diff: 12 tensile-gfx* paths added"))
+        .unwrap_or_else(|| panic!("{gh}"));
+    assert_eq!(a.2[0], group, "{gh}");
+    assert!(anns[1].1["title"].contains("rocsparse-5.7.1"), "{gh}");
+
+    // The HTML page: one line for the twelve, in the same words.
+    let page = tmp("story-page");
+    let file = page.path().join("story.html");
+    let o = heft_run(
+        None,
+        &[
+            "report",
+            "--diff",
+            before,
+            after,
+            "-o",
+            file.to_str().unwrap(),
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let html = std::fs::read_to_string(&file).unwrap();
+    let data: Value = serde_json::from_str(
+        html.split_once(r#"<script type="application/json" id="heft-data">"#)
+            .unwrap()
+            .1
+            .split_once("</script>")
+            .unwrap()
+            .0,
+    )
+    .unwrap();
+    let groups = data["diff"]["groups"].as_array().unwrap();
+    assert_eq!(groups.len(), 1, "{}", data["diff"]);
+    assert_eq!(groups[0]["line"], group.as_str());
+    let members: Vec<&str> = groups[0]["members"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| {
+            data["paths"][i.as_u64().unwrap() as usize]["p"]
+                .as_str()
+                .unwrap()
+        })
+        .collect();
+    let mut want: Vec<&str> = tensile
+        .iter()
+        .map(|t| t["path"].as_str().unwrap())
+        .collect();
+    let mut got = members.clone();
+    want.sort();
+    got.sort();
+    assert_eq!(got, want);
+}
+
+/// `--markdown-limit` is used, not a fixed share of it: on the synthetic
+/// pair (thousands of changes), each limit's document fills at least 90%
+/// of it, names the limit in force, keeps the largest changes open, and
+/// has no empty section as GitHub renders it; `check`'s growth markdown
+/// likewise.
+#[test]
+fn the_markdown_cut_uses_its_budget_and_names_the_limit() {
+    let (store, before, after) = synthetic();
+    for limit in [1800usize, 3000, 8000, 65_536] {
+        let mut args = vec![
+            "diff",
+            "--format",
+            "markdown",
+            before.as_str(),
+            after.as_str(),
+        ];
+        let l = limit.to_string();
+        if limit != 65_536 {
+            args.extend(["--markdown-limit", &l]);
+        }
+        let md = heft_run(Some(store), &args).stdout;
+        let n = md.chars().count();
+        assert!(n <= limit && n >= limit * 9 / 10, "{limit}: {n} characters");
+        parse_markdown(&md);
+        let note = if limit == 65_536 {
+            "✂️ Cut to fit GitHub's 65536-character limit for a comment: ".to_string()
+        } else {
+            format!("✂️ Cut to fit the {limit}-character limit of `--markdown-limit {limit}`: ")
+        };
+        assert!(
+            md.contains(&note),
+            "{limit}: {}",
+            &md[md.len().saturating_sub(800)..]
+        );
+        let html = render_gfm(&md);
+        let (open, details) = open_and_details(&html);
+        assert!(
+            open.contains("<strong>Largest changes</strong> of "),
+            "{limit}: {open}"
+        );
+        // Five when there is room for them, the largest at least.
+        let top = open
+            .split("<strong>Largest changes</strong>")
+            .nth(1)
+            .unwrap();
+        let shown = top.split("</ul>").next().unwrap().matches("<li>").count();
+        assert!(
+            shown == 5 || (limit < 3000 && shown >= 1),
+            "{limit}: {open}"
+        );
+        // Past the largest changes, the rest in <details> (at 1800 only
+        // the largest fit).
+        assert!(limit < 3000 || !details.is_empty(), "{limit}: {html}");
+    }
+    let rules = ["check", after, "--against", before, "--max-growth", "1%"];
+    let md = heft_run(
+        Some(store),
+        &[
+            &rules[..],
+            &["--format", "markdown", "--markdown-limit", "3000"],
+        ]
+        .concat(),
+    )
+    .stdout;
+    let n = md.chars().count();
+    assert!((2700..=3000).contains(&n), "{n}: {md}");
+    assert!(md.contains("`--markdown-limit 3000`"), "{md}");
+    open_and_details(&render_gfm(&md));
+    // The story's open part survives the smallest limit.
+    let (before, after) = story_fixture();
+    let md = heft_run(
+        None,
+        &[
+            "diff",
+            "--format",
+            "markdown",
+            "--markdown-limit",
+            "1800",
+            before,
+            after,
+        ],
+    )
+    .stdout;
+    assert!(md.chars().count() <= 1800, "{md}");
+    let (open, _) = open_and_details(&render_gfm(&md));
+    assert!(open.contains("share/doc/llama/README"), "{open}");
+    assert!(open.contains("tensile-gfx*"), "{open}");
+}
+
+/// GitHub shows ten annotations of each level per step and drops the rest
+/// silently: `diff` writes at most ten notices, the last counting the rest
+/// and saying where they are; `check` with more than ten violations folds
+/// those of one rule into one error that names each (largest first).
+#[test]
+fn github_annotations_stay_within_what_github_shows() {
+    let (store, before, after) = synthetic();
+    let gh = heft_run(Some(store), &["diff", "--format", "github", before, after]).stdout;
+    let anns = parse_github(&gh);
+    for level in ["error", "warning", "notice"] {
+        assert!(anns.iter().filter(|a| a.0 == level).count() <= 10, "{gh}");
+    }
+    let notices: Vec<_> = anns.iter().filter(|a| a.0 == "notice").collect();
+    assert_eq!(notices.len(), 10, "{gh}");
+    let last = notices.last().unwrap();
+    assert_eq!(last.1["title"], "nix-heft diff: more changes", "{gh}");
+    assert!(last.2[0].contains("the job summary lists them"), "{gh}");
+
+    let (_, after) = story_fixture();
+    let o = heft_run(
+        None,
+        &[
+            "check",
+            after,
+            "--forbid",
+            "tensile*",
+            "--forbid",
+            "rocsparse*",
+            "--forbid-verdict",
+            "docs",
+            "--format",
+            "github",
+        ],
+    );
+    assert_eq!(o.code, 4, "{}", o.stderr);
+    let anns = parse_github(&o.stdout);
+    assert_eq!(anns.len(), 2, "{}", o.stdout);
+    let (_, props, lines) = &anns[0];
+    assert_eq!(props["title"], "nix-heft check: forbid (13 violations)");
+    // Largest first: rocsparse, then the tensile paths; each its own line
+    // (the box shows ten lines, then a count).
+    assert_eq!(lines[1], "rocsparse-5.7.1", "{lines:?}");
+    assert!(
+        lines[2..10].iter().all(|l| l.starts_with("tensile-gfx")),
+        "{lines:?}"
+    );
+    assert!(lines[10].starts_with("… 4 more lines"), "{lines:?}");
+    let (_, props, lines) = &anns[1];
+    assert_eq!(props["title"], "nix-heft check: forbid-verdict");
+    assert!(
+        lines[0].starts_with("llama-1.0 references rocsparse-5.7.1 only by documentation"),
+        "{lines:?}"
+    );
+    // Ten or fewer violations: one error each, as before.
+    let o = heft_run(
+        None,
+        &[
+            "check",
+            after,
+            "--forbid",
+            "rocsparse*",
+            "--forbid",
+            "ggml*",
+            "--format",
+            "github",
+        ],
+    );
+    let anns = parse_github(&o.stdout);
+    assert_eq!(anns.len(), 2, "{}", o.stdout);
+    assert_eq!(
+        anns[0].1["title"], "nix-heft check: forbid: rocsparse-5.7.1",
+        "{}",
+        o.stdout
+    );
 }

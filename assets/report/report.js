@@ -671,8 +671,23 @@
     const addedBytes = DF.added.reduce((t, a) => t + P[a.i].s, 0);
     parts.push(el("h3", { text: "Added (" + DF.added.length + " paths, " + iec(addedBytes) + ")" }));
     const al = el("ul", { class: "plain", id: "added-list" });
-    DF.added.forEach((a) => al.append(el("li", { "data-change": a.change || "added", "data-path": P[a.i].p, "data-bytes": P[a.i].s },
-      changeBadge(a.change || "added"), " ", pathLink(a.i), " " + iec(P[a.i].s) + " · ", ...addedWhyNodes(a.i))));
+    // Paths added for one reason through one referrer are one line, as
+    // `diff` gives them; their paths are listed under it, closed.
+    const groupsDrawn = new Set();
+    DF.added.forEach((a) => {
+      if (a.group !== undefined) {
+        if (groupsDrawn.has(a.group)) return;
+        groupsDrawn.add(a.group);
+        const g = DF.groups[a.group];
+        const members = el("ul", { class: "plain" });
+        g.members.forEach((i) => members.append(el("li", { "data-path": P[i].p, "data-bytes": P[i].s }, pathLink(i), " " + iec(P[i].s))));
+        al.append(el("li", { "data-change": "added", "data-group": a.group },
+          changeBadge("added"), " ", g.line, el("details", null, el("summary", { text: g.members.length + " paths" }), members)));
+        return;
+      }
+      al.append(el("li", { "data-change": a.change || "added", "data-path": P[a.i].p, "data-bytes": P[a.i].s },
+        changeBadge(a.change || "added"), " ", pathLink(a.i), " " + iec(P[a.i].s) + " · ", ...addedWhyNodes(a.i)));
+    });
     parts.push(DF.added.length ? al : el("p", { text: "None." }));
     const removedBytes = DF.removed.reduce((t, r) => t + r.nar_size, 0);
     parts.push(el("h3", { text: "Removed (" + DF.removed.length + " paths, " + iec(removedBytes) + ")" }));

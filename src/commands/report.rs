@@ -205,7 +205,12 @@ fn page(
             // As `diff --derivation` ranks the changed inputs.
             d.rank_by_drag(&bg, &g);
         }
-        let dr = nix_heft::report::diff::DiffReport::new(&bg, &g, d, cb, Classified::default());
+        // AFTER's evidence too, so that the page groups the paths added
+        // for one reason as `diff` does; nothing after this needs it.
+        // Its problems are the page's already.
+        let mut ca = c.unwrap_or_default();
+        ca.problems.clear();
+        let dr = nix_heft::report::diff::DiffReport::new(&bg, &g, d, cb, ca);
         model.set_diff(&g, dr);
     }
     let html = model.render_html();

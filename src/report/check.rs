@@ -38,6 +38,11 @@ const ANNOTATED: usize = 2;
 impl CheckReport {
     /// The display names of every path the report shows ([`super::Names`]).
     fn names(&self) -> super::Names {
+        super::Names::new(self.paths())
+    }
+
+    /// Every path the report shows.
+    fn paths(&self) -> Vec<&str> {
         let label = self
             .baseline
             .iter()
@@ -56,7 +61,61 @@ impl CheckReport {
             }
             paths.extend(v.actions.iter().map(|a| a.action.package.as_str()));
         }
-        super::Names::new(paths)
+        paths
+    }
+
+    /// A violation's detail with its store paths by their display names,
+    /// as `diff` shows them (the JSON keeps the whole paths).
+    fn detail(&self, v: &Violation, names: &super::Names) -> String {
+        // The paths a detail names: the violation's own and the baseline's.
+        let mut paths: Vec<&str> = self
+            .baseline
+            .iter()
+            .flat_map(|b| b.label.split(", "))
+            .collect();
+        paths.extend(v.chain.iter().flatten().map(String::as_str));
+        for e in v.evidence.iter().flatten() {
+            paths.push(&e.referrer);
+            paths.push(&e.reference);
+        }
+        // Longest first, so that no path is replaced inside a longer one.
+        paths.sort_by_key(|p| std::cmp::Reverse(p.len()));
+        paths.dedup();
+        let mut d = v.detail.clone();
+        for p in paths {
+            if p.contains('/') && d.contains(p) {
+                d = d.replace(p, names.get(p));
+            }
+        }
+        d
+    }
+
+    /// What tells a violation from the others of its rule, in a few words:
+    /// `docs hold on rocsparse-5.7.1` for a forbidden verdict, the path for
+    /// a forbidden one, the detail for a budget.
+    fn subject(&self, v: &Violation, names: &super::Names) -> String {
+        let edge = v.evidence.as_deref().and_then(|e| e.last());
+        match (v.rule.as_str(), edge) {
+            ("forbid-verdict", Some(e)) => {
+                let verdict = e
+                    .evidence
+                    .iter()
+                    .map(|x| x.verdict)
+                    .min()
+                    .or_else(|| e.groups.iter().map(|g| g.verdict).min())
+                    .map_or("forbidden", |x| x.as_str());
+                format!(
+                    "{verdict} hold on {} (from {})",
+                    names.get(&e.reference),
+                    names.get(&e.referrer)
+                )
+            }
+            ("forbid", _) => match v.chain.as_deref().and_then(|c| c.last()) {
+                Some(p) => names.get(p).to_string(),
+                None => self.detail(v, names),
+            },
+            _ => self.detail(v, names),
+        }
     }
 
     /// The explanation lines of one violation, without the headline;
@@ -168,50 +227,82 @@ impl CheckReport {
         short(&self.roots.join(", "), names)
     }
 
-    /// GitHub Actions workflow commands: one `::error` per violation (its
-    /// detail and the first lines of its explanation), a `::warning` for a
-    /// partial read, a `::notice` when all holds; `at` is the package's Nix
-    /// file, for `file=`/`line=`.
+    /// GitHub Actions workflow commands, within what GitHub shows per step
+    /// (ten of each level): one `::error` per violation (its detail and the
+    /// first lines of its explanation), in the gate's order (budgets, then
+    /// forbidden paths, then forbidden verdicts); past ten, the violations
+    /// of one rule become one annotation with a line per violation saying
+    /// what differs; a `::warning` for a partial read, a `::notice` when all
+    /// holds. `at` is the package's Nix file, for `file=`/`line=`.
     fn render_github_at(&self, at: Option<&review::NixFile>) -> String {
         let names = self.names();
-        let mut out = String::new();
+        let mut anns = Vec::new();
+        let collapse = self.violations.len() > review::ANNOTATIONS_PER_LEVEL;
+        let mut done: Vec<&str> = Vec::new();
+        let mut by_rule: std::collections::HashMap<&str, Vec<&Violation>> =
+            std::collections::HashMap::new();
         for v in &self.violations {
-            let mut lines = vec![v.detail.clone()];
-            lines.extend(Self::explain_up_to(v, &names, None, ANNOTATED));
-            out.push_str(
-                &review::Annotation {
-                    level: "error",
-                    title: format!("nix-heft check: {}", v.rule),
-                    lines,
+            by_rule.entry(&v.rule).or_default().push(v);
+        }
+        for v in &self.violations {
+            let of_rule: &[&Violation] = by_rule.get(v.rule.as_str()).map_or(&[], Vec::as_slice);
+            if collapse && of_rule.len() > 1 {
+                if done.contains(&v.rule.as_str()) {
+                    continue;
                 }
-                .render(at),
-            );
+                done.push(&v.rule);
+                let mut lines = vec![format!(
+                    "{} violations of {} (the job summary and `--format text` explain each):",
+                    of_rule.len(),
+                    v.rule
+                )];
+                lines.extend(of_rule.iter().map(|w| self.subject(w, &names)));
+                anns.push(review::Annotation {
+                    level: "error",
+                    title: format!("nix-heft check: {} ({} violations)", v.rule, of_rule.len()),
+                    lines,
+                });
+                continue;
+            }
+            let mut lines = vec![self.detail(v, &names)];
+            lines.extend(Self::explain_up_to(v, &names, None, ANNOTATED));
+            let title = if of_rule.len() > 1 {
+                format!("nix-heft check: {}: {}", v.rule, self.subject(v, &names))
+            } else {
+                format!("nix-heft check: {}", v.rule)
+            };
+            anns.push(review::Annotation {
+                level: "error",
+                title: review::clip(&title, 200),
+                lines,
+            });
         }
         if !self.problems.is_empty() {
-            out.push_str(
-                &review::Annotation {
-                    level: "warning",
-                    title: "nix-heft check: partial read".into(),
-                    lines: self.problems.iter().map(|p| p.display()).collect(),
-                }
-                .render(at),
-            );
+            anns.push(review::Annotation {
+                level: "warning",
+                title: "nix-heft check: partial read".into(),
+                lines: self.problems.iter().map(|p| p.display()).collect(),
+            });
         }
         if self.ok {
-            out.push_str(
-                &review::Annotation {
-                    level: "notice",
-                    title: "nix-heft check".into(),
-                    lines: vec![format!(
-                        "closure of {} is {}; every rule holds",
-                        self.roots_shown(&names),
-                        iec(self.closure_size)
-                    )],
-                }
-                .render(at),
-            );
+            anns.push(review::Annotation {
+                level: "notice",
+                title: "nix-heft check".into(),
+                lines: vec![format!(
+                    "closure of {} is {}; every rule holds",
+                    self.roots_shown(&names),
+                    iec(self.closure_size)
+                )],
+            });
         }
-        out
+        review::cap(
+            anns,
+            "nix-heft check",
+            "the job summary and `nix-heft check --format text` list them",
+        )
+        .iter()
+        .map(|a| a.render(at))
+        .collect()
     }
 
     /// A markdown summary for a pull-request comment or job summary:
@@ -271,55 +362,90 @@ impl CheckReport {
                 self.problems.len()
             ));
         }
-        let mut f = review::Fitter::new(limit, 1500);
-        f.force(&head);
-        if !self.violations.is_empty() {
-            let rows: Vec<String> = self
-                .violations
-                .iter()
-                .map(|v| format!("| `{}` | {} |\n", v.rule, cell(&review::md(&v.detail))))
-                .collect();
-            f.list(
-                "\n| rule | violation |\n| --- | --- |\n",
-                &rows,
-                "",
-                "violations",
-            );
-            for (i, v) in self.violations.iter().enumerate() {
+        let explained: Vec<Vec<String>> = self
+            .violations
+            .iter()
+            .map(|v| {
                 // A fence inside a line would end the code block early.
-                let lines: Vec<String> = Self::explain(v, &names, None)
+                Self::explain(v, &names, None)
                     .into_iter()
                     .map(|l| format!("{}\n", review::clip(&l.replace("```", "` ` `"), 2000)))
-                    .collect();
-                if lines.is_empty() {
-                    continue;
-                }
-                let head = format!(
-                    "\n<details><summary>{}. {}</summary>\n\n```\n",
+                    .collect()
+            })
+            .collect();
+        let whats: Vec<String> = (1..=self.violations.len())
+            .map(|i| format!("lines explaining violation {i}"))
+            .collect();
+        let mut parts: Vec<(&str, usize)> = vec![("violations", self.violations.len())];
+        parts.extend(
+            whats
+                .iter()
+                .zip(&explained)
+                .map(|(w, l)| (w.as_str(), l.len())),
+        );
+        parts.push(("problems", self.problems.len()));
+        let how = "`nix-heft check --format text` (with `--evidence` for every hold) shows all of \
+                   it; a CI job can keep it as an artifact.";
+        let rows: Vec<String> = self
+            .violations
+            .iter()
+            .map(|v| {
+                format!(
+                    "| `{}` | {} |\n",
+                    v.rule,
+                    cell(&review::md(&self.detail(v, &names)))
+                )
+            })
+            .collect();
+        // Several violations of one rule: each summary says which one it
+        // is.
+        let mut per_rule: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
+        for v in &self.violations {
+            *per_rule.entry(&v.rule).or_default() += 1;
+        }
+        let heads: Vec<String> = self
+            .violations
+            .iter()
+            .enumerate()
+            .map(|(i, v)| {
+                let several = per_rule.get(v.rule.as_str()).is_some_and(|&n| n > 1);
+                format!(
+                    "\n<details><summary>{}. {}{}</summary>\n\n```\n",
                     i + 1,
-                    v.rule
-                );
+                    v.rule,
+                    if several {
+                        format!(": {}", review::md(&self.subject(v, &names)))
+                    } else {
+                        String::new()
+                    }
+                )
+            })
+            .collect();
+        let problems: Vec<String> = self
+            .problems
+            .iter()
+            .map(|p| format!("- {}\n", cell(&review::md(&p.display()))))
+            .collect();
+        review::fit(limit, &parts, how, |f| {
+            f.force(&head);
+            if !rows.is_empty() {
                 f.list(
-                    &head,
-                    &lines,
-                    "```\n</details>\n",
-                    &format!("lines explaining violation {}", i + 1),
+                    "\n| rule | violation |\n| --- | --- |\n",
+                    &rows,
+                    "",
+                    "violations",
                 );
             }
-        }
-        if !self.problems.is_empty() {
-            let items: Vec<String> = self
-                .problems
-                .iter()
-                .map(|p| format!("- {}\n", cell(&review::md(&p.display()))))
-                .collect();
-            let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
-            f.list(&head, &items, "", "problems");
-        }
-        f.finish(
-            "`nix-heft check --format text` (with `--evidence` for every hold) shows all of it; \
-             a CI job can keep it as an artifact.",
-        )
+            for ((h, lines), what) in heads.iter().zip(&explained).zip(&whats) {
+                if !lines.is_empty() {
+                    f.list(h, lines, "```\n</details>\n", what);
+                }
+            }
+            if !problems.is_empty() {
+                let head = format!("\n⚠️ partial read, {} problem(s):\n\n", self.problems.len());
+                f.list(&head, &problems, "", "problems");
+            }
+        })
     }
 }
 
@@ -372,7 +498,7 @@ impl Report for CheckReport {
             for v in &self.violations {
                 out.push('\n');
                 out.push_str(&wrap_hanging(
-                    &format!("[{}] {}", v.rule, v.detail),
+                    &format!("[{}] {}", v.rule, self.detail(v, &names)),
                     opts.width,
                     "",
                     "  ",

@@ -266,6 +266,20 @@ pub struct AddedNode {
     /// package and version), `updated` (it replaces another version of
     /// its package) or `added` (new).
     pub change: &'static str,
+    /// The index into `groups` of the paths added with it for the same
+    /// reason through the same referrer, when it is one of them.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub group: Option<usize>,
+}
+
+/// Paths added for one reason through one referrer, shown as one line as
+/// `diff` shows them (`12 tensile-gfx* paths (+328 MiB) are new: …`).
+#[derive(Debug, Clone, Serialize)]
+pub struct AddedGroup {
+    /// The line, in `diff`'s words.
+    pub line: String,
+    /// Its paths (indices into `paths`), largest first.
+    pub members: Vec<NodeId>,
 }
 
 /// A path of BEFORE's closure that is not in this page's closure.
@@ -316,6 +330,8 @@ pub struct DiffSection {
     pub added: Vec<AddedNode>,
     /// Paths that left, largest first.
     pub removed: Vec<RemovedNode>,
+    /// Paths added together (each `added` entry's `group`).
+    pub groups: Vec<AddedGroup>,
 }
 
 impl HtmlReport {
@@ -497,6 +513,19 @@ impl HtmlReport {
             .map(|c| name_of(&c.path))
             .chain(d.before.iter().map(|p| name_of(p)))
             .collect();
+        let groups: Vec<AddedGroup> = d
+            .added_groups(&|p| names.get(p).to_string())
+            .into_iter()
+            .map(|(paths, line)| AddedGroup {
+                line,
+                members: paths.iter().filter_map(|p| id_of(p)).collect(),
+            })
+            .collect();
+        let group_of: std::collections::HashMap<NodeId, usize> = groups
+            .iter()
+            .enumerate()
+            .flat_map(|(k, g)| g.members.iter().map(move |&i| (i, k)))
+            .collect();
         let added = d
             .added
             .iter()
@@ -508,8 +537,10 @@ impl HtmlReport {
                 } else {
                     "added"
                 };
+                let i = id_of(&c.path)?;
                 Some(AddedNode {
-                    i: id_of(&c.path)?,
+                    group: group_of.get(&i).copied(),
+                    i,
                     referrer: c.why.referrer.as_deref().and_then(id_of),
                     edge: c.why.edge.clone(),
                     replaces: c.why.renamed.clone(),
@@ -552,6 +583,7 @@ impl HtmlReport {
             packages: d.packages,
             added,
             removed,
+            groups,
         });
     }
 

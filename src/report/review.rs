@@ -54,6 +54,10 @@ pub const MARKER: &str = "<!-- nix-heft -->";
 /// GitHub refuses comment bodies over this many characters.
 pub const COMMENT_LIMIT: usize = 65_536;
 
+/// Annotations of one level (error, warning, notice) GitHub shows per
+/// step; the rest it drops without a word.
+pub const ANNOTATIONS_PER_LEVEL: usize = 10;
+
 /// Groups shown per edge before "and N more".
 pub const SHOWN_GROUPS: usize = 3;
 
@@ -179,6 +183,34 @@ pub struct Fitter {
     reserve: usize,
     /// What was left out, in words (`120 of 300 added paths`).
     pub cut: Vec<String>,
+    /// The parts cut (`added paths`).
+    cut_parts: Vec<String>,
+}
+
+/// Fills a document with `fill` within `limit` characters: first with room
+/// kept for the longest note on what was cut (every part of `parts` cut),
+/// then, when something was cut, again with room for a note on only the
+/// parts the first fill cut, so the document uses its budget. More room
+/// never cuts a part the first fill kept whole; should it, the first fill
+/// is kept.
+pub fn fit(limit: usize, parts: &[(&str, usize)], how: &str, fill: impl Fn(&mut Fitter)) -> String {
+    let mut f = Fitter::for_parts(limit, parts, how);
+    fill(&mut f);
+    if f.cut_parts.is_empty() {
+        return f.finish(how);
+    }
+    let narrowed: Vec<(&str, usize)> = parts
+        .iter()
+        .filter(|(w, _)| f.cut_parts.iter().any(|c| c == w))
+        .copied()
+        .collect();
+    let mut g = Fitter::for_parts(limit, &narrowed, how);
+    fill(&mut g);
+    if g.cut_parts.iter().all(|c| f.cut_parts.contains(c)) {
+        g.finish(how)
+    } else {
+        f.finish(how)
+    }
 }
 
 impl Fitter {
@@ -190,7 +222,21 @@ impl Fitter {
             limit,
             reserve,
             cut: Vec::new(),
+            cut_parts: Vec::new(),
         }
+    }
+
+    /// A document of at most `limit` characters whose parts are `parts`
+    /// (what each lists, how many items): the room kept for the note on
+    /// what was cut is the longest that note can be (every part cut), and
+    /// nothing more, so the parts use the rest of the limit.
+    pub fn for_parts(limit: usize, parts: &[(&str, usize)], how: &str) -> Fitter {
+        let worst: Vec<String> = parts
+            .iter()
+            .map(|(what, n)| format!("{n} of {n} {what}"))
+            .collect();
+        let reserve = cut_note(limit, &worst, how).chars().count();
+        Fitter::new(limit, reserve)
     }
 
     /// Characters still free for parts.
@@ -254,6 +300,7 @@ impl Fitter {
         if n < items.len() {
             self.cut
                 .push(format!("{} of {} {what}", items.len() - n, items.len()));
+            self.cut_parts.push(what.to_string());
         }
         n
     }
@@ -262,10 +309,7 @@ impl Fitter {
     /// it (`how`), within the limit whatever was added.
     pub fn finish(mut self, how: &str) -> String {
         if !self.cut.is_empty() {
-            let note = format!(
-                "\n> ✂️ Cut to fit GitHub's {COMMENT_LIMIT}-character limit: {} left out. {how}\n",
-                self.cut.join(", ")
-            );
+            let note = cut_note(self.limit, &self.cut, how);
             self.out.push_str(&note);
         }
         // The reserve covers the note; this only guards a reserve given too
@@ -275,6 +319,90 @@ impl Fitter {
         }
         self.out
     }
+}
+
+/// The last line of a cut document: what was left out, the limit in
+/// force (GitHub's for a comment, or the one `--markdown-limit` gave) and
+/// how to see all of it.
+fn cut_note(limit: usize, cut: &[String], how: &str) -> String {
+    let whose = if limit == COMMENT_LIMIT {
+        format!("GitHub's {COMMENT_LIMIT}-character limit for a comment")
+    } else {
+        format!("the {limit}-character limit of `--markdown-limit {limit}`")
+    };
+    format!(
+        "\n> ✂️ Cut to fit {whose}: {} left out. {how}\n",
+        cut.join(", ")
+    )
+}
+
+/// Shares `room` characters among parts that need `(first, need,
+/// weight)` each: first every part in turn gets `first` (its head, tail and
+/// first item: less would show nothing of it) while room lasts, then the
+/// rest goes in proportion to the weights, a part that needs less than its
+/// share taking what it needs and leaving the rest to the others (so no
+/// room stays unused while a part is cut).
+pub fn shares(room: usize, parts: &[(usize, usize, usize)]) -> Vec<usize> {
+    let mut out = vec![0usize; parts.len()];
+    let mut left = room as u128;
+    for (i, &(first, need, _)) in parts.iter().enumerate() {
+        let first = first.min(need) as u128;
+        if first > 0 && first <= left {
+            out[i] = first as usize;
+            left -= first;
+        }
+    }
+    // Only parts that got their first item grow: another would still show
+    // nothing.
+    let mut open: Vec<usize> = (0..parts.len())
+        .filter(|&i| out[i] > 0 && parts[i].1 > out[i])
+        .collect();
+    while !open.is_empty() {
+        let w: u128 = open.iter().map(|&i| parts[i].2.max(1) as u128).sum();
+        let share = |i: usize| left * parts[i].2.max(1) as u128 / w;
+        let (met, short): (Vec<usize>, Vec<usize>) = open
+            .iter()
+            .partition(|&&i| (parts[i].1 - out[i]) as u128 <= share(i));
+        if met.is_empty() {
+            for &i in &short {
+                out[i] = out[i].saturating_add(usize::try_from(share(i)).unwrap_or(usize::MAX));
+            }
+            break;
+        }
+        for &i in &met {
+            left -= (parts[i].1 - out[i]) as u128;
+            out[i] = parts[i].1;
+        }
+        open = short;
+    }
+    out
+}
+
+/// Keeps at most [`ANNOTATIONS_PER_LEVEL`] annotations of each level, in
+/// the order given (the most important first): past that, the last kept
+/// one says how many more there are and where they are (`where_`).
+pub fn cap(anns: Vec<Annotation>, tool: &str, where_: &str) -> Vec<Annotation> {
+    let mut out = Vec::new();
+    for level in ["error", "warning", "notice"] {
+        let of: Vec<&Annotation> = anns.iter().filter(|a| a.level == level).collect();
+        if of.len() <= ANNOTATIONS_PER_LEVEL {
+            out.extend(of.into_iter().cloned());
+            continue;
+        }
+        out.extend(of[..ANNOTATIONS_PER_LEVEL - 1].iter().map(|a| (*a).clone()));
+        let rest = &of[ANNOTATIONS_PER_LEVEL - 1..];
+        let mut lines = vec![format!(
+            "{} more {level}s than GitHub shows per step; {where_}:",
+            rest.len()
+        )];
+        lines.extend(rest.iter().map(|a| a.title.clone()));
+        out.push(Annotation {
+            level: of[0].level,
+            title: format!("{tool}: {} more {level}s", rest.len()),
+            lines,
+        });
+    }
+    out
 }
 
 /// Cuts `s` to at most `max` characters, marking the cut with `…`.
@@ -451,6 +579,61 @@ mod tests {
         assert!(
             groups_phrase(&many, plain)
                 .ends_with("and 2 more holds in 2 more groups (--evidence lists all)")
+        );
+    }
+
+    #[test]
+    fn shares_give_each_part_its_first_item_then_what_is_left_by_weight() {
+        // (first, need, weight)
+        let parts = [(100, 1000, 1), (50, 60, 1), (100, 5000, 2)];
+        let s = shares(900, &parts);
+        // The small part takes what it needs; the others their first
+        // items, then the rest by weight.
+        assert_eq!(s[1], 60);
+        assert!((838..=840).contains(&(s[0] + s[2])), "{s:?}");
+        // Past the first items, 1:2.
+        let (a, b) = (s[0] - 100, s[2] - 100);
+        assert!(b + 2 >= 2 * a && b <= 2 * a + 2, "{s:?}");
+        // Too little room for a part's first item: it gets nothing, and
+        // the parts that show something share its room.
+        assert_eq!(shares(120, &parts), vec![120, 0, 0]);
+        assert_eq!(shares(usize::MAX, &[(1, 2, 1)]), vec![2]);
+    }
+
+    #[test]
+    fn cap_keeps_ten_per_level_and_counts_the_rest() {
+        let ann = |level: &'static str, i: usize| Annotation {
+            level,
+            title: format!("t{i}"),
+            lines: vec![],
+        };
+        let mut all: Vec<Annotation> = (0..14).map(|i| ann("notice", i)).collect();
+        all.push(ann("warning", 99));
+        let out = cap(all, "tool", "see the summary");
+        let notices: Vec<&Annotation> = out.iter().filter(|a| a.level == "notice").collect();
+        assert_eq!(notices.len(), ANNOTATIONS_PER_LEVEL);
+        assert_eq!(notices[8].title, "t8");
+        assert_eq!(notices[9].title, "tool: 5 more notices");
+        assert_eq!(notices[9].lines[1..], ["t9", "t10", "t11", "t12", "t13"]);
+        assert_eq!(out.iter().filter(|a| a.level == "warning").count(), 1);
+    }
+
+    #[test]
+    fn fit_uses_the_room_a_short_note_leaves() {
+        let items: Vec<String> = (0..1000).map(|i| format!("- item {i}\n")).collect();
+        let many: Vec<(String, usize)> = (0..20).map(|i| (format!("part {i}"), 1000)).collect();
+        let mut parts: Vec<(&str, usize)> = vec![("items", 1000)];
+        parts.extend(many.iter().map(|(w, n)| (w.as_str(), *n)));
+        let out = fit(3000, &parts, "See all.", |f| {
+            f.force("head\n");
+            f.list("", &items, "", "items");
+        });
+        let n = out.chars().count();
+        // The note names one part only: nearly all of the limit is used.
+        assert!((2850..=3000).contains(&n), "{n}");
+        assert!(
+            out.contains("the 3000-character limit of `--markdown-limit 3000`"),
+            "{out}"
         );
     }
 

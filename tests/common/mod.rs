@@ -491,6 +491,51 @@ pub fn diff_fixture() -> &'static (String, String) {
     })
 }
 
+/// `tests/fixtures/story.nix`'s ROCm-shaped growth (a rebuilt llama whose
+/// rocblas links twelve new `tensile-gfx*` paths, a README naming a large
+/// rocsparse), built once per test binary: (before, after).
+pub fn story_fixture() -> &'static (String, String) {
+    static F: OnceLock<(String, String)> = OnceLock::new();
+    F.get_or_init(|| {
+        let mut p = nix_build(
+            &repo().join("tests/fixtures/story.nix"),
+            &["before", "after"],
+        );
+        let after = p.pop().unwrap();
+        let before = p.pop().unwrap();
+        (before, after)
+    })
+}
+
+/// Renders markdown as GitHub does for a comment: cmark-gfm (GitHub's fork
+/// of cmark) with its table extension, raw HTML such as `<details>` kept.
+pub fn render_gfm(md: &str) -> String {
+    use std::io::Write;
+    let mut child = Command::new("cmark-gfm")
+        .args([
+            "--unsafe",
+            "-e",
+            "table",
+            "-e",
+            "autolink",
+            "-e",
+            "strikethrough",
+        ])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cmark-gfm is needed (scripts/test.sh installs Debian's cmark-gfm)");
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(md.as_bytes())
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert!(out.status.success(), "cmark-gfm failed: {out:?}");
+    String::from_utf8(out.stdout).unwrap()
+}
+
 /// The closure of `root` in the local store, as `nix path-info -r` lists it.
 pub fn closure_set(root: &str) -> BTreeSet<String> {
     nix_closure_paths(None, &[root]).into_iter().collect()
