@@ -1,72 +1,104 @@
-//! A binary cache directory (`file:///path`): `nix-cache-info`, one
-//! `<hash>.narinfo` per path, NARs under `nar/`.
+//! A binary cache: `nix-cache-info`, one `<hash>.narinfo` per path,
+//! `<hash>.ls` listings where the cache writes them, NARs under the URL
+//! each narinfo names, the same over every [`Transport`] (a directory,
+//! `file://`, or `http://`/`https://`), as Nix's one `BinaryCacheStore`
+//! sits over each store's `getFile`.
 //!
 //! Only the narinfos of the requested closure are read: a cache may hold
 //! millions, and the file name (the hash part) finds each one directly.
+//! Every narinfo passes the run's signature policy before it is used, and
+//! is remembered for the run with the key that signed it; a file that two
+//! threads want at once is fetched once.
 
-use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::collections::{HashMap, HashSet};
+use std::path::Path;
+use std::sync::{Arc, Mutex};
 
 use rayon::prelude::*;
 
 use super::narinfo::NarInfo;
 use super::signature::SigPolicy;
+use super::transport::file::FileTransport;
+use super::transport::http::HttpTransport;
+use super::transport::{Meta, Transport};
 use super::{
-    DEFAULT_STORE_DIR, FileCheck, MAX_LISTING, MAX_NARINFO, Nar, OpenOptions, PathContents,
-    PathInfo, PathMetadata, Provenance, RawClosure, RunLog, StoreSource, read_capped,
+    DEFAULT_STORE_DIR, FileCheck, Nar, OpenOptions, PathContents, PathInfo, PathMetadata,
+    Provenance, RawClosure, RunLog, StoreSource,
 };
 use crate::error::{Error, Result, io_err};
+use crate::local_cache::LocalCache;
 use crate::nar::tree::FileTree;
-use crate::store_path::{HASH_LEN, StorePath};
+use crate::store_path::StorePath;
 
-type Narinfos = std::sync::Mutex<std::collections::HashMap<StorePath, (NarInfo, Option<String>)>>;
-
-/// A `file://` binary cache.
+/// A binary cache over a [`Transport`].
 pub struct BinaryCache {
-    dir: PathBuf,
+    transport: Box<dyn Transport>,
     store_dir: String,
     /// Narinfos parsed (and their signatures checked) so far, with the
     /// trusted key that signed each: loading the closure, opening a NAR and
-    /// checking its hash each need one, and the file is read only once.
-    narinfos: Narinfos,
+    /// checking its hash each need one, and the file is fetched only once.
+    narinfos: Mutex<HashMap<StorePath, (NarInfo, Option<String>)>>,
+    /// One lock per file being fetched (`HASH.narinfo`, `HASH.ls`): two
+    /// threads wanting the same file at once (the closure's queue and a
+    /// plan asking for a path's size, or two plans wanting one listing)
+    /// make one request, the second waiting for the first's answer.
+    fetching: Mutex<HashMap<String, Arc<Mutex<()>>>>,
+    /// Paths whose listing the cache does not have: asked once a run
+    /// (many caches write none; the NAR has the tree).
+    no_listing: Mutex<HashSet<StorePath>>,
     /// `Priority` of its `nix-cache-info`.
     priority: Option<u64>,
     /// Which narinfos are accepted; `None` checks nothing.
     signatures: Option<Arc<SigPolicy>>,
-    /// The run's log (a directory downloads nothing, and a narinfo it
-    /// cannot read is an error; only the warning of an unsigned narinfo
-    /// accepted goes here).
+    /// The run's log: the warning of an unsigned narinfo accepted goes
+    /// here (download counters are the transport's).
     log: Arc<RunLog>,
 }
 
 impl BinaryCache {
-    /// Opens the cache at `dir`, which must hold `nix-cache-info`.
-    pub fn open(dir: &Path, opts: &OpenOptions) -> Result<Self> {
-        let info_file = dir.join("nix-cache-info");
-        let info = read_capped(&info_file, MAX_NARINFO, "nix-cache-info")
-            .map(|b| String::from_utf8_lossy(&b).into_owned())
-            .map_err(|e| Error::UnsupportedStore {
-                spec: format!("file://{}", dir.display()),
-                reason: format!("cannot read {}: {e}", info_file.display()),
-            })?;
+    /// Opens the cache directory `dir` (`file://DIR`), which must hold
+    /// `nix-cache-info`.
+    pub fn open_dir(dir: &Path, opts: &OpenOptions) -> Result<Self> {
+        Self::over(Box::new(FileTransport::new(dir)), opts)
+    }
+
+    /// Opens the HTTP cache at `spec` (`http://host/path`, query ignored):
+    /// fetches `nix-cache-info` and checks its `StoreDir`.
+    pub fn open_http(spec: &str, opts: &OpenOptions) -> Result<Self> {
+        Self::over(Box::new(HttpTransport::open(spec, opts)?), opts)
+    }
+
+    /// The cache that `transport` gets the files of, once its
+    /// `nix-cache-info` is read.
+    fn over(mut transport: Box<dyn Transport>, opts: &OpenOptions) -> Result<Self> {
+        let info = transport.cache_info()?;
+        let info = String::from_utf8_lossy(&info);
         let store_dir = info
             .lines()
             .find_map(|l| l.strip_prefix("StoreDir:"))
-            .map(|s| s.trim().to_string())
-            .unwrap_or_else(|| DEFAULT_STORE_DIR.to_string());
+            .map(str::trim);
+        if let Some(dir) =
+            store_dir.filter(|d| transport.default_store_dir_only() && *d != DEFAULT_STORE_DIR)
+        {
+            return Err(Error::UnsupportedStore {
+                spec: transport.url().to_string(),
+                reason: format!(
+                    "the cache is for the store directory {dir}, not {DEFAULT_STORE_DIR}"
+                ),
+            });
+        }
+        let store_dir = store_dir.unwrap_or(DEFAULT_STORE_DIR).to_string();
+        transport.opened(&opts.log);
         Ok(BinaryCache {
-            dir: dir.to_path_buf(),
             store_dir,
-            narinfos: Default::default(),
+            narinfos: Mutex::default(),
+            fetching: Mutex::default(),
+            no_listing: Mutex::default(),
             priority: super::cache_priority(&info),
             signatures: opts.signatures.clone(),
             log: Arc::clone(&opts.log),
+            transport,
         })
-    }
-
-    /// The narinfo file that would describe `path`.
-    fn narinfo_file(&self, path: &StorePath) -> PathBuf {
-        self.dir.join(format!("{}.narinfo", path.hash_part()))
     }
 
     /// The full narinfo of `path`, or `None` if the cache has none.
@@ -74,29 +106,75 @@ impl BinaryCache {
         Ok(self.checked_narinfo(path)?.map(|(n, _)| n))
     }
 
+    /// The name of `path`'s narinfo in the cache.
+    fn narinfo_rel(path: &StorePath) -> String {
+        format!("{}.narinfo", path.hash_part())
+    }
+
     /// The narinfo of `path` once its signatures passed the run's policy,
     /// with the trusted key that signed it; an error when it is refused.
+    /// From this run, the local cache (a transport that keeps one), or the
+    /// cache itself.
+    ///
+    /// The local cache keeps a narinfo as the cache sent it, `Sig:` lines
+    /// and all, and it is checked again on every use with this run's keys:
+    /// one kept while signatures were not required is not trusted later
+    /// unless it verifies then, and changing the trusted keys takes effect
+    /// at once, for kept entries too.
     fn checked_narinfo(&self, path: &StorePath) -> Result<Option<(NarInfo, Option<String>)>> {
-        if let Some(n) = self
-            .narinfos
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(path)
-        {
-            return Ok(Some(n.clone()));
+        let known = || {
+            self.narinfos
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .get(path)
+                .cloned()
+        };
+        if let Some(n) = known() {
+            return Ok(Some(n));
         }
-        let file = self.narinfo_file(path);
-        let text = match read_capped(&file, MAX_NARINFO, "a narinfo") {
-            Ok(t) => t,
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-            Err(e) => return Err(io_err(&file)(e)),
+        let rel = Self::narinfo_rel(path);
+        let lock = self.fetch_lock(rel.clone());
+        let _fetching = lock.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(n) = known() {
+            return Ok(Some(n));
+        }
+        let file = self.transport.locate(&rel);
+        let check = |info: &NarInfo| match &self.signatures {
+            Some(p) => p.check(info, self.transport.url(), &self.log),
+            None => Ok(None),
         };
-        let Some(info) = NarInfo::parse_for(text, &self.store_dir, path, &file)? else {
-            return Ok(None);
-        };
-        let signed_by = match &self.signatures {
-            Some(p) => p.check(&info, &self.url(), &self.log)?,
-            None => None,
+        // A kept narinfo parsed when it was written; one that does not
+        // parse now, or is not trusted now, is fetched again (the cache
+        // may have been fixed or re-signed since), never an error itself.
+        let kept = self
+            .transport
+            .local()
+            .and_then(|l| l.get(path, "narinfo"))
+            .and_then(|bytes| NarInfo::parse_for(bytes, &self.store_dir, path, &file).ok())
+            .flatten()
+            .and_then(|info| check(&info).ok().map(|k| (info, k)));
+        let (info, signed_by) = match kept {
+            Some(n) => n,
+            None => {
+                let Some(bytes) = self.transport.get(&rel, Meta::Narinfo)? else {
+                    return Ok(None);
+                };
+                let local = self.transport.local();
+                // Kept as sent only by a transport that keeps files: the
+                // bytes are parsed in place otherwise.
+                let (text, kept_bytes) = match local {
+                    Some(_) => (bytes.clone(), Some(bytes)),
+                    None => (bytes, None),
+                };
+                let Some(info) = NarInfo::parse_for(text, &self.store_dir, path, &file)? else {
+                    return Ok(None);
+                };
+                let signed_by = check(&info)?;
+                if let (Some(l), Some(b)) = (local, kept_bytes) {
+                    l.put(path, "narinfo", &b);
+                }
+                (info, signed_by)
+            }
         };
         let n = (info, signed_by);
         self.narinfos
@@ -106,11 +184,19 @@ impl BinaryCache {
         Ok(Some(n))
     }
 
-    /// The cache as a `file://` URL (absolute, also when opened by a
-    /// relative directory).
-    fn url(&self) -> String {
-        let abs = std::path::absolute(&self.dir).unwrap_or_else(|_| self.dir.clone());
-        format!("file://{}", abs.display())
+    /// The lock held while `file` is fetched (see `fetching`).
+    fn fetch_lock(&self, file: String) -> Arc<Mutex<()>> {
+        let mut locks = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
+        locks.entry(file).or_default().clone()
+    }
+
+    /// `f` on the transport's threads, when it has its own (requests in
+    /// flight are then bounded by them), else on the caller's.
+    fn on_pool<R: Send>(&self, f: impl FnOnce() -> R + Send) -> R {
+        match self.transport.pool() {
+            Some(pool) => pool.install(f),
+            None => f(),
+        }
     }
 
     /// The NAR of `path`, decompressed; with `check`, the compressed file
@@ -119,74 +205,30 @@ impl BinaryCache {
         let Some(info) = self.narinfo(path)? else {
             return Ok(None);
         };
-        let file = self.nar_file(&self.narinfo_file(path), &info.url)?;
-        let f = std::fs::File::open(&file).map_err(io_err(&file))?;
-        let (f, file_check) = match check {
-            true => FileCheck::wrap(Box::new(f), &file.display().to_string(), &info),
-            false => (Box::new(f) as Box<dyn std::io::Read + Send>, None),
+        let body = self
+            .transport
+            .nar(path, &Self::narinfo_rel(path), &info.url)?;
+        let name = body.name.display().to_string();
+        let (r, file_check) = match check {
+            true => FileCheck::wrap(body.reader, &name, &info),
+            false => (body.reader, None),
         };
-        let r = crate::nar::decompress(
-            &info.compression,
-            std::io::BufReader::with_capacity(1 << 16, f),
-        )
-        .map_err(|source| Error::BadNar {
-            file: file.clone(),
+        // A local file is read in system calls, so it is buffered, above
+        // the check (which then sees the file in large reads, as it always
+        // has); a download arrives in chunks already.
+        let r: Box<dyn std::io::Read + Send> = match body.downloaded {
+            true => r,
+            false => Box::new(std::io::BufReader::with_capacity(1 << 16, r)),
+        };
+        let nar = crate::nar::decompress(&info.compression, r).map_err(|source| Error::BadNar {
+            file: body.name.clone(),
             source,
         })?;
         Ok(Some(Nar {
-            reader: r,
+            reader: nar,
             file_check,
-            downloaded: false,
+            downloaded: body.downloaded,
         }))
-    }
-
-    /// The cache's root directory.
-    pub fn dir(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The file a narinfo's `URL` names, confined to the cache directory.
-    ///
-    /// A narinfo is data from whoever wrote the cache, and its `URL` is
-    /// relative to the cache root; joined unchecked, `../../etc/shadow` or
-    /// `/etc/shadow` would make nix-heft read (and report excerpts of) any
-    /// file on the machine. So the URL must be relative with no `..`
-    /// component, and, once symlinks are resolved, the file must still lie
-    /// inside the cache directory. The resolved path is returned, so the file
-    /// checked is the file opened.
-    fn nar_file(&self, narinfo: &Path, url: &str) -> Result<PathBuf> {
-        use std::path::Component;
-        let refuse = |reason: String| Error::NarUrlOutsideCache {
-            narinfo: narinfo.to_path_buf(),
-            url: url.to_string(),
-            reason,
-            cache: self.dir.clone(),
-        };
-        if url.is_empty() {
-            return Err(refuse("is empty".into()));
-        }
-        for c in Path::new(url).components() {
-            match c {
-                Component::Normal(_) | Component::CurDir => {}
-                Component::ParentDir => return Err(refuse("has a '..' component".into())),
-                Component::RootDir | Component::Prefix(_) => {
-                    return Err(refuse("is an absolute path".into()));
-                }
-            }
-        }
-        let joined = self.dir.join(url);
-        let cache = self.dir.canonicalize().map_err(io_err(&self.dir))?;
-        match joined.canonicalize() {
-            Ok(real) if real.starts_with(&cache) => Ok(real),
-            Ok(real) => Err(refuse(format!(
-                "resolves through a symlink to {}",
-                real.display()
-            ))),
-            // Absent (or a dangling symlink): nothing outside is read;
-            // opening it reports the missing file by name.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(joined),
-            Err(e) => Err(io_err(&joined)(e)),
-        }
     }
 }
 
@@ -199,7 +241,7 @@ impl PathMetadata for BinaryCache {
         // The URL its refusals and provenance name, so that one message
         // never names this cache two ways (a relative `file://DIR` and its
         // absolute URL).
-        format!("binary cache {}", self.url())
+        format!("binary cache {}", self.transport.url())
     }
 
     fn has_provenance(&self) -> bool {
@@ -209,7 +251,7 @@ impl PathMetadata for BinaryCache {
     fn provenance(&self, path: &StorePath) -> Option<Provenance> {
         let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
         known.get(path).map(|(info, signed_by)| Provenance {
-            store: self.url(),
+            store: self.transport.url().to_string(),
             signed_by: signed_by.clone(),
             content_addressed: signed_by.is_none() && super::signature::content_addressed(info),
         })
@@ -234,20 +276,25 @@ impl PathMetadata for BinaryCache {
     }
 
     /// Reads every narinfo's `StorePath` line; only needed to match names.
+    /// A cache that cannot be listed (over HTTP; fetching every narinfo of
+    /// cache.nixos.org is not an option) matches no name.
     fn all_paths(&self) -> Result<Vec<StorePath>> {
-        let entries: Vec<PathBuf> = std::fs::read_dir(&self.dir)
-            .map_err(io_err(&self.dir))?
-            .filter_map(|e| e.ok())
-            .map(|e| e.path())
-            .filter(|p| {
-                p.extension().is_some_and(|x| x == "narinfo")
-                    && p.file_stem().is_some_and(|s| s.len() == HASH_LEN)
-            })
-            .collect();
-        entries
+        let Some(listed) = self.transport.list() else {
+            return Err(Error::Usage(format!(
+                "{} cannot be listed, so a name or glob matches nothing there; \
+                 give a store path ({}/HASH-NAME) instead",
+                self.describe(),
+                self.store_dir
+            )));
+        };
+        listed?
             .par_iter()
-            .map(|file| {
-                let text = read_capped(file, MAX_NARINFO, "a narinfo").map_err(io_err(file))?;
+            .map(|rel| {
+                let file = self.transport.locate(rel);
+                // Listed a moment ago: gone now is an error, as any other.
+                let text = self.transport.get(rel, Meta::Narinfo)?.ok_or_else(|| {
+                    io_err(&file)(std::io::Error::from(std::io::ErrorKind::NotFound))
+                })?;
                 let text = String::from_utf8_lossy(&text);
                 let line = text
                     .lines()
@@ -264,26 +311,25 @@ impl PathMetadata for BinaryCache {
             .collect()
     }
 
-    /// The narinfos read in parallel.
+    /// The narinfos read or requested in parallel (on the transport's
+    /// pool, as a closure's are): the build graph asks for every output's
+    /// size at once, and one request after another would take minutes.
     fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
-        use rayon::prelude::*;
-        paths.par_iter().map(|p| self.path_info(p)).collect()
+        self.on_pool(|| paths.par_iter().map(|p| self.path_info(p)).collect())
     }
 
     /// A work queue of narinfo reads in parallel (see
-    /// [`super::closure_by_queue`]): the cost is file opens, which overlap
-    /// well.
+    /// [`super::closure_by_queue`]), on the transport's pool: the cost is
+    /// file opens or round trips, which overlap well.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
-        super::closure_by_queue(
-            roots,
-            &self.describe(),
-            |p| self.path_info(p),
-            |p, referrer| Error::MissingNarinfo {
-                path: format!("{p} (referenced by {referrer})"),
-                cache: self.dir.clone(),
-                file: self.narinfo_file(p),
-            },
-        )
+        self.on_pool(|| {
+            super::closure_by_queue(
+                roots,
+                &self.describe(),
+                |p| self.path_info(p),
+                |p, referrer| self.transport.missing(p, referrer, &Self::narinfo_rel(p)),
+            )
+        })
     }
 }
 
@@ -297,13 +343,51 @@ impl PathContents for BinaryCache {
     }
 
     fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
-        let file = self.dir.join(format!("{}.ls", path.hash_part()));
-        match read_capped(&file, MAX_LISTING, "a NAR listing") {
-            // A listing that does not parse is no loss: the NAR has it all.
-            Ok(bytes) => Ok(super::listing::parse(&bytes).ok()),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&file)(e)),
+        let local = self.transport.local();
+        let kept = || {
+            local
+                .and_then(|l| l.get(path, "ls"))
+                .and_then(|bytes| super::listing::parse(&bytes).ok())
+        };
+        if let Some(t) = kept() {
+            return Ok(Some(t));
         }
+        let rel = format!("{}.ls", path.hash_part());
+        let lock = self.fetch_lock(rel.clone());
+        let _fetching = lock.lock().unwrap_or_else(|e| e.into_inner());
+        let absent = || {
+            self.no_listing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(path)
+        };
+        if absent() {
+            return Ok(None);
+        }
+        if let Some(t) = kept() {
+            return Ok(Some(t));
+        }
+        let Some(bytes) = self.transport.get(&rel, Meta::Listing)? else {
+            self.no_listing
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(path.clone());
+            return Ok(None);
+        };
+        // A listing that does not parse is no loss: the NAR has it all.
+        match super::listing::parse(&bytes) {
+            Ok(t) => {
+                if let Some(l) = local {
+                    l.put(path, "ls", &bytes);
+                }
+                Ok(Some(t))
+            }
+            Err(_) => Ok(None),
+        }
+    }
+
+    fn kept_reads(&self, _path: &StorePath) -> Option<&LocalCache> {
+        self.transport.local()
     }
 }
 

@@ -15,13 +15,12 @@
 mod binary_cache;
 mod closure;
 pub mod derivation;
-mod http_cache;
-mod http_client;
 mod layered;
 pub mod listing;
 mod local;
 pub mod netrc;
 mod run_log;
+mod transport;
 
 pub mod narinfo;
 mod path_info_json;
@@ -33,11 +32,11 @@ use std::sync::Arc;
 pub use binary_cache::BinaryCache;
 pub use closure::RawClosure;
 pub(crate) use closure::closure_by_queue;
-pub use http_cache::{HttpCache, http_connections};
 pub use layered::{Layer, Layered};
 pub use local::LocalStore;
 pub use path_info_json::PathInfoJson;
 pub use run_log::{Downloads, RunLog};
+pub use transport::http::http_connections;
 
 use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
@@ -416,7 +415,8 @@ pub fn open(spec: Option<&str>) -> Result<Box<dyn StoreSource>> {
     open_with(spec, &OpenOptions::default())
 }
 
-/// [`open`] with options; `http://` and `https://` open an [`HttpCache`].
+/// [`open`] with options; `http://` and `https://` open a [`BinaryCache`]
+/// over HTTP.
 pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {
     let Some(spec) = spec else {
         return open_local_root(Path::new("/"), opts);
@@ -431,10 +431,10 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         None => (spec, None),
     };
     if let Some(rest) = scheme_part.strip_prefix("file://") {
-        return Ok(Box::new(BinaryCache::open(Path::new(rest), opts)?));
+        return Ok(Box::new(BinaryCache::open_dir(Path::new(rest), opts)?));
     }
     if scheme_part.starts_with("http://") || scheme_part.starts_with("https://") {
-        return Ok(Box::new(HttpCache::open(spec, opts)?));
+        return Ok(Box::new(BinaryCache::open_http(spec, opts)?));
     }
     if scheme_part.starts_with("s3://") {
         return Err(unsupported(
@@ -460,7 +460,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
     })?;
     if meta.is_dir() {
         if p.join("nix-cache-info").is_file() {
-            return Ok(Box::new(BinaryCache::open(p, opts)?));
+            return Ok(Box::new(BinaryCache::open_dir(p, opts)?));
         }
         if p.join("nix/var/nix/db/db.sqlite").exists() {
             return open_local_root(p, opts);

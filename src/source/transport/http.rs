@@ -1,7 +1,8 @@
-//! An HTTP binary cache (`http://…`, `https://…`): cache.nixos.org, Cachix,
-//! Attic, a Hydra, or `nix-serve`.
+//! The files of an HTTP binary cache (`http://…`, `https://…`):
+//! cache.nixos.org, Cachix, Attic, a Hydra, or `nix-serve`.
 //!
-//! What is fetched, and only when the answer needs it:
+//! What is fetched, and only when the answer needs it (the store over this
+//! transport, [`crate::source::BinaryCache`], asks):
 //!
 //! 1. `nix-cache-info`, to check that the cache is for `/nix/store`;
 //! 2. `<hash>.narinfo` for each path of the closure asked for, as a work
@@ -18,33 +19,25 @@
 //!    the decompressor and the scanner, never held whole.
 //!
 //! Narinfos and listings are kept in the [`LocalCache`], so a rerun asks
-//! the cache only for `nix-cache-info`. The narinfo format and NAR
-//! decompression are those of `file://` caches ([`NarInfo::parse_for`],
-//! [`crate::nar::decompress`]).
+//! the cache only for `nix-cache-info`.
 //!
 //! Failures, as Nix treats them: 404 and 403 (S3's answer for a missing
 //! key) mean "not in this cache"; 5xx, 429, resets, refused connections and
 //! time-outs are retried with capped exponential backoff a bounded number
 //! of times; every transport read has a time-out, so a stalled server gives
-//! an error, never a hang. Credentials come from netrc ([`super::netrc`])
-//! and appear in no message.
+//! an error, never a hang. Credentials come from netrc
+//! ([`crate::source::netrc`]) and appear in no message.
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use super::narinfo::NarInfo;
-use super::signature::SigPolicy;
-use super::{
-    DEFAULT_STORE_DIR, Downloads, FileCheck, MAX_LISTING, MAX_NARINFO, Nar, OpenOptions,
-    PathContents, PathInfo, PathMetadata, Provenance, RawClosure, RunLog, StoreSource,
-};
+use super::{Meta, NarBody, Transport};
 use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
-use crate::nar::tree::FileTree;
+use crate::source::{Downloads, OpenOptions, RunLog};
 use crate::store_path::StorePath;
 
 /// Requests in flight by default (`--http-connections` changes it): a
@@ -86,35 +79,18 @@ const MAX_BACKOFF: Duration = Duration::from_secs(2);
 /// (`NIX_HEFT_HTTP_TIMEOUT`, seconds, overrides it).
 const DEFAULT_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// An HTTP or HTTPS binary cache.
-pub struct HttpCache {
+/// An HTTP or HTTPS binary cache's files.
+pub(crate) struct HttpTransport {
     /// The cache URL without query or trailing `/`.
     base: String,
     client: super::http_client::HttpClient,
     /// `Basic …` from netrc, if any; never printed.
     auth: Option<String>,
-    store_dir: String,
     pool: rayon::ThreadPool,
     local: LocalCache,
-    /// Narinfos fetched in this run, with the trusted key that signed
-    /// each, so a NAR request needs no second one.
-    narinfos: Mutex<HashMap<StorePath, (NarInfo, Option<String>)>>,
-    /// One lock per file being fetched (`HASH.narinfo`, `HASH.ls`): two
-    /// threads wanting the same file at once (the closure's queue and a
-    /// plan asking for a path's size, or two plans wanting one listing)
-    /// make one request, the second waiting for the first's answer.
-    fetching: Mutex<HashMap<String, Arc<Mutex<()>>>>,
-    /// Paths whose listing the cache does not have (404): asked once a
-    /// run (many caches write none; the NAR has the tree).
-    no_listing: Mutex<std::collections::HashSet<StorePath>>,
-    /// `Priority` of its `nix-cache-info`.
-    priority: Option<u64>,
-    /// Which narinfos are accepted; `None` checks nothing.
-    signatures: Option<Arc<SigPolicy>>,
     /// What this run asked the cache for, by kind: this cache's counters
-    /// in the run's log.
+    /// in the run's log, once it is open.
     stats: Arc<Downloads>,
-    log: Arc<RunLog>,
 }
 
 /// Counts the bytes read through it into a shared counter.
@@ -138,10 +114,10 @@ enum Got {
     Absent,
 }
 
-impl HttpCache {
-    /// Opens the cache at `spec` (`http://host/path`, query ignored): reads
-    /// `nix-cache-info` and checks its `StoreDir`.
-    pub fn open(spec: &str, opts: &OpenOptions) -> Result<Self> {
+impl HttpTransport {
+    /// The cache at `spec` (`http://host/path`, query ignored): its client,
+    /// credentials, threads and local cache; nothing is fetched yet.
+    pub(crate) fn open(spec: &str, opts: &OpenOptions) -> Result<Self> {
         let base = spec
             .split_once('?')
             .map_or(spec, |(a, _)| a)
@@ -189,11 +165,12 @@ impl HttpCache {
                     reason: format!("cannot start the HTTP client: {e}"),
                 }
             })?;
-        let netrc_auth = super::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
-            let text = std::fs::read_to_string(p).ok()?;
-            let c = super::netrc::lookup(&text, &host)?;
-            Some(basic(&c))
-        });
+        let netrc_auth =
+            crate::source::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
+                let text = std::fs::read_to_string(p).ok()?;
+                let c = crate::source::netrc::lookup(&text, &host)?;
+                Some(basic(&c))
+            });
         let auth = url_auth.map(|c| basic(&c)).or(netrc_auth);
         let pool = rayon::ThreadPoolBuilder::new()
             .num_threads(connections)
@@ -203,54 +180,19 @@ impl HttpCache {
                 url: base.clone(),
                 reason: format!("cannot start threads: {e}"),
             })?;
-        let mut cache = HttpCache {
+        Ok(HttpTransport {
             local: LocalCache::open(&base, opts.refresh),
             base,
             client,
             auth,
-            store_dir: DEFAULT_STORE_DIR.to_string(),
             pool,
-            narinfos: Mutex::new(HashMap::new()),
-            fetching: Mutex::new(HashMap::new()),
-            no_listing: Mutex::default(),
-            priority: None,
-            signatures: opts.signatures.clone(),
             stats: Arc::default(),
-            log: Arc::clone(&opts.log),
-        };
-        let info_url = format!("{}/nix-cache-info", cache.base);
-        let info = match cache.get_small(&info_url, MAX_NARINFO, "nix-cache-info")? {
-            Some(bytes) => bytes,
-            None => {
-                return Err(Error::Http {
-                    url: info_url,
-                    reason: "not found: this URL is not a Nix binary cache".into(),
-                });
-            }
-        };
-        let info = String::from_utf8_lossy(&info);
-        cache.priority = super::cache_priority(&info);
-        if let Some(dir) = info.lines().find_map(|l| l.strip_prefix("StoreDir:")) {
-            let dir = dir.trim();
-            if dir != DEFAULT_STORE_DIR {
-                return Err(Error::UnsupportedStore {
-                    spec: cache.base.clone(),
-                    reason: format!(
-                        "the cache is for the store directory {dir}, not {DEFAULT_STORE_DIR}"
-                    ),
-                });
-            }
-            cache.store_dir = dir.to_string();
-        }
-        // Counted in the run's log once the cache is open: a URL that is
-        // no cache adds no counters.
-        cache.stats = cache.log.downloads_of(&cache.base);
-        Ok(cache)
+        })
     }
 
     /// GET `url` with retries. `small` asks for any content encoding (the
     /// body is decoded by [`read_small`]); NARs are asked for as they are.
-    fn get(&self, url: &str, small: bool) -> Result<Got> {
+    fn request(&self, url: &str, small: bool) -> Result<Got> {
         let mut backoff = FIRST_BACKOFF;
         let mut last = String::new();
         for attempt in 0..ATTEMPTS {
@@ -320,7 +262,7 @@ impl HttpCache {
         let mut backoff = FIRST_BACKOFF;
         let mut attempt = 1;
         loop {
-            let resp = match self.get(url, true)? {
+            let resp = match self.request(url, true)? {
                 Got::Body(r) => r,
                 Got::Absent => return Ok(None),
             };
@@ -336,81 +278,6 @@ impl HttpCache {
         }
     }
 
-    /// The narinfo of `path`: from this run, the local cache, or the
-    /// cache itself.
-    fn narinfo(&self, path: &StorePath) -> Result<Option<NarInfo>> {
-        Ok(self.checked_narinfo(path)?.map(|(n, _)| n))
-    }
-
-    /// The narinfo of `path` once its signatures passed the run's policy,
-    /// with the trusted key that signed it; an error when it is refused.
-    ///
-    /// The local cache keeps a narinfo as the cache sent it, `Sig:` lines
-    /// and all, and it is checked again on every use with this run's keys:
-    /// one kept while signatures were not required is not trusted later
-    /// unless it verifies then, and changing the trusted keys takes effect
-    /// at once, for kept entries too.
-    fn checked_narinfo(&self, path: &StorePath) -> Result<Option<(NarInfo, Option<String>)>> {
-        let known = || {
-            self.narinfos
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .get(path)
-                .cloned()
-        };
-        if let Some(n) = known() {
-            return Ok(Some(n));
-        }
-        let lock = self.fetch_lock(format!("{}.narinfo", path.hash_part()));
-        let _fetching = lock.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(n) = known() {
-            return Ok(Some(n));
-        }
-        let url = format!("{}/{}.narinfo", self.base, path.hash_part());
-        let file = PathBuf::from(&url);
-        let check = |info: &NarInfo| match &self.signatures {
-            Some(p) => p.check(info, &self.base, &self.log),
-            None => Ok(None),
-        };
-        // A kept narinfo parsed when it was written; one that does not
-        // parse now, or is not trusted now, is fetched again (the cache
-        // may have been fixed or re-signed since), never an error itself.
-        let kept = self
-            .local
-            .get(path, "narinfo")
-            .and_then(|bytes| NarInfo::parse_for(bytes, &self.store_dir, path, &file).ok())
-            .flatten()
-            .and_then(|info| check(&info).ok().map(|k| (info, k)));
-        let (info, signed_by) = match kept {
-            Some(n) => n,
-            None => {
-                let Some(bytes) = self.get_small(&url, MAX_NARINFO, "a narinfo")? else {
-                    return Ok(None);
-                };
-                self.stats.narinfos.fetch_add(1, Ordering::Relaxed);
-                let Some(info) = NarInfo::parse_for(bytes.clone(), &self.store_dir, path, &file)?
-                else {
-                    return Ok(None);
-                };
-                let signed_by = check(&info)?;
-                self.local.put(path, "narinfo", &bytes);
-                (info, signed_by)
-            }
-        };
-        let n = (info, signed_by);
-        self.narinfos
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .insert(path.clone(), n.clone());
-        Ok(Some(n))
-    }
-
-    /// The lock held while `file` is fetched (see `fetching`).
-    fn fetch_lock(&self, file: String) -> Arc<Mutex<()>> {
-        let mut locks = self.fetching.lock().unwrap_or_else(|e| e.into_inner());
-        locks.entry(file).or_default().clone()
-    }
-
     /// The URL a narinfo's `URL` field names: relative to the cache, with
     /// no `..` and no other host, as a narinfo is data from whoever wrote
     /// the cache.
@@ -420,162 +287,58 @@ impl HttpCache {
             reason: format!("its URL '{url}' {why}; refusing to fetch it"),
         })
     }
+
+    /// `base/rel`.
+    fn url_of(&self, rel: &str) -> String {
+        format!("{}/{rel}", self.base)
+    }
 }
 
-impl PathMetadata for HttpCache {
-    fn store_dir(&self) -> &str {
-        &self.store_dir
+impl Transport for HttpTransport {
+    fn url(&self) -> &str {
+        &self.base
     }
 
-    fn describe(&self) -> String {
-        format!("binary cache {}", self.base)
+    fn locate(&self, rel: &str) -> PathBuf {
+        PathBuf::from(self.url_of(rel))
     }
 
-    fn has_provenance(&self) -> bool {
+    fn cache_info(&self) -> Result<Vec<u8>> {
+        let info_url = self.url_of("nix-cache-info");
+        match self.get_small(&info_url, Meta::CacheInfo.max(), Meta::CacheInfo.what())? {
+            Some(bytes) => Ok(bytes),
+            None => Err(Error::Http {
+                url: info_url,
+                reason: "not found: this URL is not a Nix binary cache".into(),
+            }),
+        }
+    }
+
+    fn default_store_dir_only(&self) -> bool {
         true
     }
 
-    fn provenance(&self, path: &StorePath) -> Option<Provenance> {
-        let known = self.narinfos.lock().unwrap_or_else(|e| e.into_inner());
-        known.get(path).map(|(info, signed_by)| Provenance {
-            store: self.base.clone(),
-            signed_by: signed_by.clone(),
-            content_addressed: signed_by.is_none() && super::signature::content_addressed(info),
-        })
+    fn opened(&mut self, log: &RunLog) {
+        self.stats = log.downloads_of(&self.base);
     }
 
-    fn deriver(&self, path: &StorePath) -> Result<Option<StorePath>> {
-        // A narinfo names its deriver by base name.
-        match self.narinfo(path)?.and_then(|n| n.deriver) {
-            Some(base) => {
-                StorePath::parse(&self.store_dir, &format!("{}/{base}", self.store_dir)).map(Some)
-            }
-            None => Ok(None),
+    fn get(&self, rel: &str, kind: Meta) -> Result<Option<Vec<u8>>> {
+        let got = self.get_small(&self.url_of(rel), kind.max(), kind.what())?;
+        if got.is_some() {
+            match kind {
+                Meta::Narinfo => self.stats.narinfos.fetch_add(1, Ordering::Relaxed),
+                Meta::Listing => self.stats.listings.fetch_add(1, Ordering::Relaxed),
+                Meta::CacheInfo => 0,
+            };
         }
+        Ok(got)
     }
 
-    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
-        Ok(self.narinfo(path)?.map(|n| PathInfo {
-            path: n.store_path,
-            nar_size: n.nar_size,
-            references: n.references,
-        }))
-    }
-
-    /// The narinfos requested in parallel on the cache's pool, as a
-    /// closure's levels are: the build graph asks for every output's size
-    /// at once, and one request after another would take minutes.
-    fn path_infos(&self, paths: &[StorePath]) -> Result<Vec<Option<PathInfo>>> {
-        use rayon::prelude::*;
-        self.pool
-            .install(|| paths.par_iter().map(|p| self.path_info(p)).collect())
-    }
-
-    /// An HTTP cache cannot be listed, and fetching every narinfo of
-    /// cache.nixos.org is not an option: names and globs need a store path.
-    fn all_paths(&self) -> Result<Vec<StorePath>> {
-        Err(Error::Usage(format!(
-            "{} cannot be listed, so a name or glob matches nothing there; \
-             give a store path ({}/HASH-NAME) instead",
-            self.describe(),
-            self.store_dir
-        )))
-    }
-
-    fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
-        self.pool.install(|| {
-            super::closure_by_queue(
-                roots,
-                &self.describe(),
-                |p| self.path_info(p),
-                |p, referrer| Error::Http {
-                    url: format!("{}/{}.narinfo", self.base, p.hash_part()),
-                    reason: format!("not found: the cache has no {p} (referenced by {referrer})"),
-                },
-            )
-        })
-    }
-}
-
-impl PathContents for HttpCache {
-    fn listing(&self, path: &StorePath) -> Result<Option<FileTree>> {
-        let kept = || {
-            self.local
-                .get(path, "ls")
-                .and_then(|bytes| super::listing::parse(&bytes).ok())
-        };
-        if let Some(t) = kept() {
-            return Ok(Some(t));
-        }
-        let lock = self.fetch_lock(format!("{}.ls", path.hash_part()));
-        let _fetching = lock.lock().unwrap_or_else(|e| e.into_inner());
-        let absent = || {
-            self.no_listing
-                .lock()
-                .unwrap_or_else(|e| e.into_inner())
-                .contains(path)
-        };
-        if absent() {
-            return Ok(None);
-        }
-        if let Some(t) = kept() {
-            return Ok(Some(t));
-        }
-        let url = format!("{}/{}.ls", self.base, path.hash_part());
-        let bytes = match self.get_small(&url, MAX_LISTING, "a NAR listing")? {
-            Some(bytes) => bytes,
-            None => {
-                self.no_listing
-                    .lock()
-                    .unwrap_or_else(|e| e.into_inner())
-                    .insert(path.clone());
-                return Ok(None);
-            }
-        };
-        self.stats.listings.fetch_add(1, Ordering::Relaxed);
-        // A listing that does not parse is no loss: the NAR has it all.
-        match super::listing::parse(&bytes) {
-            Ok(t) => {
-                self.local.put(path, "ls", &bytes);
-                Ok(Some(t))
-            }
-            Err(_) => Ok(None),
-        }
-    }
-
-    fn kept_reads(&self, _path: &StorePath) -> Option<&LocalCache> {
-        Some(&self.local)
-    }
-
-    fn expected_nar_hash(&self, path: &StorePath) -> Option<String> {
-        self.narinfo(path).ok().flatten().map(|i| i.nar_hash)
-    }
-
-    fn nar(&self, path: &StorePath, check_file: bool) -> Result<Option<Nar>> {
-        self.open_nar(path, check_file)
-    }
-}
-
-impl StoreSource for HttpCache {
-    fn log(&self) -> &RunLog {
-        &self.log
-    }
-
-    fn priority(&self) -> Option<u64> {
-        self.priority
-    }
-}
-
-impl HttpCache {
-    /// The NAR of `path`, streamed and decompressed; with `check`, the
-    /// compressed file (after any Content-Encoding, which is transport) is
-    /// hashed on its way in, for [`FileCheck`].
-    fn open_nar(&self, path: &StorePath, check: bool) -> Result<Option<Nar>> {
-        let Some(info) = self.narinfo(path)? else {
-            return Ok(None);
-        };
-        let url = self.nar_url(path, &info.url)?;
-        let resp = match self.get(&url, false)? {
+    /// The NAR streamed; what is hashed for a file check is the file after
+    /// any Content-Encoding is undone (that is transport).
+    fn nar(&self, path: &StorePath, _narinfo: &str, url: &str) -> Result<NarBody> {
+        let url = self.nar_url(path, url)?;
+        let resp = match self.request(&url, false)? {
             Got::Body(r) => r,
             Got::Absent => {
                 return Err(Error::Http {
@@ -590,21 +353,33 @@ impl HttpCache {
             inner: resp.body,
             count: self.stats.bytes.clone(),
         };
-        let body = decode_content(&encoding, Box::new(counted), &url)?;
-        let (body, file_check) = match check {
-            true => FileCheck::wrap(body, &url, &info),
-            false => (body, None),
-        };
-        let nar =
-            crate::nar::decompress(&info.compression, body).map_err(|source| Error::BadNar {
-                file: PathBuf::from(&url),
-                source,
-            })?;
-        Ok(Some(Nar {
-            reader: nar,
-            file_check,
+        let reader = decode_content(&encoding, Box::new(counted), &url)?;
+        Ok(NarBody {
+            reader,
+            name: PathBuf::from(url),
             downloaded: true,
-        }))
+        })
+    }
+
+    /// An HTTP cache cannot be listed, and fetching every narinfo of
+    /// cache.nixos.org is not an option.
+    fn list(&self) -> Option<Result<Vec<String>>> {
+        None
+    }
+
+    fn missing(&self, path: &StorePath, referrer: &StorePath, narinfo: &str) -> Error {
+        Error::Http {
+            url: self.url_of(narinfo),
+            reason: format!("not found: the cache has no {path} (referenced by {referrer})"),
+        }
+    }
+
+    fn pool(&self) -> Option<&rayon::ThreadPool> {
+        Some(&self.pool)
+    }
+
+    fn local(&self) -> Option<&LocalCache> {
+        Some(&self.local)
     }
 }
 
@@ -669,7 +444,7 @@ fn read_small(
     let too_large = || {
         Small::Refused(Error::Http {
             url: url.to_string(),
-            reason: super::too_large(what, max),
+            reason: crate::source::too_large(what, max),
         })
     };
     let declared = resp
@@ -736,7 +511,7 @@ fn confine(base: &str, url: &str) -> std::result::Result<String, &'static str> {
 }
 
 /// An `Authorization` header value for HTTP basic authentication.
-fn basic(c: &super::netrc::Credentials) -> String {
+fn basic(c: &crate::source::netrc::Credentials) -> String {
     use base64::Engine;
     format!(
         "Basic {}",
@@ -745,7 +520,7 @@ fn basic(c: &super::netrc::Credentials) -> String {
 }
 
 /// `url` without user info, and the credentials it held.
-fn split_userinfo(url: &str) -> (String, Option<super::netrc::Credentials>) {
+fn split_userinfo(url: &str) -> (String, Option<crate::source::netrc::Credentials>) {
     let Some((scheme, rest)) = url.split_once("://") else {
         return (url.to_string(), None);
     };
@@ -756,7 +531,7 @@ fn split_userinfo(url: &str) -> (String, Option<super::netrc::Credentials>) {
     let (login, password) = info.split_once(':').unwrap_or((info, ""));
     (
         format!("{scheme}://{host}{path}"),
-        Some(super::netrc::Credentials {
+        Some(crate::source::netrc::Credentials {
             login: login.to_string(),
             password: password.to_string(),
         }),

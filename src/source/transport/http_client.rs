@@ -1,4 +1,4 @@
-//! The HTTP client under [`super::http_cache`]: reqwest (hyper, rustls),
+//! The HTTP client under [`super::http`]: reqwest (hyper, rustls),
 //! speaking HTTP/2 where the server offers it through ALPN and HTTP/1.1
 //! keep-alive otherwise, driven by a small tokio runtime of its own.
 //!
