@@ -1617,3 +1617,44 @@ fn github_annotations_stay_within_what_github_shows() {
         o.stdout
     );
 }
+
+/// The README's Action example is a real run of scripts/action.sh on
+/// tests/fixtures/diff.nix with `max-growth: 10%` and `forbid: docdep*`:
+/// its comment and its annotations as shown there (store hashes aside,
+/// which depend on the system the fixture is built for).
+#[test]
+fn readme_shows_the_actions_comment_as_it_is() {
+    let (before, after) = diff_fixture();
+    let a = ActionRun::new("action-readme");
+    let o = a.step(
+        "run",
+        &[
+            ("INPUT_BEFORE", before),
+            ("INPUT_AFTER", after),
+            ("INPUT_MAX_GROWTH", "10%"),
+            ("INPUT_FORBID", "docdep*"),
+            ("INPUT_NIX_FILE", "pkgs/app/default.nix:12"),
+        ],
+    );
+    assert!(o.status.success(), "{o:?}");
+    let comment = std::fs::read_to_string(a.output("report")).unwrap();
+    let anns = String::from_utf8(o.stdout).unwrap();
+    let mask = |s: &str| {
+        let full = regex::Regex::new(r"/nix/store/[0-9a-z]{32}").unwrap();
+        let short = regex::Regex::new(r"\([0-9a-z]{8}\)").unwrap();
+        let s = full.replace_all(s, "/nix/store/HASH");
+        short.replace_all(&s, "(HASH)").into_owned()
+    };
+    let readme = mask(&std::fs::read_to_string(repo().join("README.md")).unwrap());
+    assert!(
+        readme.contains(&format!("````markdown\n{}````\n", mask(&comment))),
+        "README.md does not show the Action's comment:\n{comment}"
+    );
+    assert!(
+        readme.contains(&format!(
+            "and the annotations it printed for the runner:\n\n```\n{}```\n",
+            mask(&anns)
+        )),
+        "README.md does not show the Action's annotations:\n{anns}"
+    );
+}

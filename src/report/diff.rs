@@ -1199,7 +1199,10 @@ impl review::Reviewed for DiffReport {
         };
         let closure = self.render_markdown_within(limit);
         let free = limit.saturating_sub(closure.chars().count());
-        let room = free.max((limit / 2).min(limit.saturating_sub(2 * RESERVE)));
+        // The closure's part keeps at least this much: its headline, the
+        // largest changes and the note on what was cut.
+        const CLOSURE_MIN: usize = 3000;
+        let room = free.max((limit / 2).min(limit.saturating_sub(CLOSURE_MIN)));
         if room < 500 {
             return closure;
         }
