@@ -165,15 +165,57 @@ impl Baseline {
 /// strongest once the evidence is read.
 pub type Listed = (NodeId, Vec<NodeId>);
 
+/// A rule of `check`, as the flags, the config file and the JSON name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Rule {
+    /// `--max-closure`: the closure's size.
+    MaxClosure,
+    /// `--max-growth`: growth over the baseline.
+    MaxGrowth,
+    /// `--forbid`: a path whose name matches a glob.
+    Forbid,
+    /// `--forbid-verdict`: a reference held only by such holds.
+    ForbidVerdict,
+}
+
+impl Rule {
+    /// The rule's name, as its flag spells it (without `--`).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Rule::MaxClosure => "max-closure",
+            Rule::MaxGrowth => "max-growth",
+            Rule::Forbid => "forbid",
+            Rule::ForbidVerdict => "forbid-verdict",
+        }
+    }
+}
+
+impl std::fmt::Display for Rule {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A size budget found broken before any evidence is read.
+#[derive(Debug, Clone)]
+pub struct Budget {
+    /// [`Rule::MaxClosure`] or [`Rule::MaxGrowth`].
+    pub rule: Rule,
+    /// What is wrong, in one line.
+    pub detail: String,
+    /// The paths to list as contributors, each with the referrers that may
+    /// have pulled it in where the rule explains growth since a baseline.
+    pub contributors: Vec<Listed>,
+}
+
 /// What `check` learns from the graph alone, and the edges it needs read.
 #[derive(Debug, Clone)]
 pub struct Prepared {
     /// Closure size of the roots.
     pub closure_size: u64,
-    /// Broken budgets: (rule, detail, the paths to list as contributors,
-    /// each with the referrer that pulled it in where the rule explains
-    /// growth since a baseline).
-    pub budgets: Vec<(String, String, Vec<Listed>)>,
+    /// Broken budgets.
+    pub budgets: Vec<Budget>,
     /// Forbidden paths found: (pattern, path). Their chains are chosen by
     /// [`check`] from the evidence: the strongest, as `why` chooses.
     pub forbidden: Vec<(String, NodeId)>,
@@ -224,19 +266,19 @@ pub fn prepare(
     if let Some(max) = rules.max_closure
         && closure_size > max
     {
-        budgets.push((
-            "max-closure".to_string(),
-            format!(
+        budgets.push(Budget {
+            rule: Rule::MaxClosure,
+            detail: format!(
                 "closure is {} ({closure_size} bytes), over the budget of {} ({max} bytes) by {}",
                 iec(closure_size),
                 iec(max),
                 iec(closure_size - max)
             ),
-            top(&|_| true)
+            contributors: top(&|_| true)
                 .into_iter()
                 .map(|v| (v, Vec::new()))
                 .collect(),
-        ));
+        });
     }
     if let (Some(growth), Some(base)) = (rules.max_growth, baseline) {
         let limit = growth.limit(base.closure_size);
@@ -252,16 +294,16 @@ pub fn prepare(
                 String::new()
             };
             let new_only = base.paths.as_ref();
-            budgets.push((
-                "max-growth".to_string(),
-                format!(
+            budgets.push(Budget {
+                rule: Rule::MaxGrowth,
+                detail: format!(
                     "closure grew by {}{pct}, from {} ({}) to {}, more than the allowed {shown}",
                     crate::units::iec_delta(grew),
                     iec(base.closure_size),
                     base.label,
                     iec(closure_size)
                 ),
-                match new_only {
+                contributors: match new_only {
                     // Growth is explained by what came in since the
                     // baseline, as `diff` lists it, not by the largest
                     // paths: a big path that was there before did not grow.
@@ -273,7 +315,7 @@ pub fn prepare(
                         .map(|v| (v, Vec::new()))
                         .collect(),
                 },
-            ));
+            });
         }
     }
     let forbidden = forbidden.to_vec();
@@ -298,10 +340,10 @@ pub fn prepare(
     }
     // Each added path's referrers, so the strongest hold names the one that
     // pulled it in.
-    for (_, _, listed) in &budgets {
+    for b in &budgets {
         request::want(
             &mut wants,
-            listed
+            b.contributors
                 .iter()
                 .flat_map(|(v, rs)| rs.iter().map(move |&r| (r, *v))),
         );
@@ -439,8 +481,8 @@ pub struct BudgetAction {
 /// One broken rule.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Violation {
-    /// `max-closure`, `max-growth`, `forbid` or `forbid-verdict`.
-    pub rule: String,
+    /// The rule broken.
+    pub rule: Rule,
     /// What is wrong, in one line.
     pub detail: String,
     /// For a forbidden path: the strongest chain from a root to it (as
@@ -520,14 +562,19 @@ pub fn check(
         groups: c.groups(a, b),
         unavailable: c.paths.get(&a).is_none_or(|p| !p.available),
     };
-    let added = if p.budgets.iter().any(|b| !b.2.is_empty()) {
+    let added = if p.budgets.iter().any(|b| !b.contributors.is_empty()) {
         added_sizes(g)
     } else {
         Vec::new()
     };
-    for (rule, detail, contributors) in &p.budgets {
-        let budget = match rule.as_str() {
-            "max-closure" => rules.max_closure.unwrap_or(0),
+    for Budget {
+        rule,
+        detail,
+        contributors,
+    } in &p.budgets
+    {
+        let budget = match rule {
+            Rule::MaxClosure => rules.max_closure.unwrap_or(0),
             _ => match (rules.max_growth, baseline) {
                 (Some(gr), Some(b)) => b.closure_size.saturating_add(gr.limit(b.closure_size)),
                 _ => 0,
@@ -547,7 +594,7 @@ pub fn check(
             })
             .collect();
         out.push(Violation {
-            rule: rule.clone(),
+            rule: *rule,
             detail: detail.clone(),
             chain: None,
             evidence: None,
@@ -557,8 +604,9 @@ pub fn check(
                 .map(|(v, r)| Contributor {
                     path: path(v),
                     added_size: added[v as usize],
-                    nar_size: (rule == "max-growth" && baseline.is_some_and(|b| b.paths.is_some()))
-                        .then(|| g.nar_size(v)),
+                    nar_size: (*rule == Rule::MaxGrowth
+                        && baseline.is_some_and(|b| b.paths.is_some()))
+                    .then(|| g.nar_size(v)),
                     referrer: r.map(path),
                     evidence: r.map(|r| c.evidence(r, v).to_vec()).unwrap_or_default(),
                     groups: r.map(|r| c.groups(r, v)).unwrap_or_default(),
@@ -603,7 +651,7 @@ pub fn check(
             .pop()
             .map_or_else(|| vec![*v], |e| e.chain);
         out.push(Violation {
-            rule: "forbid".into(),
+            rule: Rule::Forbid,
             detail: format!("{} matches the forbidden pattern '{pat}'", g.path(*v),),
             chain: Some(chain.iter().map(|&x| path(x)).collect()),
             evidence: Some(chain.windows(2).map(|w| files(w[0], w[1])).collect()),
@@ -642,7 +690,7 @@ pub fn check(
                 _ => "only by",
             };
             out.push(Violation {
-                rule: "forbid-verdict".into(),
+                rule: Rule::ForbidVerdict,
                 detail: format!(
                     // Whole paths: the report's display names (with a
                     // hash where one name is shown twice) are in the

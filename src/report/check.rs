@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions, review};
-use crate::gate::{Baseline, Violation};
+use crate::gate::{Baseline, Rule, Violation};
 use crate::problem::Problem;
 use crate::store_path::name_of;
 use crate::units::{iec, iec_delta};
@@ -95,8 +95,8 @@ impl CheckReport {
     /// a forbidden one, the detail for a budget.
     fn subject(&self, v: &Violation, names: &super::Names) -> String {
         let edge = v.evidence.as_deref().and_then(|e| e.last());
-        match (v.rule.as_str(), edge) {
-            ("forbid-verdict", Some(e)) => {
+        match (v.rule, edge) {
+            (Rule::ForbidVerdict, Some(e)) => {
                 let verdict = e
                     .evidence
                     .iter()
@@ -110,7 +110,7 @@ impl CheckReport {
                     names.get(&e.referrer)
                 )
             }
-            ("forbid", _) => match v.chain.as_deref().and_then(|c| c.last()) {
+            (Rule::Forbid, _) => match v.chain.as_deref().and_then(|c| c.last()) {
                 Some(p) => names.get(p).to_string(),
                 None => self.detail(v, names),
             },
@@ -242,7 +242,7 @@ impl CheckReport {
         let mut by_rule: std::collections::HashMap<&str, Vec<&Violation>> =
             std::collections::HashMap::new();
         for v in &self.violations {
-            by_rule.entry(&v.rule).or_default().push(v);
+            by_rule.entry(v.rule.as_str()).or_default().push(v);
         }
         for v in &self.violations {
             let of_rule: &[&Violation] = by_rule.get(v.rule.as_str()).map_or(&[], Vec::as_slice);
@@ -250,7 +250,7 @@ impl CheckReport {
                 if done.contains(&v.rule.as_str()) {
                     continue;
                 }
-                done.push(&v.rule);
+                done.push(v.rule.as_str());
                 let mut lines = vec![format!(
                     "{} violations of {} (the job summary and `--format text` explain each):",
                     of_rule.len(),
@@ -401,7 +401,7 @@ impl CheckReport {
         // is.
         let mut per_rule: std::collections::HashMap<&str, usize> = std::collections::HashMap::new();
         for v in &self.violations {
-            *per_rule.entry(&v.rule).or_default() += 1;
+            *per_rule.entry(v.rule.as_str()).or_default() += 1;
         }
         let heads: Vec<String> = self
             .violations

@@ -13,6 +13,33 @@ use crate::graph::Graph;
 use crate::problem::Problem;
 use crate::units::{iec, iec_delta};
 
+/// How a changed path's referrer relates to it, as `diff --json` names it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Edge {
+    /// AFTER: the edge appeared.
+    New,
+    /// BEFORE: the edge vanished.
+    Gone,
+    /// The same packages are linked on the other side too: only a hash or
+    /// version changed.
+    Renamed,
+    /// The path is a root.
+    Root,
+}
+
+impl Edge {
+    /// The name `diff --json` gives it.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Edge::New => "new",
+            Edge::Gone => "gone",
+            Edge::Renamed => "renamed",
+            Edge::Root => "root",
+        }
+    }
+}
+
 /// Why a path appeared or left.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Why {
@@ -21,7 +48,7 @@ pub struct Why {
     /// `new` (AFTER: the edge appeared), `gone` (BEFORE: the edge vanished),
     /// `renamed` (the same packages are linked on the other side too: only
     /// a hash or version changed), or `root`.
-    pub edge: String,
+    pub edge: Edge,
     /// The paths of the same package on the other side that it replaces or
     /// that replace it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -143,10 +170,10 @@ impl DiffReport {
                        new: bool,
                        chain: &[crate::graph::NodeId]| {
             let (edge, evidence, groups, unavailable) = match (pc.referrer, pc.edge) {
-                (None, _) => ("root", Vec::new(), Vec::new(), false),
-                (Some(_), EdgeChange::Renamed) => ("renamed", Vec::new(), Vec::new(), false),
+                (None, _) => (Edge::Root, Vec::new(), Vec::new(), false),
+                (Some(_), EdgeChange::Renamed) => (Edge::Renamed, Vec::new(), Vec::new(), false),
                 (Some(r), EdgeChange::Changed) => (
-                    if new { "new" } else { "gone" },
+                    if new { Edge::New } else { Edge::Gone },
                     c.evidence(r, pc.node).to_vec(),
                     c.groups(r, pc.node),
                     c.paths.get(&r).is_none_or(|p| !p.available),
@@ -157,7 +184,7 @@ impl DiffReport {
                 nar_size: this.nar_size(pc.node),
                 why: Why {
                     referrer: pc.referrer.map(|r| this.path(r).to_string()),
-                    edge: edge.to_string(),
+                    edge,
                     renamed: pc
                         .counterparts
                         .iter()
@@ -272,7 +299,7 @@ impl ChangedPath {
         code: fn(&str) -> String,
     ) -> String {
         let c = self;
-        match (c.why.referrer.as_deref(), c.why.edge.as_str()) {
+        match (c.why.referrer.as_deref(), c.why.edge) {
             (None, _) => {
                 if new {
                     "is a root".to_string()
@@ -280,7 +307,7 @@ impl ChangedPath {
                     "was a root".to_string()
                 }
             }
-            (Some(r), "renamed") => {
+            (Some(r), Edge::Renamed) => {
                 let was: Vec<String> = c.why.renamed.iter().map(|p| name(p)).collect();
                 let verb = if new { "replaces" } else { "replaced by" };
                 if was.is_empty() {
@@ -401,7 +428,7 @@ impl Entry<'_> {
 type ReasonKey = (String, Vec<(&'static str, &'static str, String)>);
 
 fn reason_key(c: &ChangedPath) -> Option<ReasonKey> {
-    if !matches!(c.why.edge.as_str(), "new" | "gone")
+    if !matches!(c.why.edge, Edge::New | Edge::Gone)
         || c.why.unavailable
         || c.why.left_with.is_some()
         || !c.why.renamed.is_empty()
@@ -770,9 +797,9 @@ impl DiffReport {
                         was.join(", ")
                     )
                 };
-                let why = match (c.why.referrer.as_deref(), c.why.edge.as_str()) {
+                let why = match (c.why.referrer.as_deref(), c.why.edge) {
                     (None, _) => "the root".to_string(),
-                    (Some(r), "renamed") => format!("{} references it as before", name(r)),
+                    (Some(r), Edge::Renamed) => format!("{} references it as before", name(r)),
                     (Some(r), _) => format!("{} now references it {}", name(r), c.held(code)),
                 };
                 format!("{head}: {why}")

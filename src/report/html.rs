@@ -258,7 +258,7 @@ pub struct AddedNode {
     /// `new` (the edge appeared: the page's evidence for it says why),
     /// `renamed` (the same packages were linked before; only a hash or
     /// version changed) or `root`, as `diff --json` says it.
-    pub edge: String,
+    pub edge: super::diff::Edge,
     /// BEFORE's paths of the same package that it replaces.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replaces: Vec<String>,
@@ -295,7 +295,7 @@ pub struct RemovedNode {
     #[serde(skip_serializing_if = "Option::is_none")]
     pub referrer: Option<String>,
     /// `gone`, `renamed` or `root`, as `diff --json` says it.
-    pub edge: String,
+    pub edge: super::diff::Edge,
     /// The paths of the page (indices) that replace it.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub replaced_by: Vec<NodeId>,
@@ -532,7 +532,7 @@ impl HtmlReport {
             .filter_map(|c| {
                 let change = if left.contains(name_of(&c.path)) {
                     "rebuilt"
-                } else if c.why.edge == "renamed" && !c.why.renamed.is_empty() {
+                } else if c.why.edge == super::diff::Edge::Renamed && !c.why.renamed.is_empty() {
                     "updated"
                 } else {
                     "added"
@@ -542,7 +542,7 @@ impl HtmlReport {
                     group: group_of.get(&i).copied(),
                     i,
                     referrer: c.why.referrer.as_deref().and_then(id_of),
-                    edge: c.why.edge.clone(),
+                    edge: c.why.edge,
                     replaces: c.why.renamed.clone(),
                     change,
                 })
@@ -556,7 +556,7 @@ impl HtmlReport {
                 path: c.path.clone(),
                 nar_size: c.nar_size,
                 referrer: c.why.referrer.clone(),
-                edge: c.why.edge.clone(),
+                edge: c.why.edge,
                 replaced_by: c.why.renamed.iter().filter_map(|s| id_of(s)).collect(),
                 held_by: super::review::groups_phrase(
                     &super::review::groups_of(&c.why.groups, &c.why.evidence),
