@@ -430,35 +430,111 @@ pub(crate) fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) ->
 /// Exit code of anything wrong with the command line.
 pub const EXIT_USAGE: u8 = 2;
 
-/// What a command-line program does with the error that ended its run, as
-/// an exit code: 0 for a closed pipe (`nix-heft size ... | head` is not a
-/// failure); otherwise the error and its causes go to stderr behind
-/// `program`, and the code is [`EXIT_USAGE`] for a usage error, else 1.
+/// What a command-line program says about the error that ended its run
+/// and the code it exits with: [`failure`]'s answer, which the program
+/// prints (the library prints nothing).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// The lines for stderr, each without the program's name: the error,
+    /// then `caused by:` lines for causes that add something. Empty for a
+    /// closed pipe.
+    pub lines: Vec<String>,
+    /// 0 for a closed pipe (`nix-heft size ... | head` is not a failure),
+    /// [`EXIT_USAGE`] for a usage error, else 1.
+    pub code: u8,
+}
+
+impl Failure {
+    /// The lines as a program prints them to stderr, the first behind
+    /// `PROGRAM: error: `; empty for a closed pipe.
+    pub fn message(&self, program: &str) -> String {
+        let mut out = String::new();
+        for (i, l) in self.lines.iter().enumerate() {
+            if i == 0 {
+                out.push_str(&format!("{program}: error: {l}\n"));
+            } else {
+                out.push_str(l);
+                out.push('\n');
+            }
+        }
+        out
+    }
+}
+
+/// The error that ended a run (and its causes, through
+/// [`std::error::Error::source`]) as what to print and the exit code.
 /// Shared by `nix-heft` and `nix-heft-survey`.
-pub fn report_failure(program: &str, e: &anyhow::Error) -> u8 {
+pub fn failure(e: &(dyn std::error::Error + 'static)) -> Failure {
+    let chain = || std::iter::successors(Some(e), |c| c.source());
     let broken = |k: Option<std::io::ErrorKind>| k == Some(std::io::ErrorKind::BrokenPipe);
-    if e.chain().any(|c| {
+    if chain().any(|c| {
         broken(c.downcast_ref::<std::io::Error>().map(|io| io.kind()))
             || broken(
                 c.downcast_ref::<serde_json::Error>()
                     .and_then(|j| j.io_error_kind()),
             )
     }) {
-        return 0;
+        return Failure {
+            lines: Vec::new(),
+            code: 0,
+        };
     }
-    // Print the chain once: library errors already carry their cause's
-    // text, so repeat a cause only when it adds something.
+    // The chain once: library errors already carry their cause's text, so
+    // a cause is repeated only when it adds something.
     let mut printed = e.to_string();
-    eprintln!("{program}: error: {printed}");
-    for cause in e.chain().skip(1) {
+    let mut lines = vec![printed.clone()];
+    for cause in chain().skip(1) {
         let c = cause.to_string();
         if !printed.contains(&c) {
-            eprintln!("  caused by: {c}");
+            lines.push(format!("  caused by: {c}"));
             printed.push_str(&c);
         }
     }
-    let usage = e
-        .chain()
-        .any(|c| c.downcast_ref::<Error>().is_some_and(|e| e.is_usage()));
-    if usage { EXIT_USAGE } else { 1 }
+    let usage = chain().any(|c| c.downcast_ref::<Error>().is_some_and(|e| e.is_usage()));
+    Failure {
+        lines,
+        code: if usage { EXIT_USAGE } else { 1 },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error with a cause of its own, as a context wraps one.
+    #[derive(Debug, thiserror::Error)]
+    #[error("reading the closure")]
+    struct Wrapped(#[source] Error);
+
+    #[test]
+    fn a_usage_error_exits_2_and_its_cause_is_said_once() {
+        let e = Wrapped(Error::Usage("give one root".into()));
+        let f = failure(&e);
+        assert_eq!(f.code, EXIT_USAGE);
+        assert_eq!(f.lines[0], "reading the closure");
+        assert_eq!(f.lines[1], "  caused by: give one root");
+        assert_eq!(
+            f.message("p"),
+            "p: error: reading the closure\n  caused by: give one root\n"
+        );
+        // A cause whose text is already said is not repeated.
+        let io = Error::Io {
+            path: "/x".into(),
+            source: std::io::Error::other("disk on fire"),
+        };
+        let f = failure(&io);
+        assert_eq!(f.code, 1);
+        assert_eq!(f.lines.len(), 1, "{:?}", f.lines);
+    }
+
+    #[test]
+    fn a_closed_pipe_is_no_failure() {
+        let e = Error::Io {
+            path: "-".into(),
+            source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
+        };
+        let f = failure(&e);
+        assert_eq!((f.code, f.lines.is_empty()), (0, true));
+        assert_eq!(f.message("p"), "");
+    }
 }

@@ -309,7 +309,12 @@ fn main() -> ExitCode {
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
     match run(&cli, &matches) {
         Ok(code) => code,
-        Err(e) => ExitCode::from(nix_heft::error::report_failure("nix-heft", &e)),
+        Err(e) => {
+            // The library says what to print; printing is the program's.
+            let f = nix_heft::error::failure(e.as_ref());
+            eprint!("{}", f.message("nix-heft"));
+            ExitCode::from(f.code)
+        }
     }
 }
 

@@ -137,7 +137,12 @@ fn main() -> ExitCode {
     };
     match rt.block_on(main_async(&cli)) {
         Ok(code) => code,
-        Err(e) => ExitCode::from(nix_heft::error::report_failure("nix-heft-survey", &e)),
+        Err(e) => {
+            // The library says what to print; printing is the program's.
+            let f = nix_heft::error::failure(e.as_ref());
+            eprint!("{}", f.message("nix-heft-survey"));
+            ExitCode::from(f.code)
+        }
     }
 }
 
