@@ -333,6 +333,16 @@ pub enum Error {
     /// without moves).
     #[error("{0}")]
     Usage(String),
+    /// The operating system would not start the threads a store needs (a
+    /// limit on processes or memory): not the command line's fault.
+    #[error("cannot start threads for {what}: {source}")]
+    Threads {
+        /// What the threads were for.
+        what: String,
+        /// Rayon's reason.
+        #[source]
+        source: rayon::ThreadPoolBuildError,
+    },
     /// A glob pattern that does not compile.
     #[error("bad pattern '{pattern}': {reason}")]
     BadPattern {

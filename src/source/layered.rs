@@ -72,7 +72,10 @@ impl Layered {
             .num_threads(lookups.max(1))
             .thread_name(|i| format!("nix-heft-layers-{i}"))
             .build()
-            .map_err(|e| Error::Usage(format!("cannot start threads: {e}")))?;
+            .map_err(|source| Error::Threads {
+                what: "the stores' lookups".into(),
+                source,
+            })?;
         Ok(Layered {
             warned: layers.iter().map(|_| Default::default()).collect(),
             layers,

@@ -176,9 +176,9 @@ impl HttpTransport {
             .num_threads(connections)
             .thread_name(|i| format!("nix-heft-http-{i}"))
             .build()
-            .map_err(|e| Error::Http {
-                url: base.clone(),
-                reason: format!("cannot start threads: {e}"),
+            .map_err(|source| Error::Threads {
+                what: format!("the requests to {base}"),
+                source,
             })?;
         Ok(HttpTransport {
             local: LocalCache::open(&base, opts.refresh),
