@@ -174,7 +174,7 @@ fn page(
         node.origin = src.provenance(p).map(|o| o.label());
     }
     model.build_graph = drvs.map(|d| BuildGraph {
-        unknown_outputs: UnknownOutputs::of(d, &g),
+        unknown_outputs: UnknownOutputs::of(d.unknown(), &g),
     });
     // The command the page offers to copy reads what it shows: the same
     // stores (AFTER's, for a --diff page), keys and graph.

@@ -76,7 +76,7 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
         let roots = ctx.roots(&src, &args.roots)?;
         let g = ctx.load(&src, &roots)?;
         let mut report = report(&g, args);
-        report.unknown_outputs = UnknownOutputs::of(&src, &g);
+        report.unknown_outputs = UnknownOutputs::of(src.unknown(), &g);
         print_warnings(&src);
         return emit(ctx, &src, &report, args);
     }

@@ -64,15 +64,20 @@ pub struct UnknownOutputs {
 }
 
 impl UnknownOutputs {
-    /// The derivations of `g` whose outputs `src` found in no store, in
+    /// The derivations of `g` among `unknown` (what the build-graph source
+    /// found of no known size: `DerivationSource::unknown`, computed
+    /// before this stage, which never reaches back into a store), in
     /// path order (those read for another graph, such as a diff's other
     /// side, left out).
     pub fn of(
-        src: &crate::source::derivation::DerivationSource,
+        unknown: Vec<(
+            crate::store_path::StorePath,
+            Vec<crate::source::derivation::OutputSize>,
+        )>,
         g: &crate::graph::Graph,
     ) -> Vec<UnknownOutputs> {
         let index = g.index();
-        src.unknown()
+        unknown
             .into_iter()
             .filter(|(d, _)| index.contains_key(d))
             .map(|(d, outs)| UnknownOutputs {
