@@ -169,18 +169,6 @@ impl From<io::Error> for NarError {
 }
 
 impl NarError {
-    /// The kind of problem this error makes for the path being read.
-    pub fn problem_kind(&self) -> crate::problem::ProblemKind {
-        use crate::problem::ProblemKind;
-        match self {
-            NarError::UnexpectedEof { .. } => ProblemKind::TruncatedNar,
-            NarError::UnknownCompression(_) => ProblemKind::UnknownCompression,
-            NarError::Io(io) if io.kind() == io::ErrorKind::NotFound => ProblemKind::Vanished,
-            NarError::Io(_) => ProblemKind::Unreadable,
-            _ => ProblemKind::CorruptNar,
-        }
-    }
-
     pub(crate) fn into_io(self) -> io::Error {
         let kind = match &self {
             NarError::Io(e) | NarError::Decompress { source: e, .. } => e.kind(),

@@ -634,10 +634,24 @@ fn holds_from_listing(tree: FileTree, wanted: &Wanted) -> Option<PathRead> {
     })
 }
 
+/// The kind of problem a NAR that could not be parsed makes for the path
+/// being read: the read stage's judgement, so the NAR format knows nothing
+/// of the app's problems.
+pub(crate) fn nar_problem_kind(e: &crate::nar::reader::NarError) -> ProblemKind {
+    use crate::nar::reader::NarError;
+    match e {
+        NarError::UnexpectedEof { .. } => ProblemKind::TruncatedNar,
+        NarError::UnknownCompression(_) => ProblemKind::UnknownCompression,
+        NarError::Io(io) if io.kind() == std::io::ErrorKind::NotFound => ProblemKind::Vanished,
+        NarError::Io(_) => ProblemKind::Unreadable,
+        _ => ProblemKind::CorruptNar,
+    }
+}
+
 /// The kind of problem an error opening a path's contents is.
 fn problem_kind(e: &crate::Error) -> ProblemKind {
     match e {
-        crate::Error::BadNar { source, .. } => source.problem_kind(),
+        crate::Error::BadNar { source, .. } => nar_problem_kind(source),
         crate::Error::NarUrlOutsideCache { .. } => ProblemKind::BadNarUrl,
         crate::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
             ProblemKind::Vanished

@@ -110,7 +110,7 @@ pub(super) fn read(
             (pr, Vec::new())
         }
         Err(e) => {
-            let p = Problem::new(store_path, e.problem_kind(), format!("NAR: {e}"));
+            let p = Problem::new(store_path, super::nar_problem_kind(&e), format!("NAR: {e}"));
             (pr, vec![p])
         }
     }
