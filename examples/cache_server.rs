@@ -1,7 +1,7 @@
 //! `cargo run --release --example cache_server -- DIR [options]`: serves a
 //! binary cache directory on 127.0.0.1 like a distant CDN, for the network
 //! benchmarks (bench/closure-queue.sh, bench/http.sh). The server itself is
-//! tests/support/cache_server.rs, the one the HTTP/2 tests use.
+//! tests/testsuite/common/cache_server.rs, the one the HTTP/2 tests use.
 //!
 //! Options: `--port N` (default: a free one; the port is printed on the
 //! first line of stdout), `--latency-ms MS` before every answer, `--mbps R`
@@ -10,7 +10,7 @@
 //! `--log FILE` (one line per request: path status protocol connection
 //! bytes).
 
-#[path = "../tests/support/cache_server.rs"]
+#[path = "../tests/testsuite/common/cache_server.rs"]
 #[allow(dead_code)] // the tests use the rest
 mod cache_server;
 

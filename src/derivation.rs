@@ -477,7 +477,7 @@ mod tests {
         )
     }
 
-    /// Two files exactly as Nix 2.8 wrote them (tests/derivation.rs's
+    /// Two files exactly as Nix 2.8 wrote them (tests/testsuite/derivation.rs's
     /// expression): three outputs, two fixed-output inputs, two sources,
     /// every escape, non-ASCII text; and a recursive fixed output.
     const NIX_WROTE: [&str; 2] = [

@@ -1,6 +1,6 @@
 //! Entry points for the fuzz targets (`fuzz/`, cargo-fuzz on nightly) and
 //! for replaying their corpus and crash inputs as ordinary tests on stable
-//! (`tests/fuzz_corpus.rs`): every parser of untrusted bytes, fed arbitrary
+//! (`tests/testsuite/fuzz_corpus.rs`): every parser of untrusted bytes, fed arbitrary
 //! input. Each must return (an error is fine), never panic, hang or
 //! allocate without bound.
 

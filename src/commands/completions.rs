@@ -51,7 +51,7 @@ pub fn completions(args: &CompletionsArgs, mut cli: clap::Command) -> anyhow::Re
 /// (the `-` of the program's name escaped as a subcommand separator), so
 /// no subcommand's options or values were ever completed
 /// (clap-rs/clap#6421). The arms are respelled as the walk spells them;
-/// `tests/packaging.rs` runs the completion in bash.
+/// `tests/testsuite/packaging.rs` runs the completion in bash.
 fn bash_subcommand_arms(script: &str) -> String {
     script.replace("nix__subcmd__heft__subcmd__", "nix__heft__subcmd__")
 }

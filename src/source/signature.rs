@@ -599,7 +599,7 @@ mod tests {
 
     /// A path `builtins.toFile "heft-ca-probe" "hello ca\n"` made, its
     /// narinfo as `nix copy` wrote it unsigned (Nix 2.8, which accepts it:
-    /// `nix store verify --sigs-needed 1`); tests/substituters.rs checks
+    /// `nix store verify --sigs-needed 1`); tests/testsuite/substituters.rs checks
     /// more kinds against Nix.
     #[test]
     fn a_text_path_is_proved_by_its_content_address() {

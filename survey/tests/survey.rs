@@ -15,13 +15,13 @@ use serde_json::Value;
 // The core's test helpers that need nothing but std: the commands that
 // build the fixtures, and the 127.0.0.1 file server.
 #[allow(dead_code)]
-#[path = "../../tests/common/commands.rs"]
+#[path = "../../tests/testsuite/common/commands.rs"]
 mod commands;
 // Shared with tests/output.rs, which uses other parts of it.
 #[allow(dead_code)]
 mod common;
 #[allow(dead_code)]
-#[path = "../../tests/common/http_server.rs"]
+#[path = "../../tests/testsuite/common/http_server.rs"]
 mod http_server;
 
 use common::{ObjectServer, free_port, wait_listening};
