@@ -147,12 +147,21 @@ pub fn edges_on(chains: &[Vec<NodeId>]) -> ReadRequest {
 /// stops at the first dependency it reaches): reachable from a root
 /// without passing through a dependency, and able to reach one.
 pub fn on_some_chain(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Vec<bool> {
+    reaching_deps(g, roots.to_vec(), is_dep)
+}
+
+/// The paths reachable from `seeds` (each marked reached) without passing
+/// through a dependency, that can reach one without passing through
+/// another, and the dependencies so reached: a walk forwards that stops at
+/// dependencies, then one backwards from the dependencies reached through
+/// paths the first walk reached.
+fn reaching_deps(g: &Graph, seeds: Vec<NodeId>, is_dep: &[bool]) -> Vec<bool> {
     let n = g.len();
     let mut fwd = vec![false; n];
-    let mut stack: Vec<NodeId> = roots.to_vec();
-    for &r in roots {
-        fwd[r as usize] = true;
+    for &s in &seeds {
+        fwd[s as usize] = true;
     }
+    let mut stack = seeds;
     while let Some(v) = stack.pop() {
         if is_dep[v as usize] {
             continue;
@@ -209,44 +218,15 @@ pub fn edges_of_all_chains(g: &Graph, roots: &[NodeId], is_dep: &[bool]) -> Read
 /// what `why` reads to explain a match reached only through another match.
 pub fn edges_between_deps(g: &Graph, deps: &[NodeId], is_dep: &[bool]) -> ReadRequest {
     let n = g.len();
-    let mut fwd = vec![false; n];
-    let mut stack: Vec<NodeId> = Vec::new();
-    for &d in deps {
-        for &w in g.references(d) {
-            if !std::mem::replace(&mut fwd[w as usize], true) {
-                stack.push(w);
-            }
-        }
-    }
-    while let Some(v) = stack.pop() {
-        if is_dep[v as usize] {
-            continue;
-        }
-        for &w in g.references(v) {
-            if !std::mem::replace(&mut fwd[w as usize], true) {
-                stack.push(w);
-            }
-        }
-    }
-    // Backwards from the dependencies reached, through paths that are not
-    // dependencies themselves.
-    let mut back = vec![false; n];
-    let mut stack: Vec<NodeId> = (0..n as NodeId)
-        .filter(|&v| is_dep[v as usize] && fwd[v as usize])
+    // From what the dependencies reference (not the dependencies
+    // themselves, which would stop the walk at once).
+    let mut seeds: Vec<NodeId> = deps
+        .iter()
+        .flat_map(|&d| g.references(d).iter().copied())
         .collect();
-    for &d in &stack {
-        back[d as usize] = true;
-    }
-    while let Some(v) = stack.pop() {
-        for &u in g.referrers(v) {
-            if fwd[u as usize]
-                && !is_dep[u as usize]
-                && !std::mem::replace(&mut back[u as usize], true)
-            {
-                stack.push(u);
-            }
-        }
-    }
+    seeds.sort_unstable();
+    seeds.dedup();
+    let back = reaching_deps(g, seeds, is_dep);
     let mut from: Vec<NodeId> = deps.to_vec();
     from.extend((0..n as NodeId).filter(|&v| back[v as usize] && !is_dep[v as usize]));
     from.sort_unstable();
