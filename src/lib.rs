@@ -7,7 +7,7 @@
 //! reads each needed store path once (file tree and raw holds), [`classify`]
 //! turns holds into [`evidence`] with verdicts, [`explain`] finds the
 //! chains that hold a dependency, [`plan`] simulates splits, partitions and
-//! advice from those alone, [`diff`] compares two closures, [`gate`] is the
+//! advice from those alone, [`diff`] compares two closures, [`check`] is the
 //! CI gate (`check`'s rules) over their results, and [`report`] renders
 //! results (computing nothing) as tables or the serde structs behind
 //! `--json`. [`pipeline`] runs the stages after the graph in order for
@@ -30,6 +30,7 @@
 #![warn(missing_docs)]
 
 pub mod browse;
+pub mod check;
 pub mod classify;
 pub mod derivation;
 pub mod diff;
@@ -39,7 +40,6 @@ pub mod evidence;
 pub mod explain;
 #[doc(hidden)]
 pub mod fuzzing;
-pub mod gate;
 pub mod graph;
 pub mod installable;
 pub mod local_cache;

@@ -11,8 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+use crate::check::{Baseline, Rules, Violation};
 use crate::classify::{Classified, classify};
-use crate::gate::{Baseline, Rules, Violation};
 use crate::graph::{Graph, NodeId, ReadRequest, request};
 use crate::plan::advise::{Action, ActionKind};
 use crate::plan::joint::Plan;
@@ -411,7 +411,7 @@ pub struct Checked {
 }
 
 /// `check`: the gate's rules over the closure of `g`'s roots. Only the
-/// edges the rules need are read ([`crate::gate::prepare`]), and advise
+/// edges the rules need are read ([`crate::check::prepare`]), and advise
 /// runs only when a budget is broken, to say what would bring it back.
 /// `forbidden` are the paths each forbidden pattern matches in `g`.
 pub fn check(
@@ -422,14 +422,14 @@ pub fn check(
     forbidden: &[(String, NodeId)],
     progress: &dyn Progress,
 ) -> Checked {
-    let prepared = crate::gate::prepare(g, rules, baseline, forbidden);
+    let prepared = crate::check::prepare(g, rules, baseline, forbidden);
     let c = if prepared.wants.is_empty() {
         Classified::default()
     } else {
         classified(src, g, &prepared.wants, None, progress)
     };
     let mut problems = c.problems.clone();
-    problems.extend(crate::gate::unchecked(g, &c, &prepared));
+    problems.extend(crate::check::unchecked(g, &c, &prepared));
     let (actions, plan) = if prepared.needs_advice {
         let (a, p) = advice(src, g, &c, None, None, None);
         problems.extend(p);
@@ -439,7 +439,8 @@ pub fn check(
     } else {
         (Vec::new(), None)
     };
-    let violations = crate::gate::check(g, &c, rules, baseline, &prepared, &actions, plan.as_ref());
+    let violations =
+        crate::check::check(g, &c, rules, baseline, &prepared, &actions, plan.as_ref());
     Checked {
         closure_size: prepared.closure_size,
         violations,

@@ -11,7 +11,7 @@ use clap::Args;
 use nix_heft::browse::BuildGraph;
 use nix_heft::graph::request;
 use nix_heft::source::StoreSource;
-use nix_heft::source::derivation::DerivationSource;
+use nix_heft::source::build_graph::DerivationSource;
 
 use super::Context;
 use super::context::print_warnings;

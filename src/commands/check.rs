@@ -8,7 +8,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::gate::{Baseline, BaselineFrom, Config, Settings};
+use nix_heft::check::{Baseline, BaselineFrom, Config, Settings};
 use nix_heft::report::Report;
 use nix_heft::report::check::CheckReport;
 use nix_heft::report::size::SizeReport;

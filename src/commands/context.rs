@@ -17,7 +17,7 @@ use nix_heft::nix_conf::{ConfEnv, NixConf};
 use nix_heft::pipeline::{self, Progress};
 use nix_heft::problem::Problem;
 use nix_heft::report::{Report, TextOptions};
-use nix_heft::source::derivation::DerivationSource;
+use nix_heft::source::build_graph::DerivationSource;
 use nix_heft::source::signature::{SigPolicy, TrustedKeys};
 use nix_heft::source::{self, StoreSource};
 use nix_heft::trace::file::TraceSet;

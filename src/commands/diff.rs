@@ -72,7 +72,7 @@ fn compare(
     ctx: &Context,
     bsrc: &dyn nix_heft::source::StoreSource,
     asrc: &dyn nix_heft::source::StoreSource,
-    drvs: Option<&nix_heft::source::derivation::DerivationSource>,
+    drvs: Option<&nix_heft::source::build_graph::DerivationSource>,
     args: &DiffArgs,
     format: nix_heft::report::review::Format,
     at: Option<nix_heft::report::review::NixFile>,

@@ -13,7 +13,7 @@ use nix_heft::graph::{Graph, request};
 use nix_heft::report::html::{BuildGraph, EvidenceState, HtmlReport};
 use nix_heft::report::size::UnknownOutputs;
 use nix_heft::source::StoreSource;
-use nix_heft::source::derivation::DerivationSource;
+use nix_heft::source::build_graph::DerivationSource;
 use nix_heft::trace::file::TraceSet;
 
 use super::context::partial_code;

@@ -6,7 +6,7 @@
 //! down to the pairs whose own attributes differ: the *root causes*.
 //!
 //! Pure: it takes derivations already parsed (by the command layer through
-//! `source::derivation`) and opens nothing.
+//! `source::build_graph`) and opens nothing.
 //!
 //! What "own attributes differ" means. A derivation whose input changed
 //! changes too, because its environment and arguments name the input's

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions, review};
-use crate::gate::{Baseline, Rule, Violation};
+use crate::check::{Baseline, Rule, Violation};
 use crate::problem::Problem;
 use crate::store_path::name_of;
 use crate::units::{iec, iec_delta};

@@ -72,7 +72,7 @@ impl UnknownOutputs {
     pub fn of(
         unknown: Vec<(
             crate::store_path::StorePath,
-            Vec<crate::source::derivation::OutputSize>,
+            Vec<crate::source::build_graph::OutputSize>,
         )>,
         g: &crate::graph::Graph,
     ) -> Vec<UnknownOutputs> {

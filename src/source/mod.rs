@@ -13,8 +13,8 @@
 //! it writes them to the shared [`RunLog`] it was opened with.
 
 mod binary_cache;
+pub mod build_graph;
 mod closure;
-pub mod derivation;
 mod layered;
 pub mod listing;
 mod local;

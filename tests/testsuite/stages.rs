@@ -33,7 +33,7 @@ const LAYERS: &[&[&str]] = &[
     &["classify"],
     &["explain"],
     &["plan"],
-    &["diff", "gate"],
+    &["diff", "check"],
     &["pipeline"],
     &["report"],
     &["browse"],
@@ -256,7 +256,7 @@ fn plan_touches_no_file() {
     // The plan stage computes from data it is given: no file system, and
     // (checked above) no store source, roots or reports.
     let mut found = Vec::new();
-    for f in files_of("plan").into_iter().chain(files_of("gate")) {
+    for f in files_of("plan").into_iter().chain(files_of("check")) {
         let code = code_of(&std::fs::read_to_string(&f).unwrap());
         for needle in ["std::fs", "File::open", "read_to_string", "OpenOptions"] {
             if code.contains(needle) {
