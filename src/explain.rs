@@ -121,3 +121,82 @@ pub fn keeper(
         through: None,
     })
 }
+
+/// One edge with its evidence summarised.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct EdgeSummary {
+    /// The path that holds the reference.
+    pub referrer: String,
+    /// The referenced path.
+    pub reference: String,
+    /// True when the source has no file contents for the referrer (a
+    /// path-info JSON file), so nothing could be looked at.
+    pub unavailable: bool,
+    /// Number of occurrences by kind.
+    pub kinds: std::collections::BTreeMap<crate::evidence::Kind, usize>,
+    /// Files holding it, in order, each once.
+    pub files: Vec<String>,
+    /// True when every occurrence is a dead RUNPATH entry.
+    pub dead: bool,
+    /// The strongest verdict of its evidence (`None` when none was found).
+    pub verdict: Option<crate::evidence::Verdict>,
+    /// The reason of the evidence that gives that verdict.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Why the referrer's files could not be read, when they could not: a
+    /// missing hold then means nothing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
+    /// With `--trace`: `used` when the workload used any of its holds,
+    /// `not used` when some hold's file was never touched and none was used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub traced: Option<crate::evidence::Traced>,
+    /// Every occurrence (with `--evidence`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub evidence: Option<Vec<crate::evidence::Evidence>>,
+}
+
+/// Summarises one edge's evidence: what `refs` shows of it, and what the
+/// survey aggregates (a computation, so it lives here, not in `report`).
+pub fn summarise(
+    g: &Graph,
+    scan: &Classified,
+    from: NodeId,
+    to: NodeId,
+    keep: bool,
+) -> EdgeSummary {
+    let pe = scan.paths.get(&from);
+    let ev: &[crate::evidence::Evidence] = pe
+        .and_then(|p| p.by_reference.get(&to))
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut kinds = std::collections::BTreeMap::new();
+    let mut files: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    for e in ev {
+        *kinds.entry(e.kind).or_insert(0) += 1;
+        if seen.insert(e.file.as_str()) {
+            files.push(e.file.clone());
+        }
+    }
+    let strongest = ev.iter().min_by_key(|e| e.verdict);
+    let referrer = g.path(from).as_str();
+    let unreadable = scan
+        .problems
+        .iter()
+        .find(|p| p.path == referrer && p.file.is_none())
+        .map(|p| p.message.clone());
+    EdgeSummary {
+        reason: strongest.map(|e| e.reason.clone()),
+        unreadable,
+        referrer: g.path(from).to_string(),
+        reference: g.path(to).to_string(),
+        unavailable: pe.is_none_or(|p| !p.available),
+        dead: !ev.is_empty() && ev.iter().all(|e| e.dead),
+        verdict: ev.iter().map(|e| e.verdict).min(),
+        traced: ev.iter().filter_map(|e| e.traced).min(),
+        kinds,
+        files,
+        evidence: keep.then(|| ev.to_vec()),
+    }
+}

@@ -16,7 +16,7 @@ use nix_heft::evidence::Kind;
 use nix_heft::graph::{Graph, NodeId, ReadRequest, request};
 use nix_heft::nar::tree::TreeNode;
 use nix_heft::problem::{Problem, ProblemKind};
-use nix_heft::report::refs::summarise;
+use nix_heft::explain::summarise;
 use nix_heft::source::{RawClosure, StoreSource};
 use nix_heft::store_path::split_name;
 
