@@ -463,9 +463,10 @@ fn apply(auto_args: &[(String, AutoArg)]) -> String {
     format!("let autoArgs = {set}; in\n{APPLY}")
 }
 
-/// `s` as a Nix string literal. (The plan stage has its own for
-/// snippets; this stage sits below it.)
-fn nix_string(s: &str) -> String {
+/// `s` as a Nix double-quoted string literal: `"`, `\` and `${` escaped
+/// (and the control characters Nix has escapes for). Also what advise's
+/// snippets quote with.
+pub fn nix_string(s: &str) -> String {
     let mut out = String::with_capacity(s.len() + 2);
     out.push('"');
     let mut chars = s.chars().peekable();

@@ -36,7 +36,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use serde::{Deserialize, Serialize};
 
 use crate::derivation::Derivation;
-use crate::store_path::{StorePath, split_drv_name};
+use crate::store_path::{StorePath, package_name};
 
 /// Unchanged words kept either side of a change in a one-line value.
 const WORD_CONTEXT: usize = 3;
@@ -326,7 +326,7 @@ struct PairCmp<'d> {
 /// version.
 fn package_key(p: &StorePath) -> &str {
     let name = p.name();
-    split_drv_name(name.strip_suffix(".drv").unwrap_or(name)).0
+    package_name(name.strip_suffix(".drv").unwrap_or(name))
 }
 
 /// Matches two lists of paths: those on both sides dropped, then per

@@ -1087,7 +1087,7 @@ impl DiffReport {
 }
 
 /// `1 path`, `2 paths`.
-fn plural(n: usize, what: &str) -> String {
+pub(super) fn plural(n: usize, what: &str) -> String {
     if n == 1 {
         format!("{n} {what}")
     } else {

@@ -8,6 +8,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::diff::plural;
 use super::review;
 use super::{Names, TextOptions};
 use crate::diff::derivation::{DiffLine, DrvComparison, OwnChange, Tag};
@@ -164,15 +165,6 @@ fn change_paths(o: &OwnChange) -> Vec<&str> {
         | OwnChange::InputOutputs { path, .. } => vec![path.as_str()],
         OwnChange::SourceChanged { before, after } => vec![before.as_str(), after.as_str()],
         _ => Vec::new(),
-    }
-}
-
-/// `1 path`, `2 paths`.
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("{n} {what}")
-    } else {
-        format!("{n} {what}s")
     }
 }
 

@@ -9,27 +9,9 @@ const KEYWORDS: &[&str] = &[
     "assert", "else", "if", "in", "inherit", "let", "or", "rec", "then", "with",
 ];
 
-/// `s` as a Nix double-quoted string: `"`, `\` and `${` escaped (and the
-/// control characters Nix has escapes for).
-pub(crate) fn string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            // `${` would start an antiquotation; a lone `$` is literal.
-            '$' if chars.peek() == Some(&'{') => out.push_str("\\$"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
+/// `s` as a Nix double-quoted string: the one escaper, shared with the
+/// installables' expressions.
+pub(crate) use crate::installable::nix_string as string;
 
 /// A Nix list of strings: `[ "a" "b" ]` (elements are separated by
 /// spaces, never commas).
