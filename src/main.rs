@@ -1,6 +1,7 @@
 //! The `nix-heft` command: the global flags, the subcommands, parsing and
 //! dispatch. What each command does is in its own file under `commands/`.
 
+mod browse_terminal;
 mod commands;
 
 use std::process::ExitCode;
@@ -172,8 +173,8 @@ struct InstallableFlags {
 impl InstallableFlags {
     /// The options for `nix`; `matches` gives the order in which `--arg`
     /// and `--argstr` came, which Nix keeps (the last of a name wins).
-    fn options(&self, matches: &clap::ArgMatches) -> nix_heft::installable::Options {
-        use nix_heft::installable::AutoArg;
+    fn options(&self, matches: &clap::ArgMatches) -> nix_heft_core::installable::Options {
+        use nix_heft_core::installable::AutoArg;
         let pairs = |v: &[String]| {
             v.chunks_exact(2)
                 .map(|c| (c[0].clone(), c[1].clone()))
@@ -194,7 +195,7 @@ impl InstallableFlags {
             auto_args.push((i, n, AutoArg::Str(v)));
         }
         auto_args.sort_by_key(|(i, _, _)| *i);
-        nix_heft::installable::Options {
+        nix_heft_core::installable::Options {
             file: self.file.clone(),
             expr: self.expr.clone(),
             impure: self.impure,
@@ -311,7 +312,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // The library says what to print; printing is the program's.
-            let f = nix_heft::error::failure(e.as_ref());
+            let f = nix_heft_types::error::failure(e.as_ref());
             eprint!("{}", f.message("nix-heft"));
             ExitCode::from(f.code)
         }
@@ -326,7 +327,7 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
         stores: cli.store.clone(),
         substituters: cli.substituters.clone(),
         show_store: cli.show_store,
-        open: nix_heft::source::OpenOptions {
+        open: nix_heft_store::source::OpenOptions {
             netrc_file: cli.netrc_file.clone(),
             refresh: cli.refresh,
             verify: cli.verify,
@@ -366,8 +367,10 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
 /// read, or another value, leaves the default: the commands that need
 /// nix.conf say what is wrong with it.
 fn http_connections_from_nix_conf() -> Option<usize> {
-    let conf =
-        nix_heft::nix_conf::NixConf::load(&nix_heft::nix_conf::ConfEnv::from_process()).ok()?;
+    let conf = nix_heft_format::nix_conf::NixConf::load(
+        &nix_heft_format::nix_conf::ConfEnv::from_process(),
+    )
+    .ok()?;
     conf.get("http-connections")?.trim().parse().ok()
 }
 

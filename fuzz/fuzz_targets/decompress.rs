@@ -1,4 +1,4 @@
-//! Fuzz target: `nix_heft::fuzzing::decompress` on arbitrary bytes.
+//! Fuzz target: `nix_heft_store::fuzzing::decompress` on arbitrary bytes.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft::fuzzing::decompress(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft_store::fuzzing::decompress(data));

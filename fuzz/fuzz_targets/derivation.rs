@@ -1,4 +1,4 @@
-//! Fuzz target: `nix_heft::fuzzing::derivation` on arbitrary bytes.
+//! Fuzz target: `nix_heft_store::fuzzing::derivation` on arbitrary bytes.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft::fuzzing::derivation(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft_store::fuzzing::derivation(data));

@@ -1,4 +1,4 @@
-//! Fuzz target: `nix_heft::fuzzing::nar` on arbitrary bytes.
+//! Fuzz target: `nix_heft_store::fuzzing::nar` on arbitrary bytes.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft::fuzzing::nar(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft_store::fuzzing::nar(data));

@@ -1,4 +1,4 @@
-//! Fuzz target: `nix_heft::fuzzing::narinfo` on arbitrary bytes.
+//! Fuzz target: `nix_heft_store::fuzzing::narinfo` on arbitrary bytes.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft::fuzzing::narinfo(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft_store::fuzzing::narinfo(data));

@@ -1,4 +1,4 @@
-//! Fuzz target: `nix_heft::fuzzing::nix_conf` on arbitrary bytes.
+//! Fuzz target: `nix_heft_store::fuzzing::nix_conf` on arbitrary bytes.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft::fuzzing::nix_conf(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft_store::fuzzing::nix_conf(data));

@@ -1,4 +1,4 @@
-//! Fuzz target: `nix_heft::fuzzing::path_info_json` on arbitrary bytes.
+//! Fuzz target: `nix_heft_store::fuzzing::path_info_json` on arbitrary bytes.
 #![no_main]
 
-libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft::fuzzing::path_info_json(data));
+libfuzzer_sys::fuzz_target!(|data: &[u8]| nix_heft_store::fuzzing::path_info_json(data));

@@ -5,10 +5,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::pipeline::AdviseRequest;
-use nix_heft::pipeline::ReadFor as Why;
-use nix_heft::report::TextOptions;
-use nix_heft::report::advise::{AdviceReport, NotExamined, NotSimulated, ReadFor};
+use nix_heft_core::pipeline::AdviseRequest;
+use nix_heft_core::pipeline::ReadFor as Why;
+use nix_heft_report::TextOptions;
+use nix_heft_report::advise::{AdviceReport, NotExamined, NotSimulated, ReadFor};
 
 use super::{Context, TraceOpt};
 
@@ -32,10 +32,10 @@ pub struct AdviseArgs {
     /// (bytes, IEC units like 10MiB, or a percentage of the closure); the
     /// bound comes from the graph alone. `0` reads everything.
     #[arg(long, value_name = "SIZE", default_value = "1%", value_hint = clap::ValueHint::Other)]
-    min_saving: nix_heft::units::Threshold,
+    min_saving: nix_heft_types::units::Threshold,
 }
 
-/// [`nix_heft::pipeline::advise`] on the roots' closure, printed.
+/// [`nix_heft_core::pipeline::advise`] on the roots' closure, printed.
 pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let src = ctx.open()?;
     let src = src.as_ref();
@@ -49,7 +49,7 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         targets: args.targets.as_deref(),
         traces: traces.as_ref(),
     };
-    let advised = nix_heft::pipeline::advise(src, &g, &req, &ctx.read_bar(src))?;
+    let advised = nix_heft_core::pipeline::advise(src, &g, &req, &ctx.read_bar(src))?;
     // On stderr whatever the format: the JSON carries them in the plan too.
     for w in &advised.plan.warnings {
         eprintln!("nix-heft: warning: {w}");

@@ -1,5 +1,5 @@
 //! `nix-heft browse`: the terminal browser. Sizes are drawn at once; the
-//! evidence and advice ([`nix_heft::pipeline::examine`]) arrive from a
+//! evidence and advice ([`nix_heft_core::pipeline::examine`]) arrive from a
 //! background thread.
 
 use std::process::ExitCode;
@@ -8,10 +8,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use clap::Args;
 
-use nix_heft::browse::BuildGraph;
-use nix_heft::graph::request;
-use nix_heft::source::StoreSource;
-use nix_heft::source::build_graph::DerivationSource;
+use nix_heft_browse::BuildGraph;
+use nix_heft_core::graph::request;
+use nix_heft_store::source::StoreSource;
+use nix_heft_store::source::build_graph::DerivationSource;
 
 use super::Context;
 use super::context::print_warnings;
@@ -56,7 +56,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
         None => ctx.open()?.into(),
     };
     if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
-        return Err(nix_heft::Error::Usage(
+        return Err(nix_heft_types::Error::Usage(
             "browse needs a terminal; use size, refs or report when piped".into(),
         )
         .into());
@@ -69,7 +69,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
         let index = g.index();
         for (p, outs) in d.unknown() {
             if let Some(&v) = index.get(&p) {
-                unknown[v as usize] = outs.iter().map(|o| o.label()).collect();
+                unknown[v as usize] = outs;
             }
         }
         BuildGraph { unknown }
@@ -79,11 +79,11 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     let total: u64 = if args.no_evidence {
         0
     } else {
-        nix_heft::pipeline::bytes_to_scan(&g, &request::all_edges(&g))
+        nix_heft_core::pipeline::bytes_to_scan(&g, &request::all_edges(&g))
     };
     let (tx, rx) = std::sync::mpsc::channel();
     if args.no_evidence {
-        let _ = tx.send(nix_heft::browse::Loaded::default());
+        let _ = tx.send(nix_heft_browse::Loaded::default());
     } else {
         // Detached: quitting never waits for the read to finish.
         let (g2, src2, p2) = (Arc::clone(&g), Arc::clone(&src), Arc::clone(&progress));
@@ -94,22 +94,22 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
             let loaded = if derivation {
                 // The `.drv` entries of every edge; no advice on the build
                 // graph (a build input is not a reference to drop).
-                let c = nix_heft::pipeline::classified(
+                let c = nix_heft_core::pipeline::classified(
                     src2.as_ref(),
                     &g2,
                     &request::all_edges(&g2),
                     None,
                     &progress,
                 );
-                nix_heft::browse::Loaded {
+                nix_heft_browse::Loaded {
                     problems: c.problems.len(),
-                    available: nix_heft::pipeline::readable(&c),
+                    available: nix_heft_core::pipeline::readable(&c),
                     classified: c,
                     actions: Vec::new(),
                 }
             } else {
-                let ex = nix_heft::pipeline::examine(src2.as_ref(), &g2, None, &progress);
-                nix_heft::browse::Loaded {
+                let ex = nix_heft_core::pipeline::examine(src2.as_ref(), &g2, None, &progress);
+                nix_heft_browse::Loaded {
                     problems: ex.problems.len(),
                     classified: ex.classified,
                     actions: ex.actions,
@@ -124,21 +124,21 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     let (sizes_tx, crx) = std::sync::mpsc::channel();
     let g3 = Arc::clone(&g);
     std::thread::spawn(move || {
-        let _ = sizes_tx.send(nix_heft::graph::closure_sizes(&g3));
+        let _ = sizes_tx.send(nix_heft_core::graph::closure_sizes(&g3));
     });
     let origins = g
         .paths()
         .iter()
         .map(|p| src.provenance(p).map(|o| o.label()))
         .collect();
-    let feeds = nix_heft::browse::term::Feeds {
+    let feeds = crate::browse_terminal::Feeds {
         origins,
         closure: crx,
         evidence: rx,
         progress: &progress,
         total,
     };
-    nix_heft::browse::term::run(&g, feeds, no_color, build)?;
+    crate::browse_terminal::run(&g, feeds, no_color, build)?;
     print_warnings(src.as_ref());
     Ok(ExitCode::SUCCESS)
 }

@@ -8,10 +8,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::check::{Baseline, BaselineFrom, Config, Settings};
-use nix_heft::report::Report;
-use nix_heft::report::check::CheckReport;
-use nix_heft::report::size::SizeReport;
+use nix_heft_core::check::{Baseline, BaselineFrom, Config, Settings};
+use nix_heft_report::Report;
+use nix_heft_report::check::CheckReport;
+use nix_heft_report::size::SizeReport;
 
 use super::Context;
 use super::context::partial_code;
@@ -88,7 +88,7 @@ fn load_config(given: Option<&Path>) -> anyhow::Result<Config> {
         None if default.is_file() => default,
         None => return Ok(Config::default()),
     };
-    let text = std::fs::read_to_string(file).map_err(|source| nix_heft::Error::Io {
+    let text = std::fs::read_to_string(file).map_err(|source| nix_heft_types::Error::Io {
         path: file.to_path_buf(),
         source,
     })?;
@@ -97,12 +97,12 @@ fn load_config(given: Option<&Path>) -> anyhow::Result<Config> {
 
 /// A saved `nix-heft size --json` as a baseline.
 fn baseline_file(file: &PathBuf) -> anyhow::Result<Baseline> {
-    let text = std::fs::read(file).map_err(|source| nix_heft::Error::Io {
+    let text = std::fs::read(file).map_err(|source| nix_heft_types::Error::Io {
         path: file.clone(),
         source,
     })?;
     let r: SizeReport =
-        serde_json::from_slice(&text).map_err(|e| nix_heft::Error::BadBaseline {
+        serde_json::from_slice(&text).map_err(|e| nix_heft_types::Error::BadBaseline {
             file: file.clone(),
             reason: format!("not the output of `nix-heft size --json`: {e}"),
         })?;
@@ -125,7 +125,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     )?;
     let at = args.review.checked()?;
     let flags = args.as_config(ctx.store.as_deref());
-    let settings = Settings::merge(config, flags, nix_heft::roots::glob)?;
+    let settings = Settings::merge(config, flags, nix_heft_core::roots::glob)?;
     // The file is read before the store is opened: a bad baseline fails at
     // once.
     let saved = match &settings.baseline {
@@ -149,17 +149,17 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let roots = ctx.roots(src, &settings.roots)?;
     let g = ctx.load(src, &roots)?;
-    let forbidden: Vec<(String, nix_heft::graph::NodeId)> = settings
+    let forbidden: Vec<(String, nix_heft_core::graph::NodeId)> = settings
         .rules
         .forbid
         .iter()
         .flat_map(|(pat, m)| {
-            nix_heft::roots::matching_in_closure(&g, m)
+            nix_heft_core::roots::matching_in_closure(&g, m)
                 .into_iter()
                 .map(move |v| (pat.clone(), v))
         })
         .collect();
-    let checked = nix_heft::pipeline::check(
+    let checked = nix_heft_core::pipeline::check(
         src,
         &g,
         &settings.rules,

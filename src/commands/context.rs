@@ -8,19 +8,19 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use nix_heft::StorePath;
-use nix_heft::classify::Classified;
-use nix_heft::graph::NodeId;
-use nix_heft::graph::{Graph, ReadRequest};
-use nix_heft::installable::{Evaluated, Installable, InstallableError, Options};
-use nix_heft::nix_conf::{ConfEnv, NixConf};
-use nix_heft::pipeline::{self, Progress};
-use nix_heft::problem::Problem;
-use nix_heft::report::{Report, TextOptions};
-use nix_heft::source::build_graph::DerivationSource;
-use nix_heft::source::signature::{SigPolicy, TrustedKeys};
-use nix_heft::source::{self, StoreSource};
-use nix_heft::trace::file::TraceSet;
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::NodeId;
+use nix_heft_core::graph::{Graph, ReadRequest};
+use nix_heft_core::installable::{Evaluated, Installable, InstallableError, Options};
+use nix_heft_core::pipeline::{self, Progress};
+use nix_heft_format::StorePath;
+use nix_heft_format::nix_conf::{ConfEnv, NixConf};
+use nix_heft_report::{Report, TextOptions};
+use nix_heft_store::source::build_graph::DerivationSource;
+use nix_heft_store::source::signature::{SigPolicy, TrustedKeys};
+use nix_heft_store::source::{self, StoreSource};
+use nix_heft_trace::file::TraceSet;
+use nix_heft_types::problem::Problem;
 
 /// Exit code of a run whose result is partial (some file or path could not
 /// be read or simulated; the rest is reported).
@@ -98,24 +98,24 @@ impl TrustFlags {
     /// (read as Nix reads them); required unless `--no-require-sigs` or
     /// nix.conf's `require-sigs = false`. nix.conf is read only when a flag
     /// leaves something to it.
-    pub fn policy(&self) -> nix_heft::Result<std::sync::Arc<SigPolicy>> {
+    pub fn policy(&self) -> nix_heft_types::Result<std::sync::Arc<SigPolicy>> {
         if let Some(p) = self.made.get() {
             return Ok(std::sync::Arc::clone(p));
         }
         let conf = || {
             NixConf::load(&ConfEnv::from_process())
-                .map_err(|e| nix_heft::Error::NixConf(e.to_string()))
+                .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))
         };
         let keys = match &self.trusted_public_keys {
             Some(list) => TrustedKeys::parse(list.split_ascii_whitespace())
-                .map_err(|e| nix_heft::Error::Usage(format!("--trusted-public-keys: {e}")))?,
+                .map_err(|e| nix_heft_types::Error::Usage(format!("--trusted-public-keys: {e}")))?,
             None => TrustedKeys::parse(conf()?.trusted_public_keys())
-                .map_err(|e| nix_heft::Error::NixConf(format!("trusted-public-keys: {e}")))?,
+                .map_err(|e| nix_heft_types::Error::NixConf(format!("trusted-public-keys: {e}")))?,
         };
         let require = !self.no_require_sigs
             && conf()?
                 .require_sigs()
-                .map_err(|e| nix_heft::Error::NixConf(e.to_string()))?;
+                .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))?;
         let p = std::sync::Arc::new(SigPolicy::new(keys, require));
         Ok(std::sync::Arc::clone(self.made.get_or_init(|| p)))
     }
@@ -124,7 +124,7 @@ impl TrustFlags {
 impl Context {
     /// Opens a store as `--store` names it (`spec`), with the HTTP options
     /// of the command line (netrc, refresh, verify).
-    pub fn open_store(&self, spec: Option<&str>) -> nix_heft::Result<Box<dyn StoreSource>> {
+    pub fn open_store(&self, spec: Option<&str>) -> nix_heft_types::Result<Box<dyn StoreSource>> {
         // Each store its own log, so that a command reading two stores
         // (diff's BEFORE and AFTER) prints each one's warnings once.
         self.open_trusting(spec, Default::default())
@@ -176,7 +176,7 @@ impl Context {
     /// `--store` names when it has files on disk (local or chroot), else
     /// from the local store, with outputs' sizes from the local store and
     /// then that cache.
-    pub fn open_derivations(&self) -> nix_heft::Result<DerivationSource> {
+    pub fn open_derivations(&self) -> nix_heft_types::Result<DerivationSource> {
         let src = self.open()?;
         let probe = StorePath::parse(
             src.store_dir(),
@@ -199,9 +199,9 @@ impl Context {
         &self,
         spec: Option<&str>,
         log: std::sync::Arc<source::RunLog>,
-    ) -> nix_heft::Result<Box<dyn StoreSource>> {
+    ) -> nix_heft_types::Result<Box<dyn StoreSource>> {
         let policy = self.trust.policy();
-        if let Err(e @ nix_heft::Error::Usage(_)) = policy {
+        if let Err(e @ nix_heft_types::Error::Usage(_)) = policy {
             return Err(e);
         }
         let opts = source::OpenOptions {
@@ -219,12 +219,12 @@ impl Context {
     /// The store `--store` names (the local store by default), or, when
     /// several are named (`--store` repeated, `--substituters`), all of
     /// them read as one ([`source::Layered`]).
-    pub fn open(&self) -> nix_heft::Result<Box<dyn StoreSource>> {
+    pub fn open(&self) -> nix_heft_types::Result<Box<dyn StoreSource>> {
         let subs = match &self.substituters {
             None => Vec::new(),
             Some(s) if s.trim() == "auto" => {
                 let conf = NixConf::load(&ConfEnv::from_process())
-                    .map_err(|e| nix_heft::Error::NixConf(e.to_string()))?;
+                    .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))?;
                 conf.substituters()
             }
             Some(s) => s.split_ascii_whitespace().map(str::to_string).collect(),
@@ -233,7 +233,7 @@ impl Context {
         if self.stores.len() + subs.len() <= 1 {
             let one = self.stores.first().or(subs.first());
             if self.substituters.is_some() && one.is_none() {
-                return Err(nix_heft::Error::Usage(
+                return Err(nix_heft_types::Error::Usage(
                     "--substituters names no store (and nix.conf's substituters none for auto)"
                         .into(),
                 ));
@@ -243,7 +243,7 @@ impl Context {
         // One log for every store, so that warnings and download counts
         // of the run are read in one place.
         let log: std::sync::Arc<source::RunLog> = Default::default();
-        let open = |spec: &String| -> nix_heft::Result<source::Layer> {
+        let open = |spec: &String| -> nix_heft_types::Result<source::Layer> {
             Ok(source::Layer {
                 source: self.open_trusting(Some(spec), std::sync::Arc::clone(&log))?,
                 label: spec.clone(),
@@ -260,7 +260,7 @@ impl Context {
             running
                 .into_iter()
                 .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect::<nix_heft::Result<Vec<_>>>()
+                .collect::<nix_heft_types::Result<Vec<_>>>()
         })?;
         let mut from_subs = opened.split_off(self.stores.len());
         let mut layers = opened;
@@ -283,7 +283,7 @@ impl Context {
     pub fn optional_store(
         &self,
         spec: &Option<String>,
-    ) -> nix_heft::Result<Option<Box<dyn StoreSource>>> {
+    ) -> nix_heft_types::Result<Option<Box<dyn StoreSource>>> {
         spec.as_deref()
             .map(|s| self.open_store(Some(s)))
             .transpose()
@@ -318,7 +318,7 @@ impl Context {
             });
         TextOptions {
             width,
-            style: nix_heft::report::style::Style {
+            style: nix_heft_report::style::Style {
                 color: self.colour(tty),
             },
             ..TextOptions::default()
@@ -373,7 +373,7 @@ impl Context {
     }
 
     /// Each argument evaluated when it is an installable (`None` for the
-    /// store paths, links and names [`nix_heft::roots`] resolves), with a
+    /// store paths, links and names [`nix_heft_core::roots`] resolves), with a
     /// spinner while `nix` evaluates.
     fn evaluate(
         &self,
@@ -405,7 +405,7 @@ impl Context {
                     Installable::Derivation { .. } => ProgressBar::hidden(),
                     _ => self.spinner(&format!("evaluating {a} with nix")),
                 };
-                let e = nix_heft::installable::evaluate(std::slice::from_ref(&i), &opts);
+                let e = nix_heft_core::installable::evaluate(std::slice::from_ref(&i), &opts);
                 pb.finish_and_clear();
                 let mut e = e.map_err(installable_error)?;
                 Ok(e.pop())
@@ -416,18 +416,18 @@ impl Context {
     /// ROOT arguments → store paths: installables (`nixpkgs#hello`,
     /// `-f FILE ATTR`, `--expr`, `DRV^out`) evaluated by the user's `nix`,
     /// each output required valid in `src` (nothing is built); the rest by
-    /// [`nix_heft::roots::resolve_roots`]. Duplicates kept once, in order.
+    /// [`nix_heft_core::roots::resolve_roots`]. Duplicates kept once, in order.
     pub fn roots(&self, src: &dyn StoreSource, args: &[String]) -> anyhow::Result<Vec<StorePath>> {
         let evaluated = self.evaluate(src, args)?;
         if !self.derivation && evaluated.iter().all(Option::is_none) {
-            return Ok(nix_heft::roots::resolve_roots(src, args)?);
+            return Ok(nix_heft_core::roots::resolve_roots(src, args)?);
         }
         let mut out: Vec<StorePath> = Vec::new();
         for (arg, e) in args.iter().zip(evaluated) {
             let found = match e {
                 Some(e) if self.derivation => {
                     if !src.is_valid(&e.drv_path)? {
-                        return Err(nix_heft::Error::NoDerivation {
+                        return Err(nix_heft_types::Error::NoDerivation {
                             path: e.drv_path.to_string(),
                             store: src.describe(),
                         }
@@ -438,7 +438,7 @@ impl Context {
                 Some(e) => {
                     for (name, p) in &e.outputs {
                         if !src.is_valid(p)? {
-                            return Err(nix_heft::Error::MissingOutput {
+                            return Err(nix_heft_types::Error::MissingOutput {
                                 installable: e.arg.clone(),
                                 output: name.clone(),
                                 path: p.to_string(),
@@ -450,7 +450,7 @@ impl Context {
                     e.outputs.into_iter().map(|(_, p)| p).collect()
                 }
                 None if self.derivation => self.derivation_roots(src, arg)?,
-                None => nix_heft::roots::resolve_roots(src, std::slice::from_ref(arg))?,
+                None => nix_heft_core::roots::resolve_roots(src, std::slice::from_ref(arg))?,
             };
             for p in found {
                 if !out.contains(&p) {
@@ -468,17 +468,20 @@ impl Context {
     /// output itself: its references are the run-time graph's.
     fn derivation_roots(&self, src: &dyn StoreSource, arg: &str) -> anyhow::Result<Vec<StorePath>> {
         let dir = src.store_dir();
-        let found = if nix_heft::roots::looks_like_path(dir, arg) {
-            let p = nix_heft::roots::resolve_path_arg(dir, arg)?;
+        let found = if nix_heft_core::roots::looks_like_path(dir, arg) {
+            let p = nix_heft_core::roots::resolve_path_arg(dir, arg)?;
             if p.name().ends_with(".drv") {
                 // Checked valid as any ROOT path is.
-                return Ok(nix_heft::roots::resolve_roots(src, &[arg.to_string()])?);
+                return Ok(nix_heft_core::roots::resolve_roots(
+                    src,
+                    &[arg.to_string()],
+                )?);
             }
             // An output need not be in the `.drv` store (a binary cache's
             // narinfo may name its deriver): no validity check here.
             vec![p]
         } else {
-            nix_heft::roots::resolve_roots(src, &[arg.to_string()])?
+            nix_heft_core::roots::resolve_roots(src, &[arg.to_string()])?
         };
         found
             .into_iter()
@@ -498,13 +501,13 @@ impl Context {
             return Ok(p);
         }
         let Some(d) = src.deriver(&p)? else {
-            return Err(nix_heft::Error::NoDeriver {
+            return Err(nix_heft_types::Error::NoDeriver {
                 path: p.to_string(),
             }
             .into());
         };
         if !src.is_valid(&d)? {
-            return Err(nix_heft::Error::DeriverNotHere {
+            return Err(nix_heft_types::Error::DeriverNotHere {
                 path: p.to_string(),
                 deriver: d.to_string(),
                 store: src.describe(),
@@ -549,7 +552,7 @@ impl Context {
             } else {
                 ""
             };
-            return Err(nix_heft::Error::Usage(format!(
+            return Err(nix_heft_types::Error::Usage(format!(
                 "'{arg}' matches {} paths; give one{hint}",
                 p.len()
             ))
@@ -560,7 +563,7 @@ impl Context {
 
     /// A DEP argument within a loaded closure: an installable's selected
     /// outputs that are in it (at least one must be), or a path, name or
-    /// glob as [`nix_heft::roots::resolve_in_closure`] takes it.
+    /// glob as [`nix_heft_core::roots::resolve_in_closure`] takes it.
     pub fn in_closure(
         &self,
         src: &dyn StoreSource,
@@ -571,14 +574,18 @@ impl Context {
             let dir = src.store_dir();
             // In the build graph an output path is its deriver, unless it
             // is a node itself (a source).
-            if self.derivation && nix_heft::roots::looks_like_path(dir, arg) {
-                let p = nix_heft::roots::resolve_path_arg(dir, arg)?;
+            if self.derivation && nix_heft_core::roots::looks_like_path(dir, arg) {
+                let p = nix_heft_core::roots::resolve_path_arg(dir, arg)?;
                 if !p.name().ends_with(".drv") && !g.index().contains_key(&p) {
                     let d = self.deriver_of(src, arg, p)?;
-                    return Ok(nix_heft::roots::resolve_in_closure(g, dir, d.as_str())?);
+                    return Ok(nix_heft_core::roots::resolve_in_closure(
+                        g,
+                        dir,
+                        d.as_str(),
+                    )?);
                 }
             }
-            return Ok(nix_heft::roots::resolve_in_closure(g, dir, arg)?);
+            return Ok(nix_heft_core::roots::resolve_in_closure(g, dir, arg)?);
         };
         let index = g.index();
         let ids: Vec<NodeId> = if self.derivation {
@@ -595,7 +602,7 @@ impl Context {
             } else {
                 e.outputs.iter().map(|(_, p)| p.to_string()).collect()
             };
-            return Err(nix_heft::Error::Usage(format!(
+            return Err(nix_heft_types::Error::Usage(format!(
                 "'{arg}' evaluates to {}, not in the closure of {}",
                 paths.join(", "),
                 g.path(g.roots()[0])
@@ -609,7 +616,7 @@ impl Context {
     pub fn load(
         &self,
         src: &dyn StoreSource,
-        roots: &[nix_heft::StorePath],
+        roots: &[nix_heft_format::StorePath],
     ) -> anyhow::Result<Graph> {
         let pb = self.spinner(&format!("reading closure from {}", src.describe()));
         let g = Graph::load(src, roots).context("loading the closure")?;
@@ -658,7 +665,7 @@ impl Context {
 /// with Nix's own message).
 fn installable_error(e: InstallableError) -> anyhow::Error {
     if e.is_usage() {
-        nix_heft::Error::Usage(e.to_string()).into()
+        nix_heft_types::Error::Usage(e.to_string()).into()
     } else {
         e.into()
     }
@@ -816,7 +823,7 @@ fn origins_of(
         if out.contains_key(&full) {
             return;
         }
-        if let Ok(p) = nix_heft::StorePath::parse(src.store_dir(), &full)
+        if let Ok(p) = nix_heft_format::StorePath::parse(src.store_dir(), &full)
             && let Some(o) = src.provenance(&p)
         {
             out.insert(full, o);
@@ -859,7 +866,7 @@ impl Progress for ReadBar<'_> {
             let scanned = self.scanned.load(std::sync::atomic::Ordering::Relaxed);
             let mut msg = format!(
                 "{nars}/{scanned} NARs, {} fetched",
-                nix_heft::units::iec(fetched)
+                nix_heft_types::units::iec(fetched)
             );
             // Several stores that download: what came from each.
             let each = self.src.log().downloads();
@@ -870,7 +877,7 @@ impl Progress for ReadBar<'_> {
                         format!(
                             "{} {}",
                             d.store,
-                            nix_heft::units::iec(
+                            nix_heft_types::units::iec(
                                 d.bytes.load(std::sync::atomic::Ordering::Relaxed)
                             )
                         )

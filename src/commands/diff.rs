@@ -7,8 +7,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft::graph::Graph;
-use nix_heft::report::{Report, TextOptions};
+use nix_heft_core::graph::Graph;
+use nix_heft_report::{Report, TextOptions};
 
 use super::Context;
 use super::context::partial_code;
@@ -70,12 +70,12 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
 
 fn compare(
     ctx: &Context,
-    bsrc: &dyn nix_heft::source::StoreSource,
-    asrc: &dyn nix_heft::source::StoreSource,
-    drvs: Option<&nix_heft::source::build_graph::DerivationSource>,
+    bsrc: &dyn nix_heft_store::source::StoreSource,
+    asrc: &dyn nix_heft_store::source::StoreSource,
+    drvs: Option<&nix_heft_store::source::build_graph::DerivationSource>,
     args: &DiffArgs,
-    format: nix_heft::report::review::Format,
-    at: Option<nix_heft::report::review::NixFile>,
+    format: nix_heft_report::review::Format,
+    at: Option<nix_heft_report::review::NixFile>,
 ) -> anyhow::Result<ExitCode> {
     let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
     let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;
@@ -87,7 +87,7 @@ fn compare(
     );
     pb.finish_and_clear();
     let (bg, ag) = (bg?, ag?);
-    let mut d = nix_heft::diff::diff(&bg, &ag);
+    let mut d = nix_heft_core::diff::diff(&bg, &ag);
     if args.derivation {
         // The changed inputs, the one that drags most of the build
         // closure along first (nix-diff's "why does X rebuild").
@@ -97,7 +97,7 @@ fn compare(
     let cb = ctx.classified(bsrc, &bg, &wb, None);
     let ca = ctx.classified(asrc, &ag, &wa, None);
     d.prefer_strongest(&cb, &ca);
-    let mut report = nix_heft::report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
+    let mut report = nix_heft_report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
     if let Some(drvs) = drvs {
         // nix-diff's question: what differs inside each changed
         // derivation, down to the root causes.
@@ -109,8 +109,8 @@ fn compare(
                 (!known.is_empty()).then(|| (d, known.iter().sum()))
             })
             .collect();
-        let c = nix_heft::diff::derivation::compare(&broots, &aroots, &drvs.parsed(), &bytes);
-        report.derivations = Some(nix_heft::report::drv_diff::DrvDiffReport::new(&c));
+        let c = nix_heft_core::diff::derivation::compare(&broots, &aroots, &drvs.parsed(), &bytes);
+        report.derivations = Some(nix_heft_report::drv_diff::DrvDiffReport::new(&c));
     }
     // Origins as AFTER's store says (BEFORE's own store, when separate,
     // is not asked).

@@ -58,7 +58,7 @@ pub fn run(args: &ManArgs, cli: clap::Command) -> anyhow::Result<ExitCode> {
                 // names); this stays a usage error naming them should a
                 // caller pass another command line.
                 let names: Vec<&str> = paged(&cli).map(|s| s.get_name()).collect();
-                return Err(nix_heft::Error::Usage(format!(
+                return Err(nix_heft_types::Error::Usage(format!(
                     "no manual page for '{name}'; the commands are: {}",
                     names.join(", ")
                 ))

@@ -27,7 +27,7 @@ pub use context::{Color, Context};
 
 use clap::Args;
 
-use nix_heft::graph::NodeId;
+use nix_heft_core::graph::NodeId;
 
 /// A flag's value among a fixed list, kept as the string the library
 /// parses (a config file gives the same values): clap refuses any other
@@ -84,11 +84,11 @@ impl TraceOpt {
 
     /// The merged traces, `None` without `--trace`; read before the store
     /// so that a bad trace file fails at once.
-    pub fn load(&self) -> anyhow::Result<Option<nix_heft::trace::file::TraceSet>> {
+    pub fn load(&self) -> anyhow::Result<Option<nix_heft_trace::file::TraceSet>> {
         if self.traces.is_empty() {
             return Ok(None);
         }
-        Ok(Some(nix_heft::trace::file::TraceSet::load(&self.traces)?))
+        Ok(Some(nix_heft_trace::file::TraceSet::load(&self.traces)?))
     }
 }
 
@@ -96,10 +96,10 @@ impl TraceOpt {
 /// ids of `path` and of the roots.
 fn load_with(
     ctx: &Context,
-    src: &dyn nix_heft::source::StoreSource,
-    path: &nix_heft::StorePath,
-    roots: &[nix_heft::StorePath],
-) -> anyhow::Result<(nix_heft::graph::Graph, NodeId, Vec<NodeId>)> {
+    src: &dyn nix_heft_store::source::StoreSource,
+    path: &nix_heft_format::StorePath,
+    roots: &[nix_heft_format::StorePath],
+) -> anyhow::Result<(nix_heft_core::graph::Graph, NodeId, Vec<NodeId>)> {
     let mut all = roots.to_vec();
     if !all.contains(path) {
         all.push(path.clone());
@@ -115,18 +115,21 @@ fn load_with(
 /// with roots given, PATH is looked up in their closure first.
 pub fn target_and_roots(
     ctx: &Context,
-    src: &dyn nix_heft::source::StoreSource,
+    src: &dyn nix_heft_store::source::StoreSource,
     path_arg: &str,
     root_args: &[String],
-    default_roots: impl FnOnce(&nix_heft::StorePath) -> anyhow::Result<Vec<nix_heft::StorePath>>,
-) -> anyhow::Result<(nix_heft::graph::Graph, NodeId, Vec<NodeId>)> {
+    default_roots: impl FnOnce(
+        &nix_heft_format::StorePath,
+    ) -> anyhow::Result<Vec<nix_heft_format::StorePath>>,
+) -> anyhow::Result<(nix_heft_core::graph::Graph, NodeId, Vec<NodeId>)> {
     if !root_args.is_empty() {
         let roots = ctx.roots(src, root_args)?;
         let g = ctx.load(src, &roots)?;
         // An installable names its own paths; a name is looked for in the
         // roots' closure first.
         if !ctx.is_installable(src, path_arg)
-            && let Some(p) = nix_heft::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)?
+            && let Some(p) =
+                nix_heft_core::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)?
         {
             let r = g.roots().to_vec();
             return Ok((g, p, r));

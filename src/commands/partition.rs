@@ -6,8 +6,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::graph::{ReadRequest, request};
-use nix_heft::report::partition::PartitionReport;
+use nix_heft_core::graph::{ReadRequest, request};
+use nix_heft_report::partition::PartitionReport;
 
 use super::{Context, TraceOpt};
 
@@ -38,7 +38,7 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
     let src = src.as_ref();
     let traces = args.trace.load()?;
     // A bad regex is a usage error, found before anything is read.
-    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft::Error::BadPattern {
+    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft_types::Error::BadPattern {
         pattern: args.by.clone(),
         reason: e.to_string(),
     })?;
@@ -47,8 +47,14 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
     })?;
     let wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
     let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let part =
-        nix_heft::plan::partition::partition(&g, &c, p, &args.by, args.keep.as_deref(), &root_ids)?;
+    let part = nix_heft_core::plan::partition::partition(
+        &g,
+        &c,
+        p,
+        &args.by,
+        args.keep.as_deref(),
+        &root_ids,
+    )?;
     // The groups with a file the traces used (the link in a farm counts:
     // the trace records the use on it too).
     let traced_groups = traces.as_ref().map(|t| {

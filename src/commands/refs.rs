@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::graph::request;
-use nix_heft::report::refs::RefsReport;
+use nix_heft_core::graph::request;
+use nix_heft_report::refs::RefsReport;
 
 use super::{Context, TraceOpt};
 

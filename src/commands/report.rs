@@ -8,13 +8,13 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft::classify::Classified;
-use nix_heft::graph::{Graph, request};
-use nix_heft::report::html::{BuildGraph, EvidenceState, HtmlReport};
-use nix_heft::report::size::UnknownOutputs;
-use nix_heft::source::StoreSource;
-use nix_heft::source::build_graph::DerivationSource;
-use nix_heft::trace::file::TraceSet;
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, request};
+use nix_heft_report::html::{BuildGraph, EvidenceState, HtmlReport};
+use nix_heft_report::size::UnknownOutputs;
+use nix_heft_store::source::StoreSource;
+use nix_heft_store::source::build_graph::DerivationSource;
+use nix_heft_trace::file::TraceSet;
 
 use super::context::partial_code;
 use super::{Context, TraceOpt};
@@ -87,13 +87,13 @@ struct ReportWritten {
     derivers: Vec<super::context::Mapped>,
 }
 
-/// Examines the closure ([`nix_heft::pipeline::examine`], plus advise's
+/// Examines the closure ([`nix_heft_core::pipeline::examine`], plus advise's
 /// joint plan for the total), builds the page and writes it.
 pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // Checked here: clap waives `requires` on "diff" when ROOTs, which
     // conflict with it, are given.
     if args.diff.is_none() && (args.before_store.is_some() || args.after_store.is_some()) {
-        return Err(nix_heft::Error::Usage(
+        return Err(nix_heft_types::Error::Usage(
             "--before-store and --after-store go with --diff BEFORE AFTER; give --store for ROOT"
                 .into(),
         )
@@ -152,7 +152,7 @@ fn page(
         let problems = c.problems.clone();
         (Some(c), Vec::new(), None, problems)
     } else {
-        let mut ex = nix_heft::pipeline::examine(src, &g, traces, &ctx.read_bar(src));
+        let mut ex = nix_heft_core::pipeline::examine(src, &g, traces, &ctx.read_bar(src));
         // The total is advise's joint plan: every non-breaking action
         // applied together, each path counted once.
         let plan_saving = ex
@@ -162,7 +162,7 @@ fn page(
     };
     let mut model = HtmlReport::new(
         &g,
-        &nix_heft::graph::Sizes::compute(&g),
+        &nix_heft_core::graph::Sizes::compute(&g),
         src.describe(),
         c.as_ref(),
         actions,
@@ -191,7 +191,7 @@ fn page(
     }
     model.why_command = why;
     if let Some(bg) = before {
-        let mut d = nix_heft::diff::diff(&bg, &g);
+        let mut d = nix_heft_core::diff::diff(&bg, &g);
         // BEFORE is read only for the edges that held the paths that
         // left; the page's own evidence explains the new ones.
         let cb = if args.no_evidence {
@@ -210,7 +210,7 @@ fn page(
         // Its problems are the page's already.
         let mut ca = c.unwrap_or_default();
         ca.problems.clear();
-        let dr = nix_heft::report::diff::DiffReport::new(&bg, &g, d, cb, ca);
+        let dr = nix_heft_report::diff::DiffReport::new(&bg, &g, d, cb, ca);
         model.set_diff(&g, dr);
     }
     let html = model.render_html();
@@ -249,7 +249,7 @@ fn page(
                 out,
                 "wrote {} ({}, {} paths, {}{} edges with evidence, {} actions{}{})",
                 written.output,
-                nix_heft::units::iec(written.bytes as u64),
+                nix_heft_types::units::iec(written.bytes as u64),
                 written.paths,
                 match (written.added, written.removed) {
                     (Some(a), Some(r)) => format!("{a} added, {r} removed, "),

@@ -7,8 +7,8 @@ use std::io::Write;
 
 use clap::Args;
 
-use nix_heft::report::TextOptions;
-use nix_heft::report::review::{COMMENT_LIMIT, Format, NixFile, Reviewed};
+use nix_heft_report::TextOptions;
+use nix_heft_report::review::{COMMENT_LIMIT, Format, NixFile, Reviewed};
 
 use super::Context;
 
@@ -44,7 +44,7 @@ pub struct ReviewArgs {
 pub fn format(flag: Option<&str>, json: bool, file: Option<&str>) -> anyhow::Result<Format> {
     Ok(match (flag, json) {
         (Some(f), true) if f != "json" => {
-            return Err(nix_heft::Error::Usage(format!(
+            return Err(nix_heft_types::Error::Usage(format!(
                 "--json and --format {f} disagree; give one"
             ))
             .into());
@@ -61,7 +61,7 @@ impl ReviewArgs {
     /// parsed `--nix-file`.
     pub fn checked(&self) -> anyhow::Result<Option<NixFile>> {
         if self.markdown_limit < MIN_LIMIT {
-            return Err(nix_heft::Error::Usage(format!(
+            return Err(nix_heft_types::Error::Usage(format!(
                 "--markdown-limit {}: at least {MIN_LIMIT} characters",
                 self.markdown_limit
             ))
@@ -84,7 +84,7 @@ impl ReviewArgs {
 /// file collects every step's summary).
 pub fn emit<R: Reviewed>(
     ctx: &Context,
-    src: &dyn nix_heft::source::StoreSource,
+    src: &dyn nix_heft_store::source::StoreSource,
     report: &R,
     format: Format,
     args: &ReviewArgs,
@@ -118,7 +118,7 @@ pub fn emit<R: Reviewed>(
             f.write_all(report.render_markdown(args.markdown_limit).as_bytes())?;
             f.write_all(b"\n")
         };
-        write().map_err(|source| nix_heft::Error::Io { path, source })?;
+        write().map_err(|source| nix_heft_types::Error::Io { path, source })?;
     }
     Ok(())
 }

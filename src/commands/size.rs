@@ -4,8 +4,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::report::TextOptions;
-use nix_heft::report::size::{SizeOptions, SizeReport, SortKey, UnknownOutputs};
+use nix_heft_report::TextOptions;
+use nix_heft_report::size::{SizeOptions, SizeReport, SortKey, UnknownOutputs};
 
 use super::Context;
 use super::context::print_warnings;
@@ -89,10 +89,10 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     emit(ctx, src, &report, args)
 }
 
-fn report(g: &nix_heft::graph::Graph, args: &SizeArgs) -> SizeReport {
+fn report(g: &nix_heft_core::graph::Graph, args: &SizeArgs) -> SizeReport {
     SizeReport::new(
         g,
-        &nix_heft::graph::Sizes::compute(g),
+        &nix_heft_core::graph::Sizes::compute(g),
         SizeOptions {
             sort: args.sort.into(),
             top: args.top,
@@ -103,7 +103,7 @@ fn report(g: &nix_heft::graph::Graph, args: &SizeArgs) -> SizeReport {
 
 fn emit(
     ctx: &Context,
-    src: &dyn nix_heft::source::StoreSource,
+    src: &dyn nix_heft_store::source::StoreSource,
     report: &SizeReport,
     args: &SizeArgs,
 ) -> anyhow::Result<ExitCode> {

@@ -5,11 +5,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::graph::{Graph, NodeId, ReadRequest, request};
-use nix_heft::plan::split::Existing;
-use nix_heft::report::split::SplitReport;
-use nix_heft::roots::SiblingOutput;
-use nix_heft::source::StoreSource;
+use nix_heft_core::graph::{Graph, NodeId, ReadRequest, request};
+use nix_heft_core::plan::split::Existing;
+use nix_heft_core::roots::SiblingOutput;
+use nix_heft_report::split::SplitReport;
+use nix_heft_store::source::StoreSource;
 
 use super::{Context, TraceOpt};
 
@@ -22,7 +22,7 @@ pub struct SplitArgs {
     /// Move files matching GLOB (relative to the output root) to OUTPUT,
     /// in order, like `moveToOutput GLOB "$OUTPUT"`.
     #[arg(long = "move", value_name = "GLOB=OUTPUT")]
-    moves: Vec<nix_heft::plan::split::Move>,
+    moves: Vec<nix_heft_core::plan::split::Move>,
     /// Apply nixpkgs' multiple-outputs defaults first (include, pkg-config,
     /// CMake, aclocal → dev; share/doc → doc; share/man → man; share/info →
     /// info; gtk-doc, devhelp → devdoc).
@@ -55,22 +55,22 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
     let src = src.as_ref();
     let traces = args.trace.load()?;
     let mut moves = match args.preset {
-        Some(Preset::Nixpkgs) => nix_heft::plan::split::nixpkgs_preset(),
+        Some(Preset::Nixpkgs) => nix_heft_core::plan::split::nixpkgs_preset(),
         None => Vec::new(),
     };
     moves.extend(args.moves.iter().cloned());
     if moves.is_empty() {
-        return Err(nix_heft::Error::Usage(
+        return Err(nix_heft_types::Error::Usage(
             "nothing to split: give --move GLOB=OUTPUT or --preset nixpkgs".into(),
         )
         .into());
     }
     let (g, p, root_ids) = super::target_and_roots(ctx, src, &args.path, &args.roots, |path| {
-        match nix_heft::roots::top_level_referrers(src, path)? {
+        match nix_heft_core::roots::top_level_referrers(src, path)? {
             // Nothing pulls it in: it is its own root.
             Some(r) if r.is_empty() => Ok(vec![path.clone()]),
             Some(r) => Ok(r),
-            None => Err(nix_heft::Error::Usage(format!(
+            None => Err(nix_heft_types::Error::Usage(format!(
                 "{} cannot list what references {path}; give the roots with --root",
                 src.describe()
             ))
@@ -79,7 +79,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
     })?;
     // The outputs the package already has: moved files join them, so
     // their files and holds are read too, and they must be in the graph.
-    let siblings = nix_heft::roots::sibling_outputs(src, g.path(p))?;
+    let siblings = nix_heft_core::roots::sibling_outputs(src, g.path(p))?;
     let (g, p, root_ids) = with_siblings(ctx, src, g, p, root_ids, &siblings)?;
     let index = g.index();
     let existing: Vec<Existing> = siblings
@@ -102,7 +102,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let plan = nix_heft::plan::split::split(
+    let plan = nix_heft_core::plan::split::split(
         &g,
         &c,
         p,

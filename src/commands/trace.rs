@@ -7,10 +7,10 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft::graph::Graph;
-use nix_heft::problem::Problem;
-use nix_heft::report::{Report, TextOptions};
-use nix_heft::source;
+use nix_heft_core::graph::Graph;
+use nix_heft_report::{Report, TextOptions};
+use nix_heft_store::source;
+use nix_heft_types::problem::Problem;
 
 use super::Context;
 
@@ -50,14 +50,14 @@ pub struct TraceArgs {
 /// Traces CMD, writes the trace, prints the summary (stderr, or stdout as
 /// JSON) and exits with CMD's exit code.
 pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
-    use nix_heft::trace::ptrace::Ended;
+    use nix_heft_trace::ptrace::Ended;
     let timeout = match args.timeout {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
             Some(std::time::Duration::from_secs_f64(s))
         }
         Some(s) => {
-            return Err(nix_heft::Error::Usage(format!(
+            return Err(nix_heft_types::Error::Usage(format!(
                 "--timeout {s}: give a positive number of seconds"
             ))
             .into());
@@ -77,13 +77,13 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
     let (program, rest) = args
         .cmd
         .split_first()
-        .ok_or_else(|| nix_heft::Error::Usage("no command to trace".into()))?;
-    let cmd = nix_heft::trace::ptrace::Command {
+        .ok_or_else(|| nix_heft_types::Error::Usage("no command to trace".into()))?;
+    let cmd = nix_heft_trace::ptrace::Command {
         program: program.clone(),
         args: rest.to_vec(),
         timeout,
     };
-    let traced = nix_heft::trace::trace(&cmd, &store_dir, args.env_note.clone())?;
+    let traced = nix_heft_trace::trace(&cmd, &store_dir, args.env_note.clone())?;
     let json = serde_json::to_vec_pretty(&traced.trace)?;
     std::fs::write(&args.output, json)
         .with_context(|| format!("writing the trace to {}", args.output.display()))?;
@@ -136,11 +136,11 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
     let g = src.as_ref().and_then(|src| {
         let mut roots = Vec::new();
         for p in traced.trace.paths.keys() {
-            match nix_heft::StorePath::parse(src.store_dir(), p) {
+            match nix_heft_format::StorePath::parse(src.store_dir(), p) {
                 Ok(sp) if src.is_valid(&sp).unwrap_or(false) => roots.push(sp),
                 _ => problems.push(Problem::new(
                     p.clone(),
-                    nix_heft::problem::ProblemKind::Unreadable,
+                    nix_heft_types::problem::ProblemKind::Unreadable,
                     format!("touched, but not a valid path in {}", src.describe()),
                 )),
             }
@@ -148,7 +148,7 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         Graph::load(src.as_ref(), &roots).ok()
     });
     let report =
-        nix_heft::report::trace::TraceReport::new(&out_name, &traced.trace, g.as_ref(), problems);
+        nix_heft_report::trace::TraceReport::new(&out_name, &traced.trace, g.as_ref(), problems);
     if ctx.json {
         let mut out = std::io::stdout().lock();
         serde_json::to_writer(&mut out, &report)?;

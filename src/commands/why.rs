@@ -5,8 +5,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft::report::TextOptions;
-use nix_heft::report::why::WhyReport;
+use nix_heft_report::TextOptions;
+use nix_heft_report::why::WhyReport;
 
 use super::{Context, TraceOpt};
 
@@ -52,7 +52,7 @@ pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
 
 fn explain(
     ctx: &Context,
-    src: &dyn nix_heft::source::StoreSource,
+    src: &dyn nix_heft_store::source::StoreSource,
     args: &WhyArgs,
 ) -> anyhow::Result<ExitCode> {
     let traces = args.trace.load()?;
@@ -65,14 +65,14 @@ fn explain(
         is_dep[d as usize] = true;
     }
     // Every edge on some chain is read, so chains can be ranked by verdict.
-    let mut wants = nix_heft::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
+    let mut wants = nix_heft_core::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
     // A match that every chain reaches through another match is explained
     // too, by its best chain through them: the edges between matches are
     // read as well (only when there is such a match).
-    let direct = nix_heft::graph::chains::on_some_chain(&g, &[root], &is_dep);
+    let direct = nix_heft_core::graph::chains::on_some_chain(&g, &[root], &is_dep);
     if deps.iter().any(|&d| !direct[d as usize]) {
-        let between = nix_heft::graph::chains::edges_between_deps(&g, &deps, &is_dep);
-        nix_heft::graph::request::want(
+        let between = nix_heft_core::graph::chains::edges_between_deps(&g, &deps, &is_dep);
+        nix_heft_core::graph::request::want(
             &mut wants,
             between
                 .into_iter()
@@ -80,10 +80,10 @@ fn explain(
         );
     }
     let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let best = nix_heft::explain::best_chains(&g, &c, &[root], &deps);
-    let (count, mut shown) = nix_heft::graph::chains::chains(&g, root, &deps, args.all);
+    let best = nix_heft_core::explain::best_chains(&g, &c, &[root], &deps);
+    let (count, mut shown) = nix_heft_core::graph::chains::chains(&g, root, &deps, args.all);
     if args.all {
-        shown.sort_by_key(|ch| (nix_heft::explain::chain_verdict(&c, ch), ch.len()));
+        shown.sort_by_key(|ch| (nix_heft_core::explain::chain_verdict(&c, ch), ch.len()));
     } else {
         // A match reached only through another is a line of its own,
         // not a chain shown (the chain shown to the other covers it).

@@ -43,8 +43,8 @@ use datafusion::physical_plan::{
     PhysicalExpr, PlanProperties, ReplaceChildrenOptions, SendableRecordBatchStream,
 };
 use futures::TryStreamExt;
-use nix_heft::StorePath;
-use nix_heft::source::{OpenOptions, StoreSource};
+use nix_heft_format::StorePath;
+use nix_heft_store::source::{OpenOptions, StoreSource};
 use serde::{Deserialize, Serialize};
 
 use crate::map;
@@ -101,7 +101,7 @@ impl MapEnv {
             verify: false,
             ..Default::default()
         };
-        let src = nix_heft::source::open_with(spec.store.as_deref(), &opts)
+        let src = nix_heft_store::source::open_with(spec.store.as_deref(), &opts)
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let out = Output::open(&spec.out)
             .map_err(|e| DataFusionError::External(e.into_boxed_dyn_error()))?;
@@ -480,7 +480,7 @@ fn read_partition(
     let paths: Vec<StorePath> = paths
         .iter()
         .map(|p| StorePath::parse(&store_dir, p))
-        .collect::<nix_heft::Result<_>>()
+        .collect::<nix_heft_types::Result<_>>()
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
     let progress = Arc::clone(&env.progress);
     let facts = map::survey_partition(env.src.as_ref(), &paths, i, &|n| progress(n))?;

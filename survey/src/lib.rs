@@ -61,5 +61,5 @@ pub mod schema;
 
 /// A command-line mistake (exit 2), as the core reports one.
 pub(crate) fn usage(msg: String) -> anyhow::Error {
-    nix_heft::Error::Usage(msg).into()
+    nix_heft_types::Error::Usage(msg).into()
 }

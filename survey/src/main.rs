@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use nix_heft::source::OpenOptions;
+use nix_heft_store::source::OpenOptions;
 use nix_heft_survey::{cluster, query, report, run};
 
 const EXIT_PARTIAL: u8 = 3;
@@ -139,7 +139,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // The library says what to print; printing is the program's.
-            let f = nix_heft::error::failure(e.as_ref());
+            let f = nix_heft_types::error::failure(e.as_ref());
             eprint!("{}", f.message("nix-heft-survey"));
             ExitCode::from(f.code)
         }

@@ -11,14 +11,14 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::error::ArrowError;
 use datafusion::parquet::arrow::ArrowWriter;
-use nix_heft::StorePath;
-use nix_heft::evidence::Kind;
-use nix_heft::graph::{Graph, NodeId, ReadRequest, request};
-use nix_heft::nar::tree::TreeNode;
-use nix_heft::problem::{Problem, ProblemKind};
-use nix_heft::explain::summarise;
-use nix_heft::source::{RawClosure, StoreSource};
-use nix_heft::store_path::split_name;
+use nix_heft_format::StorePath;
+use nix_heft_types::evidence::Kind;
+use nix_heft_core::graph::{Graph, NodeId, ReadRequest, request};
+use nix_heft_format::nar::tree::TreeNode;
+use nix_heft_types::problem::{Problem, ProblemKind};
+use nix_heft_core::explain::summarise;
+use nix_heft_store::source::{RawClosure, StoreSource};
+use nix_heft_format::store_path::split_name;
 
 use crate::schema;
 
@@ -53,7 +53,7 @@ pub fn survey_partition(
     partition: u32,
     progress: &(dyn Fn(u64) + Sync),
 ) -> datafusion::common::Result<PartitionFacts> {
-    let ext = |e: nix_heft::Error| datafusion::common::DataFusionError::External(Box::new(e));
+    let ext = |e: nix_heft_types::Error| datafusion::common::DataFusionError::External(Box::new(e));
     let mut problems: Vec<Problem> = Vec::new();
     let mut raw = RawClosure::default();
     let mut index: std::collections::HashMap<StorePath, u32> = Default::default();
@@ -93,7 +93,7 @@ pub fn survey_partition(
         .map(|v| (v, request::references_of(&g, v)))
         .collect();
     let nar_bytes = AtomicU64::new(0);
-    let c = nix_heft::pipeline::classified(src, &g, &wants, None, &|n: u64| {
+    let c = nix_heft_core::pipeline::classified(src, &g, &wants, None, &|n: u64| {
         nar_bytes.fetch_add(n, Ordering::Relaxed);
         progress(n);
     });

@@ -413,7 +413,7 @@ mod tests {
         ] {
             let e = Output::open(bad).unwrap_err();
             assert!(
-                matches!(e.downcast_ref(), Some(nix_heft::Error::Usage(_))),
+                matches!(e.downcast_ref(), Some(nix_heft_types::Error::Usage(_))),
                 "{bad}: {e:#}"
             );
         }

@@ -9,7 +9,7 @@ use datafusion::arrow::json::writer::{JsonArray, WriterBuilder};
 use datafusion::arrow::util::display::{ArrayFormatter, FormatOptions};
 use datafusion::common::DataFusionError;
 use datafusion::prelude::{ParquetReadOptions, SessionContext};
-use nix_heft::report::table::{Align, Table};
+use nix_heft_report::table::{Align, Table};
 use serde::de::DeserializeOwned;
 
 use crate::output::Output;
@@ -47,7 +47,7 @@ pub async fn execute(ctx: &SessionContext, sql: &str) -> anyhow::Result<Vec<Reco
                 | DataFusionError::Plan(_)
                 | DataFusionError::SchemaError(..)
                 | DataFusionError::NotImplemented(_) => {
-                    nix_heft::Error::Usage(format!("bad SQL: {e}")).into()
+                    nix_heft_types::Error::Usage(format!("bad SQL: {e}")).into()
                 }
                 _ => anyhow::Error::new(e).context("running the query"),
             });

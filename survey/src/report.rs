@@ -6,9 +6,9 @@
 use std::fmt::Write;
 
 use datafusion::prelude::SessionContext;
-use nix_heft::report::table::{Align, Table};
-use nix_heft::store_path::name_of;
-use nix_heft::units::iec;
+use nix_heft_report::table::{Align, Table};
+use nix_heft_format::store_path::name_of;
+use nix_heft_types::units::iec;
 use serde::{Deserialize, Serialize};
 
 use crate::query::rows;

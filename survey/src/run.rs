@@ -19,9 +19,9 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
-use nix_heft::StorePath;
-use nix_heft::graph::Graph;
-use nix_heft::source::{OpenOptions, StoreSource};
+use nix_heft_format::StorePath;
+use nix_heft_core::graph::Graph;
+use nix_heft_store::source::{OpenOptions, StoreSource};
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -99,7 +99,7 @@ pub struct RunSummary {
 /// The roots the input names.
 fn roots_of(src: &dyn StoreSource, input: &Input) -> anyhow::Result<Vec<StorePath>> {
     let roots = match input {
-        Input::Roots(args) => nix_heft::roots::resolve_roots(src, args)?,
+        Input::Roots(args) => nix_heft_core::roots::resolve_roots(src, args)?,
         Input::PathsFile(file) => {
             let text = fs::read_to_string(file)
                 .with_context(|| format!("reading the path list {}", file.display()))?;
@@ -354,7 +354,7 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
         crate::cluster::check_scheduler(url)?;
     }
     let src: Arc<dyn StoreSource> =
-        nix_heft::source::open_with(opts.store.as_deref(), &opts.open)?.into();
+        nix_heft_store::source::open_with(opts.store.as_deref(), &opts.open)?.into();
     let roots = roots_of(src.as_ref(), &opts.input)?;
     let g = Graph::load(src.as_ref(), &roots).context("loading the closure")?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());

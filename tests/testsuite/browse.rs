@@ -6,8 +6,8 @@
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use nix_heft::browse::{App, Loaded, Outcome, key, ui};
-use nix_heft::graph::{Graph, request};
+use nix_heft_browse::{App, Loaded, Outcome, key, ui};
+use nix_heft_core::graph::{Graph, request};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
@@ -16,12 +16,12 @@ use crate::common::*;
 
 fn example_graph() -> (Graph, Loaded) {
     let cache = example_cache().display().to_string();
-    let src = nix_heft::source::open(Some(&cache)).unwrap();
-    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
+    let src = nix_heft_store::source::open(Some(&cache)).unwrap();
+    let roots = nix_heft_core::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
     let g = Graph::load(src.as_ref(), &roots).unwrap();
-    let reads = nix_heft::read::read(src.as_ref(), &g, &request::all_edges(&g), &|_| {});
-    let c = nix_heft::classify::classify(&g, reads);
-    let (actions, sim) = nix_heft::plan::advise::advise(&g, &c, None, None);
+    let reads = nix_heft_core::read::read(src.as_ref(), &g, &request::all_edges(&g), &|_| {});
+    let c = nix_heft_core::classify::classify(&g, reads);
+    let (actions, sim) = nix_heft_core::plan::advise::advise(&g, &c, None, None);
     let loaded = Loaded {
         problems: c.problems.len() + sim.len(),
         classified: c,
@@ -123,7 +123,7 @@ fn why_view_lists_files_holding_each_edge() {
     );
     insta::assert_snapshot!("why", s);
     press(&mut app, &[KeyCode::Esc]);
-    assert_eq!(app.mode, nix_heft::browse::Mode::Main);
+    assert_eq!(app.mode, nix_heft_browse::Mode::Main);
     // Advice touching rocblas-tensile-gfx90a: the partition action.
     press(&mut app, &[KeyCode::Char('a')]);
     let s = screen(&app);
@@ -318,7 +318,7 @@ fn first_screen_draws_before_closure_sizes_arrive() {
     press(&mut app, &[KeyCode::Char('s')]);
     assert_eq!(app.items, by_added, "closure order before closure sizes");
     assert!(app.status.contains("still computing"));
-    app.set_closure_sizes(nix_heft::graph::closure_sizes(&g));
+    app.set_closure_sizes(nix_heft_core::graph::closure_sizes(&g));
     assert_ne!(app.items, by_added);
     assert!(screen(&app).contains("closure 108.1 MiB"));
 }
@@ -349,7 +349,7 @@ fn real_binary_browses_the_build_graph_in_tmux() {
     let input = run(Command::new("nix-store").args(["-q", "--references", drv]));
     let input = input.trim();
     assert!(input.ends_with("-llama-cpp-rocm-0.0.0.drv"), "{input}");
-    let own = nix_heft::units::iec(build_graph_size(input));
+    let own = nix_heft_types::units::iec(build_graph_size(input));
     assert!(
         s.contains(&format!("self    {own} (its outputs)")),
         "{own}:\n{s}"
@@ -370,17 +370,17 @@ fn real_binary_browses_the_build_graph_in_tmux() {
 /// the command opened says (a signed cache: its URL and the key).
 #[test]
 fn details_show_where_the_path_came_from() {
-    use nix_heft::source::signature::{SigPolicy, TrustedKeys};
+    use nix_heft_store::source::signature::{SigPolicy, TrustedKeys};
     let cache = example_cache().display().to_string();
-    let opts = nix_heft::source::OpenOptions {
+    let opts = nix_heft_store::source::OpenOptions {
         signatures: Some(std::sync::Arc::new(SigPolicy::new(
             TrustedKeys::parse([example_key()]).unwrap(),
             true,
         ))),
         ..Default::default()
     };
-    let src = nix_heft::source::open_with(Some(&cache), &opts).unwrap();
-    let roots = nix_heft::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
+    let src = nix_heft_store::source::open_with(Some(&cache), &opts).unwrap();
+    let roots = nix_heft_core::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
     let g = Graph::load(src.as_ref(), &roots).unwrap();
     let mut app = App::new(&g, true);
     app.origins = g

@@ -13,7 +13,7 @@ use std::process::Command;
 
 use crate::common;
 use crate::common::{nix, repo, run};
-use nix_heft::derivation::Derivation;
+use nix_heft_format::derivation::Derivation;
 use serde_json::{Map, Value, json};
 
 /// Fixed outputs (flat and recursive), three outputs, an argument and
@@ -612,7 +612,7 @@ fn diff_derivation_finds_the_root_causes() {
     assert!(
         text.contains(&format!(
             "3 derivations of AFTER depend on it; {} of outputs with it\n",
-            nix_heft::units::iec(expected)
+            nix_heft_types::units::iec(expected)
         )),
         "{text}"
     );

@@ -216,7 +216,7 @@ fn each_added_path_names_a_real_referrer_and_its_files() {
     assert!(
         text.contains(&format!(
             "libbump-1.1 ({}) replaces libbump-1.0: app-1.0 ({}) references it as before",
-            nix_heft::units::iec_delta(grew as i128),
+            nix_heft_types::units::iec_delta(grew as i128),
             &after[11..19]
         )),
         "{text}"
@@ -234,7 +234,7 @@ fn each_added_path_names_a_real_referrer_and_its_files() {
         text.contains(&format!(
             "app-1.0 ({}) ({}) is a rebuild of app-1.0 ({}): the root",
             &after[11..19],
-            nix_heft::units::iec_delta(sizes_of(after) as i128 - sizes_of(before) as i128),
+            nix_heft_types::units::iec_delta(sizes_of(after) as i128 - sizes_of(before) as i128),
             &before[11..19],
         )),
         "{text}"

@@ -303,7 +303,7 @@ fn locked_database_falls_back_to_immutable_with_a_warning() {
         "{}",
         o.stderr
     );
-    let r: nix_heft::report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
+    let r: nix_heft_report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
     let nix = nix_path_info(None, &[f.small("top")]);
     assert_eq!(
         r.closure_size,
@@ -405,7 +405,7 @@ fn nar_sizes_adding_up_past_u64_are_an_error() {
     // is read and reported exactly.
     let o = heft_run(Some(&store), &["--json", "size", base]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let r: nix_heft::report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
+    let r: nix_heft_report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(r.closure_size, u64::MAX);
 
     // Through a chroot store: SQLite holds at most i64::MAX per path, and
@@ -579,12 +579,12 @@ fn long_chains_do_not_overflow_the_stack() {
         &["--json", "why", "--all", &path(0), &path(n - 1)],
     );
     assert_eq!(o.code, 3, "partial: no file contents: {}", o.stderr);
-    let w: nix_heft::report::why::WhyReport = serde_json::from_str(&o.stdout).unwrap();
+    let w: nix_heft_report::why::WhyReport = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(w.chain_count, 1);
     assert_eq!(w.chains[0].len(), n);
     let o = heft_run(Some(&store), &["--json", "size", &path(n - 2000)]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let r: nix_heft::report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
+    let r: nix_heft_report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(r.closure_size, 1000 * 2000);
     // A closed pipe is not an error.
     let mut child = std::process::Command::new(assert_cmd::cargo::cargo_bin("nix-heft"))

@@ -4,9 +4,9 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::*;
-use nix_heft::evidence::Kind;
-use nix_heft::report::refs::RefsReport;
-use nix_heft::report::why::WhyReport;
+use nix_heft_report::refs::RefsReport;
+use nix_heft_report::why::WhyReport;
+use nix_heft_types::evidence::Kind;
 
 fn refs_json(store: Option<&str>, roots: &[&str]) -> (i32, RefsReport, String) {
     let mut args = vec!["--json", "refs", "--evidence"];
@@ -20,7 +20,7 @@ fn refs_json(store: Option<&str>, roots: &[&str]) -> (i32, RefsReport, String) {
     )
 }
 
-fn edge<'a>(r: &'a RefsReport, from: &str, to: &str) -> &'a nix_heft::report::refs::EdgeSummary {
+fn edge<'a>(r: &'a RefsReport, from: &str, to: &str) -> &'a nix_heft_report::refs::EdgeSummary {
     r.edges
         .iter()
         .find(|e| e.referrer.ends_with(from) && e.reference.ends_with(to))

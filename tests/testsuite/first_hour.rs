@@ -3,10 +3,10 @@
 //! ambiguous names, each on a real store built with real Nix.
 
 use crate::common::*;
-use nix_heft::plan::advise::ActionKind;
-use nix_heft::report::advise::AdviceReport;
-use nix_heft::report::split::SplitReport;
-use nix_heft::report::why::WhyReport;
+use nix_heft_core::plan::advise::ActionKind;
+use nix_heft_report::advise::AdviceReport;
+use nix_heft_report::split::SplitReport;
+use nix_heft_report::why::WhyReport;
 
 fn rocblas() -> String {
     let f = fixture();
@@ -167,7 +167,10 @@ fn why_explains_every_match_by_its_strongest_chain() {
         "the runtime chain via mid-lib, not the direct dead one: {:?}",
         w.chains
     );
-    assert_eq!(w.best[0].verdict, nix_heft::evidence::Verdict::Runtime);
+    assert_eq!(
+        w.best[0].verdict,
+        nix_heft_types::evidence::Verdict::Runtime
+    );
     let o = heft_run(None, &["why", "--all", weak, "deep-lib"]);
     assert!(
         o.stdout
@@ -306,7 +309,7 @@ fn widths_and_colour() {
         let names: Vec<&str> = a
             .cuts
             .iter()
-            .map(|p| nix_heft::store_path::name_of(p))
+            .map(|p| nix_heft_format::store_path::name_of(p))
             .collect();
         let mut sorted = names.clone();
         sorted.sort();
@@ -320,7 +323,7 @@ fn names_resolve_as_a_user_means_them() {
     let f = fixture();
     let o = heft_run(None, &["--json", "size", "multi"]);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    let r: nix_heft::report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
+    let r: nix_heft_report::size::SizeReport = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(r.roots, vec![f.small("multi-out").to_string()]);
     // Within the roots' closure first: the store holds several rocblas
     // builds (the example's variants), the root's closure one.

@@ -1,6 +1,6 @@
 //! The fuzz corpus and every crash input the fuzzers found, replayed on
 //! stable through the same entry points the fuzz targets call
-//! (`nix_heft::fuzzing`), so CI guards them without nightly or libFuzzer.
+//! (`nix_heft_store::fuzzing`), so CI guards them without nightly or libFuzzer.
 //! Seeds are real files: `nix-store --dump` NARs, narinfos and listings
 //! from `nix copy`, path-info JSON from Nix, gcc-built ELF files, `.drv`
 //! files from `nix-instantiate`.
@@ -10,7 +10,7 @@ use std::path::Path;
 #[test]
 fn every_corpus_and_crash_input_is_handled() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("fuzz");
-    for (name, target) in nix_heft::fuzzing::TARGETS {
+    for (name, target) in nix_heft_store::fuzzing::TARGETS {
         let mut inputs = 0;
         for dir in ["corpus", "artifacts", "regressions"] {
             let d = root.join(dir).join(name);

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::http_server::FileServer;
 use crate::common::*;
-use nix_heft::report::size::SizeReport;
+use nix_heft_report::size::SizeReport;
 
 /// A fresh derivation's output built by real `nix-build` into the local
 /// store: a directory whose file names `dep` (so the path references it).

@@ -59,7 +59,7 @@ fn run(columns: Option<usize>, args: &[&str]) -> Outcome {
 fn by_name(roots: &[&str]) -> BTreeMap<String, Vec<String>> {
     let mut m: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for p in nix_closure_paths(None, roots) {
-        m.entry(nix_heft::store_path::name_of(&p).to_string())
+        m.entry(nix_heft_format::store_path::name_of(&p).to_string())
             .or_default()
             .push(p);
     }

@@ -371,7 +371,11 @@ fn variables_read() -> std::collections::BTreeSet<String> {
             }
         }
     }
-    found.extend(nix_heft::nix_conf::CONF_VARS.iter().map(|v| v.to_string()));
+    found.extend(
+        nix_heft_format::nix_conf::CONF_VARS
+            .iter()
+            .map(|v| v.to_string()),
+    );
     let tls = std::fs::read_to_string(repo().join("src/source/transport/http.rs")).unwrap();
     assert!(tls.contains(r#"["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]"#));
     found.extend(["NIX_SSL_CERT_FILE".to_string(), "SSL_CERT_FILE".to_string()]);

@@ -9,9 +9,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use crate::common::*;
-use nix_heft::plan::advise::ActionKind;
-use nix_heft::report::advise::AdviceReport;
-use nix_heft::report::partition::PartitionReport;
+use nix_heft_core::plan::advise::ActionKind;
+use nix_heft_report::advise::AdviceReport;
+use nix_heft_report::partition::PartitionReport;
 use regex::Regex;
 use serde_json::Value;
 

@@ -5,11 +5,11 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::*;
-use nix_heft::plan::advise::{ActionKind, Safety};
-use nix_heft::report::advise::AdviceReport;
-use nix_heft::report::partition::PartitionReport;
-use nix_heft::report::refs::RefsReport;
-use nix_heft::report::split::SplitReport;
+use nix_heft_core::plan::advise::{ActionKind, Safety};
+use nix_heft_report::advise::AdviceReport;
+use nix_heft_report::partition::PartitionReport;
+use nix_heft_report::refs::RefsReport;
+use nix_heft_report::split::SplitReport;
 use serde_json::Value;
 
 fn example() -> std::path::PathBuf {
@@ -321,7 +321,7 @@ fn verdicts_per_evidence_and_edge() {
             .find(|e| e.referrer.ends_with(a) && e.reference.ends_with(b))
             .unwrap_or_else(|| panic!("{a} -> {b}"))
     };
-    use nix_heft::classify::verdict::Verdict;
+    use nix_heft_core::classify::verdict::Verdict;
     let farm = edge("-rocblas-5.7.1", "-rocblas-tensile-gfx90a-5.7.1");
     assert_eq!(farm.verdict, Some(Verdict::Runtime));
     let ev = &farm.evidence.as_ref().unwrap()[0];
@@ -542,7 +542,7 @@ fn why_survives_a_reference_cycle() {
     let o = heft_run(Some(&store), &["--json", "why", "--all", &a, &d]);
     // A path-info file has no file contents: a partial answer.
     assert_eq!(o.code, 3, "{}", o.stderr);
-    let w: nix_heft::report::why::WhyReport = serde_json::from_str(&o.stdout).unwrap();
+    let w: nix_heft_report::why::WhyReport = serde_json::from_str(&o.stdout).unwrap();
     assert_eq!(w.chain_count, 1);
     assert_eq!(
         w.chains,

@@ -7,10 +7,10 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::common::*;
-use nix_heft::StorePath;
-use nix_heft::graph::{Graph, ReadRequest, request};
-use nix_heft::nar::tree::{FileTree, tree_of_nar};
-use nix_heft::source::{Nar, PathContents, StoreSource};
+use nix_heft_core::graph::{Graph, ReadRequest, request};
+use nix_heft_format::StorePath;
+use nix_heft_format::nar::tree::{FileTree, tree_of_nar};
+use nix_heft_store::source::{Nar, PathContents, StoreSource};
 
 /// The trees of `paths` in `src`, read by the read stage alone.
 fn trees(src: &dyn StoreSource, paths: &[&str]) -> BTreeMap<String, Option<FileTree>> {
@@ -20,7 +20,7 @@ fn trees(src: &dyn StoreSource, paths: &[&str]) -> BTreeMap<String, Option<FileT
         .collect();
     let g = Graph::load(src, &roots).unwrap();
     let wants: ReadRequest = g.roots().iter().map(|&r| (r, Vec::new())).collect();
-    let reads = nix_heft::read::read(src, &g, &wants, &|_| {});
+    let reads = nix_heft_core::read::read(src, &g, &wants, &|_| {});
     assert!(reads.problems.is_empty(), "{:?}", reads.problems);
     reads
         .paths
@@ -50,9 +50,9 @@ fn trees_match_nix_on_disk_and_in_the_cache() {
         .chain([f.rocm.as_str()])
         .collect();
     let info = nix_path_info(None, &built);
-    let local = nix_heft::source::open(None).unwrap();
+    let local = nix_heft_store::source::open(None).unwrap();
     let on_disk = trees(local.as_ref(), &built);
-    let cache = nix_heft::source::open(Some(&f.cache.display().to_string())).unwrap();
+    let cache = nix_heft_store::source::open(Some(&f.cache.display().to_string())).unwrap();
     let from_nar = trees(cache.as_ref(), &built);
     for p in &built {
         let t = on_disk[*p].as_ref().unwrap();
@@ -65,7 +65,7 @@ fn trees_match_nix_on_disk_and_in_the_cache() {
 #[test]
 fn a_source_without_contents_has_no_tree() {
     let f = fixture();
-    let src = nix_heft::source::open(Some(&f.json_array.display().to_string())).unwrap();
+    let src = nix_heft_store::source::open(Some(&f.json_array.display().to_string())).unwrap();
     let t = trees(src.as_ref(), &[&f.rocm]);
     assert_eq!(t[&f.rocm], None);
 }
@@ -77,7 +77,7 @@ struct CountingNars {
 }
 
 impl PathContents for CountingNars {
-    fn nar(&self, path: &StorePath, check_file: bool) -> nix_heft::Result<Option<Nar>> {
+    fn nar(&self, path: &StorePath, check_file: bool) -> nix_heft_types::Result<Option<Nar>> {
         *self
             .opens
             .lock()
@@ -94,15 +94,15 @@ impl PathContents for CountingNars {
 fn advise_opens_each_nar_once_through_the_library() {
     let cache = example_cache();
     let src = CountingNars {
-        inner: nix_heft::source::open(Some(&cache.display().to_string())).unwrap(),
+        inner: nix_heft_store::source::open(Some(&cache.display().to_string())).unwrap(),
         opens: Mutex::new(BTreeMap::new()),
     };
     let root = StorePath::parse("/nix/store", &example_root()).unwrap();
     let g = Graph::load(src.inner.as_ref(), &[root]).unwrap();
-    let reads = nix_heft::read::read(&src, &g, &request::all_edges(&g), &|_| {});
-    let c = nix_heft::classify::classify(&g, reads);
+    let reads = nix_heft_core::read::read(&src, &g, &request::all_edges(&g), &|_| {});
+    let c = nix_heft_core::classify::classify(&g, reads);
     assert!(c.problems.is_empty(), "{:?}", c.problems);
-    let (actions, problems) = nix_heft::plan::advise::advise(&g, &c, None, None);
+    let (actions, problems) = nix_heft_core::plan::advise::advise(&g, &c, None, None);
     assert!(problems.is_empty(), "{problems:?}");
     assert!(actions.len() >= 4, "{actions:?}");
     let opens = src.opens.into_inner().unwrap();

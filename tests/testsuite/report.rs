@@ -195,15 +195,15 @@ fn example_report_draws_heaviest_paths_with_size_json_sizes() {
             .unwrap_or_else(|| panic!("{path} not drawn; drawn: {:?}", drawn.keys()));
         assert_eq!(*a, added, "{path}");
         assert!(
-            label.contains(&nix_heft::units::iec(added)),
+            label.contains(&nix_heft_types::units::iec(added)),
             "{path}: label {label:?} lacks {}",
-            nix_heft::units::iec(added)
+            nix_heft_types::units::iec(added)
         );
     }
     // The summary states `size`'s closure size.
     let closure = sizes["closure_size"].as_u64().unwrap();
     assert!(
-        by_id(&b.dom, "summary").contains(&nix_heft::units::iec(closure)),
+        by_id(&b.dom, "summary").contains(&nix_heft_types::units::iec(closure)),
         "{}",
         by_id(&b.dom, "summary")
     );
@@ -264,7 +264,7 @@ fn clicking_a_path_shows_its_sizes_evidence_and_advice() {
     ] {
         let text = by_id(&b.dom, id);
         assert!(
-            text.starts_with(&nix_heft::units::iec(target[key].as_u64().unwrap())),
+            text.starts_with(&nix_heft_types::units::iec(target[key].as_u64().unwrap())),
             "{id}: {text}"
         );
     }
@@ -285,7 +285,7 @@ fn clicking_a_path_shows_its_sizes_evidence_and_advice() {
         .collect();
     assert!(!into.is_empty());
     for e in &into {
-        let from = nix_heft::store_path::name_of(e["referrer"].as_str().unwrap());
+        let from = nix_heft_format::store_path::name_of(e["referrer"].as_str().unwrap());
         assert!(
             unescape(detail).contains(&format!("data-edge=\"{from}>rocblas-5.7.1\"")),
             "edge from {from} missing"
@@ -363,7 +363,7 @@ fn advice_view_lists_every_action_with_its_snippet() {
         let snippet = a["snippet"].as_str().unwrap();
         assert!(view.contains(snippet), "snippet missing: {snippet}");
         if let Some(s) = a["saving"].as_u64() {
-            assert!(view.contains(&nix_heft::units::iec(s)), "saving {s}");
+            assert!(view.contains(&nix_heft_types::units::iec(s)), "saving {s}");
         }
     }
     assert!(view.contains("Copy snippet"));
@@ -700,7 +700,7 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
     assert_eq!(rows.keys().cloned().collect::<BTreeSet<_>>(), closure);
     // What came: app-1.0 rebuilt (BEFORE's root had its name), libbump
     // updated (1.0 → 1.1), the rest added.
-    let kind_of = |p: &str| match nix_heft::store_path::name_of(p) {
+    let kind_of = |p: &str| match nix_heft_format::store_path::name_of(p) {
         "app-1.0" => "rebuilt",
         "libbump-1.1" => "updated",
         _ => "added",
@@ -766,12 +766,12 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
     );
     for (p, s) in &removed {
         // app-1.0 left and came back rebuilt: its hash tells the two apart.
-        let name = match nix_heft::store_path::name_of(p) {
+        let name = match nix_heft_format::store_path::name_of(p) {
             "app-1.0" => format!("app-1.0 ({})", &p[11..19]),
             n => n.to_string(),
         };
         assert!(
-            legend.contains(&format!("{name} ({})", nix_heft::units::iec(*s))),
+            legend.contains(&format!("{name} ({})", nix_heft_types::units::iec(*s))),
             "{legend}"
         );
     }
@@ -788,7 +788,7 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
     for c in item.captures_iter(&ch.dom) {
         let bytes: u64 = c[3].parse().unwrap();
         assert!(
-            c[4].contains(&nix_heft::units::iec(bytes)),
+            c[4].contains(&nix_heft_types::units::iec(bytes)),
             "size not shown: {}",
             &c[4]
         );
@@ -817,7 +817,7 @@ fn a_diff_page_marks_exactly_the_added_paths_and_lists_the_removed() {
     );
     let summary = unescape(by_id(&ch.dom, "diff-summary"));
     assert!(
-        summary.contains(&nix_heft::units::iec(
+        summary.contains(&nix_heft_types::units::iec(
             d["closure_size_before"].as_u64().unwrap()
         )),
         "{summary}"

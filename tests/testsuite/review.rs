@@ -1288,11 +1288,11 @@ fn a_growth_comment_tells_the_story_open() {
     assert_eq!(rocsparse["why"]["evidence"][0]["verdict"], "docs");
     let rs = rocsparse["path"].as_str().unwrap();
     let rs_size = nix_path_info(None, &[rs])[rs]["narSize"].as_u64().unwrap();
-    let iec = |b: u64| nix_heft::units::iec(b);
+    let iec = |b: u64| nix_heft_types::units::iec(b);
     let group = format!(
         "12 tensile-gfx* paths ({}) are new: rocblas-5.7.1 ({}) links to them, \
          51 symlink holds each in lib/rocblas/library/, runtime",
-        nix_heft::units::iec_delta(total),
+        nix_heft_types::units::iec_delta(total),
         h8(rocblas)
     );
 
@@ -1327,7 +1327,7 @@ fn a_growth_comment_tells_the_story_open() {
             "<h3>nix-heft diff: closure {} → {} ({}): 13 paths added, 3 changed, 0 removed</h3>",
             iec(j["closure_size_before"].as_u64().unwrap()),
             iec(j["closure_size_after"].as_u64().unwrap()),
-            nix_heft::units::iec_delta(
+            nix_heft_types::units::iec_delta(
                 j["closure_size_after"].as_i64().unwrap() as i128
                     - j["closure_size_before"].as_i64().unwrap() as i128
             )

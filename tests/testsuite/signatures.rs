@@ -3,9 +3,9 @@
 //!
 //! Keys come from `nix-store --generate-binary-cache-key`, caches from
 //! `nix copy --to 'file://DIR?secret-key=…'` (Nix signs them), and every
-//! verdict of `nix_heft::source::signature` is compared with
+//! verdict of `nix_heft_store::source::signature` is compared with
 //! `nix store verify --no-contents --sigs-needed 1 --trusted-public-keys …`
-//! on the same narinfo. `nix_heft::nix_conf` is compared with
+//! on the same narinfo. `nix_heft_format::nix_conf` is compared with
 //! `nix show-config --json` in a private environment.
 
 use std::path::{Path, PathBuf};
@@ -14,8 +14,8 @@ use std::sync::OnceLock;
 
 use crate::common;
 use crate::common::{nix, nix_build, repo, run};
-use nix_heft::nix_conf::{ConfEnv, NixConf};
-use nix_heft::source::signature::{SigProblem, TrustedKeys, Verdict, verify_narinfo};
+use nix_heft_format::nix_conf::{ConfEnv, NixConf};
+use nix_heft_store::source::signature::{SigProblem, TrustedKeys, Verdict, verify_narinfo};
 
 const TRUSTED: &str = "heft-test-1";
 const OTHER: &str = "heft-other-1";
@@ -204,7 +204,7 @@ fn every_narinfo_nix_signed_is_accepted_with_its_key() {
     nix_verify(&s.signed, &all, &keys).unwrap();
     // The same cache with only cache.nixos.org's key (Nix's default):
     // refused by both, so Nix's acceptance above came from the key given.
-    let default = nix_heft::nix_conf::DEFAULT_TRUSTED_PUBLIC_KEYS;
+    let default = nix_heft_format::nix_conf::DEFAULT_TRUSTED_PUBLIC_KEYS;
     for p in &s.closure {
         let v = ours(&s.signed, p, default);
         assert_eq!(v.problems, [SigProblem::UntrustedKey(TRUSTED.into())]);
@@ -546,9 +546,9 @@ fn nix_conf_reads_what_nix_reads() {
 #[test]
 #[ignore]
 fn measure_ten_thousand_signature_checks() {
-    use nix_heft::source::RunLog;
-    use nix_heft::source::narinfo::NarInfo;
-    use nix_heft::source::signature::SigPolicy;
+    use nix_heft_store::source::RunLog;
+    use nix_heft_store::source::narinfo::NarInfo;
+    use nix_heft_store::source::signature::SigPolicy;
     const NIX32: &[u8] = b"0123456789abcdfghijklmnpqrsvwxyz";
     let hash = |seed: u64, len: usize| -> String {
         let mut x = seed

@@ -3,7 +3,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 use crate::common::*;
-use nix_heft::report::size::SizeReport;
+use nix_heft_report::size::SizeReport;
 use serde_json::Value;
 
 fn size_json(store: Option<&str>, roots: &[&str], extra: &[&str]) -> SizeReport {
@@ -158,7 +158,7 @@ fn added_size_of_shared_and_exclusive_paths() {
             .unwrap()
     };
     let report = size_json(None, &[f.small("top"), f.small("second")], &[]);
-    let by: HashMap<&str, &nix_heft::report::size::PathSizes> =
+    let by: HashMap<&str, &nix_heft_report::size::PathSizes> =
         report.paths.iter().map(|p| (p.path.as_str(), p)).collect();
     // `right` is kept by both roots: removing it saves only itself, since
     // `base` stays alive through `left`.

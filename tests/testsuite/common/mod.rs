@@ -315,9 +315,9 @@ pub fn key_pair(name: &str) -> KeyPair {
 pub fn sign_narinfo(text: &str, key: &KeyPair) -> String {
     use base64::Engine;
     use ed25519_dalek::Signer;
-    let info = nix_heft::source::narinfo::NarInfo::parse(text, "/nix/store", Path::new("t"))
+    let info = nix_heft_store::source::narinfo::NarInfo::parse(text, "/nix/store", Path::new("t"))
         .expect("a narinfo to sign");
-    let fp = nix_heft::source::signature::fingerprint(&info).expect("a fingerprint");
+    let fp = nix_heft_store::source::signature::fingerprint(&info).expect("a fingerprint");
     let secret = std::fs::read_to_string(&key.secret).unwrap();
     let (name, b64) = secret.trim().split_once(':').unwrap();
     let bytes = base64::engine::general_purpose::STANDARD

@@ -1,0 +1,28 @@
+//! nix-heft's analysis, from roots to answers. [`roots`] and
+//! [`installable`] turn arguments into store paths; [`graph`] holds the
+//! closure, its sizes and dominators, and says which edges a question needs
+//! read; [`read`] reads each needed store path once (file tree and raw
+//! holds); [`classify`] turns holds into evidence with verdicts;
+//! [`explain`] finds the chains that hold a dependency; [`plan`] simulates
+//! splits, partitions and advice from those alone; [`diff`] compares two
+//! closures and [`check`] is the CI gate's rules over them; [`pipeline`]
+//! runs the stages after the graph in order for every caller. Only
+//! `roots`, `graph::Graph::load` and `read` touch a store.
+
+#![warn(missing_docs)]
+
+pub mod check;
+pub mod classify;
+pub mod diff;
+pub mod explain;
+pub mod graph;
+pub mod installable;
+pub mod pipeline;
+pub mod plan;
+pub mod read;
+pub mod roots;
+
+pub(crate) use nix_heft_format::{StorePath, derivation, elf, nar, nixbase32, relpath, store_path};
+pub(crate) use nix_heft_store::{local_cache, source};
+pub(crate) use nix_heft_trace as trace;
+pub(crate) use nix_heft_types::{Error, Result, error, evidence, problem, units};

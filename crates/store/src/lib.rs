@@ -1,0 +1,18 @@
+//! nix-heft's store sources: what a store path is (NAR size, references)
+//! and what it contains (files, a NAR, a listing), from a local or chroot
+//! store's database, a binary cache over a file or HTTP transport, several
+//! of them layered as Nix's substituters, a saved `nix path-info --json`,
+//! or the build graph of `.drv` files; and the on-disk cache of what was
+//! downloaded. Opened read-only, always.
+
+#![warn(missing_docs)]
+
+#[doc(hidden)]
+pub mod fuzzing;
+pub mod local_cache;
+pub mod source;
+
+pub(crate) use nix_heft_format::{
+    StorePath, derivation, elf, nar, nix_conf, nixbase32, store_path,
+};
+pub(crate) use nix_heft_types::{Error, Result, error, units};

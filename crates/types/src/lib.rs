@@ -1,0 +1,15 @@
+//! The types every nix-heft stage shares, a leaf under the store, the
+//! analysis and the reports: [`evidence`] (one hold of a reference: its
+//! file, offset, kind and verdict), [`problem`] (what could not be read),
+//! [`units`] (IEC sizes) and the library's [`error`]s.
+
+#![warn(missing_docs)]
+
+pub mod error;
+pub mod evidence;
+pub mod problem;
+pub mod units;
+
+pub use error::{Error, Result};
+
+pub(crate) use nix_heft_format::nar;
