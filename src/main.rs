@@ -324,25 +324,24 @@ fn main() -> ExitCode {
 fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
     let ctx = commands::Context {
         store: cli.store.first().cloned(),
-        stores: cli.store.clone(),
-        substituters: cli.substituters.clone(),
+        opener: nix_heft_store::open::Opener::new(nix_heft_store::open::StoreSpec {
+            stores: cli.store.clone(),
+            substituters: cli.substituters.clone(),
+            trusted_public_keys: cli.trusted_public_keys.clone(),
+            no_require_sigs: cli.no_require_sigs,
+            options: nix_heft_store::source::OpenOptions {
+                netrc_file: cli.netrc_file.clone(),
+                refresh: cli.refresh,
+                verify: cli.verify,
+                http_connections: cli.http_connections.or_else(http_connections_from_nix_conf),
+                ..Default::default()
+            },
+        }),
         show_store: cli.show_store,
-        open: nix_heft_store::source::OpenOptions {
-            netrc_file: cli.netrc_file.clone(),
-            refresh: cli.refresh,
-            verify: cli.verify,
-            http_connections: cli.http_connections.or_else(http_connections_from_nix_conf),
-            ..Default::default()
-        },
         json: cli.json,
         color: cli.color,
         installables: cli.installables.options(matches),
         derivation: false,
-        trust: commands::context::TrustFlags {
-            trusted_public_keys: cli.trusted_public_keys.clone(),
-            no_require_sigs: cli.no_require_sigs,
-            ..Default::default()
-        },
         mapped: Default::default(),
     };
     match &cli.command {

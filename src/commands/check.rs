@@ -134,7 +134,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     // Several stores come from the command line only (a config file names
     // one).
-    let src = if ctx.stores.len() > 1 || ctx.substituters.is_some() {
+    let src = if ctx.several_stores() {
         ctx.open()?
     } else {
         ctx.open_store(settings.store.as_deref())?

@@ -14,10 +14,9 @@ use nix_heft_core::graph::{Graph, ReadRequest};
 use nix_heft_core::installable::{Evaluated, Installable, InstallableError, Options};
 use nix_heft_core::pipeline::{self, Progress};
 use nix_heft_format::StorePath;
-use nix_heft_format::nix_conf::{ConfEnv, NixConf};
 use nix_heft_report::{Report, TextOptions};
+use nix_heft_store::open::{OpenError, Opener};
 use nix_heft_store::source::build_graph::DerivationSource;
-use nix_heft_store::source::signature::{SigPolicy, TrustedKeys};
 use nix_heft_store::source::{self, StoreSource};
 use nix_heft_trace::file::TraceSet;
 use nix_heft_types::problem::Problem;
@@ -42,14 +41,13 @@ pub enum Color {
 pub struct Context {
     /// The first `--store`.
     pub store: Option<String>,
-    /// Every `--store`, in order.
-    pub stores: Vec<String>,
-    /// `--substituters`, as given.
-    pub substituters: Option<String>,
+    /// Every `--store`, `--substituters`, `--trusted-public-keys`,
+    /// `--no-require-sigs`, `--netrc-file`, `--refresh`, `--verify` and
+    /// `--http-connections`: what opens the run's stores (the store
+    /// crate's one way to open them).
+    pub opener: Opener,
     /// `--show-store`.
     pub show_store: bool,
-    /// `--netrc-file`, `--refresh`, `--verify`.
-    pub open: source::OpenOptions,
     /// `--json`.
     pub json: bool,
     /// `--color`.
@@ -60,8 +58,6 @@ pub struct Context {
     /// `--derivation`: ROOTs mean derivations (an installable its `.drv`,
     /// instantiated by `nix`; a `.drv` itself), read in the build graph.
     pub derivation: bool,
-    /// `--trusted-public-keys`, `--no-require-sigs`.
-    pub trust: TrustFlags,
     /// With `--derivation`: the output paths given as ROOT or DEP that
     /// were read as their derivers, for the note and the JSON.
     pub mapped: std::sync::Arc<std::sync::Mutex<Vec<Mapped>>>,
@@ -79,55 +75,15 @@ pub struct Mapped {
     pub deriver: String,
 }
 
-/// The flags that say which narinfos to trust; with nix.conf, they make the
-/// run's [`SigPolicy`].
-#[derive(Debug, Clone, Default)]
-pub struct TrustFlags {
-    /// `--trusted-public-keys`, as given.
-    pub trusted_public_keys: Option<String>,
-    /// `--no-require-sigs`.
-    pub no_require_sigs: bool,
-    /// The policy once made: one for the run, so that its one warning is
-    /// given once whatever the number of stores.
-    pub made: std::sync::Arc<std::sync::OnceLock<std::sync::Arc<SigPolicy>>>,
-}
-
-impl TrustFlags {
-    /// The run's signature policy: the keys of `--trusted-public-keys`,
-    /// else nix.conf's `trusted-public-keys` + `extra-trusted-public-keys`
-    /// (read as Nix reads them); required unless `--no-require-sigs` or
-    /// nix.conf's `require-sigs = false`. nix.conf is read only when a flag
-    /// leaves something to it.
-    pub fn policy(&self) -> nix_heft_types::Result<std::sync::Arc<SigPolicy>> {
-        if let Some(p) = self.made.get() {
-            return Ok(std::sync::Arc::clone(p));
-        }
-        let conf = || {
-            NixConf::load(&ConfEnv::from_process())
-                .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))
-        };
-        let keys = match &self.trusted_public_keys {
-            Some(list) => TrustedKeys::parse(list.split_ascii_whitespace())
-                .map_err(|e| nix_heft_types::Error::Usage(format!("--trusted-public-keys: {e}")))?,
-            None => TrustedKeys::parse(conf()?.trusted_public_keys())
-                .map_err(|e| nix_heft_types::Error::NixConf(format!("trusted-public-keys: {e}")))?,
-        };
-        let require = !self.no_require_sigs
-            && conf()?
-                .require_sigs()
-                .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))?;
-        let p = std::sync::Arc::new(SigPolicy::new(keys, require));
-        Ok(std::sync::Arc::clone(self.made.get_or_init(|| p)))
-    }
-}
-
 impl Context {
     /// Opens a store as `--store` names it (`spec`), with the HTTP options
     /// of the command line (netrc, refresh, verify).
     pub fn open_store(&self, spec: Option<&str>) -> nix_heft_types::Result<Box<dyn StoreSource>> {
         // Each store its own log, so that a command reading two stores
         // (diff's BEFORE and AFTER) prints each one's warnings once.
-        self.open_trusting(spec, Default::default())
+        self.opener
+            .open_one(spec, Default::default())
+            .map_err(open_error)
     }
 
     /// The global flags that open the stores this run read and say which
@@ -139,26 +95,27 @@ impl Context {
     /// runs from anywhere. `stores` replaces `--store` when given (the
     /// store a `--diff` page's AFTER was read from).
     pub fn store_args(&self, stores: Option<&[String]>) -> Vec<String> {
+        let spec = self.opener.spec();
         let mut out = Vec::new();
-        for s in stores.unwrap_or(&self.stores) {
+        for s in stores.unwrap_or(&spec.stores) {
             out.push("--store".to_string());
             out.push(absolute_store(s));
         }
-        if let Some(s) = &self.substituters {
+        if let Some(s) = &spec.substituters {
             let urls: Vec<String> = s.split_ascii_whitespace().map(absolute_store).collect();
             out.push("--substituters".to_string());
             out.push(urls.join(" "));
         }
-        if let Some(f) = &self.open.netrc_file {
+        if let Some(f) = &spec.options.netrc_file {
             out.push("--netrc-file".to_string());
             let f = std::path::absolute(f).unwrap_or_else(|_| f.clone());
             out.push(f.display().to_string());
         }
-        if let Some(k) = &self.trust.trusted_public_keys {
+        if let Some(k) = &spec.trusted_public_keys {
             out.push("--trusted-public-keys".to_string());
             out.push(k.clone());
         }
-        if self.trust.no_require_sigs {
+        if spec.no_require_sigs {
             out.push("--no-require-sigs".to_string());
         }
         out
@@ -189,94 +146,19 @@ impl Context {
         Ok(DerivationSource::new(local, Some(src)))
     }
 
-    /// Opens `spec` with the run's signature policy, writing to `log`. When
-    /// the policy cannot be made (a nix.conf nix-heft cannot read, a bad
-    /// key in nix.conf), that is the error only for a store that checks
-    /// narinfos: a local store, chroot store or path-info JSON needs no
-    /// key, and opens. A bad `--trusted-public-keys` is a usage error
-    /// whatever the store.
-    fn open_trusting(
-        &self,
-        spec: Option<&str>,
-        log: std::sync::Arc<source::RunLog>,
-    ) -> nix_heft_types::Result<Box<dyn StoreSource>> {
-        let policy = self.trust.policy();
-        if let Err(e @ nix_heft_types::Error::Usage(_)) = policy {
-            return Err(e);
-        }
-        let opts = source::OpenOptions {
-            log,
-            signatures: policy.as_ref().ok().cloned(),
-            ..self.open.clone()
-        };
-        let store = source::open_with(spec, &opts)?;
-        match policy {
-            Err(e) if store.has_provenance() => Err(e),
-            _ => Ok(store),
-        }
-    }
-
     /// The store `--store` names (the local store by default), or, when
     /// several are named (`--store` repeated, `--substituters`), all of
-    /// them read as one ([`source::Layered`]).
+    /// them read as one ([`source::Layered`]), with the run's signature
+    /// policy: [`Opener::open`].
     pub fn open(&self) -> nix_heft_types::Result<Box<dyn StoreSource>> {
-        let subs = match &self.substituters {
-            None => Vec::new(),
-            Some(s) if s.trim() == "auto" => {
-                let conf = NixConf::load(&ConfEnv::from_process())
-                    .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))?;
-                conf.substituters()
-            }
-            Some(s) => s.split_ascii_whitespace().map(str::to_string).collect(),
-        };
-        let auto = self.substituters.as_deref().map(str::trim) == Some("auto");
-        if self.stores.len() + subs.len() <= 1 {
-            let one = self.stores.first().or(subs.first());
-            if self.substituters.is_some() && one.is_none() {
-                return Err(nix_heft_types::Error::Usage(
-                    "--substituters names no store (and nix.conf's substituters none for auto)"
-                        .into(),
-                ));
-            }
-            return self.open_store(one.map(String::as_str));
-        }
-        // One log for every store, so that warnings and download counts
-        // of the run are read in one place.
-        let log: std::sync::Arc<source::RunLog> = Default::default();
-        let open = |spec: &String| -> nix_heft_types::Result<source::Layer> {
-            Ok(source::Layer {
-                source: self.open_trusting(Some(spec), std::sync::Arc::clone(&log))?,
-                label: spec.clone(),
-            })
-        };
-        // Opened at once: each cache's nix-cache-info is a round trip.
-        let mut opened: Vec<source::Layer> = std::thread::scope(|s| {
-            let running: Vec<_> = self
-                .stores
-                .iter()
-                .chain(&subs)
-                .map(|spec| s.spawn(|| open(spec)))
-                .collect();
-            running
-                .into_iter()
-                .map(|h| h.join().unwrap_or_else(|p| std::panic::resume_unwind(p)))
-                .collect::<nix_heft_types::Result<Vec<_>>>()
-        })?;
-        let mut from_subs = opened.split_off(self.stores.len());
-        let mut layers = opened;
-        if auto {
-            // Nix's order: by priority, lower first; a `?priority=N` in the
-            // URL overrides the cache's `nix-cache-info`; no Priority is 0
-            // (Nix's default). Stable, so equal priorities keep nix.conf's
-            // order.
-            from_subs.sort_by_key(|l| url_priority(&l.label).or(l.source.priority()).unwrap_or(0));
-        }
-        layers.extend(from_subs);
-        Ok(Box::new(source::Layered::new(
-            layers,
-            log,
-            source::http_connections(self.open.http_connections),
-        )?))
+        self.opener.open().map_err(open_error)
+    }
+
+    /// Whether more than one store is named (`--store` repeated or
+    /// `--substituters`).
+    pub fn several_stores(&self) -> bool {
+        let spec = self.opener.spec();
+        spec.stores.len() > 1 || spec.substituters.is_some()
     }
 
     /// The store a `--before-store` / `--after-store` flag names, if given.
@@ -700,14 +582,18 @@ fn absolute_store(spec: &str) -> String {
     abs(spec)
 }
 
-/// The `priority=N` of a store URL's query, which overrides the cache's
-/// own `Priority` in Nix.
-fn url_priority(spec: &str) -> Option<u64> {
-    let (_, query) = spec.split_once('?')?;
-    query
-        .split('&')
-        .find_map(|kv| kv.strip_prefix("priority="))
-        .and_then(|v| v.parse().ok())
+/// What opening the stores says, in the command line's words: keys and
+/// stores it names are flags here.
+fn open_error(e: OpenError) -> nix_heft_types::Error {
+    match e {
+        OpenError::BadTrustedKeys(e) => {
+            nix_heft_types::Error::Usage(format!("--trusted-public-keys: {e}"))
+        }
+        OpenError::NoStore => nix_heft_types::Error::Usage(
+            "--substituters names no store (and nix.conf's substituters none for auto)".into(),
+        ),
+        OpenError::Store(e) => e,
+    }
 }
 
 impl Context {

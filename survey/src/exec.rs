@@ -44,6 +44,7 @@ use datafusion::physical_plan::{
 };
 use futures::TryStreamExt;
 use nix_heft_format::StorePath;
+use nix_heft_store::open::{Opener, StoreSpec};
 use nix_heft_store::source::{OpenOptions, StoreSource};
 use serde::{Deserialize, Serialize};
 
@@ -55,8 +56,14 @@ use crate::schema;
 /// plain data: what the physical codec ships with each task.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct MapSpec {
-    /// The `--store` argument (`None`: the local store).
-    pub store: Option<String>,
+    /// Every `--store` (none: the local store, unless `substituters`).
+    pub stores: Vec<String>,
+    /// `--substituters`, as given (`auto`: each executor's nix.conf).
+    pub substituters: Option<String>,
+    /// `--trusted-public-keys` (none: each executor's nix.conf).
+    pub trusted_public_keys: Option<String>,
+    /// `--no-require-sigs`.
+    pub no_require_sigs: bool,
     /// `--netrc-file`, as the executors are to read it.
     pub netrc_file: Option<PathBuf>,
     /// `--refresh`.
@@ -64,6 +71,24 @@ pub struct MapSpec {
     /// The output: an absolute directory or an object-store URL
     /// ([`Output::open`]).
     pub out: String,
+}
+
+impl MapSpec {
+    /// The stores to open, as [`Opener`] takes them.
+    pub fn store_spec(&self) -> StoreSpec {
+        StoreSpec {
+            stores: self.stores.clone(),
+            substituters: self.substituters.clone(),
+            trusted_public_keys: self.trusted_public_keys.clone(),
+            no_require_sigs: self.no_require_sigs,
+            options: OpenOptions {
+                netrc_file: self.netrc_file.clone(),
+                refresh: self.refresh,
+                verify: false,
+                ..Default::default()
+            },
+        }
+    }
 }
 
 /// What a process running partitions holds: the opened store and output,
@@ -95,13 +120,10 @@ impl MapEnv {
         if let Some(env) = opened.get(&key) {
             return Ok(Arc::clone(env));
         }
-        let opts = OpenOptions {
-            netrc_file: spec.netrc_file.clone(),
-            refresh: spec.refresh,
-            verify: false,
-            ..Default::default()
-        };
-        let src = nix_heft_store::source::open_with(spec.store.as_deref(), &opts)
+        // Opened as the coordinator opened them: the same stores, keys
+        // and signature rule, through the store crate's one way.
+        let src = Opener::new(spec.store_spec())
+            .open()
             .map_err(|e| DataFusionError::External(Box::new(e)))?;
         let out = Output::open(&spec.out)
             .map_err(|e| DataFusionError::External(e.into_boxed_dyn_error()))?;
@@ -313,7 +335,11 @@ impl DisplayAs for SurveyMapExec {
         write!(
             f,
             "SurveyMapExec: store={}, out={}",
-            self.spec.store.as_deref().unwrap_or("local"),
+            if self.spec.stores.is_empty() {
+                "local".to_string()
+            } else {
+                self.spec.stores.join(" ")
+            },
             self.spec.out
         )
     }

@@ -5,6 +5,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
+use nix_heft_store::open::StoreSpec;
 use nix_heft_store::source::OpenOptions;
 use nix_heft_survey::{cluster, query, report, run};
 
@@ -72,9 +73,21 @@ struct ExecutorArgs {
 #[command(group(clap::ArgGroup::new("input").required(true).args(["roots", "paths", "all"])))]
 struct RunArgs {
     /// Where to read from, as nix-heft's --store: the local store, a chroot
-    /// store, file:// or http(s):// binary cache.
+    /// store, file:// or http(s):// binary cache. Repeat it to read several
+    /// stores as one, each path from the first that has it.
     #[arg(long)]
-    store: Option<String>,
+    store: Vec<String>,
+    /// Further stores as Nix's substituters setting spells them, or `auto`
+    /// for nix.conf's, by priority.
+    #[arg(long, value_name = "URLS")]
+    substituters: Option<String>,
+    /// Keys whose signatures make a narinfo trusted (name:base64 ...);
+    /// default: nix.conf's trusted-public-keys.
+    #[arg(long, value_name = "KEYS")]
+    trusted_public_keys: Option<String>,
+    /// Accept unsigned narinfos (as nix.conf's require-sigs = false).
+    #[arg(long)]
+    no_require_sigs: bool,
     /// Where the tables go (a restart on it resumes): a directory (created),
     /// s3://BUCKET/PREFIX (credentials from AWS_* variables) or
     /// http(s):// on a WebDAV server.
@@ -198,12 +211,17 @@ async fn survey(cli: &Cli, args: &RunArgs) -> anyhow::Result<ExitCode> {
         run::Input::Roots(args.roots.clone())
     };
     let opts = run::RunOptions {
-        store: args.store.clone(),
-        open: OpenOptions {
-            netrc_file: args.netrc_file.clone(),
-            refresh: args.refresh,
-            verify: args.verify,
-            ..Default::default()
+        store: StoreSpec {
+            stores: args.store.clone(),
+            substituters: args.substituters.clone(),
+            trusted_public_keys: args.trusted_public_keys.clone(),
+            no_require_sigs: args.no_require_sigs,
+            options: OpenOptions {
+                netrc_file: args.netrc_file.clone(),
+                refresh: args.refresh,
+                verify: args.verify,
+                ..Default::default()
+            },
         },
         out: args.out.clone(),
         input,

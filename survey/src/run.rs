@@ -21,7 +21,8 @@ use datafusion::datasource::listing::{
 use datafusion::prelude::{SessionConfig, SessionContext};
 use nix_heft_format::StorePath;
 use nix_heft_core::graph::Graph;
-use nix_heft_store::source::{OpenOptions, StoreSource};
+use nix_heft_store::open::{Opener, StoreSpec};
+use nix_heft_store::source::StoreSource;
 use serde::{Deserialize, Serialize};
 use sha2::Digest;
 
@@ -43,10 +44,10 @@ pub enum Input {
 /// The options of `run`.
 #[derive(Debug, Clone)]
 pub struct RunOptions {
-    /// `--store`.
-    pub store: Option<String>,
-    /// `--verify`, `--netrc-file`, `--refresh`.
-    pub open: OpenOptions,
+    /// `--store` (repeated), `--substituters`, `--trusted-public-keys`,
+    /// `--no-require-sigs`, `--verify`, `--netrc-file`, `--refresh`: the
+    /// stores read, opened as nix-heft opens them.
+    pub store: StoreSpec,
     /// `-o`: a directory or an object-store URL ([`Output::open`]).
     pub out: String,
     /// What to survey.
@@ -201,20 +202,29 @@ async fn settle_manifest(
 /// (Every output is theirs to reach: an object store by its URL, a
 /// directory by its absolute path on a file system they share, which
 /// [`check_complete`] checks after the map step.)
-fn check_cluster_reach(store: Option<&str>) -> anyhow::Result<()> {
-    let reachable = match store {
-        Some(s) if s.starts_with("http://") || s.starts_with("https://") => true,
-        Some(s) => s
-            .strip_prefix("file://")
-            .is_some_and(|p| Path::new(p).is_absolute()),
-        None => false,
+fn check_cluster_reach(spec: &StoreSpec) -> anyhow::Result<()> {
+    let reachable = |s: &str| {
+        s.starts_with("http://")
+            || s.starts_with("https://")
+            || s.strip_prefix("file://")
+                .is_some_and(|p| Path::new(p).is_absolute())
     };
-    if !reachable {
+    // `auto` is each executor's own nix.conf: not known here, so allowed.
+    let subs: Vec<&str> = match spec.substituters.as_deref().map(str::trim) {
+        Some("auto") | None => Vec::new(),
+        Some(list) => list.split_ascii_whitespace().collect(),
+    };
+    let mut named = spec.stores.iter().map(String::as_str).chain(subs);
+    let unreachable = if spec.stores.is_empty() && spec.substituters.is_none() {
+        Some("the local store".to_string())
+    } else {
+        named.find(|s| !reachable(s)).map(|s| format!("--store {s}"))
+    };
+    if let Some(what) = unreachable {
         return Err(usage(format!(
             "--cluster needs a store every executor can read: an http(s):// binary cache, \
              or a file:// cache at an absolute path on a file system the executors share \
-             (`nix copy --to file:///shared/cache ROOT...`), not {}",
-            store.map_or("the local store".to_string(), |s| format!("--store {s}"))
+             (`nix copy --to file:///shared/cache ROOT...`), not {what}"
         )));
     }
     Ok(())
@@ -350,11 +360,10 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
     }
     let out = Output::open(&opts.out)?;
     if let Some(url) = &opts.cluster {
-        check_cluster_reach(opts.store.as_deref())?;
+        check_cluster_reach(&opts.store)?;
         crate::cluster::check_scheduler(url)?;
     }
-    let src: Arc<dyn StoreSource> =
-        nix_heft_store::source::open_with(opts.store.as_deref(), &opts.open)?.into();
+    let src: Arc<dyn StoreSource> = Opener::new(opts.store.clone()).open()?.into();
     let roots = roots_of(src.as_ref(), &opts.input)?;
     let g = Graph::load(src.as_ref(), &roots).context("loading the closure")?;
     let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
@@ -400,9 +409,12 @@ pub async fn run(opts: &RunOptions) -> anyhow::Result<RunSummary> {
         progress: Arc::new(move |b| bar.inc(b)),
     };
     let spec = MapSpec {
-        store: opts.store.clone(),
-        netrc_file: opts.open.netrc_file.clone(),
-        refresh: opts.open.refresh,
+        stores: opts.store.stores.clone(),
+        substituters: opts.store.substituters.clone(),
+        trusted_public_keys: opts.store.trusted_public_keys.clone(),
+        no_require_sigs: opts.store.no_require_sigs,
+        netrc_file: opts.store.options.netrc_file.clone(),
+        refresh: opts.store.options.refresh,
         out: out.location(),
     };
     if opts.cluster.is_some() {

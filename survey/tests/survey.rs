@@ -73,6 +73,7 @@ fn fixture() -> &'static Fixture {
             .arg(&secret)
             .arg(&public));
         let public_key = std::fs::read_to_string(&public).unwrap().trim().to_string();
+        KEY.set(public_key.clone()).unwrap();
         run(nix()
             .args(["copy", "--to"])
             .arg(format!(
@@ -120,9 +121,24 @@ fn output(c: &mut Command) -> Outcome {
     o
 }
 
-/// Runs the survey binary with `args`, then `dir`, then `rest`.
+/// The key the fixture's cache is signed with, once made.
+static KEY: OnceLock<String> = OnceLock::new();
+
+/// `--trusted-public-keys KEY` for a `run`: the survey checks signatures
+/// as nix-heft does (the fixture's key is in no nix.conf).
+fn trusting(c: &mut Command) -> &mut Command {
+    c.args(["--trusted-public-keys", KEY.get().expect("fixture made")])
+}
+
+/// Runs the survey binary with `args`, then `dir`, then `rest`; a `run`
+/// trusts the fixture's key.
 fn survey(args: &[&str], dir: &Path, rest: &[String]) -> Outcome {
-    output(Command::new(BIN).args(args).arg(dir).args(rest))
+    let mut c = Command::new(BIN);
+    c.args(args);
+    if args.first() == Some(&"run") {
+        trusting(&mut c);
+    }
+    output(c.arg(dir).args(rest))
 }
 
 /// The nix-heft binary to compare with, built from the same sources: the
@@ -713,6 +729,7 @@ impl Cluster {
             &parts,
         ]
         .into_iter()
+        .chain(["--trusted-public-keys", &f.public_key])
         .chain(["--store", store, "-o"])
         .map(String::from)
         .collect()
@@ -897,6 +914,7 @@ fn check_object_store_output(f: &Fixture, server: &ObjectServer) {
             server
                 .command(BIN)
                 .args(["run", "--json", "--partitions", &parts, "--store", &store])
+                .args(["--trusted-public-keys", &f.public_key])
                 .args(["-o", &server.out])
                 .args(&f.roots),
         )
@@ -964,6 +982,7 @@ fn a_survey_written_to_s3_gives_the_same_tables() {
     let o = output(
         bad.command(BIN)
             .args(["run", "--store", &store, "-o", &bad.out])
+            .args(["--trusted-public-keys", &f.public_key])
             .args(&f.roots),
     );
     assert_eq!(o.code, 1, "{}", o.stderr);
@@ -975,8 +994,63 @@ fn a_survey_written_to_s3_gives_the_same_tables() {
         server
             .command(BIN)
             .args(["run", "--store", &store, "-o", "ftp://127.0.0.1/x"])
+            .args(["--trusted-public-keys", &f.public_key])
             .args(&f.roots),
     );
     assert_eq!(o.code, 2, "{}", o.stderr);
     assert!(o.stderr.contains("ftp:// is not an output"), "{}", o.stderr);
+}
+
+/// Several stores with signatures, opened as nix-heft opens them (the
+/// store crate's `Opener`): a second cache, signed with another key, holds
+/// the first root's closure and is asked first; the fixture's cache holds
+/// the rest. Trusting both keys gives the one-cache survey's tables;
+/// trusting only the fixture's refuses the second cache's narinfos.
+#[test]
+fn several_signed_stores_give_the_one_cache_tables() {
+    let f = fixture();
+    let second = f.tmp.join("second-cache");
+    let (secret, public) = (f.tmp.join("second.sec"), f.tmp.join("second.pub"));
+    run(Command::new("nix-store")
+        .args(["--generate-binary-cache-key", "nix-heft-survey-second-1"])
+        .arg(&secret)
+        .arg(&public));
+    let second_key = std::fs::read_to_string(&public).unwrap().trim().to_string();
+    run(nix()
+        .args(["copy", "--to"])
+        .arg(format!(
+            "file://{}?secret-key={}",
+            second.display(),
+            secret.display()
+        ))
+        .arg(&f.roots[0]));
+    let a = format!("file://{}", second.display());
+    let b = format!("file://{}", f.cache.display());
+    let both = format!("{} {second_key}", f.public_key);
+
+    let dir = f.tmp.join("survey-two-stores");
+    let o = output(
+        Command::new(BIN)
+            .args(["run", "--json", "--store", &a, "--store", &b])
+            .args(["--trusted-public-keys", &both, "-o"])
+            .arg(&dir)
+            .args(&f.roots),
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
+
+    let refused = f.tmp.join("survey-two-stores-refused");
+    let o = output(
+        Command::new(BIN)
+            .args(["run", "--store", &a, "--store", &b])
+            .args(["--trusted-public-keys", &f.public_key, "-o"])
+            .arg(&refused)
+            .args(&f.roots),
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("nix-heft-survey-second-1") && o.stderr.contains("not trusted"),
+        "{}",
+        o.stderr
+    );
 }

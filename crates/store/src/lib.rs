@@ -10,6 +10,7 @@
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod local_cache;
+pub mod open;
 pub mod source;
 
 pub(crate) use nix_heft_format::{
