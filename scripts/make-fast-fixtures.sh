@@ -3,8 +3,9 @@
 # with real Nix, and record Nix's own answers beside them, so that the fast
 # tests compare nix-heft with Nix without running Nix.
 #
-#   bash scripts/make-fast-fixtures.sh        (from any directory; needs
-#                                             nix-build, nix, nix-store, gcc)
+#   bash scripts/make-fast-fixtures.sh        (from any directory, as root;
+#                                             needs nix-build, nix, nix-store,
+#                                             gcc and cargo)
 #
 # Then `cargo test --test fast` and commit tests/fixtures/fast/. Store paths
 # are input-addressed, but the ELF files come from the host's gcc, so a
@@ -34,6 +35,10 @@
 #     drv-closure/ATTR     `nix-store --store store/ -qR DRV` of each root's
 #                          derivation, one path a line
 #     references/ATTR      `nix-store --store store/ -q --references OUT`
+#   traces/hello-run.json  `nix-heft trace` (this repository's, built by
+#                    cargo) of hello-1.0/bin/hello really run: the library
+#                    it loads by RUNPATH, the manual it never touches (an
+#                    input of `--trace`, whose format is nix-heft's own)
 #
 # git keeps what the tests need: symlinks and executable bits. It does not
 # keep write permissions (Nix's 0555/0444 become git's 0755/0644 on
@@ -65,8 +70,8 @@ for a in "${ATTRS[@]}"; do roots+=("${path[$a]}"); drvs+=("${drv[$a]}"); done
 # 2. Fresh outputs.
 chmod -R u+w "$OUT/store" 2>/dev/null || true
 rm -rf "$OUT/store" "$OUT/cache" "$OUT/cache-plain" "$OUT/nix" \
-  "$OUT/roots.json" "$OUT/cache.pub" "$OUT/other.pub"
-mkdir -p "$OUT/nix/drv-closure" "$OUT/nix/references"
+  "$OUT/roots.json" "$OUT/cache.pub" "$OUT/other.pub" "$OUT/traces"
+mkdir -p "$OUT/nix/drv-closure" "$OUT/nix/references" "$OUT/traces"
 
 # 3. Keys: one signs both caches, the other signs nothing.
 nix-store --generate-binary-cache-key nix-heft-fast-1 "$work/secret" "$work/public"
@@ -102,7 +107,13 @@ done
   printf '\n}\n'
 } > "$OUT/roots.json"
 
-# 7. Only what a store is made of: of var/ the database alone (Nix has
+# 7. A real run of hello traced (its environment only PATH).
+cargo build --quiet --manifest-path "$REPO/Cargo.toml" --bin nix-heft
+heft="${CARGO_TARGET_DIR:-$REPO/target}/debug/nix-heft"
+env -i PATH=/usr/bin:/bin "$heft" trace -o "$OUT/traces/hello-run.json" -- \
+  "${path[hello]}/bin/hello" fast
+
+# 8. Only what a store is made of: of var/ the database alone (Nix has
 #    closed it: no WAL side file), no empty .links directory; of the caches,
 #    no empty log/ and realisations/ (git would drop them anyway).
 chmod -R u+w "$OUT/store"
@@ -114,7 +125,7 @@ mkdir -p "$db"
 mv "$work/db.sqlite" "$db/db.sqlite"
 rmdir "$OUT/store/nix/store/.links" "$OUT"/cache{,-plain}/{log,realisations}
 
-# 8. No empty directory (git would drop it and change a NAR), and the size.
+# 9. No empty directory (git would drop it and change a NAR), and the size.
 empty="$(find "$OUT/store" "$OUT/cache" "$OUT/cache-plain" -type d -empty)"
 if [ -n "$empty" ]; then
   echo "empty directories, which git would not keep:" >&2

@@ -5,8 +5,9 @@
 //! tests/fixtures/fast/ (a chroot store with `.drv` files, a signed
 //! `file://` binary cache with xz NARs and one with plain NARs, and Nix's
 //! own answers at creation time: `nix path-info -rsS --json`,
-//! `nix-store -qR` of each derivation, `nix-store -q --references`), and
-//! compares nix-heft's answers with Nix's.
+//! `nix-store -qR` of each derivation, `nix-store -q --references`; and a
+//! `nix-heft trace` of one program really run), and compares nix-heft's
+//! answers with Nix's.
 //!
 //! Every run of nix-heft gets an environment of its own
 //! (`common::heft`): PATH names no directory, so no `nix`, `nix-store` or
@@ -21,6 +22,7 @@
 mod common;
 
 mod check;
+mod cli;
 mod corrupt;
 mod derivation;
 mod diff;
@@ -29,4 +31,5 @@ mod refs;
 mod report;
 mod signatures;
 mod size;
+mod trace;
 mod why;
