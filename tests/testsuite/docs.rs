@@ -172,6 +172,10 @@ fn output_matches(shown: &[String], got: &[String]) -> bool {
 /// and `nix-build` arguments.
 const DOCS_BUILD: &[(&str, &[&str])] = &[
     ("tests/fixtures/diff.nix", &["-A", "before", "-A", "after"]),
+    (
+        "examples/rocm-mini/default.nix",
+        &["-A", "variants.hipblas-split"],
+    ),
     ("tests/fixtures/farm.nix", &["-A", "before", "-A", "after"]),
     ("tests/fixtures/drv-chain.nix", &["--argstr", "v", "1.1"]),
     ("tests/fixtures/drv-chain.nix", &["--argstr", "v", "1.2"]),
