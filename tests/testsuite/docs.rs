@@ -14,7 +14,7 @@
 //! - `nix-heft` is the binary under test, first on `PATH`;
 //! - the docs' convention (README, "Examples"): `NIX_CONFIG` trusts the
 //!   bundled cache's key (`examples/rocm-mini/cache.pub`) and nothing else;
-//!   `COLUMNS=100`; a fresh `XDG_CACHE_HOME`;
+//!   `COLUMNS=100`; `LC_ALL=C.UTF-8`; a fresh `XDG_CACHE_HOME`;
 //! - the exit code must be 0, or the `exit=N` the fence gives
 //!   (```` ```console exit=2 ````, a block of one command).
 //!
@@ -246,6 +246,9 @@ fn check_doc(doc: &Path) {
                 format!("trusted-public-keys = {}", example_key()),
             )
             .env("COLUMNS", "100")
+            // `ls` and `sort` in the docs sort by code point, whatever the
+            // machine's locale.
+            .env("LC_ALL", "C.UTF-8")
             .env("XDG_CACHE_HOME", dir.join(".cache"))
             .env("TMPDIR", std::env::temp_dir())
             .env_remove("GITHUB_STEP_SUMMARY")
