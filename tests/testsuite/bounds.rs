@@ -308,7 +308,7 @@ fn leaf(cache: &TestCache, path: &str) -> NarFile {
 const ENTRIES: u64 = 1_000_000;
 
 /// A directory of a million entries: `split` and `refs` stay within a
-/// stated bound per entry (documented in README "Trust and limits").
+/// stated bound per entry (documented in docs/guide/stores-and-trust.md, "Trust and limits").
 #[test]
 fn a_million_entry_directory_costs_a_bounded_amount_per_entry() {
     let cache = TestCache::new("million");
@@ -369,7 +369,7 @@ fn a_million_entry_directory_costs_a_bounded_amount_per_entry() {
     }
 }
 
-/// The memory bounds per NAR entry stated in README "Trust and limits"
+/// The memory bounds per NAR entry stated in docs/guide/stores-and-trust.md, "Trust and limits"
 /// (measured: refs 83 B, split 270 B per entry of an 8-byte name), and the
 /// constant part (the binary, thread stacks, decompression buffers).
 const REFS_PER_ENTRY: u64 = 128;
@@ -774,7 +774,7 @@ fn symlink_targets_past_path_max_are_refused() {
 }
 
 /// Peak RSS of a `refs` or `advise` run with a 2 GiB file in the closure
-/// (README "Trust and limits"): the binary, thread stacks, decompression
+/// (docs/guide/stores-and-trust.md, "Trust and limits"): the binary, thread stacks, decompression
 /// buffers and one scanning window of the file, never the file.
 const BIG_FILE_RSS_KIB: u64 = 256 * 1024;
 

@@ -398,7 +398,7 @@ fn bad_input_exit_codes() {
     assert_error(&o, &missing.display().to_string());
 }
 
-/// README's recipe for nixpkgs' `passthru.tests`: inside a Nix build, the
+/// docs/guide/review-and-ci.md's recipe for nixpkgs' `passthru.tests`: inside a Nix build, the
 /// closure from `exportReferencesGraph` is enough for budgets and forbidden
 /// paths.
 #[test]

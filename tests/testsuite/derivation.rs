@@ -192,23 +192,7 @@ fn qr(path: &str) -> BTreeSet<String> {
 /// (three levels below app), `extraSrc` an input source of app, `word`
 /// one word of app's 5,386-character `configureFlags`, `opt` a short
 /// variable of app.
-const CHAIN_NIX: &str = r#"
-{ v ? "1", extraSrc ? false, word ? "word250", opt ? "-O2" }:
-let
-  mk = name: attrs: derivation ({
-    inherit name; system = builtins.currentSystem; builder = "/bin/sh";
-    args = [ "-c" "echo > $out" ];
-  } // attrs);
-  leaf = mk "leaf-1.0" { flag = v; };
-  lower = mk "lower-1.0" { deps = "${leaf}"; };
-  middle = mk "middle-1.0" { deps = "${lower}"; };
-  words = builtins.genList (i: if i == 250 then word else "--feat-${toString i}") 500;
-in mk "app-1.0" ({
-  deps = "${middle}";
-  configureFlags = builtins.concatStringsSep " " words;
-  inherit opt;
-} // (if extraSrc then { extra = ./extra.txt; } else { }))
-"#;
+const CHAIN_NIX: &str = include_str!("../fixtures/drv-chain.nix");
 
 /// The chain's app `.drv` for `args` (nix-instantiate's own arguments).
 fn chain(dir: &Path, args: &[&str]) -> String {

@@ -18,6 +18,7 @@ mod browse;
 mod check;
 mod derivation;
 mod diff;
+mod docs;
 mod errors;
 mod evidence;
 mod existing_outputs;

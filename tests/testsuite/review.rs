@@ -703,17 +703,17 @@ fn action_yml_passes_actionlint() {
     )
     .unwrap();
     let examples = repo().join("examples/workflows");
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(repo().join("docs/guide/review-and-ci.md")).unwrap();
     let mut n = 0;
     for e in std::fs::read_dir(&examples).unwrap() {
         let p = e.unwrap().path();
         let text = std::fs::read_to_string(&p).unwrap();
         assert!(text.contains("uses: OWNER/nix-heft@v1"), "{}", p.display());
         assert_pinned(&text, &p);
-        // The README shows each example as it is.
+        // The guide (Review and CI) shows each example as it is.
         assert!(
-            readme.contains(&format!("```yaml\n{text}```")),
-            "README does not show {} as it is",
+            guide.contains(&format!("```yaml\n{text}```")),
+            "docs/guide/review-and-ci.md does not show {} as it is",
             p.display()
         );
         std::fs::write(
@@ -1381,16 +1381,16 @@ fn a_growth_comment_tells_the_story_open() {
     );
     assert!(!open.contains("tensile-gfx9"), "{open}");
 
-    // README shows this comment as it is (hashes aside, which depend on
-    // the system the fixture is built for).
+    // The guide (Review and CI) shows this comment as it is (hashes aside,
+    // which depend on the system the fixture is built for).
     let hashes = regex::Regex::new(r"\([0-9a-z]{8}\)").unwrap();
-    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let guide = std::fs::read_to_string(repo().join("docs/guide/review-and-ci.md")).unwrap();
     assert!(
-        hashes.replace_all(&readme, "(HASH)").contains(&format!(
+        hashes.replace_all(&guide, "(HASH)").contains(&format!(
             "```markdown\n{}```\n",
             hashes.replace_all(&md, "(HASH)")
         )),
-        "README.md does not show the story comment:\n{md}"
+        "docs/guide/review-and-ci.md does not show the story comment:\n{md}"
     );
 
     // GitHub: the same line, and within ten notices.
@@ -1617,14 +1617,14 @@ fn github_annotations_stay_within_what_github_shows() {
     );
 }
 
-/// The README's Action example is a real run of scripts/action.sh on
+/// The guide's Action example (docs/guide/review-and-ci.md) is a real run of scripts/action.sh on
 /// tests/fixtures/diff.nix with `max-growth: 10%` and `forbid: docdep*`:
 /// its comment and its annotations as shown there (store hashes aside,
 /// which depend on the system the fixture is built for).
 #[test]
-fn readme_shows_the_actions_comment_as_it_is() {
+fn the_guide_shows_the_actions_comment_as_it_is() {
     let (before, after) = diff_fixture();
-    let a = ActionRun::new("action-readme");
+    let a = ActionRun::new("action-guide");
     let o = a.step(
         "run",
         &[
@@ -1644,16 +1644,16 @@ fn readme_shows_the_actions_comment_as_it_is() {
         let s = full.replace_all(s, "/nix/store/HASH");
         short.replace_all(&s, "(HASH)").into_owned()
     };
-    let readme = mask(&std::fs::read_to_string(repo().join("README.md")).unwrap());
+    let guide = mask(&std::fs::read_to_string(repo().join("docs/guide/review-and-ci.md")).unwrap());
     assert!(
-        readme.contains(&format!("````markdown\n{}````\n", mask(&comment))),
-        "README.md does not show the Action's comment:\n{comment}"
+        guide.contains(&format!("````markdown\n{}````\n", mask(&comment))),
+        "docs/guide/review-and-ci.md does not show the Action's comment:\n{comment}"
     );
     assert!(
-        readme.contains(&format!(
+        guide.contains(&format!(
             "and the annotations it printed for the runner:\n\n```\n{}```\n",
             mask(&anns)
         )),
-        "README.md does not show the Action's annotations:\n{anns}"
+        "docs/guide/review-and-ci.md does not show the Action's annotations:\n{anns}"
     );
 }

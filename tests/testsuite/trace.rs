@@ -379,7 +379,7 @@ fn a_daemon_is_traced_until_it_exits() {
 
 #[test]
 fn a_workload_the_timeout_ends_exits_124_with_the_timeout_message() {
-    // The README's and --help's promise, for exactly this command.
+    // docs/guide/trace.md's and --help's promise, for exactly this command.
     let (o, t) = trace(
         &["bash", "-c", "sleep 10"],
         &[],
