@@ -11,14 +11,14 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::error::ArrowError;
 use datafusion::parquet::arrow::ArrowWriter;
-use nix_heft_format::StorePath;
-use nix_heft_types::evidence::Kind;
-use nix_heft_core::graph::{Graph, NodeId, ReadRequest, request};
-use nix_heft_format::nar::tree::TreeNode;
-use nix_heft_types::problem::{Problem, ProblemKind};
 use nix_heft_core::explain::summarise;
-use nix_heft_store::source::{RawClosure, StoreSource};
+use nix_heft_core::graph::{Graph, NodeId, ReadRequest, request};
+use nix_heft_format::StorePath;
+use nix_heft_format::nar::tree::TreeNode;
 use nix_heft_format::store_path::split_name;
+use nix_heft_store::source::{RawClosure, StoreSource};
+use nix_heft_types::evidence::Kind;
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 use crate::schema;
 

@@ -6,8 +6,8 @@
 use std::fmt::Write;
 
 use datafusion::prelude::SessionContext;
-use nix_heft_report::table::{Align, Table};
 use nix_heft_format::store_path::name_of;
+use nix_heft_report::table::{Align, Table};
 use nix_heft_types::units::iec;
 use serde::{Deserialize, Serialize};
 

@@ -19,8 +19,8 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
-use nix_heft_format::StorePath;
 use nix_heft_core::graph::Graph;
+use nix_heft_format::StorePath;
 use nix_heft_store::open::{Opener, StoreSpec};
 use nix_heft_store::source::StoreSource;
 use serde::{Deserialize, Serialize};
@@ -218,7 +218,9 @@ fn check_cluster_reach(spec: &StoreSpec) -> anyhow::Result<()> {
     let unreachable = if spec.stores.is_empty() && spec.substituters.is_none() {
         Some("the local store".to_string())
     } else {
-        named.find(|s| !reachable(s)).map(|s| format!("--store {s}"))
+        named
+            .find(|s| !reachable(s))
+            .map(|s| format!("--store {s}"))
     };
     if let Some(what) = unreachable {
         return Err(usage(format!(
