@@ -15,7 +15,7 @@ runs="${2:-5}"
 data="${NIX_HEFT_BENCH_DATA:-$here/.data}"
 command -v farm-bench >/dev/null || { echo "farm-bench is needed" >&2; exit 1; }
 (cd "$repo" && cargo build --release --quiet)
-heft="$repo/target/release/nix-heft"
+heft="${CARGO_TARGET_DIR:-$repo/target}/release/nix-heft"
 store="$data/store-100000-s1"
 [ -f "$store/roots.txt" ] || python3 "$here/gen_store.py" "$store" --paths 100000 --seed 1 >/dev/null
 scan="$(nix-build "$here/scan.nix" --option sandbox false --option substituters '' \

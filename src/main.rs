@@ -1,6 +1,7 @@
 //! The `nix-heft` command: the global flags, the subcommands, parsing and
 //! dispatch. What each command does is in its own file under `commands/`.
 
+mod advice;
 mod browse_terminal;
 mod commands;
 
@@ -312,7 +313,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // The library says what to print; printing is the program's.
-            let f = nix_heft_types::error::failure(e.as_ref());
+            let f = nix_heft_types::error::failure(e.as_ref(), &advice::advice);
             eprint!("{}", f.message("nix-heft"));
             ExitCode::from(f.code)
         }

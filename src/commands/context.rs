@@ -542,6 +542,20 @@ impl Context {
     }
 }
 
+/// A report's JSON with what the run adds to every command's: the outputs
+/// read as their derivers (`derivers`, with `--derivation`) and where each
+/// store path it names came from (`origins`, for stores that know), as
+/// fields after the report's own.
+#[derive(serde::Serialize)]
+struct RunJson<'a, R: serde::Serialize> {
+    #[serde(flatten)]
+    report: &'a R,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    derivers: Vec<Mapped>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    origins: Option<&'a std::collections::BTreeMap<String, source::Provenance>>,
+}
+
 /// An installable's error for the binary: a missing `nix` or conflicting
 /// flags are usage errors (exit 2), a failed evaluation a failure (exit 1,
 /// with Nix's own message).
@@ -657,29 +671,16 @@ impl Context {
         report: &R,
         origins: Option<&std::collections::BTreeMap<String, source::Provenance>>,
     ) -> anyhow::Result<()> {
-        let text = serde_json::to_string(report)?;
         let derivers = self.derivers();
-        if derivers.is_empty() && origins.is_none() {
-            writeln!(out, "{text}")?;
-            return Ok(());
-        }
-        let mut body = text
-            .strip_suffix('}')
-            .ok_or_else(|| anyhow::anyhow!("a report's JSON is not an object"))?
-            .to_string();
-        let key = |body: &mut String, name: &str, v: String| {
-            if body != "{" {
-                body.push(',');
-            }
-            body.push_str(&format!("\"{name}\":{v}"));
-        };
-        if !derivers.is_empty() {
-            key(&mut body, "derivers", serde_json::to_string(&derivers)?);
-        }
-        if let Some(o) = origins {
-            key(&mut body, "origins", serde_json::to_string(o)?);
-        }
-        writeln!(out, "{body}}}")?;
+        serde_json::to_writer(
+            &mut *out,
+            &RunJson {
+                report,
+                derivers,
+                origins,
+            },
+        )?;
+        writeln!(out)?;
         Ok(())
     }
 }

@@ -152,7 +152,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // The library says what to print; printing is the program's.
-            let f = nix_heft_types::error::failure(e.as_ref());
+            let f = nix_heft_types::error::failure(e.as_ref(), &advice);
             eprint!("{}", f.message("nix-heft-survey"));
             ExitCode::from(f.code)
         }
@@ -266,4 +266,22 @@ async fn sql(cli: &Cli, args: &QueryArgs) -> anyhow::Result<ExitCode> {
     }
     out.flush()?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What to do about a library error, in this binary's flags (the library
+/// says what is wrong, never which flag fixes it).
+fn advice(e: &nix_heft_types::Error) -> Option<String> {
+    use nix_heft_types::Error;
+    let text = match e {
+        Error::UntrustedNarinfo(u) if u.mismatched.is_empty() => {
+            "; trust the cache's key with `run --trusted-public-keys` or nix.conf's \
+             trusted-public-keys, or accept such narinfos with `run --no-require-sigs`"
+        }
+        Error::NoLocalStore(_) => "; name a store with `run --store`",
+        Error::NeedsCredentials { .. } => {
+            "; put them in a netrc file (`run --netrc-file`, nix.conf's netrc-file, or ~/.netrc)"
+        }
+        _ => return None,
+    };
+    Some(text.to_string())
 }

@@ -24,27 +24,24 @@ pub struct Untrusted {
 }
 
 impl std::fmt::Display for Untrusted {
-    /// One line: what is refused and why, then the advice that fits. A
-    /// signature that names a trusted key yet does not verify is a warning
-    /// sign, not a missing setting: turning checks off would accept exactly
-    /// what the check caught, so that is never the advice then.
+    /// One line: what is refused and why. A signature that names a
+    /// trusted key yet does not verify is a warning sign, said here; a
+    /// narinfo signed by no trusted key is a missing setting, for the
+    /// caller to advise on in its own words (its flags).
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
             "refusing the narinfo of {} from {}: it has no valid signature by a trusted key \
-             ({}; signatures by: {}; trusted keys: {}); ",
+             ({}; signatures by: {}; trusted keys: {})",
             self.path, self.cache, self.why, self.found, self.trusted
         )?;
         if self.mismatched.is_empty() {
-            return f.write_str(
-                "trust the cache's key with --trusted-public-keys or nix.conf's \
-                 trusted-public-keys, or accept such narinfos with --no-require-sigs",
-            );
+            return Ok(());
         }
         let names: Vec<String> = self.mismatched.iter().map(|k| format!("'{k}'")).collect();
         write!(
             f,
-            "the narinfo may have been tampered with (changed after it was signed), or the key \
+            "; the narinfo may have been tampered with (changed after it was signed), or the key \
              trusted as {} is not the one the cache signs with (the same name, other key \
              bytes); check that key with the cache's owner before trusting this cache",
             names.join(", ")
@@ -84,8 +81,7 @@ pub enum Error {
     /// evaluates installables but never builds or substitutes.
     #[error(
         "output '{output}' of '{installable}' ({path}) is not valid in {store}; nix-heft evaluates \
-         but never builds: read it from a binary cache that has it \
-         (--store https://cache.nixos.org), or build it first (nix build)"
+         but never builds"
     )]
     MissingOutput {
         /// The installable as given.
@@ -107,7 +103,7 @@ pub enum Error {
     },
     /// The build graph asked of a store that holds no `.drv` files.
     #[error(
-        "{path} is not a derivation in {store}: the build graph (--derivation) is read from \
+        "{path} is not a derivation in {store}: the build graph is read from \
          .drv files, which live in the local store or a chroot store where they were \
          instantiated; a binary cache normally has none"
     )]
@@ -121,8 +117,8 @@ pub enum Error {
     /// (a path added rather than built, or unknown to every store).
     #[error(
         "{path} is not a derivation, and it has no deriver recorded in any store read \
-         (nix path-info --derivation would name none): --derivation reads the build graph \
-         of a .drv; give the .drv that builds it"
+         (nix path-info --derivation would name none): the build graph is read from a \
+         .drv; give the .drv that builds it"
     )]
     NoDeriver {
         /// The output path given.
@@ -132,8 +128,8 @@ pub enum Error {
     /// store the `.drv` files are read from.
     #[error(
         "{path} was built by {deriver}, which is not valid in {store}: the build graph \
-         (--derivation) is read from that .drv file; instantiate it again (nix-instantiate, \
-         or --derivation on the installable) or give a .drv that is there"
+         is read from that .drv file; instantiate it again (nix-instantiate) or give a .drv \
+         that is there"
     )]
     DeriverNotHere {
         /// The output path given.
@@ -144,11 +140,7 @@ pub enum Error {
         store: String,
     },
     /// No `--store` given and no local store present.
-    #[error(
-        "no Nix store found: {} does not exist; point nix-heft at one with \
-         --store: a chroot store root (--store /mnt), a binary cache (--store file:///path/to/cache), \
-         or a `nix path-info --json` file (--store closure.json)", .0.display()
-    )]
+    #[error("no Nix store found: {} does not exist", .0.display())]
     NoLocalStore(PathBuf),
     /// A `--store` argument that names nothing nix-heft can read.
     #[error("cannot use store '{spec}': {reason}")]
@@ -276,6 +268,12 @@ pub enum Error {
         url: String,
         /// What went wrong.
         reason: String,
+    },
+    /// An HTTP cache that wants credentials none were given for.
+    #[error("{url}: 401 Unauthorized: the cache needs credentials")]
+    NeedsCredentials {
+        /// The URL requested.
+        url: String,
     },
     /// An I/O error on a named file.
     #[error("{}: {source}", path.display())]
@@ -482,8 +480,14 @@ impl Failure {
 
 /// The error that ended a run (and its causes, through
 /// [`std::error::Error::source`]) as what to print and the exit code.
-/// Shared by `nix-heft` and `nix-heft-survey`.
-pub fn failure(e: &(dyn std::error::Error + 'static)) -> Failure {
+/// Shared by `nix-heft` and `nix-heft-survey`; each gives its `advice`:
+/// what to do about a library [`Error`] in its own words (its flags),
+/// said after that error's line. The library's messages say what is
+/// wrong, never which flag fixes it.
+pub fn failure(
+    e: &(dyn std::error::Error + 'static),
+    advice: &dyn Fn(&Error) -> Option<String>,
+) -> Failure {
     let chain = || std::iter::successors(Some(e), |c| c.source());
     let broken = |k: Option<std::io::ErrorKind>| k == Some(std::io::ErrorKind::BrokenPipe);
     if chain().any(|c| {
@@ -500,12 +504,20 @@ pub fn failure(e: &(dyn std::error::Error + 'static)) -> Failure {
     }
     // The chain once: library errors already carry their cause's text, so
     // a cause is repeated only when it adds something.
-    let mut printed = e.to_string();
-    let mut lines = vec![printed.clone()];
+    let advised = |c: &(dyn std::error::Error + 'static)| {
+        let text = c.to_string();
+        match c.downcast_ref::<Error>().and_then(advice) {
+            Some(a) => (text.clone(), format!("{text}{a}")),
+            None => (text.clone(), text),
+        }
+    };
+    let (bare, line) = advised(e);
+    let mut printed = bare;
+    let mut lines = vec![line];
     for cause in chain().skip(1) {
-        let c = cause.to_string();
+        let (c, line) = advised(cause);
         if !printed.contains(&c) {
-            lines.push(format!("  caused by: {c}"));
+            lines.push(format!("  caused by: {line}"));
             printed.push_str(&c);
         }
     }
@@ -528,7 +540,7 @@ mod tests {
     #[test]
     fn a_usage_error_exits_2_and_its_cause_is_said_once() {
         let e = Wrapped(Error::Usage("give one root".into()));
-        let f = failure(&e);
+        let f = failure(&e, &|_| None);
         assert_eq!(f.code, EXIT_USAGE);
         assert_eq!(f.lines[0], "reading the closure");
         assert_eq!(f.lines[1], "  caused by: give one root");
@@ -541,9 +553,27 @@ mod tests {
             path: "/x".into(),
             source: std::io::Error::other("disk on fire"),
         };
-        let f = failure(&io);
+        let f = failure(&io, &|_| None);
         assert_eq!(f.code, 1);
         assert_eq!(f.lines.len(), 1, "{:?}", f.lines);
+    }
+
+    #[test]
+    fn advice_follows_the_line_of_the_error_it_is_about() {
+        let e = Wrapped(Error::NoLocalStore("/nix".into()));
+        let advice = |e: &Error| matches!(e, Error::NoLocalStore(_)).then(|| "; try X".to_string());
+        let f = failure(&e, &advice);
+        assert_eq!(f.lines[0], "reading the closure");
+        assert_eq!(
+            f.lines[1],
+            "  caused by: no Nix store found: /nix does not exist; try X"
+        );
+        // The library's own message names no flag.
+        assert!(
+            !Error::NoLocalStore("/nix".into())
+                .to_string()
+                .contains("--")
+        );
     }
 
     #[test]
@@ -552,7 +582,7 @@ mod tests {
             path: "-".into(),
             source: std::io::Error::from(std::io::ErrorKind::BrokenPipe),
         };
-        let f = failure(&e);
+        let f = failure(&e, &|_| None);
         assert_eq!((f.code, f.lines.is_empty()), (0, true));
         assert_eq!(f.message("p"), "");
     }

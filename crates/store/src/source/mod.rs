@@ -438,8 +438,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
     }
     if scheme_part.starts_with("s3://") {
         return Err(unsupported(
-            "s3:// caches are not supported yet; for a public bucket, use its HTTPS endpoint \
-             (--store https://BUCKET.s3.REGION.amazonaws.com)",
+            "s3:// caches are not supported yet; for a public bucket, use its HTTPS endpoint",
         ));
     }
     if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {

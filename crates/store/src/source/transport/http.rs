@@ -214,18 +214,17 @@ impl HttpTransport {
                         200..=299 => return Ok(Got::Body(resp)),
                         404 | 403 => return Ok(Got::Absent),
                         401 => {
-                            return Err(Error::Http {
-                                url: url.to_string(),
-                                reason: if self.auth.is_some() {
-                                    "401 Unauthorized: the cache refused the netrc credentials \
-                                     for this host"
-                                        .into()
-                                } else {
-                                    "401 Unauthorized: the cache needs credentials; put them in \
-                                     a netrc file (--netrc-file, nix.conf's netrc-file, or \
-                                     ~/.netrc)"
-                                        .into()
-                                },
+                            return Err(if self.auth.is_some() {
+                                Error::Http {
+                                    url: url.to_string(),
+                                    reason: "401 Unauthorized: the cache refused the netrc \
+                                             credentials for this host"
+                                        .into(),
+                                }
+                            } else {
+                                Error::NeedsCredentials {
+                                    url: url.to_string(),
+                                }
                             });
                         }
                         429 | 500..=599 => last = format!("HTTP {status}"),
