@@ -28,16 +28,20 @@ let
 in
 rustPlatform.buildRustPackage {
   pname = cargo.package.name;
-  inherit (cargo.package) version;
+  # The version is the workspace's, which every crate shares.
+  inherit (cargo.workspace.package) version;
   inherit src;
   cargoLock.lockFile = ../Cargo.lock;
 
   nativeBuildInputs = [ installShellFiles ];
 
-  # The unit tests are the checks. The integration tests (tests/) build
-  # real stores with Nix as root and install tools with apt-get, which the
-  # build sandbox cannot do: scripts/test.sh runs them outside.
-  cargoTestFlags = [ "--lib" ];
+  # The crates' unit tests are the checks. The integration tests (tests/)
+  # build real stores with Nix as root and install tools with apt-get,
+  # which the build sandbox cannot do: scripts/test.sh runs them outside.
+  cargoTestFlags = [
+    "--workspace"
+    "--lib"
+  ];
 
   postInstall =
     if stdenv.buildPlatform.canExecute stdenv.hostPlatform then

@@ -506,6 +506,21 @@ impl Context {
         Ok(g)
     }
 
+    /// BEFORE's and AFTER's closures, loaded at once behind one spinner.
+    pub fn load_pair(
+        &self,
+        before: (&dyn StoreSource, &[nix_heft_format::StorePath]),
+        after: (&dyn StoreSource, &[nix_heft_format::StorePath]),
+    ) -> anyhow::Result<(Graph, Graph)> {
+        let pb = self.spinner("reading both closures");
+        let (bg, ag) = pipeline::load_pair(before, after);
+        pb.finish_and_clear();
+        Ok((
+            bg.context("loading BEFORE's closure")?,
+            ag.context("loading AFTER's closure")?,
+        ))
+    }
+
     /// The progress of a read from `src`: a byte bar on a terminal; when the
     /// read ends, the bar goes and the source's warnings are printed.
     pub fn read_bar<'a>(&self, src: &'a dyn StoreSource) -> ReadBar<'a> {

@@ -4,10 +4,9 @@
 
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft_core::graph::Graph;
+use nix_heft_core::pipeline::CompareOptions;
 use nix_heft_report::{Report, TextOptions};
 
 use super::Context;
@@ -79,25 +78,19 @@ fn compare(
 ) -> anyhow::Result<ExitCode> {
     let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
     let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;
-    let pb = ctx.spinner("reading both closures");
-    // The two sides are independent: load them at once.
-    let (bg, ag) = rayon::join(
-        || Graph::load(bsrc, &broots).context("loading BEFORE's closure"),
-        || Graph::load(asrc, &aroots).context("loading AFTER's closure"),
+    let (bg, ag) = ctx.load_pair((bsrc, &broots), (asrc, &aroots))?;
+    let c = nix_heft_core::pipeline::compare(
+        (bsrc, &bg),
+        (asrc, &ag),
+        CompareOptions {
+            // The changed inputs, the one that drags most of the build
+            // closure along first (nix-diff's "why does X rebuild").
+            rank_by_drag: args.derivation,
+            ..Default::default()
+        },
+        (&ctx.read_bar(bsrc), &ctx.read_bar(asrc)),
     );
-    pb.finish_and_clear();
-    let (bg, ag) = (bg?, ag?);
-    let mut d = nix_heft_core::diff::diff(&bg, &ag);
-    if args.derivation {
-        // The changed inputs, the one that drags most of the build
-        // closure along first (nix-diff's "why does X rebuild").
-        d.rank_by_drag(&bg, &ag);
-    }
-    let (wb, wa) = d.wants();
-    let cb = ctx.classified(bsrc, &bg, &wb, None);
-    let ca = ctx.classified(asrc, &ag, &wa, None);
-    d.prefer_strongest(&cb, &ca);
-    let mut report = nix_heft_report::diff::DiffReport::new(&bg, &ag, d, cb, ca);
+    let mut report = nix_heft_report::diff::DiffReport::new(&bg, &ag, c.diff, c.before, c.after);
     if let Some(drvs) = drvs {
         // nix-diff's question: what differs inside each changed
         // derivation, down to the root causes.

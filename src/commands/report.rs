@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft_core::classify::Classified;
-use nix_heft_core::graph::{Graph, request};
+use nix_heft_core::pipeline::CompareOptions;
+use nix_heft_core::graph::request;
 use nix_heft_report::html::{BuildGraph, EvidenceState, HtmlReport};
 use nix_heft_report::size::UnknownOutputs;
 use nix_heft_store::source::StoreSource;
@@ -130,13 +130,8 @@ fn page(
         Some([before, after]) => {
             let broots = ctx.roots(bsrc, std::slice::from_ref(before))?;
             let aroots = ctx.roots(src, std::slice::from_ref(after))?;
-            let pb = ctx.spinner("reading both closures");
-            let (bg, ag) = rayon::join(
-                || Graph::load(bsrc, &broots).context("loading BEFORE's closure"),
-                || Graph::load(src, &aroots).context("loading AFTER's closure"),
-            );
-            pb.finish_and_clear();
-            (ag?, Some(bg?))
+            let (bg, ag) = ctx.load_pair((bsrc, &broots), (src, &aroots))?;
+            (ag, Some(bg))
         }
         _ => {
             let roots = ctx.roots(src, &args.roots)?;
@@ -191,26 +186,24 @@ fn page(
     }
     model.why_command = why;
     if let Some(bg) = before {
-        let mut d = nix_heft_core::diff::diff(&bg, &g);
         // BEFORE is read only for the edges that held the paths that
-        // left; the page's own evidence explains the new ones.
-        let cb = if args.no_evidence {
-            Classified::default()
-        } else {
-            ctx.classified(bsrc, &bg, &d.wants().0, None)
-        };
-        let none = Classified::default();
-        d.prefer_strongest(&cb, c.as_ref().unwrap_or(&none));
-        if drvs.is_some() {
-            // As `diff --derivation` ranks the changed inputs.
-            d.rank_by_drag(&bg, &g);
-        }
-        // AFTER's evidence too, so that the page groups the paths added
-        // for one reason as `diff` does; nothing after this needs it.
+        // left; the page's own evidence (every edge of AFTER) explains the
+        // new ones, and groups the paths added for one reason as `diff`
+        // does.
+        let mut cmp = nix_heft_core::pipeline::compare(
+            (bsrc, &bg),
+            (src, &g),
+            CompareOptions {
+                // As `diff --derivation` ranks the changed inputs.
+                rank_by_drag: drvs.is_some(),
+                no_evidence: args.no_evidence,
+                after_read: Some(c.unwrap_or_default()),
+            },
+            (&ctx.read_bar(bsrc), &ctx.read_bar(src)),
+        );
         // Its problems are the page's already.
-        let mut ca = c.unwrap_or_default();
-        ca.problems.clear();
-        let dr = nix_heft_report::diff::DiffReport::new(&bg, &g, d, cb, ca);
+        cmp.after.problems.clear();
+        let dr = nix_heft_report::diff::DiffReport::new(&bg, &g, cmp.diff, cmp.before, cmp.after);
         model.set_diff(&g, dr);
     }
     let html = model.render_html();

@@ -506,7 +506,7 @@ fn read_partition(
     let paths: Vec<StorePath> = paths
         .iter()
         .map(|p| StorePath::parse(&store_dir, p))
-        .collect::<nix_heft_types::Result<_>>()
+        .collect::<std::result::Result<_, _>>()
         .map_err(|e| DataFusionError::External(Box::new(e)))?;
     let progress = Arc::clone(&env.progress);
     let facts = map::survey_partition(env.src.as_ref(), &paths, i, &|n| progress(n))?;

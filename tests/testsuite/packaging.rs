@@ -30,10 +30,11 @@ fn nix_instantiate(args: &[&str]) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
-/// `version = "..."` of Cargo.toml's `[package]` table.
+/// `version = "..."` of Cargo.toml's `[workspace.package]` table.
 fn cargo_version() -> String {
+    // The workspace's version, which the package and every crate take.
     let toml = std::fs::read_to_string(repo().join("Cargo.toml")).unwrap();
-    let package = toml.split("[package]").nth(1).unwrap();
+    let package = toml.split("[workspace.package]").nth(1).unwrap();
     let package = package.split("\n[").next().unwrap();
     package
         .lines()
@@ -102,7 +103,10 @@ fn package_names_cargo_version_and_lock() {
         "Cargo.lock does not pin nix-heft {}",
         cargo_version()
     );
-    assert_eq!(v["cargoTestFlags"], serde_json::json!(["--lib"]));
+    assert_eq!(
+        v["cargoTestFlags"],
+        serde_json::json!(["--workspace", "--lib"])
+    );
     let post = v["postInstall"].as_str().unwrap();
     for piece in [
         "completions bash",
@@ -359,7 +363,7 @@ fn section<'a>(page: &'a str, name: &str) -> Option<&'a str> {
 fn variables_read() -> std::collections::BTreeSet<String> {
     let re = regex::Regex::new(r#"env::var(?:_os)?\(\s*"([A-Z_][A-Z0-9_]*)"\s*\)"#).unwrap();
     let mut found = std::collections::BTreeSet::new();
-    let mut dirs = vec![repo().join("src")];
+    let mut dirs = vec![repo().join("src"), repo().join("crates")];
     while let Some(d) = dirs.pop() {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
@@ -376,7 +380,8 @@ fn variables_read() -> std::collections::BTreeSet<String> {
             .iter()
             .map(|v| v.to_string()),
     );
-    let tls = std::fs::read_to_string(repo().join("src/source/transport/http.rs")).unwrap();
+    let tls = std::fs::read_to_string(repo().join("crates/store/src/source/transport/http.rs"))
+        .unwrap();
     assert!(tls.contains(r#"["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]"#));
     found.extend(["NIX_SSL_CERT_FILE".to_string(), "SSL_CERT_FILE".to_string()]);
     found.retain(|v| !v.starts_with("NIX_HEFT_TEST_"));

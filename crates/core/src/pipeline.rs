@@ -447,3 +447,72 @@ pub fn check(
         problems,
     }
 }
+
+/// Two closures compared, as `diff` and `report --diff` show them.
+pub struct Compared {
+    /// What changed between the two graphs, the strongest holder of each
+    /// change named.
+    pub diff: crate::diff::ClosureDiff,
+    /// BEFORE's evidence: the edges that held the paths that left.
+    pub before: Classified,
+    /// AFTER's evidence: the edges that brought the new paths in (or every
+    /// edge, when the caller read them all).
+    pub after: Classified,
+}
+
+/// How [`compare`] reads.
+#[derive(Default)]
+pub struct CompareOptions {
+    /// Rank the changed paths by drag (the build graph: which changed input
+    /// brings most of the new build closure along, nix-diff's question).
+    pub rank_by_drag: bool,
+    /// Read no evidence at all (the page without evidence): the diff alone.
+    pub no_evidence: bool,
+    /// AFTER's evidence when the caller has read it already (every edge,
+    /// for a page): AFTER is then not read again.
+    pub after_read: Option<Classified>,
+}
+
+/// The two sides' closures, loaded at once (they are independent).
+pub fn load_pair(
+    before: (&dyn StoreSource, &[crate::StorePath]),
+    after: (&dyn StoreSource, &[crate::StorePath]),
+) -> (crate::Result<Graph>, crate::Result<Graph>) {
+    rayon::join(
+        || Graph::load(before.0, before.1),
+        || Graph::load(after.0, after.1),
+    )
+}
+
+/// Two closures compared: the diff, then each side read for the edges that
+/// explain what came (AFTER's new edges) and went (BEFORE's vanished ones),
+/// and each change's strongest holder named from that evidence; the one
+/// sequence `diff` and `report --diff` share.
+pub fn compare(
+    (bsrc, bg): (&dyn StoreSource, &Graph),
+    (asrc, ag): (&dyn StoreSource, &Graph),
+    opts: CompareOptions,
+    progress: (&dyn Progress, &dyn Progress),
+) -> Compared {
+    let mut d = crate::diff::diff(bg, ag);
+    if opts.rank_by_drag {
+        d.rank_by_drag(bg, ag);
+    }
+    let (wb, wa) = d.wants();
+    let before = if opts.no_evidence {
+        Classified::default()
+    } else {
+        classified(bsrc, bg, &wb, None, progress.0)
+    };
+    let after = match opts.after_read {
+        Some(c) => c,
+        None if opts.no_evidence => Classified::default(),
+        None => classified(asrc, ag, &wa, None, progress.1),
+    };
+    d.prefer_strongest(&before, &after);
+    Compared {
+        diff: d,
+        before,
+        after,
+    }
+}

@@ -7,6 +7,30 @@
 //! [`crate::explain`]'s chains, plans, a [`nix_heft_core::diff::ClosureDiff`]) and
 //! only select, sort and name it.
 
+//!
+//! The whole path as a library caller writes it (the `nix-heft size`
+//! command is this, plus flags and a progress spinner):
+//!
+//! ```no_run
+//! use nix_heft_report::Report;
+//! use nix_heft_store::open::{Opener, StoreSpec};
+//!
+//! // cache.nixos.org, its key trusted as nix.conf would trust it.
+//! let src = Opener::new(StoreSpec {
+//!     stores: vec!["https://cache.nixos.org".into()],
+//!     trusted_public_keys: Some(
+//!         "cache.nixos.org-1:6NCHdD59X431o0gWypbMrAURkbJ16ZPMQFGspcDShjY=".into(),
+//!     ),
+//!     ..Default::default()
+//! })
+//! .open()?;
+//! let roots = nix_heft_core::roots::resolve_roots(src.as_ref(), &["./result".into()])?;
+//! let g = nix_heft_core::graph::Graph::load(src.as_ref(), &roots)?;
+//! let sizes = nix_heft_core::graph::Sizes::compute(&g);
+//! let report = nix_heft_report::size::SizeReport::new(&g, &sizes, Default::default());
+//! print!("{}", report.render_text(&Default::default()));
+//! # Ok::<(), Box<dyn std::error::Error>>(())
+//! ```
 #![warn(missing_docs)]
 
 pub(crate) use nix_heft_core::{classify, explain, graph, plan, roots};

@@ -129,7 +129,7 @@ pub fn walk(root: &Path, store_path: &str) -> (Option<FileTree>, Vec<Problem>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::nar::testsupport::write_nar;
+    use crate::nar::testsupport::{dir, file, link, paths, write_nar};
     use crate::nar::tree::{FileTree, TreeEntry, TreeNode, tree_of_nar};
     use nix_heft_format::testutil::run;
     use std::ffi::OsStr;
@@ -150,32 +150,6 @@ mod tests {
         run(Command::new("nix-store").arg("--dump").arg(path))
     }
 
-    fn dir(path: &[u8]) -> TreeEntry {
-        TreeEntry {
-            path: path.to_vec(),
-            node: TreeNode::Directory,
-        }
-    }
-    fn file(path: &[u8], size: u64, executable: bool) -> TreeEntry {
-        TreeEntry {
-            path: path.to_vec(),
-            node: TreeNode::Regular { size, executable },
-        }
-    }
-    fn link(path: &[u8], target: &[u8]) -> TreeEntry {
-        TreeEntry {
-            path: path.to_vec(),
-            node: TreeNode::Symlink {
-                target: target.to_vec(),
-            },
-        }
-    }
-    fn paths(t: &FileTree) -> Vec<String> {
-        t.entries
-            .iter()
-            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-            .collect()
-    }
 
     /// Creates `entries` below `root` (parents as needed). Regular files get
     /// `size` zero bytes and mode 0755 or 0644.

@@ -3,7 +3,7 @@
 //! tree byte for byte), and the primitives to write archives Nix never
 //! would (unsorted, bad names) for the reader's error tests.
 
-use super::tree::{FileTree, TreeNode};
+use super::tree::{FileTree, TreeEntry, TreeNode};
 use crate::relpath::{is_under as is_at_or_under, parent as parent_of};
 
 /// Writes one NAR string: length, bytes, zero padding to 8.
@@ -105,4 +105,38 @@ pub fn write_nar(tree: &FileTree) -> Vec<u8> {
         close(&mut out, d);
     }
     out
+}
+
+/// A directory entry of a hand-written tree.
+pub fn dir(path: &[u8]) -> TreeEntry {
+    TreeEntry {
+        path: path.to_vec(),
+        node: TreeNode::Directory,
+    }
+}
+
+/// A regular file entry of a hand-written tree.
+pub fn file(path: &[u8], size: u64, executable: bool) -> TreeEntry {
+    TreeEntry {
+        path: path.to_vec(),
+        node: TreeNode::Regular { size, executable },
+    }
+}
+
+/// A symlink entry of a hand-written tree.
+pub fn link(path: &[u8], target: &[u8]) -> TreeEntry {
+    TreeEntry {
+        path: path.to_vec(),
+        node: TreeNode::Symlink {
+            target: target.to_vec(),
+        },
+    }
+}
+
+/// A tree's paths, in its (NAR) order, as text.
+pub fn paths(t: &FileTree) -> Vec<String> {
+    t.entries
+        .iter()
+        .map(|e| String::from_utf8_lossy(&e.path).into_owned())
+        .collect()
 }

@@ -252,39 +252,13 @@ pub fn tree_of_nar(nar: impl std::io::Read) -> std::result::Result<(FileTree, u6
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nar::testsupport::write_nar;
+    use crate::nar::testsupport::{dir, file, link, paths, write_nar};
     use crate::relpath::push as push_name;
 
     fn tree_of_nar(nar: impl std::io::Read) -> FileTree {
         super::tree_of_nar(nar).unwrap().0
     }
 
-    fn dir(path: &[u8]) -> TreeEntry {
-        TreeEntry {
-            path: path.to_vec(),
-            node: TreeNode::Directory,
-        }
-    }
-    fn file(path: &[u8], size: u64, executable: bool) -> TreeEntry {
-        TreeEntry {
-            path: path.to_vec(),
-            node: TreeNode::Regular { size, executable },
-        }
-    }
-    fn link(path: &[u8], target: &[u8]) -> TreeEntry {
-        TreeEntry {
-            path: path.to_vec(),
-            node: TreeNode::Symlink {
-                target: target.to_vec(),
-            },
-        }
-    }
-    fn paths(t: &FileTree) -> Vec<String> {
-        t.entries
-            .iter()
-            .map(|e| String::from_utf8_lossy(&e.path).into_owned())
-            .collect()
-    }
 
     #[test]
     fn from_entries_adds_parents_and_sorts() {

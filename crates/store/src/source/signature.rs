@@ -566,7 +566,7 @@ impl SigPolicy {
                 log.warn(format!(
                     "accepting {} from {cache} without a valid signature by a trusted key \
                      ({why}), and every other such narinfo of this run: signatures are not \
-                     required (--no-require-sigs or require-sigs = false)",
+                     required by this run (its policy: require-sigs off)",
                     info.store_path
                 ));
             }
