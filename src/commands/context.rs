@@ -11,8 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nix_heft_core::classify::Classified;
 use nix_heft_core::graph::NodeId;
 use nix_heft_core::graph::{Graph, ReadRequest};
-use nix_heft_core::installable::{Evaluated, Installable, InstallableError, Options};
+use nix_heft_core::installable::Options;
 use nix_heft_core::pipeline::{self, Progress};
+pub use nix_heft_core::resolve::Mapped;
+use nix_heft_core::resolve::{Resolve, ResolveError, Watch};
 use nix_heft_format::StorePath;
 use nix_heft_report::{Report, TextOptions};
 use nix_heft_store::open::{OpenError, Opener};
@@ -61,18 +63,6 @@ pub struct Context {
     /// With `--derivation`: the output paths given as ROOT or DEP that
     /// were read as their derivers, for the note and the JSON.
     pub mapped: std::sync::Arc<std::sync::Mutex<Vec<Mapped>>>,
-}
-
-/// An output path given with `--derivation`, read as the derivation that
-/// built it (as `nix path-info --derivation` maps it).
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
-pub struct Mapped {
-    /// The argument as given (`./result`, a store path, a name).
-    pub arg: String,
-    /// The output path it names.
-    pub output: String,
-    /// The derivation read in its place.
-    pub deriver: String,
 }
 
 impl Context {
@@ -225,273 +215,50 @@ impl Context {
         pb
     }
 
-    /// The installable options for arguments read against `src`: its
-    /// store directory, and where its `.drv` files are on this machine (a
-    /// chroot store's, or the local store directory for a cache, where
-    /// `nix` instantiated them).
-    fn installable_options(&self, src: &dyn StoreSource) -> Options {
-        let mut o = self.installables.clone();
-        o.store_dir = src.store_dir().to_string();
-        // The build graph reads the `.drv` files: let `nix` write them
-        // (instantiation, never a build).
-        o.instantiate = self.derivation;
-        o
-    }
-
-    /// Where `src`'s files are on this machine when not at its store
-    /// directory (a chroot store). Any path of the store shows it; a .drv
-    /// name is enough to ask a single store, but several stores look the
-    /// probe up in each, so this is asked only when an installable needs
-    /// it.
-    fn real_store_dir(src: &dyn StoreSource) -> Option<std::path::PathBuf> {
-        StorePath::parse(
-            src.store_dir(),
-            &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
-        )
-        .ok()
-        .and_then(|p| src.real_path(&p))
-        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-        .filter(|d| d.as_os_str() != src.store_dir())
-    }
-
-    /// Each argument evaluated when it is an installable (`None` for the
-    /// store paths, links and names [`nix_heft_core::roots`] resolves), with a
-    /// spinner while `nix` evaluates.
-    fn evaluate(
-        &self,
-        src: &dyn StoreSource,
-        args: &[String],
-    ) -> anyhow::Result<Vec<Option<Evaluated>>> {
-        let mut opts = self.installable_options(src);
-        if args.iter().any(|a| Installable::parse(a, &opts).is_some()) {
-            opts.real_store_dir = Self::real_store_dir(src);
+    /// Resolving arguments against `src` with this run's flags
+    /// (`nix_heft_core::resolve`): a spinner while `nix` evaluates, a note
+    /// on stderr for each output read as its deriver.
+    fn resolve<'a>(&'a self, src: &'a dyn StoreSource, watch: &'a CliWatch<'a>) -> Resolve<'a> {
+        Resolve {
+            src,
+            options: &self.installables,
+            derivation: self.derivation,
+            watch,
         }
-        if opts.file.is_some() && opts.expr.is_some() {
-            return Err(installable_error(InstallableError::FileAndExpr));
-        }
-        args.iter()
-            .map(|a| {
-                let Some(i) = Installable::parse(a, &opts) else {
-                    return Ok(None);
-                };
-                // In the build graph a `.drv` is itself: nothing to read
-                // or evaluate (its validity is checked by the caller).
-                if let (true, Installable::Derivation { drv, .. }) = (self.derivation, &i) {
-                    return Ok(Some(Evaluated {
-                        arg: a.clone(),
-                        drv_path: StorePath::parse(&opts.store_dir, drv)?,
-                        outputs: Vec::new(),
-                    }));
-                }
-                let pb = match i {
-                    Installable::Derivation { .. } => ProgressBar::hidden(),
-                    _ => self.spinner(&format!("evaluating {a} with nix")),
-                };
-                let e = nix_heft_core::installable::evaluate(std::slice::from_ref(&i), &opts);
-                pb.finish_and_clear();
-                let mut e = e.map_err(installable_error)?;
-                Ok(e.pop())
-            })
-            .collect()
     }
 
-    /// ROOT arguments → store paths: installables (`nixpkgs#hello`,
-    /// `-f FILE ATTR`, `--expr`, `DRV^out`) evaluated by the user's `nix`,
-    /// each output required valid in `src` (nothing is built); the rest by
-    /// [`nix_heft_core::roots::resolve_roots`]. Duplicates kept once, in order.
+    /// ROOT arguments → store paths ([`Resolve::roots`]).
     pub fn roots(&self, src: &dyn StoreSource, args: &[String]) -> anyhow::Result<Vec<StorePath>> {
-        let evaluated = self.evaluate(src, args)?;
-        if !self.derivation && evaluated.iter().all(Option::is_none) {
-            return Ok(nix_heft_core::roots::resolve_roots(src, args)?);
-        }
-        let mut out: Vec<StorePath> = Vec::new();
-        for (arg, e) in args.iter().zip(evaluated) {
-            let found = match e {
-                Some(e) if self.derivation => {
-                    if !src.is_valid(&e.drv_path)? {
-                        return Err(nix_heft_types::Error::NoDerivation {
-                            path: e.drv_path.to_string(),
-                            store: src.describe(),
-                        }
-                        .into());
-                    }
-                    vec![e.drv_path]
-                }
-                Some(e) => {
-                    for (name, p) in &e.outputs {
-                        if !src.is_valid(p)? {
-                            return Err(nix_heft_types::Error::MissingOutput {
-                                installable: e.arg.clone(),
-                                output: name.clone(),
-                                path: p.to_string(),
-                                store: src.describe(),
-                            }
-                            .into());
-                        }
-                    }
-                    e.outputs.into_iter().map(|(_, p)| p).collect()
-                }
-                None if self.derivation => self.derivation_roots(src, arg)?,
-                None => nix_heft_core::roots::resolve_roots(src, std::slice::from_ref(arg))?,
-            };
-            for p in found {
-                if !out.contains(&p) {
-                    out.push(p);
-                }
-            }
-        }
-        Ok(out)
-    }
-
-    /// A ROOT that is no installable, in the build graph: a `.drv` is
-    /// itself; an output path (a store path, a `./result` link, a name
-    /// matching outputs) is its deriver, as `nix path-info --derivation`
-    /// maps it, or an error when that is unknown or not here. Never the
-    /// output itself: its references are the run-time graph's.
-    fn derivation_roots(&self, src: &dyn StoreSource, arg: &str) -> anyhow::Result<Vec<StorePath>> {
-        let dir = src.store_dir();
-        let found = if nix_heft_core::roots::looks_like_path(dir, arg) {
-            let p = nix_heft_core::roots::resolve_path_arg(dir, arg)?;
-            if p.name().ends_with(".drv") {
-                // Checked valid as any ROOT path is.
-                return Ok(nix_heft_core::roots::resolve_roots(
-                    src,
-                    &[arg.to_string()],
-                )?);
-            }
-            // An output need not be in the `.drv` store (a binary cache's
-            // narinfo may name its deriver): no validity check here.
-            vec![p]
-        } else {
-            nix_heft_core::roots::resolve_roots(src, &[arg.to_string()])?
-        };
-        found
-            .into_iter()
-            .map(|p| self.deriver_of(src, arg, p))
-            .collect()
-    }
-
-    /// `p` itself when it is a `.drv`, else the derivation that built it
-    /// (valid in `src`), noted on stderr and kept for the JSON.
-    fn deriver_of(
-        &self,
-        src: &dyn StoreSource,
-        arg: &str,
-        p: StorePath,
-    ) -> anyhow::Result<StorePath> {
-        if p.name().ends_with(".drv") {
-            return Ok(p);
-        }
-        let Some(d) = src.deriver(&p)? else {
-            return Err(nix_heft_types::Error::NoDeriver {
-                path: p.to_string(),
-            }
-            .into());
-        };
-        if !src.is_valid(&d)? {
-            return Err(nix_heft_types::Error::DeriverNotHere {
-                path: p.to_string(),
-                deriver: d.to_string(),
-                store: src.describe(),
-            }
-            .into());
-        }
-        let m = Mapped {
-            arg: arg.to_string(),
-            output: p.to_string(),
-            deriver: d.to_string(),
-        };
-        let mut mapped = self.mapped.lock().unwrap_or_else(|e| e.into_inner());
-        if !mapped.contains(&m) {
-            let given = if arg == m.output {
-                String::new()
-            } else {
-                format!(" ({arg})")
-            };
-            eprintln!(
-                "nix-heft: note: {}{given} is an output, not a derivation: --derivation reads \
-                 its deriver {} (as nix path-info --derivation names it)",
-                m.output, m.deriver
-            );
-            mapped.push(m);
-        }
-        Ok(d)
+        let watch = CliWatch::new(self);
+        self.resolve(src, &watch).roots(args).map_err(resolve_error)
     }
 
     /// Whether `arg` is an installable (evaluated by `nix`) rather than a
     /// store path, link or name.
     pub fn is_installable(&self, src: &dyn StoreSource, arg: &str) -> bool {
-        Installable::parse(arg, &self.installable_options(src)).is_some()
+        let watch = CliWatch::new(self);
+        self.resolve(src, &watch).is_installable(arg)
     }
 
-    /// One ROOT argument that must name one path (an installable with one
-    /// output selected, or a store path, link or name matching one path).
+    /// One ROOT argument that must name one path ([`Resolve::one_root`]).
     pub fn one_root(&self, src: &dyn StoreSource, arg: &str) -> anyhow::Result<StorePath> {
-        let mut p = self.roots(src, &[arg.to_string()])?;
-        if p.len() != 1 {
-            let hint = if self.is_installable(src, arg) {
-                " (select one output with ^NAME)"
-            } else {
-                ""
-            };
-            return Err(nix_heft_types::Error::Usage(format!(
-                "'{arg}' matches {} paths; give one{hint}",
-                p.len()
-            ))
-            .into());
-        }
-        Ok(p.remove(0))
+        let watch = CliWatch::new(self);
+        self.resolve(src, &watch)
+            .one_root(arg)
+            .map_err(resolve_error)
     }
 
-    /// A DEP argument within a loaded closure: an installable's selected
-    /// outputs that are in it (at least one must be), or a path, name or
-    /// glob as [`nix_heft_core::roots::resolve_in_closure`] takes it.
+    /// A DEP argument within a loaded closure ([`Resolve::in_closure`]).
     pub fn in_closure(
         &self,
         src: &dyn StoreSource,
         g: &Graph,
         arg: &str,
     ) -> anyhow::Result<Vec<NodeId>> {
-        let Some(e) = self.evaluate(src, &[arg.to_string()])?.pop().flatten() else {
-            let dir = src.store_dir();
-            // In the build graph an output path is its deriver, unless it
-            // is a node itself (a source).
-            if self.derivation && nix_heft_core::roots::looks_like_path(dir, arg) {
-                let p = nix_heft_core::roots::resolve_path_arg(dir, arg)?;
-                if !p.name().ends_with(".drv") && !g.index().contains_key(&p) {
-                    let d = self.deriver_of(src, arg, p)?;
-                    return Ok(nix_heft_core::roots::resolve_in_closure(
-                        g,
-                        dir,
-                        d.as_str(),
-                    )?);
-                }
-            }
-            return Ok(nix_heft_core::roots::resolve_in_closure(g, dir, arg)?);
-        };
-        let index = g.index();
-        let ids: Vec<NodeId> = if self.derivation {
-            index.get(&e.drv_path).copied().into_iter().collect()
-        } else {
-            e.outputs
-                .iter()
-                .filter_map(|(_, p)| index.get(p).copied())
-                .collect()
-        };
-        if ids.is_empty() {
-            let paths: Vec<String> = if self.derivation {
-                vec![e.drv_path.to_string()]
-            } else {
-                e.outputs.iter().map(|(_, p)| p.to_string()).collect()
-            };
-            return Err(nix_heft_types::Error::Usage(format!(
-                "'{arg}' evaluates to {}, not in the closure of {}",
-                paths.join(", "),
-                g.path(g.roots()[0])
-            ))
-            .into());
-        }
-        Ok(ids)
+        let watch = CliWatch::new(self);
+        self.resolve(src, &watch)
+            .in_closure(g, arg)
+            .map_err(resolve_error)
     }
 
     /// Resolve and load: the roots' closure as a graph, a spinner meanwhile.
@@ -571,14 +338,69 @@ struct RunJson<'a, R: serde::Serialize> {
     origins: Option<&'a std::collections::BTreeMap<String, source::Provenance>>,
 }
 
-/// An installable's error for the binary: a missing `nix` or conflicting
+/// A resolving error for the binary: a missing `nix` or conflicting
 /// flags are usage errors (exit 2), a failed evaluation a failure (exit 1,
 /// with Nix's own message).
-fn installable_error(e: InstallableError) -> anyhow::Error {
-    if e.is_usage() {
-        nix_heft_types::Error::Usage(e.to_string()).into()
-    } else {
-        e.into()
+fn resolve_error(e: ResolveError) -> anyhow::Error {
+    match e {
+        ResolveError::Installable(e) if e.is_usage() => {
+            nix_heft_types::Error::Usage(e.to_string()).into()
+        }
+        ResolveError::Installable(e) => e.into(),
+        ResolveError::Store(e) => e.into(),
+    }
+}
+
+/// What the command line shows of resolving: a spinner while `nix`
+/// evaluates (only for a person at a terminal), and each output read as
+/// its deriver noted once on stderr and kept for the JSON (`derivers`).
+struct CliWatch<'a> {
+    ctx: &'a Context,
+    spinner: std::sync::Mutex<Option<ProgressBar>>,
+}
+
+impl<'a> CliWatch<'a> {
+    fn new(ctx: &'a Context) -> Self {
+        CliWatch {
+            ctx,
+            spinner: Default::default(),
+        }
+    }
+}
+
+impl Watch for CliWatch<'_> {
+    fn evaluating(&self, arg: &str) {
+        let pb = self.ctx.spinner(&format!("evaluating {arg} with nix"));
+        *self.spinner.lock().unwrap_or_else(|e| e.into_inner()) = Some(pb);
+    }
+
+    fn evaluated(&self) {
+        if let Some(pb) = self
+            .spinner
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .take()
+        {
+            pb.finish_and_clear();
+        }
+    }
+
+    fn mapped(&self, m: &Mapped) {
+        let mut mapped = self.ctx.mapped.lock().unwrap_or_else(|e| e.into_inner());
+        if mapped.contains(m) {
+            return;
+        }
+        let given = if m.arg == m.output {
+            String::new()
+        } else {
+            format!(" ({})", m.arg)
+        };
+        eprintln!(
+            "nix-heft: note: {}{given} is an output, not a derivation: --derivation reads \
+             its deriver {} (as nix path-info --derivation names it)",
+            m.output, m.deriver
+        );
+        mapped.push(m.clone());
     }
 }
 

@@ -8,8 +8,8 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft_core::pipeline::CompareOptions;
 use nix_heft_core::graph::request;
+use nix_heft_core::pipeline::CompareOptions;
 use nix_heft_report::html::{BuildGraph, EvidenceState, HtmlReport};
 use nix_heft_report::size::UnknownOutputs;
 use nix_heft_store::source::StoreSource;

@@ -380,8 +380,8 @@ fn variables_read() -> std::collections::BTreeSet<String> {
             .iter()
             .map(|v| v.to_string()),
     );
-    let tls = std::fs::read_to_string(repo().join("crates/store/src/source/transport/http.rs"))
-        .unwrap();
+    let tls =
+        std::fs::read_to_string(repo().join("crates/store/src/source/transport/http.rs")).unwrap();
     assert!(tls.contains(r#"["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]"#));
     found.extend(["NIX_SSL_CERT_FILE".to_string(), "SSL_CERT_FILE".to_string()]);
     found.retain(|v| !v.starts_with("NIX_HEFT_TEST_"));

@@ -4,7 +4,7 @@
 //! report → browse → the binary): a crate cannot name a crate above it,
 //! because it does not depend on it, so no check is needed for that. Left
 //! here are the rules that live inside one crate or outside the code:
-//! - the stages inside `nix-heft-core` (graph → roots → read → classify →
+//! - the stages inside `nix-heft-core` (graph → roots → resolve → read → classify →
 //!   explain → plan → diff, check → pipeline), one crate so that a change
 //!   to a stage does not rebuild six crates, kept by a check of the code;
 //! - the pure stages (classify, explain, plan, diff, check) touch no file,
@@ -28,6 +28,8 @@ const CORE_LAYERS: &[&[&str]] = &[
     &["installable"],
     &["graph"],
     &["roots"],
+    // Arguments as `nix` takes them: installables and roots together.
+    &["resolve"],
     &["read"],
     &["classify"],
     &["explain"],

@@ -1,5 +1,6 @@
-//! nix-heft's analysis, from roots to answers. [`roots`] and
-//! [`installable`] turn arguments into store paths; [`graph`] holds the
+//! nix-heft's analysis, from roots to answers. [`resolve`] turns
+//! arguments into store paths ([`installable`]s by the user's nix, the
+//! rest by [`roots`]); [`graph`] holds the
 //! closure, its sizes and dominators, and says which edges a question needs
 //! read; [`read`] reads each needed store path once (file tree and raw
 //! holds); [`classify`] turns holds into evidence with verdicts;
@@ -20,6 +21,7 @@ pub mod installable;
 pub mod pipeline;
 pub mod plan;
 pub mod read;
+pub mod resolve;
 pub mod roots;
 
 pub(crate) use nix_heft_format::{StorePath, derivation, elf, nar, nixbase32, relpath, store_path};

@@ -150,7 +150,6 @@ mod tests {
         run(Command::new("nix-store").arg("--dump").arg(path))
     }
 
-
     /// Creates `entries` below `root` (parents as needed). Regular files get
     /// `size` zero bytes and mode 0755 or 0644.
     fn materialise(root: &Path, entries: &[TreeEntry]) {

@@ -259,7 +259,6 @@ mod tests {
         super::tree_of_nar(nar).unwrap().0
     }
 
-
     #[test]
     fn from_entries_adds_parents_and_sorts() {
         let t = FileTree::from_entries(vec![file(b"lib/cmake/x.cmake", 10, false)]);
