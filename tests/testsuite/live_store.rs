@@ -207,11 +207,42 @@ fn answers_stay_exact_while_nix_build_registers_paths() {
     }
 }
 
+/// A fresh path for the file a paused run creates (the library prints
+/// nothing, so it says it has paused by this file).
+fn pause_file() -> std::path::PathBuf {
+    static N: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let f = scratch("pause-files").join(format!("paused-{}-{n}", std::process::id()));
+    let _ = std::fs::remove_file(&f);
+    f
+}
+
+/// Waits (at most a minute) until the run has created `signal`, and
+/// returns which pause it took; a run that exits first fails the test.
+fn wait_for_pause(signal: &std::path::Path, child: &mut Child) -> String {
+    let start = std::time::Instant::now();
+    loop {
+        if let Ok(what) = std::fs::read_to_string(signal) {
+            return what;
+        }
+        if let Some(status) = child.try_wait().unwrap() {
+            panic!("nix-heft exited ({status}) before it paused");
+        }
+        assert!(
+            start.elapsed() < std::time::Duration::from_secs(60),
+            "nix-heft did not pause within a minute"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
 /// Starts nix-heft with the test pause inside its closure read and waits
 /// until it has read the closure once and is paused.
 fn spawn_paused(store: &str, args: &[&str]) -> (Child, BufReader<std::process::ChildStderr>) {
+    let signal = pause_file();
     let mut child = Command::new(env!("CARGO_BIN_EXE_nix-heft"))
         .env("NIX_HEFT_TEST_DB_PAUSE_MS", "3000")
+        .env("NIX_HEFT_TEST_PAUSE_FILE", &signal)
         .args(["--store", store])
         .args(args)
         .stdin(Stdio::null())
@@ -219,14 +250,12 @@ fn spawn_paused(store: &str, args: &[&str]) -> (Child, BufReader<std::process::C
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut err = BufReader::new(child.stderr.take().unwrap());
-    let mut line = String::new();
-    err.read_line(&mut line).unwrap();
     assert_eq!(
-        line.trim(),
-        "nix-heft: test: paused in a database read",
+        wait_for_pause(&signal, &mut child),
+        "NIX_HEFT_TEST_DB_PAUSE_MS",
         "nix-heft did not pause in its read"
     );
+    let err = BufReader::new(child.stderr.take().unwrap());
     (child, err)
 }
 
@@ -524,15 +553,16 @@ fn runs_killed_mid_write_leave_no_entry_a_later_run_trusts() {
     // file is a temporary one, never an entry, and nothing a later run
     // reads.
     for _ in 0..3 {
+        let signal = pause_file();
         let mut c = cached_command(&xdg, &server.url(), &args)
             .env("NIX_HEFT_TEST_CACHE_PAUSE_MS", "5000")
+            .env("NIX_HEFT_TEST_PAUSE_FILE", &signal)
             .spawn()
             .unwrap();
-        let mut line = String::new();
-        BufReader::new(c.stderr.as_mut().unwrap())
-            .read_line(&mut line)
-            .unwrap();
-        assert_eq!(line.trim(), "nix-heft: test: paused in a cache write");
+        assert_eq!(
+            wait_for_pause(&signal, &mut c),
+            "NIX_HEFT_TEST_CACHE_PAUSE_MS"
+        );
         let now = files_under(&xdg.join("nix-heft"));
         let _ = c.kill();
         assert!(c.wait().unwrap().code().is_none());

@@ -154,28 +154,14 @@ impl LocalCache {
             let sealed = seal(bytes);
             let half = sealed.len() / 2;
             tmp.write_all(&sealed[..half])?;
-            test_pause();
+            static PAUSED: std::sync::atomic::AtomicBool =
+                std::sync::atomic::AtomicBool::new(false);
+            // Tests kill a run in the middle of a write.
+            crate::test_hooks::pause("NIX_HEFT_TEST_CACHE_PAUSE_MS", &PAUSED);
             tmp.write_all(&sealed[half..])?;
             tmp.persist(&file).map_err(|e| e.error)?;
             Ok(())
         })();
-    }
-}
-
-/// Tests kill a run in the middle of a write: with
-/// `NIX_HEFT_TEST_CACHE_PAUSE_MS` set, the first write stops halfway, says
-/// so on stderr and waits that long.
-fn test_pause() {
-    static PAUSED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-    if PAUSED.swap(true, std::sync::atomic::Ordering::Relaxed) {
-        return;
-    }
-    if let Some(ms) = std::env::var("NIX_HEFT_TEST_CACHE_PAUSE_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        eprintln!("nix-heft: test: paused in a cache write");
-        std::thread::sleep(std::time::Duration::from_millis(ms));
     }
 }
 

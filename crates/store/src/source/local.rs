@@ -31,7 +31,7 @@
 use std::collections::HashMap;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -330,7 +330,7 @@ impl LocalStore {
     /// checks nothing), checked against the file's [`Stamp`] before and
     /// after and run again on a fresh connection when the database
     /// changed. `f` may run more than once, so it must only read. `pause`
-    /// marks the closure read, where tests pause (see [`test_pause`]).
+    /// marks the closure read, where tests pause (see `crate::test_hooks`).
     fn read<T>(&self, pause: bool, mut f: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
         let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         for _ in 0..ATTEMPTS {
@@ -339,7 +339,7 @@ impl LocalStore {
                     return in_transaction(&db.conn, |c| {
                         let r = f(c);
                         if pause {
-                            test_pause();
+                            crate::test_hooks::pause("NIX_HEFT_TEST_DB_PAUSE_MS", &PAUSED);
                         }
                         r
                     });
@@ -349,7 +349,7 @@ impl LocalStore {
                     if Stamp::take(&self.db_path)? == stamp {
                         let r = f(&db.conn);
                         if pause {
-                            test_pause();
+                            crate::test_hooks::pause("NIX_HEFT_TEST_DB_PAUSE_MS", &PAUSED);
                         }
                         if Stamp::take(&self.db_path)? == stamp {
                             return r;
@@ -604,22 +604,6 @@ fn is_read_only_error(e: &rusqlite::Error) -> bool {
         e.sqlite_error_code(),
         Some(rusqlite::ErrorCode::ReadOnly | rusqlite::ErrorCode::CannotOpen)
     )
-}
-
-/// Tests change the database while nix-heft holds a read: with
-/// `NIX_HEFT_TEST_DB_PAUSE_MS` set, the first closure read says so on
-/// stderr and waits that long before it is checked and ended.
-fn test_pause() {
-    if PAUSED.swap(true, Ordering::Relaxed) {
-        return;
-    }
-    if let Some(ms) = std::env::var("NIX_HEFT_TEST_DB_PAUSE_MS")
-        .ok()
-        .and_then(|v| v.parse::<u64>().ok())
-    {
-        eprintln!("nix-heft: test: paused in a database read");
-        std::thread::sleep(Duration::from_millis(ms));
-    }
 }
 
 impl PathMetadata for LocalStore {
