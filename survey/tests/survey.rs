@@ -73,7 +73,6 @@ fn fixture() -> &'static Fixture {
             .arg(&secret)
             .arg(&public));
         let public_key = std::fs::read_to_string(&public).unwrap().trim().to_string();
-        KEY.set(public_key.clone()).unwrap();
         run(nix()
             .args(["copy", "--to"])
             .arg(format!(
@@ -85,7 +84,8 @@ fn fixture() -> &'static Fixture {
         let http = http_server::FileServer::start(&cache).url();
         let file_dir = tmp.join("survey-file");
         let store = format!("file://{}", cache.display());
-        let o = survey(
+        let o = survey_trusting(
+            Some(&public_key),
             &["run", "--json", "--store", &store, "-o"],
             &file_dir,
             &roots,
@@ -121,22 +121,23 @@ fn output(c: &mut Command) -> Outcome {
     o
 }
 
-/// The key the fixture's cache is signed with, once made.
-static KEY: OnceLock<String> = OnceLock::new();
-
-/// `--trusted-public-keys KEY` for a `run`: the survey checks signatures
-/// as nix-heft does (the fixture's key is in no nix.conf).
-fn trusting(c: &mut Command) -> &mut Command {
-    c.args(["--trusted-public-keys", KEY.get().expect("fixture made")])
+/// Runs the survey binary with `args`, then `dir`, then `rest`; a `run`
+/// trusts the fixture's key (the survey checks signatures as nix-heft
+/// does, and the key is in no nix.conf).
+fn survey(args: &[&str], dir: &Path, rest: &[String]) -> Outcome {
+    let key = (args.first() == Some(&"run") && !args.contains(&"--trusted-public-keys"))
+        .then(|| fixture().public_key.as_str());
+    survey_trusting(key, args, dir, rest)
 }
 
-/// Runs the survey binary with `args`, then `dir`, then `rest`; a `run`
-/// trusts the fixture's key.
-fn survey(args: &[&str], dir: &Path, rest: &[String]) -> Outcome {
+/// [`survey`] with `key` trusted by a `run` (the fixture's own first run
+/// names its key before the fixture exists).
+fn survey_trusting(key: Option<&str>, args: &[&str], dir: &Path, rest: &[String]) -> Outcome {
     let mut c = Command::new(BIN);
-    c.args(args);
-    if args.first() == Some(&"run") {
-        trusting(&mut c);
+    if let (Some(key), Some((first, more))) = (key, args.split_first()) {
+        c.arg(first).args(["--trusted-public-keys", key]).args(more);
+    } else {
+        c.args(args);
     }
     output(c.arg(dir).args(rest))
 }
@@ -1005,7 +1006,8 @@ fn a_survey_written_to_s3_gives_the_same_tables() {
 /// store crate's `Opener`): a second cache, signed with another key, holds
 /// the first root's closure and is asked first; the fixture's cache holds
 /// the rest. Trusting both keys gives the one-cache survey's tables;
-/// trusting only the fixture's refuses the second cache's narinfos.
+/// trusting only the second key refuses the fixture cache's narinfos, as
+/// Nix refuses an untrusted substituter's.
 #[test]
 fn several_signed_stores_give_the_one_cache_tables() {
     let f = fixture();
@@ -1039,18 +1041,16 @@ fn several_signed_stores_give_the_one_cache_tables() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     assert_eq!(all_rows(&dir), all_rows(&f.file_dir));
 
+    // Trusting the second cache's key alone: the fixture cache's narinfos
+    // are refused, so the paths only it holds are in no store trusted.
     let refused = f.tmp.join("survey-two-stores-refused");
     let o = output(
         Command::new(BIN)
             .args(["run", "--store", &a, "--store", &b])
-            .args(["--trusted-public-keys", &f.public_key, "-o"])
+            .args(["--trusted-public-keys", &second_key, "-o"])
             .arg(&refused)
             .args(&f.roots),
     );
     assert_eq!(o.code, 1, "{}", o.stderr);
-    assert!(
-        o.stderr.contains("nix-heft-survey-second-1") && o.stderr.contains("not trusted"),
-        "{}",
-        o.stderr
-    );
+    assert!(o.stderr.contains("nix-heft-survey-test-1"), "{}", o.stderr);
 }

@@ -278,6 +278,17 @@ fn an_output_path_with_derivation_means_its_deriver() {
         assert_eq!(v["derivers"][0]["deriver"], drv.as_str(), "{v}");
     }
 
+    // A link to the `.drv` itself (what `nix-instantiate --add-root`
+    // leaves) is that derivation, for `size` and for `diff`.
+    std::os::unix::fs::symlink(&drv, dir.join("app.drv")).unwrap();
+    let (code, json, err) = heft_in(&dir, &["--json", "size", "--derivation", "./app.drv"]);
+    assert_eq!(code, 0, "{err}");
+    assert_eq!(size_paths(&json), build);
+    let (code, json, err) = heft_in(&dir, &["--json", "diff", "--derivation", "./app.drv", &drv]);
+    assert_eq!(code, 0, "{err}");
+    let v: Value = serde_json::from_str(&json).unwrap();
+    assert_eq!(v["added"].as_array().map(Vec::len), Some(0), "{v}");
+
     // why: ROOT and DEP output paths give the chains between derivers.
     let dep_out = runtime
         .iter()

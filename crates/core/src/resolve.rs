@@ -112,11 +112,12 @@ impl Resolve<'_> {
                     return Ok(None);
                 };
                 // In the build graph a `.drv` is itself: nothing to read
-                // or evaluate (its validity is checked by the caller).
+                // or evaluate (its validity is checked by the caller). A
+                // link to it (`nix-instantiate --add-root`) is followed.
                 if let (true, Installable::Derivation { drv, .. }) = (self.derivation, &i) {
                     return Ok(Some(Evaluated {
                         arg: a.clone(),
-                        drv_path: StorePath::parse(&opts.store_dir, drv).map_err(Error::from)?,
+                        drv_path: crate::roots::resolve_path_arg(&opts.store_dir, drv)?,
                         outputs: Vec::new(),
                     }));
                 }
