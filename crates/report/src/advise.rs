@@ -59,7 +59,7 @@ pub struct NotSimulated {
     pub max_saving: u64,
 }
 
-/// One path `advise` read and why (see [`crate::pipeline::ReadFor`]).
+/// One path `advise` read and why (see `nix_heft_core::pipeline::ReadFor`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadFor {
     /// The store path.

@@ -591,7 +591,7 @@ impl DiffReport {
     }
 
     /// The paths added for one reason through one referrer
-    /// ([`COLLAPSE_AT`] or more), each group with its line in words (paths
+    /// (`COLLAPSE_AT` or more), each group with its line in words (paths
     /// shown by `name`), largest group first: the one line every format
     /// gives them (the HTML page's too).
     pub fn added_groups(&self, name: &dyn Fn(&str) -> String) -> Vec<(Vec<String>, String)> {

@@ -21,7 +21,7 @@ const BUF_SIZE: usize = 128 * 1024;
 ///
 /// Concatenated streams (what parallel compressors write) are decoded as
 /// one. Errors the decoder raises are reported as [`NarError::Decompress`]
-/// by [`walk_nar`] and by [`NarError`]'s `From<io::Error>`; errors reading
+/// by [`super::walk_nar`] and by [`NarError`]'s `From<io::Error>`; errors reading
 /// `r` itself stay plain I/O errors.
 pub fn decompress<'a>(
     compression: &str,

@@ -236,7 +236,7 @@ pub type NarVisitor<'v> = dyn FnMut(&[u8], NarNode<'_>) -> Result<(), NarError> 
 /// the visitor's own messages).
 ///
 /// `reader` is buffered internally; wrap compressed input with
-/// [`decompress`] first.
+/// [`super::decompress`] first.
 pub fn walk_nar<R: Read>(reader: R, visit: &mut NarVisitor<'_>) -> Result<u64, NarError> {
     Parser {
         r: BufReader::with_capacity(BUF_SIZE, reader),

@@ -30,7 +30,7 @@ use crate::local_cache::LocalCache;
 use crate::nar::tree::FileTree;
 use crate::store_path::StorePath;
 
-/// A binary cache over a [`Transport`].
+/// A binary cache over a `Transport` (its file or HTTP transport).
 pub struct BinaryCache {
     transport: Box<dyn Transport>,
     store_dir: String,
@@ -320,7 +320,7 @@ impl PathMetadata for BinaryCache {
     }
 
     /// A work queue of narinfo reads in parallel (see
-    /// [`super::closure_by_queue`]), on the transport's pool: the cost is
+    /// `closure_by_queue`), on the transport's pool: the cost is
     /// file opens or round trips, which overlap well.
     fn closure(&self, roots: &[StorePath]) -> Result<RawClosure> {
         self.on_pool(|| {

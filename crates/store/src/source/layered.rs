@@ -252,7 +252,7 @@ impl PathMetadata for Layered {
         }
     }
 
-    /// A work queue of lookups ([`super::closure_by_queue`]; `lookups` of
+    /// A work queue of lookups (`closure_by_queue`; `lookups` of
     /// them in flight, as many as one HTTP cache makes on its own): each
     /// path is asked of the first store, and only a miss of the next, as
     /// soon as its referrer's answer arrives.

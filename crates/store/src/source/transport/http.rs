@@ -55,8 +55,8 @@ pub const DEFAULT_HTTP_CONNECTIONS: usize = 128;
 /// limit", asks for this): each is a thread.
 pub const MAX_HTTP_CONNECTIONS: usize = 256;
 /// The requests in flight for `--http-connections` (or nix.conf's
-/// `http-connections`) as given: `None` is [`DEFAULT_HTTP_CONNECTIONS`], 0
-/// (Nix's "no limit") and anything larger are [`MAX_HTTP_CONNECTIONS`].
+/// `http-connections`) as given: `None` is `DEFAULT_HTTP_CONNECTIONS`, 0
+/// (Nix's "no limit") and anything larger are `MAX_HTTP_CONNECTIONS`.
 pub fn http_connections(asked: Option<usize>) -> usize {
     match asked {
         None => DEFAULT_HTTP_CONNECTIONS,
