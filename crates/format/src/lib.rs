@@ -7,7 +7,8 @@
 //! [`listing`] is a binary cache's `.ls` file; [`derivation`] the `.drv`
 //! (ATerm) format; [`nix_conf`] nix.conf as Nix reads it, [`netrc`] the
 //! credentials file it names; [`elf`] says which part of an ELF file holds
-//! a byte; [`relpath`] is the one set of relative-path helpers.
+//! a byte; [`relpath`] is the one set of relative-path helpers;
+//! [`nixpkgs_review`] reads a nixpkgs-review result directory.
 
 #![warn(missing_docs)]
 
@@ -18,6 +19,7 @@ pub mod nar;
 pub mod netrc;
 pub mod nix_conf;
 pub mod nixbase32;
+pub mod nixpkgs_review;
 pub mod relpath;
 pub mod store_path;
 #[cfg(any(test, feature = "testutil"))]
