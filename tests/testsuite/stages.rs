@@ -26,6 +26,9 @@ const CORE_LAYERS: &[&[&str]] = &[
     // Installables evaluated by the user's nix: below everything, names
     // only the format crate.
     &["installable"],
+    // Attributes of a nixpkgs-shaped tree evaluated to out paths by the
+    // user's nix-eval-jobs or nix-env: uses only installable's options.
+    &["attrs"],
     &["graph"],
     &["roots"],
     // Arguments as `nix` takes them: installables and roots together.

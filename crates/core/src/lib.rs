@@ -7,11 +7,14 @@
 //! [`explain`] finds the chains that hold a dependency; [`plan`] simulates
 //! splits, partitions and advice from those alone; [`diff`] compares two
 //! closures and [`check`] is the CI gate's rules over them; [`pipeline`]
-//! runs the stages after the graph in order for every caller. Only
+//! runs the stages after the graph in order for every caller; [`attrs`]
+//! evaluates a nixpkgs-shaped tree's attributes to out paths, with the
+//! user's `nix-eval-jobs` or `nix-env`, and says which changed. Only
 //! `roots`, `graph::Graph::load` and `read` touch a store.
 
 #![warn(missing_docs)]
 
+pub mod attrs;
 pub mod check;
 pub mod classify;
 pub mod diff;

@@ -1,0 +1,1244 @@
+//! A nixpkgs-shaped expression's attributes evaluated into their out
+//! paths without building anything, as nixpkgs' CI does for every pull
+//! request, and the attributes whose out paths differ between two such
+//! evaluations ([`changed`]).
+//!
+//! Evaluation runs the user's own tools ([`Evaluator`]):
+//! - `nix-eval-jobs` when it is on `PATH`: one run over all attributes,
+//!   in parallel (`--workers`, `--max-memory-size`), read line by line
+//!   (its documented JSON lines: `attr`/`attrPath`, `drvPath`, `outputs`,
+//!   or `error` for an attribute that failed);
+//! - else `nix-env -qaP --out-path --json` in chunks of attributes, as
+//!   nixpkgs' `ci/eval` does: first the attribute paths are listed
+//!   (`nix-instantiate --eval --strict --json` of a walk like `ci/eval`'s
+//!   `attrpaths.nix`: derivations, and sets with
+//!   `recurseForDerivations = true`, each step under `tryEval`, so an
+//!   attribute that fails is listed and reported rather than aborting the
+//!   whole side), then each chunk is one `nix-env` over an expression that
+//!   names the chunk's attributes (`ci/eval`'s `chunk.nix`).
+//!
+//! Neither builds nor substitutes: `nix-env` and `nix-instantiate` run
+//! with `--readonly-mode`, so not even a `.drv` file is written;
+//! `nix-eval-jobs` has no such mode and writes the `.drv` files it
+//! instantiates, as it always does (no garbage collector roots are asked
+//! for).
+//!
+//! Both evaluate a small generated file (in a temporary directory, never in
+//! the evaluated tree) that imports the side's file and calls it, when it is
+//! a function, with the `--arg`/`--argstr` values it declares (Nix passes
+//! every one to a function with `...`, which the Nix language cannot tell
+//! apart, as in [`crate::installable`]). `-I`, `--option` and
+//! `--show-trace` are passed as given; `--impure` to `nix-eval-jobs` only
+//! (`nix-env` is always impure). `--expr` and flake inputs have no meaning
+//! here.
+//!
+//! A side is a directory, or a git revision of a local checkout
+//! ([`GitSide`]): a detached worktree made in a temporary directory and
+//! removed when dropped, so the user's working tree and index are never
+//! touched.
+//!
+//! Attribute paths are dotted strings (`set.c`); a name that itself holds a
+//! dot cannot be asked for by [`evaluate`]'s list, but is reported as Nix
+//! walks it.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::ffi::OsString;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use serde::Deserialize;
+
+use crate::installable::{AutoArg, Options, nix_string};
+use crate::store_path::StorePath;
+
+/// The chunk size nixpkgs' `ci/eval` uses by default.
+pub const DEFAULT_CHUNK_SIZE: usize = 5000;
+
+/// Which tool evaluates the attributes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Evaluator {
+    /// `nix-eval-jobs`, in parallel.
+    NixEvalJobs {
+        /// The program, found on `PATH` unless it has a `/`.
+        program: OsString,
+        /// `--workers N`; its own default (one per hardware thread) if none.
+        workers: Option<usize>,
+        /// `--max-memory-size MIB` per worker; its own default if none.
+        max_memory_size: Option<u64>,
+    },
+    /// `nix-env -qaP --out-path --json`, chunk by chunk.
+    NixEnv {
+        /// The `nix-env` program.
+        nix_env: OsString,
+        /// The `nix-instantiate` program, which lists the attributes.
+        nix_instantiate: OsString,
+        /// Attributes per `nix-env` run.
+        chunk_size: usize,
+    },
+}
+
+impl Evaluator {
+    /// `nix-eval-jobs` when it is on `PATH`, else `nix-env` with
+    /// nixpkgs' chunk size.
+    pub fn detect() -> Evaluator {
+        if on_path("nix-eval-jobs") {
+            Evaluator::NixEvalJobs {
+                program: "nix-eval-jobs".into(),
+                workers: None,
+                max_memory_size: None,
+            }
+        } else {
+            Evaluator::nix_env()
+        }
+    }
+
+    /// `nix-env` and `nix-instantiate` from `PATH`, nixpkgs' chunk size.
+    pub fn nix_env() -> Evaluator {
+        Evaluator::NixEnv {
+            nix_env: "nix-env".into(),
+            nix_instantiate: "nix-instantiate".into(),
+            chunk_size: DEFAULT_CHUNK_SIZE,
+        }
+    }
+
+    /// The tool's name, for messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Evaluator::NixEvalJobs { .. } => "nix-eval-jobs",
+            Evaluator::NixEnv { .. } => "nix-env",
+        }
+    }
+}
+
+/// Whether an executable file called `name` is in a `PATH` directory.
+fn on_path(name: &str) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let Some(path) = std::env::var_os("PATH") else {
+        return false;
+    };
+    std::env::split_paths(&path).any(|d| {
+        std::fs::metadata(d.join(name))
+            .map(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+            .unwrap_or(false)
+    })
+}
+
+/// What one attribute evaluated to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
+    /// A derivation: its outputs' paths, and its `.drv` when the evaluator
+    /// says it (`nix-eval-jobs` does, `nix-env` is not asked).
+    Evaluated {
+        /// The derivation's store path.
+        drv_path: Option<StorePath>,
+        /// Output name → out path.
+        outputs: BTreeMap<String, StorePath>,
+    },
+    /// The evaluation failed, or the attribute is not a derivation: the
+    /// evaluator's message.
+    Failed(String),
+}
+
+/// One side's attributes, by dotted attribute path.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Evaluation {
+    /// Attribute path → what it evaluated to.
+    pub attrs: BTreeMap<String, Outcome>,
+}
+
+/// The attributes whose out paths differ between two evaluations.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Changes {
+    /// Only in the head.
+    pub added: BTreeSet<String>,
+    /// Only in the base.
+    pub removed: BTreeSet<String>,
+    /// In both, with different outputs (names or paths), or evaluated on
+    /// one side and failed on the other.
+    pub changed: BTreeSet<String>,
+}
+
+impl Changes {
+    /// Every attribute that is added, removed or changed.
+    pub fn all(&self) -> BTreeSet<&str> {
+        self.added
+            .iter()
+            .chain(&self.removed)
+            .chain(&self.changed)
+            .map(String::as_str)
+            .collect()
+    }
+}
+
+/// The attributes whose out paths differ from `base` to `head`, as
+/// nixpkgs' CI counts rebuilds: by out paths only (a `.drv` that changes
+/// without changing an out path rebuilds nothing). An attribute that fails
+/// on both sides is not a change: nothing can be said of it.
+pub fn changed(base: &Evaluation, head: &Evaluation) -> Changes {
+    let mut out = Changes::default();
+    for (attr, b) in &base.attrs {
+        match (b, head.attrs.get(attr)) {
+            (_, None) => {
+                out.removed.insert(attr.clone());
+            }
+            (Outcome::Failed(_), Some(Outcome::Failed(_))) => {}
+            (
+                Outcome::Evaluated { outputs: bo, .. },
+                Some(Outcome::Evaluated { outputs: ho, .. }),
+            ) => {
+                if bo != ho {
+                    out.changed.insert(attr.clone());
+                }
+            }
+            _ => {
+                out.changed.insert(attr.clone());
+            }
+        }
+    }
+    for attr in head.attrs.keys() {
+        if !base.attrs.contains_key(attr) {
+            out.added.insert(attr.clone());
+        }
+    }
+    out
+}
+
+/// Why a side could not be evaluated or checked out.
+#[derive(Debug, thiserror::Error)]
+pub enum AttrsError {
+    /// A program could not be started.
+    #[error("cannot run {program}: {source}")]
+    Spawn {
+        /// The program.
+        program: String,
+        /// Why.
+        source: std::io::Error,
+    },
+    /// A program failed as a whole (not one attribute of it).
+    #[error("{program} failed: {stderr}")]
+    Failed {
+        /// The program and what it did.
+        program: String,
+        /// Its standard error, trimmed.
+        stderr: String,
+    },
+    /// A program printed something that is not what it documents.
+    #[error("{program} printed what nix-heft cannot read: {detail}")]
+    Output {
+        /// The program.
+        program: String,
+        /// What was wrong.
+        detail: String,
+    },
+    /// `--expr` was given: a side is a file or directory.
+    #[error("--expr cannot name a side to evaluate; give a directory or --file")]
+    Expr,
+    /// A temporary directory or file could not be made.
+    #[error("cannot make a temporary file: {0}")]
+    Temp(std::io::Error),
+}
+
+/// The file `opts` names inside `dir` (`--file`, relative to `dir`, or
+/// `<NAME>` as Nix looks it up), or `dir` itself, as a Nix expression.
+fn target(dir: &Path, opts: &Options) -> String {
+    match &opts.file {
+        Some(f) if f.starts_with('<') && f.ends_with('>') => f.clone(),
+        Some(f) => nix_string(&dir.join(f).to_string_lossy()),
+        None => nix_string(&dir.to_string_lossy()),
+    }
+}
+
+/// The generated file's text: the side's value as `top`, then `body`.
+fn entry(target: &str, body: &str) -> String {
+    format!(
+        "{{ ... }}@args:\n\
+         let\n  \
+           f = import {target};\n  \
+           top = if builtins.isFunction f\n    \
+             then f (builtins.intersectAttrs (builtins.functionArgs f) args)\n    \
+             else f;\n\
+         in\n{body}\n"
+    )
+}
+
+/// The walk `nix-env -qa` does (the top level, then sets with
+/// `recurseForDerivations = true`) as a list of attribute paths, each step
+/// under `tryEval` so that an attribute that fails is listed (and reported
+/// later with its message) instead of failing the list; as nixpkgs'
+/// `ci/eval/attrpaths.nix`.
+const LIST_BODY: &str = r#"let
+  walk = path: v:
+    let r = builtins.tryEval (
+      if !(builtins.isAttrs v) then [ ]
+      else if (v.type or null) == "derivation" then [ path ]
+      else if path == [ ] || (v.recurseForDerivations or false) == true then
+        builtins.concatLists (map (n: walk (path ++ [ n ]) v.${n}) (builtins.attrNames v))
+      else [ ]);
+    in if r.success then builtins.deepSeq r.value r.value else [ path ];
+in walk [ ] top"#;
+
+/// `top` selected along `path`, each name quoted.
+fn select(path: &[String]) -> String {
+    let mut s = String::from("top");
+    for n in path {
+        s.push('.');
+        s.push_str(&nix_string(n));
+    }
+    s
+}
+
+/// A set naming the chunk's attributes `p0`, `p1`, … (names Nix needs no
+/// quoting for, whatever the attribute paths hold), read back by index.
+fn chunk_body(paths: &[Vec<String>]) -> String {
+    let mut s = String::from("{\n");
+    for (i, p) in paths.iter().enumerate() {
+        s.push_str(&format!("  p{i} = {};\n", select(p)));
+    }
+    s.push('}');
+    s
+}
+
+/// The attribute path a key of the chunk's set stands for: `p3` is
+/// `paths[3]`, `p3.x` an attribute `x` inside it (a set Nix recursed into).
+fn unchunk(key: &str, paths: &[Vec<String>]) -> Option<String> {
+    let (head, rest) = match key.split_once('.') {
+        Some((h, r)) => (h, Some(r)),
+        None => (key, None),
+    };
+    let i: usize = head.strip_prefix('p')?.parse().ok()?;
+    let mut attr = paths.get(i)?.join(".");
+    if let Some(r) = rest {
+        attr.push('.');
+        attr.push_str(r);
+    }
+    Some(attr)
+}
+
+/// The user's flags that apply to evaluation, in `nix`'s spelling.
+fn eval_flags(opts: &Options, impure: bool) -> Vec<String> {
+    let mut f = Vec::new();
+    if impure && opts.impure {
+        f.push("--impure".to_string());
+    }
+    if opts.show_trace {
+        f.push("--show-trace".to_string());
+    }
+    for path in &opts.include {
+        f.extend(["-I".to_string(), path.clone()]);
+    }
+    for (name, value) in &opts.auto_args {
+        match value {
+            AutoArg::Expr(e) => f.extend(["--arg".into(), name.clone(), e.clone()]),
+            AutoArg::Str(v) => f.extend(["--argstr".into(), name.clone(), v.clone()]),
+        }
+    }
+    for (name, value) in &opts.options {
+        f.extend(["--option".into(), name.clone(), value.clone()]);
+    }
+    f
+}
+
+/// Evaluates the attributes of the expression in `dir` (`opts.file` inside
+/// it, else its `default.nix`): those given in `attrs` (dotted paths; a
+/// set with `recurseForDerivations` stands for the derivations inside), or
+/// every one `nix-env -qa` would list. An attribute that fails is an
+/// [`Outcome::Failed`]; only a failure of the whole side is an error.
+pub fn evaluate(
+    evaluator: &Evaluator,
+    dir: &Path,
+    attrs: Option<&[String]>,
+    opts: &Options,
+) -> Result<Evaluation, AttrsError> {
+    if opts.expr.is_some() {
+        return Err(AttrsError::Expr);
+    }
+    let tmp = tempfile::Builder::new()
+        .prefix("nix-heft-attrs-")
+        .tempdir()
+        .map_err(AttrsError::Temp)?;
+    let target = target(dir, opts);
+    let requested: Option<Vec<Vec<String>>> = attrs.map(|a| {
+        a.iter()
+            .map(|s| s.split('.').map(String::from).collect())
+            .collect()
+    });
+    match evaluator {
+        Evaluator::NixEvalJobs {
+            program,
+            workers,
+            max_memory_size,
+        } => {
+            let body = match &requested {
+                Some(paths) => chunk_body(paths),
+                None => "top".to_string(),
+            };
+            let file = write_entry(tmp.path(), "all.nix", &entry(&target, &body))?;
+            let mut cmd = Command::new(program);
+            if let Some(w) = workers {
+                cmd.args(["--workers", &w.to_string()]);
+            }
+            if let Some(m) = max_memory_size {
+                cmd.args(["--max-memory-size", &m.to_string()]);
+            }
+            cmd.args(eval_flags(opts, true)).arg(&file);
+            let mut eval = run_eval_jobs(cmd, program, &opts.store_dir)?;
+            if let Some(paths) = &requested {
+                let mut keyed = Evaluation::default();
+                for (key, outcome) in std::mem::take(&mut eval.attrs) {
+                    let attr = unchunk(&key, paths).ok_or_else(|| AttrsError::Output {
+                        program: program.to_string_lossy().into(),
+                        detail: format!("an attribute not asked for: {key}"),
+                    })?;
+                    keyed.attrs.insert(attr, outcome);
+                }
+                eval = keyed;
+                for p in paths {
+                    let attr = p.join(".");
+                    if !covered(&eval, &attr) {
+                        eval.attrs
+                            .insert(attr, Outcome::Failed(NOT_A_DERIVATION.into()));
+                    }
+                }
+            }
+            Ok(eval)
+        }
+        Evaluator::NixEnv {
+            nix_env,
+            nix_instantiate,
+            chunk_size,
+        } => {
+            let paths = match requested {
+                Some(p) => p,
+                None => list(nix_instantiate, tmp.path(), &target, opts)?,
+            };
+            let mut eval = Evaluation::default();
+            for chunk in paths.chunks((*chunk_size).max(1)) {
+                nix_env_chunk(
+                    nix_env,
+                    nix_instantiate,
+                    tmp.path(),
+                    &target,
+                    chunk,
+                    opts,
+                    &mut eval,
+                )?;
+            }
+            Ok(eval)
+        }
+    }
+}
+
+/// What an attribute asked for that yields no derivation is.
+const NOT_A_DERIVATION: &str = "not a derivation, nor a set with recurseForDerivations";
+
+/// Whether `attr` or an attribute inside it was evaluated.
+fn covered(eval: &Evaluation, attr: &str) -> bool {
+    let inside = format!("{attr}.");
+    eval.attrs.contains_key(attr)
+        || eval
+            .attrs
+            .range(inside.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&inside))
+}
+
+fn write_entry(dir: &Path, name: &str, text: &str) -> Result<PathBuf, AttrsError> {
+    let file = dir.join(name);
+    std::fs::write(&file, text).map_err(AttrsError::Temp)?;
+    Ok(file)
+}
+
+/// Runs `cmd`, returning its standard output, or its standard error as
+/// the error when it fails.
+fn output(mut cmd: Command, what: impl Fn() -> String) -> Result<Vec<u8>, AttrsError> {
+    let out = cmd
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|source| AttrsError::Spawn {
+            program: what(),
+            source,
+        })?;
+    if out.status.success() {
+        Ok(out.stdout)
+    } else {
+        Err(AttrsError::Failed {
+            program: what(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+/// Every attribute path `nix-env -qa` would list ([`LIST_BODY`]).
+fn list(
+    nix_instantiate: &OsString,
+    tmp: &Path,
+    target: &str,
+    opts: &Options,
+) -> Result<Vec<Vec<String>>, AttrsError> {
+    let file = write_entry(tmp, "list.nix", &entry(target, LIST_BODY))?;
+    let mut cmd = Command::new(nix_instantiate);
+    cmd.args(["--readonly-mode", "--eval", "--strict", "--json"])
+        .args(eval_flags(opts, false))
+        .arg(&file);
+    let what = || format!("{} (listing attributes)", nix_instantiate.to_string_lossy());
+    let out = output(cmd, what)?;
+    serde_json::from_slice(&out).map_err(|e| AttrsError::Output {
+        program: what(),
+        detail: e.to_string(),
+    })
+}
+
+/// `nix-env --json`'s record of one derivation, the part read here.
+#[derive(Deserialize)]
+struct NixEnvItem {
+    #[serde(default)]
+    outputs: BTreeMap<String, String>,
+    #[serde(rename = "drvPath")]
+    drv_path: Option<String>,
+}
+
+/// One chunk through `nix-env`, into `eval`. A chunk that fails as a whole
+/// is split until the attributes that fail are alone, each with its
+/// message; an attribute `nix-env` leaves out (it skips some failures, and
+/// what is not a derivation) is asked about alone ([`why_missing`]).
+#[allow(clippy::too_many_arguments)]
+fn nix_env_chunk(
+    nix_env: &OsString,
+    nix_instantiate: &OsString,
+    tmp: &Path,
+    target: &str,
+    chunk: &[Vec<String>],
+    opts: &Options,
+    eval: &mut Evaluation,
+) -> Result<(), AttrsError> {
+    let file = write_entry(tmp, "chunk.nix", &entry(target, &chunk_body(chunk)))?;
+    let mut cmd = Command::new(nix_env);
+    cmd.args(["--readonly-mode", "-f"])
+        .arg(&file)
+        .args(["-qaP", "--out-path", "--json"])
+        .args(eval_flags(opts, false));
+    let what = || format!("{} -qaP --out-path --json", nix_env.to_string_lossy());
+    let out = match output(cmd, what) {
+        Ok(out) => out,
+        Err(AttrsError::Failed { stderr, .. }) => {
+            if let [one] = chunk {
+                eval.attrs.insert(one.join("."), Outcome::Failed(stderr));
+                return Ok(());
+            }
+            let (a, b) = chunk.split_at(chunk.len() / 2);
+            for half in [a, b] {
+                nix_env_chunk(nix_env, nix_instantiate, tmp, target, half, opts, eval)?;
+            }
+            return Ok(());
+        }
+        Err(e) => return Err(e),
+    };
+    let items: BTreeMap<String, NixEnvItem> =
+        serde_json::from_slice(&out).map_err(|e| AttrsError::Output {
+            program: what(),
+            detail: e.to_string(),
+        })?;
+    for (key, item) in items {
+        let attr = unchunk(&key, chunk).ok_or_else(|| AttrsError::Output {
+            program: what(),
+            detail: format!("an attribute not asked for: {key}"),
+        })?;
+        let outcome = outcome(item.drv_path.as_deref(), &item.outputs, &opts.store_dir).map_err(
+            |detail| AttrsError::Output {
+                program: what(),
+                detail,
+            },
+        )?;
+        eval.attrs.insert(attr, outcome);
+    }
+    for p in chunk {
+        let attr = p.join(".");
+        if !covered(eval, &attr) {
+            let why = why_missing(nix_instantiate, tmp, target, p, opts)?;
+            eval.attrs.insert(attr, Outcome::Failed(why));
+        }
+    }
+    Ok(())
+}
+
+/// Why `nix-env` left `path` out: the error its evaluation gives, or that
+/// it is not a derivation.
+fn why_missing(
+    nix_instantiate: &OsString,
+    tmp: &Path,
+    target: &str,
+    path: &[String],
+    opts: &Options,
+) -> Result<String, AttrsError> {
+    let body = format!(
+        "let v = {}; in\n\
+         if builtins.isAttrs v && (v.type or null) == \"derivation\"\n\
+         then builtins.seq v.outPath \"derivation\" else \"other\"",
+        select(path)
+    );
+    let file = write_entry(tmp, "probe.nix", &entry(target, &body))?;
+    let mut cmd = Command::new(nix_instantiate);
+    cmd.args(["--readonly-mode", "--eval", "--strict"])
+        .args(eval_flags(opts, false))
+        .arg(&file);
+    match output(cmd, || nix_instantiate.to_string_lossy().into()) {
+        Ok(out) if String::from_utf8_lossy(&out).trim() == "\"derivation\"" => {
+            Ok("nix-env did not list it".into())
+        }
+        Ok(_) => Ok(NOT_A_DERIVATION.into()),
+        Err(AttrsError::Failed { stderr, .. }) => Ok(stderr),
+        Err(e) => Err(e),
+    }
+}
+
+/// An outcome from an evaluator's paths.
+fn outcome(
+    drv_path: Option<&str>,
+    outputs: &BTreeMap<String, String>,
+    store_dir: &str,
+) -> Result<Outcome, String> {
+    let parse = |s: &str| StorePath::parse(store_dir, s).map_err(|e| format!("{s}: {e}"));
+    let drv_path = drv_path.map(parse).transpose()?;
+    let outputs = outputs
+        .iter()
+        .map(|(name, path)| Ok((name.clone(), parse(path)?)))
+        .collect::<Result<_, String>>()?;
+    Ok(Outcome::Evaluated { drv_path, outputs })
+}
+
+/// One line of `nix-eval-jobs`' output, the part read here.
+#[derive(Deserialize)]
+struct EvalJobsLine {
+    attr: Option<String>,
+    /// The path as a list (newer versions): exact where `attr` would need
+    /// quoting.
+    #[serde(rename = "attrPath")]
+    attr_path: Option<Vec<String>>,
+    #[serde(rename = "drvPath")]
+    drv_path: Option<String>,
+    #[serde(default)]
+    outputs: BTreeMap<String, Option<String>>,
+    error: Option<String>,
+}
+
+/// Reads `nix-eval-jobs`' JSON lines: per attribute its outputs and
+/// `.drv`, or its `error`. Blank lines are skipped; an output without a
+/// path (a content-addressed derivation's) is left out.
+pub fn read_eval_jobs(input: impl BufRead, store_dir: &str) -> Result<Evaluation, String> {
+    let mut eval = Evaluation::default();
+    for (n, line) in input.lines().enumerate() {
+        let line = line.map_err(|e| e.to_string())?;
+        if line.trim().is_empty() {
+            continue;
+        }
+        let item: EvalJobsLine =
+            serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", n + 1))?;
+        let attr = match (item.attr_path, item.attr) {
+            (Some(p), _) => p.join("."),
+            (None, Some(a)) => a,
+            (None, None) => return Err(format!("line {}: no attribute", n + 1)),
+        };
+        let outcome = match item.error {
+            Some(e) => Outcome::Failed(e),
+            None => {
+                let outputs: BTreeMap<String, String> = item
+                    .outputs
+                    .into_iter()
+                    .filter_map(|(k, v)| Some((k, v?)))
+                    .collect();
+                outcome(item.drv_path.as_deref(), &outputs, store_dir)
+                    .map_err(|e| format!("line {}: {e}", n + 1))?
+            }
+        };
+        eval.attrs.insert(attr, outcome);
+    }
+    Ok(eval)
+}
+
+/// Runs `nix-eval-jobs`, reading its lines as they come.
+fn run_eval_jobs(
+    mut cmd: Command,
+    program: &OsString,
+    store_dir: &str,
+) -> Result<Evaluation, AttrsError> {
+    let name = || program.to_string_lossy().to_string();
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|source| AttrsError::Spawn {
+            program: name(),
+            source,
+        })?;
+    // Standard error is drained on its own thread, so that a chatty
+    // evaluation cannot fill its pipe while standard output is read.
+    let stderr = child.stderr.take().map(|mut e| {
+        std::thread::spawn(move || {
+            let mut s = String::new();
+            let _ = std::io::Read::read_to_string(&mut e, &mut s);
+            s
+        })
+    });
+    let read = match child.stdout.take() {
+        Some(out) => read_eval_jobs(BufReader::new(out), store_dir),
+        None => Err("no standard output".into()),
+    };
+    let status = child.wait().map_err(|source| AttrsError::Spawn {
+        program: name(),
+        source,
+    })?;
+    let stderr = stderr
+        .and_then(|h| h.join().ok())
+        .unwrap_or_default()
+        .trim()
+        .to_string();
+    let eval = match read {
+        Ok(eval) => eval,
+        // A run that failed as a whole says why on standard error rather
+        // than in what it printed before.
+        Err(_) if !status.success() => {
+            return Err(AttrsError::Failed {
+                program: name(),
+                stderr,
+            });
+        }
+        Err(detail) => {
+            return Err(AttrsError::Output {
+                program: name(),
+                detail,
+            });
+        }
+    };
+    // Versions differ on the exit status when attributes fail (their own
+    // tests do not check it): a failed run that reported failed attributes
+    // is those failures; one that reported none failed as a whole (a
+    // worker that died, an expression that does not evaluate).
+    let reported_failures = eval.attrs.values().any(|o| matches!(o, Outcome::Failed(_)));
+    if !status.success() && !reported_failures {
+        return Err(AttrsError::Failed {
+            program: name(),
+            stderr,
+        });
+    }
+    Ok(eval)
+}
+
+/// A git revision of a local checkout, checked out as a detached worktree
+/// in a temporary directory outside the user's tree (`git worktree add
+/// --detach`, hooks off), and removed when dropped. The user's working
+/// tree and index are never touched; only git's list of worktrees holds
+/// it while it lives.
+#[derive(Debug)]
+pub struct GitSide {
+    repo: PathBuf,
+    commit: String,
+    dir: PathBuf,
+    // Kept for its drop: removes whatever `git worktree remove` left.
+    _tmp: tempfile::TempDir,
+}
+
+/// Why a git side could not be made.
+#[derive(Debug, thiserror::Error)]
+pub enum GitError {
+    /// `git` could not be started.
+    #[error("cannot run git: {0}")]
+    Spawn(std::io::Error),
+    /// `git` failed.
+    #[error("git {what} failed: {stderr}")]
+    Failed {
+        /// What was asked.
+        what: String,
+        /// Its standard error, trimmed.
+        stderr: String,
+    },
+    /// A temporary directory could not be made.
+    #[error("cannot make a temporary directory: {0}")]
+    Temp(std::io::Error),
+}
+
+impl From<GitError> for AttrsError {
+    fn from(e: GitError) -> AttrsError {
+        match e {
+            GitError::Spawn(source) => AttrsError::Spawn {
+                program: "git".into(),
+                source,
+            },
+            GitError::Failed { what, stderr } => AttrsError::Failed {
+                program: format!("git {what}"),
+                stderr,
+            },
+            GitError::Temp(e) => AttrsError::Temp(e),
+        }
+    }
+}
+
+/// `git -C repo ARGS`, hooks off, its trimmed standard output.
+fn git(repo: &Path, args: &[&std::ffi::OsStr]) -> Result<String, GitError> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(repo)
+        .args(["-c", "core.hooksPath=/dev/null"])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(GitError::Spawn)?;
+    if out.status.success() {
+        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
+    } else {
+        Err(GitError::Failed {
+            what: args
+                .iter()
+                .map(|a| a.to_string_lossy())
+                .collect::<Vec<_>>()
+                .join(" "),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        })
+    }
+}
+
+impl GitSide {
+    /// Checks out `rev` (anything `git rev-parse` takes) of the repository
+    /// at `repo`.
+    pub fn checkout(repo: &Path, rev: &str) -> Result<GitSide, GitError> {
+        let commit = git(
+            repo,
+            &[
+                "rev-parse".as_ref(),
+                "--verify".as_ref(),
+                "--end-of-options".as_ref(),
+                format!("{rev}^{{commit}}").as_ref(),
+            ],
+        )?;
+        let tmp = tempfile::Builder::new()
+            .prefix("nix-heft-side-")
+            .tempdir()
+            .map_err(GitError::Temp)?;
+        let dir = tmp.path().join("tree");
+        git(
+            repo,
+            &[
+                "worktree".as_ref(),
+                "add".as_ref(),
+                "--detach".as_ref(),
+                "--quiet".as_ref(),
+                dir.as_os_str(),
+                commit.as_ref(),
+            ],
+        )?;
+        Ok(GitSide {
+            repo: repo.to_path_buf(),
+            commit,
+            dir,
+            _tmp: tmp,
+        })
+    }
+
+    /// The checked-out tree.
+    pub fn path(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The commit checked out, in full.
+    pub fn commit(&self) -> &str {
+        &self.commit
+    }
+}
+
+impl Drop for GitSide {
+    fn drop(&mut self) {
+        // A failure here leaves a stale worktree entry that `git worktree
+        // prune` clears once the directory is gone (the temporary directory
+        // is removed right after); nothing to report from a drop.
+        let _ = git(
+            &self.repo,
+            &[
+                "worktree".as_ref(),
+                "remove".as_ref(),
+                "--force".as_ref(),
+                self.dir.as_os_str(),
+            ],
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const STORE: &str = "/nix/store";
+
+    fn sp(s: &str) -> StorePath {
+        StorePath::parse(STORE, s).unwrap()
+    }
+
+    /// Lines as nix-eval-jobs' README documents them (`attr`, `attrPath`,
+    /// `drvPath`, `inputDrvs`, `name`, `outputs`, `system`), one with two
+    /// outputs, one with an `error`, and one from an older version with
+    /// `attr` only.
+    #[test]
+    fn reads_nix_eval_jobs_lines() {
+        let text = r#"{"attr":"coverage","attrPath":["coverage"],"drvPath":"/nix/store/fmbqzaq8mim1423879lhn9whs6imx5w4-patchelf-coverage-0.18.0.drv","inputDrvs":{"/nix/store/23632hx2c98lbbjld279dx0w08lxn6kp-hook.drv":["out"]},"name":"patchelf-coverage-0.18.0","outputs":{"out":"/nix/store/gfni9sbhhwhxxfqziq1fs3n82bvw962l-patchelf-coverage-0.18.0"},"system":"x86_64-linux"}
+{"attr":"set.lib","attrPath":["set","lib"],"drvPath":"/nix/store/3xpwg8f623dpkh6cblv2fzcq5n99xl0j-lib-1.0.drv","name":"lib-1.0","outputs":{"dev":"/nix/store/72pz5awc7gpwdqxrdsy8j0bvg2n7z78q-lib-1.0-dev","out":"/nix/store/d0mzprvv3vhasj23r1a6qn8qip0srbc4-lib-1.0"},"system":"x86_64-linux"}
+
+{"attr":"broken","attrPath":["broken"],"error":"error: boom\n       at /tmp/default.nix:3:12"}
+{"attr":"old","drvPath":"/nix/store/s38l0fg5ja6j8qpws7slw2ws0c6v0qcf-old-1.drv","outputs":{"out":"/nix/store/w8r4h1xk71fryb99df8aszp83kfhw3bc-old-1"}}
+"#;
+        let eval = read_eval_jobs(text.as_bytes(), STORE).unwrap();
+        assert_eq!(eval.attrs.len(), 4);
+        assert_eq!(
+            eval.attrs["coverage"],
+            Outcome::Evaluated {
+                drv_path: Some(sp(
+                    "/nix/store/fmbqzaq8mim1423879lhn9whs6imx5w4-patchelf-coverage-0.18.0.drv"
+                )),
+                outputs: [(
+                    "out".to_string(),
+                    sp("/nix/store/gfni9sbhhwhxxfqziq1fs3n82bvw962l-patchelf-coverage-0.18.0")
+                )]
+                .into(),
+            }
+        );
+        let Outcome::Evaluated { outputs, .. } = &eval.attrs["set.lib"] else {
+            panic!("set.lib: {:?}", eval.attrs["set.lib"]);
+        };
+        assert_eq!(
+            outputs.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["dev", "out"]
+        );
+        assert_eq!(
+            outputs["dev"].as_str(),
+            "/nix/store/72pz5awc7gpwdqxrdsy8j0bvg2n7z78q-lib-1.0-dev"
+        );
+        assert_eq!(
+            eval.attrs["broken"],
+            Outcome::Failed("error: boom\n       at /tmp/default.nix:3:12".into())
+        );
+        assert!(
+            matches!(&eval.attrs["old"], Outcome::Evaluated { outputs, .. } if outputs.len() == 1)
+        );
+    }
+
+    #[test]
+    fn nix_eval_jobs_lines_that_are_not_its_format_are_errors() {
+        let err = read_eval_jobs("{\"attr\":\"a\"}\nnot json\n".as_bytes(), STORE).unwrap_err();
+        assert!(err.starts_with("line 2:"), "{err}");
+        let err = read_eval_jobs(
+            "{\"attr\":\"a\",\"outputs\":{\"out\":\"/elsewhere/x\"}}\n".as_bytes(),
+            STORE,
+        )
+        .unwrap_err();
+        assert!(err.contains("/elsewhere/x"), "{err}");
+    }
+
+    fn evaluated(outputs: &[(&str, &str)]) -> Outcome {
+        Outcome::Evaluated {
+            drv_path: None,
+            outputs: outputs
+                .iter()
+                .map(|(n, p)| (n.to_string(), sp(p)))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn changed_counts_out_paths_as_nixpkgs_ci_does() {
+        let a1 = "/nix/store/q342baw1dw26i8zxbxlgmc0v6hw2llpc-a-1";
+        let a2 = "/nix/store/mwapqjfj0lyr55z4hzn99pc1a357x0gy-a-2";
+        let dev = "/nix/store/y6dh7xf9g39qbbnqwhzwc32cafqns89m-b-1-dev";
+        let b = "/nix/store/kj4w9dyag4ldfrkw4miplc4viwdm31k6-b-1";
+        let drv1 = "/nix/store/fmbqzaq8mim1423879lhn9whs6imx5w4-same-1.drv";
+        let drv2 = "/nix/store/3xpwg8f623dpkh6cblv2fzcq5n99xl0j-same-1.drv";
+        let base = Evaluation {
+            attrs: [
+                ("same".into(), evaluated(&[("out", a1)])),
+                ("bumped".into(), evaluated(&[("out", a1)])),
+                ("split".into(), evaluated(&[("out", b)])),
+                ("gone".into(), evaluated(&[("out", b)])),
+                ("fails".into(), Outcome::Failed("x".into())),
+                ("fixed".into(), Outcome::Failed("x".into())),
+                (
+                    "newdrv".into(),
+                    Outcome::Evaluated {
+                        drv_path: Some(sp(drv1)),
+                        outputs: [("out".into(), sp(a1))].into(),
+                    },
+                ),
+            ]
+            .into(),
+        };
+        let head = Evaluation {
+            attrs: [
+                ("same".into(), evaluated(&[("out", a1)])),
+                ("bumped".into(), evaluated(&[("out", a2)])),
+                ("split".into(), evaluated(&[("out", b), ("dev", dev)])),
+                ("new".into(), evaluated(&[("out", a2)])),
+                ("fails".into(), Outcome::Failed("y".into())),
+                ("fixed".into(), evaluated(&[("out", a1)])),
+                (
+                    "newdrv".into(),
+                    Outcome::Evaluated {
+                        drv_path: Some(sp(drv2)),
+                        outputs: [("out".into(), sp(a1))].into(),
+                    },
+                ),
+            ]
+            .into(),
+        };
+        let c = changed(&base, &head);
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(c.added, set(&["new"]));
+        assert_eq!(c.removed, set(&["gone"]));
+        assert_eq!(c.changed, set(&["bumped", "fixed", "split"]));
+        assert_eq!(c.all().len(), 5);
+        assert_eq!(changed(&head, &head), Changes::default());
+    }
+
+    #[test]
+    fn chunk_keys_map_back_to_attribute_paths() {
+        let paths = vec![
+            vec!["a".to_string()],
+            vec!["set".to_string(), "with space".to_string()],
+        ];
+        assert_eq!(
+            chunk_body(&paths),
+            "{\n  p0 = top.\"a\";\n  p1 = top.\"set\".\"with space\";\n}"
+        );
+        assert_eq!(unchunk("p0", &paths).as_deref(), Some("a"));
+        assert_eq!(
+            unchunk("p1.x.y", &paths).as_deref(),
+            Some("set.with space.x.y")
+        );
+        assert_eq!(unchunk("p2", &paths), None);
+        assert_eq!(unchunk("q0", &paths), None);
+    }
+
+    /// The nixpkgs-shaped expression the Nix-backed test evaluates:
+    /// derivations over `/bin/sh` (never built), one with two outputs, a
+    /// set Nix recurses into and one it does not, and one that throws.
+    fn default_nix(a_version: &str, last: &str) -> String {
+        format!(
+            r#"{{ salt ? "s" }}:
+let
+  mk = name: extra: derivation ({{
+    inherit name;
+    system = builtins.currentSystem;
+    builder = "/bin/sh";
+    args = [ "-c" "echo ${{salt}} > $out" ];
+  }} // extra);
+in {{
+  a = mk "a-{a_version}" {{ }};
+  b = mk "b-1" {{ outputs = [ "out" "dev" ]; args = [ "-c" "echo > $out; echo > $dev" ]; }};
+  set = {{ recurseForDerivations = true; c = mk "c-1" {{ }}; d = mk "d-1" {{ }}; }};
+  hidden = {{ e = mk "e-1" {{ }}; }};
+  bad = throw "boom";
+  {last} = mk "{last}-1" {{ }};
+}}
+"#
+        )
+    }
+
+    fn run(cmd: &mut Command) -> String {
+        let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+        assert!(
+            out.status.success(),
+            "{cmd:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    }
+
+    fn git_in(repo: &Path, args: &[&str]) -> String {
+        run(Command::new("git").arg("-C").arg(repo).args(args))
+    }
+
+    /// Attribute → outputs, by the test's own `nix-env` run on a file.
+    fn nix_env_by_hand(file: &Path, salt: &str) -> BTreeMap<String, BTreeMap<String, String>> {
+        let out = run(Command::new("nix-env")
+            .arg("--readonly-mode")
+            .arg("-f")
+            .arg(file)
+            .args(["-qaP", "--out-path", "--json", "--argstr", "salt", salt]));
+        let v: BTreeMap<String, serde_json::Value> = serde_json::from_str(&out).unwrap();
+        v.into_iter()
+            .map(|(k, v)| {
+                let outs = v["outputs"]
+                    .as_object()
+                    .unwrap()
+                    .iter()
+                    .map(|(n, p)| (n.clone(), p.as_str().unwrap().to_string()))
+                    .collect();
+                (k, outs)
+            })
+            .collect()
+    }
+
+    fn outputs_of(eval: &Evaluation) -> BTreeMap<String, BTreeMap<String, String>> {
+        eval.attrs
+            .iter()
+            .filter_map(|(k, o)| match o {
+                Outcome::Evaluated { outputs, .. } => Some((
+                    k.clone(),
+                    outputs
+                        .iter()
+                        .map(|(n, p)| (n.clone(), p.as_str().to_string()))
+                        .collect(),
+                )),
+                Outcome::Failed(_) => None,
+            })
+            .collect()
+    }
+
+    /// Real `nix-env` on a git repository with a base and a head commit:
+    /// the head bumps `a`, removes `gone` and adds `new`; `changed` finds
+    /// exactly those, every out path is the one the test's own `nix-env`
+    /// and `nix-instantiate --eval` give, and the user's dirty tree, index
+    /// and worktree list are as they were once the sides are dropped.
+    #[test]
+    fn nix_env_evaluates_git_sides_and_finds_the_changed_attributes() {
+        let tmp = tempfile::tempdir().unwrap();
+        // A salt of this run, so that no earlier run wrote its derivations.
+        let salt = tmp
+            .path()
+            .file_name()
+            .unwrap()
+            .to_string_lossy()
+            .to_string();
+        let repo = tmp.path().join("repo");
+        std::fs::create_dir(&repo).unwrap();
+        git_in(&repo, &["init", "-q"]);
+        git_in(&repo, &["config", "user.email", "t@example.org"]);
+        git_in(&repo, &["config", "user.name", "t"]);
+        std::fs::write(repo.join("default.nix"), default_nix("1", "gone")).unwrap();
+        std::fs::write(repo.join("README"), "base\n").unwrap();
+        git_in(&repo, &["add", "."]);
+        git_in(&repo, &["commit", "-q", "-m", "base"]);
+        std::fs::write(repo.join("default.nix"), default_nix("2", "new")).unwrap();
+        git_in(&repo, &["commit", "-q", "-am", "head"]);
+        // The user's tree is dirty: a change in the index, one in the
+        // working tree (to the evaluated file itself) and an untracked file.
+        std::fs::write(repo.join("README"), "staged\n").unwrap();
+        git_in(&repo, &["add", "README"]);
+        std::fs::write(repo.join("default.nix"), "throw \"work in progress\"\n").unwrap();
+        std::fs::write(repo.join("untracked"), "x\n").unwrap();
+        let status = || {
+            (
+                git_in(
+                    &repo,
+                    &["status", "--porcelain=v1", "--untracked-files=all"],
+                ),
+                git_in(&repo, &["diff"]),
+                git_in(&repo, &["diff", "--cached"]),
+                git_in(&repo, &["worktree", "list", "--porcelain"]),
+                git_in(&repo, &["rev-parse", "HEAD"]),
+            )
+        };
+        let before = status();
+
+        // The test's own evaluation of each commit's file.
+        let by_hand = |rev: &str| {
+            let dir = tmp.path().join(rev.replace('~', "-"));
+            std::fs::create_dir(&dir).unwrap();
+            let file = dir.join("default.nix");
+            std::fs::write(
+                &file,
+                git_in(&repo, &["show", &format!("{rev}:default.nix")]),
+            )
+            .unwrap();
+            let all = nix_env_by_hand(&file, &salt);
+            let eval_nix = |what: &str| {
+                let out = run(Command::new("nix-instantiate")
+                    .args(["--readonly-mode", "--eval", "--strict", "--json", "-E"])
+                    .arg(format!(
+                        "(import {} {{ salt = {}; }}).{what}",
+                        file.display(),
+                        nix_string(&salt)
+                    )));
+                serde_json::from_str::<String>(&out).unwrap()
+            };
+            (all, eval_nix("set.c.outPath"), eval_nix("b.drvPath"))
+        };
+        let (base_hand, base_c, base_b_drv) = by_hand("HEAD~1");
+        let (head_hand, head_c, head_b_drv) = by_hand("HEAD");
+
+        let opts = Options {
+            auto_args: vec![("salt".into(), AutoArg::Str(salt.clone()))],
+            ..Options::default()
+        };
+        let evaluator = Evaluator::nix_env();
+        let (base, head, kept) = {
+            let base_side = GitSide::checkout(&repo, "HEAD~1").unwrap();
+            let head_side = GitSide::checkout(&repo, "HEAD").unwrap();
+            assert_ne!(base_side.commit(), head_side.commit());
+            assert!(!base_side.path().starts_with(&repo));
+            let base = evaluate(&evaluator, base_side.path(), None, &opts).unwrap();
+            let head = evaluate(&evaluator, head_side.path(), None, &opts).unwrap();
+            (base, head, head_side.path().to_path_buf())
+        };
+        assert!(!kept.exists(), "{} is left after drop", kept.display());
+        // Evaluated without writing a derivation to the store.
+        for drv in [&base_b_drv, &head_b_drv] {
+            assert!(!Path::new(drv).exists(), "{drv} was written");
+        }
+        assert_eq!(status(), before, "the user's repository changed");
+
+        // Every attribute nix-env lists, with the same outputs; `hidden` is
+        // not recursed into; `bad` is reported with its message.
+        assert_eq!(outputs_of(&base), base_hand);
+        assert_eq!(outputs_of(&head), head_hand);
+        assert_eq!(
+            head.attrs.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["a", "b", "bad", "new", "set.c", "set.d"]
+        );
+        let Outcome::Failed(why) = &head.attrs["bad"] else {
+            panic!("bad: {:?}", head.attrs["bad"]);
+        };
+        assert!(why.contains("boom"), "{why}");
+        assert_eq!(outputs_of(&base)["set.c"]["out"], base_c);
+        assert_eq!(outputs_of(&head)["set.c"]["out"], head_c);
+        assert_eq!(outputs_of(&head)["b"].len(), 2);
+
+        let c = changed(&base, &head);
+        let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
+        assert_eq!(c.added, set(&["new"]));
+        assert_eq!(c.removed, set(&["gone"]));
+        assert_eq!(c.changed, set(&["a"]));
+        // The same, from the test's own evaluations.
+        let hand_changed: BTreeSet<String> = base_hand
+            .keys()
+            .chain(head_hand.keys())
+            .filter(|k| base_hand.get(*k) != head_hand.get(*k))
+            .cloned()
+            .collect();
+        assert_eq!(c.all(), hand_changed.iter().map(String::as_str).collect());
+
+        // An explicit list in chunks of two, on a plain directory: a set
+        // stands for its derivations, a failure and a missing name are
+        // told with their messages, and the rest agrees with the whole.
+        let dir = tmp.path().join("HEAD");
+        let chunked = Evaluator::NixEnv {
+            nix_env: "nix-env".into(),
+            nix_instantiate: "nix-instantiate".into(),
+            chunk_size: 2,
+        };
+        let asked: Vec<String> = ["a", "set", "bad", "nope", "b", "hidden"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let some = evaluate(&chunked, &dir, Some(&asked), &opts).unwrap();
+        assert_eq!(
+            some.attrs.keys().map(String::as_str).collect::<Vec<_>>(),
+            ["a", "b", "bad", "hidden", "nope", "set.c", "set.d"]
+        );
+        for k in ["a", "b", "set.c", "set.d"] {
+            assert_eq!(some.attrs[k], head.attrs[k], "{k}");
+        }
+        assert!(matches!(&some.attrs["bad"], Outcome::Failed(m) if m.contains("boom")));
+        assert!(matches!(&some.attrs["nope"], Outcome::Failed(m) if m.contains("nope")));
+        assert_eq!(
+            some.attrs["hidden"],
+            Outcome::Failed(NOT_A_DERIVATION.into())
+        );
+    }
+}
