@@ -34,7 +34,31 @@ const WORDS: usize = MAX_HUBS / 64;
 /// over the edges instead of one traversal per start.
 pub fn dependents(g: &Graph, starts: &[NodeId]) -> Vec<u64> {
     let n = g.len();
-    // Referrers before their references (Kahn's order over in-degrees).
+    let order = topological_order(g);
+    let mut starts = starts.to_vec();
+    starts.sort_unstable();
+    starts.dedup();
+    let mut counts = vec![0u64; n];
+    let mut bits = vec![0u64; n];
+    for chunk in starts.chunks(64) {
+        bits.iter_mut().for_each(|b| *b = 0);
+        for (i, &s) in chunk.iter().enumerate() {
+            bits[s as usize] |= 1 << i;
+        }
+        push_down(g, &order, &mut bits);
+        for (c, b) in counts.iter_mut().zip(&bits) {
+            *c += u64::from(b.count_ones());
+        }
+    }
+    counts
+}
+
+/// Every path, referrers before their references (Kahn's order over
+/// in-degrees): the order in which bits set on some paths reach all of
+/// their closure in one pass ([`push_down`]). Store graphs are acyclic
+/// apart from self references, which the graph keeps as flags.
+pub(super) fn topological_order(g: &Graph) -> Vec<NodeId> {
+    let n = g.len();
     let mut indeg: Vec<u32> = (0..n as NodeId)
         .map(|v| g.referrers(v).len() as u32)
         .collect();
@@ -52,29 +76,23 @@ pub fn dependents(g: &Graph, starts: &[NodeId]) -> Vec<u64> {
             }
         }
     }
-    let mut starts = starts.to_vec();
-    starts.sort_unstable();
-    starts.dedup();
-    let mut counts = vec![0u64; n];
-    let mut bits = vec![0u64; n];
-    for chunk in starts.chunks(64) {
-        bits.iter_mut().for_each(|b| *b = 0);
-        for (i, &s) in chunk.iter().enumerate() {
-            bits[s as usize] |= 1 << i;
-        }
-        for &v in &order {
-            let b = bits[v as usize];
-            if b != 0 {
-                for &w in g.references(v) {
-                    bits[w as usize] |= b;
-                }
+    order
+}
+
+/// ORs each path's word into its references', in `order` (from
+/// [`topological_order`]): afterwards bit `i` is set on exactly the closure
+/// of the paths that had bit `i` set, for 64 sets at once. Paths with no
+/// bit set cost one load, so a pass is linear in the paths plus the edges
+/// leaving marked paths.
+pub(super) fn push_down(g: &Graph, order: &[NodeId], bits: &mut [u64]) {
+    for &v in order {
+        let b = bits[v as usize];
+        if b != 0 {
+            for &w in g.references(v) {
+                bits[w as usize] |= b;
             }
         }
-        for (c, b) in counts.iter_mut().zip(&bits) {
-            *c += u64::from(b.count_ones());
-        }
     }
-    counts
 }
 
 /// Closure size of every path in `g`, indexed by id.

@@ -9,6 +9,7 @@ pub mod bounds;
 pub mod chains;
 mod closure_size;
 mod dominators;
+mod per_root;
 pub mod request;
 mod sizes;
 
@@ -16,6 +17,7 @@ use std::collections::{HashMap, HashSet};
 
 pub use closure_size::{closure_sizes, dependents};
 pub use dominators::{Dominators, added_sizes};
+pub use per_root::{GroupDiff, closure_sizes_of_groups, diff_groups};
 pub use request::ReadRequest;
 pub use sizes::Sizes;
 
