@@ -125,11 +125,7 @@ impl Context {
     /// then that cache.
     pub fn open_derivations(&self) -> nix_heft_types::Result<DerivationSource> {
         let src = self.open()?;
-        let probe = StorePath::parse(
-            src.store_dir(),
-            &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
-        )?;
-        if src.real_path(&probe).is_some() {
+        if source::files_dir(src.as_ref()).is_some() {
             return Ok(DerivationSource::new(src, None));
         }
         let local = self.open_store(None)?;

@@ -80,28 +80,15 @@ impl Resolve<'_> {
         o
     }
 
-    /// Where `src`'s files are on this machine when not at its store
-    /// directory (a chroot store). Any path of the store shows it; a .drv
-    /// name is enough to ask a single store, but several stores look the
-    /// probe up in each, so this is asked only when an installable needs
-    /// it.
-    fn real_store_dir(src: &dyn StoreSource) -> Option<std::path::PathBuf> {
-        StorePath::parse(
-            src.store_dir(),
-            &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
-        )
-        .ok()
-        .and_then(|p| src.real_path(&p))
-        .and_then(|p| p.parent().map(std::path::Path::to_path_buf))
-        .filter(|d| d.as_os_str() != src.store_dir())
-    }
-
     /// Each argument evaluated when it is an installable (`None` for the
     /// store paths, links and names [`crate::roots`] resolves).
     fn evaluate(&self, args: &[String]) -> Result<Vec<Option<Evaluated>>> {
         let mut opts = self.installable_options();
         if args.iter().any(|a| Installable::parse(a, &opts).is_some()) {
-            opts.real_store_dir = Self::real_store_dir(self.src);
+            // Where a chroot store's files are, when not at its store
+            // directory.
+            opts.real_store_dir = crate::source::files_dir(self.src)
+                .filter(|d| d.as_os_str() != self.src.store_dir());
         }
         if opts.file.is_some() && opts.expr.is_some() {
             return Err(InstallableError::FileAndExpr.into());

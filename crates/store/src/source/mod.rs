@@ -403,6 +403,20 @@ pub struct OpenOptions {
     pub log: Arc<RunLog>,
 }
 
+/// Where `src` keeps its files on this machine (its store directory, or a
+/// chroot store's directory under its root), or `None` for a store without
+/// files on disk (a binary cache, path-info JSON). Any path shows it, valid
+/// or not: a `.drv` name that no store holds is asked.
+pub fn files_dir(src: &dyn StoreSource) -> Option<PathBuf> {
+    let probe = StorePath::parse(
+        src.store_dir(),
+        &format!("{}/{}-x.drv", src.store_dir(), "0".repeat(32)),
+    )
+    .ok()?;
+    src.real_path(&probe)
+        .and_then(|p| p.parent().map(Path::to_path_buf))
+}
+
 /// Opens the source named by a `--store` argument, or the local store at
 /// `/` when `spec` is `None`.
 ///
