@@ -265,7 +265,7 @@ fmed = statistics.median(r[0] for r in f)
 im = rows("impact")
 if im:
     w, m = cell(im)
-    print(f"| `nix-heft impact`, 1,000 attributes, cold | {w} | {m} MiB | {statistics.median(r[2] for r in im):.0f} |")
+    print(f"| `nix-heft impact`, {len(expected):,} attributes, cold | {w} | {m} MiB | {statistics.median(r[2] for r in im):.0f} |")
 lc, lw = rows("loop-cold"), rows("loop-warm")
 est = None
 if lc:
