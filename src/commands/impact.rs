@@ -377,7 +377,9 @@ fn review_side(review: &ReviewDir, system: &str, store_dir: &str) -> anyhow::Res
                 ReviewStatus::Failed => {
                     Outcome::Failed("the build failed in nixpkgs-review".into())
                 }
-                _ => Outcome::Failed(format!(
+                // Not in the reviewed checkout: the change removed it.
+                ReviewStatus::NonExistent => continue,
+                ReviewStatus::Broken | ReviewStatus::Blacklisted => Outcome::Failed(format!(
                     "nixpkgs-review did not build it ({})",
                     status.as_str()
                 )),
@@ -386,6 +388,35 @@ fn review_side(review: &ReviewDir, system: &str, store_dir: &str) -> anyhow::Res
         }
     }
     Ok(eval)
+}
+
+/// Removes the attributes whose evaluation failed only because the side
+/// has no attribute of that name (Nix: "attribute 'x' missing", for the
+/// name or a set on its path).
+fn drop_missing(eval: &mut Evaluation) {
+    eval.attrs.retain(|attr, o| match o {
+        Outcome::Failed(m) => !attr
+            .split('.')
+            .any(|seg| m.contains(&format!("attribute '{seg}' missing"))),
+        Outcome::Evaluated { .. } => true,
+    });
+}
+
+/// Every attribute a nixpkgs-review report lists for `system`, whatever
+/// its status (a removed one is "non-existent" there), sorted.
+fn review_attrs(review: &ReviewDir, system: &str) -> Vec<String> {
+    let mut out: Vec<String> = review
+        .system(system)
+        .map(|s| {
+            ReviewStatus::ALL
+                .into_iter()
+                .flat_map(|st| s.attributes(st).iter().map(|a| a.name.clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    out.sort();
+    out.dedup();
+    out
 }
 
 /// Compares the closures of every attribute the change touches and prints
@@ -456,9 +487,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         (Some(r), None) => {
             let system = review_system(r, args.system.as_deref())?;
             let eval = review_side(r, &system, &ctx.installables.store_dir)?;
-            let list = named
-                .clone()
-                .or_else(|| Some(eval.attrs.keys().cloned().collect()));
+            let list = named.clone().or_else(|| Some(review_attrs(r, &system)));
             (
                 Evaluated {
                     eval,
@@ -476,9 +505,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
             let list = named.clone().or_else(|| {
                 review.as_ref().map(|r| {
                     let system = review_system(r, args.system.as_deref()).unwrap_or_default();
-                    review_side(r, &system, &ctx.installables.store_dir)
-                        .map(|e| e.attrs.keys().cloned().collect())
-                        .unwrap_or_default()
+                    review_attrs(r, &system)
                 })
             });
             let e = evaluate_side(
@@ -511,6 +538,12 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
             }
         }
     }
+    // Asked by name, an attribute one side lacks fails there with Nix's
+    // "attribute 'x' missing": it is absent on that side (added or
+    // removed by the change), not broken.
+    let mut base = base;
+    drop_missing(&mut base.eval);
+    drop_missing(&mut head.eval);
     let attrs: Vec<String> = match list {
         Some(l) => l,
         None => attrs::changed(&base.eval, &head.eval)

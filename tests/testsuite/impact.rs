@@ -263,3 +263,394 @@ fn fixture_is_what_the_impact_tests_need() {
         }
     }
 }
+
+/// `nix-heft impact` over the fixture: the base revision from the HTTP
+/// cache, the head revision from the local store (extra flags appended).
+fn impact(extra: &[&str]) -> crate::common::Outcome {
+    let f = impact_fixture();
+    let repo = f.repo.to_string_lossy().into_owned();
+    let mut args = vec![
+        "impact",
+        "--repo",
+        &repo,
+        "--before",
+        &f.base,
+        "--after",
+        &f.head,
+        "--before-store",
+        &f.cache_url,
+    ];
+    args.extend_from_slice(extra);
+    crate::common::heft_run(None, &args)
+}
+
+fn json_of(o: &crate::common::Outcome) -> serde_json::Value {
+    assert!(
+        o.code == 0 || o.code == 4,
+        "impact failed ({}): {}{}",
+        o.code,
+        o.stdout,
+        o.stderr
+    );
+    serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}", o.stdout))
+}
+
+fn rows(v: &serde_json::Value) -> BTreeMap<String, serde_json::Value> {
+    v["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| (r["attr"].as_str().unwrap().to_string(), r.clone()))
+        .collect()
+}
+
+/// `--changed` (the default) finds exactly the attributes whose out paths
+/// differ between the two evaluations; each has its designed status; every
+/// closure figure is `nix path-info`'s on its side (the HTTP cache for the
+/// base, the local store for the head); the large path's docs reference is
+/// said once with its count; the unbuilt attributes are "not built", with
+/// a command that would build them.
+#[test]
+fn impact_of_every_changed_attribute_agrees_with_nix() {
+    let f = impact_fixture();
+    let o = impact(&["--json"]);
+    let v = json_of(&o);
+    let rows = rows(&v);
+    let got: BTreeSet<String> = rows.keys().cloned().collect();
+    assert_eq!(got, f.changed(), "{}", o.stdout);
+    assert!(KEPT.iter().all(|k| !got.contains(*k)));
+    for (attr, r) in &rows {
+        assert_eq!(
+            r["status"].as_str(),
+            ImpactFixture::expected_status(attr),
+            "{attr}: {r}"
+        );
+        if let Some(s) = r["before"]["closure_size"].as_u64() {
+            assert_eq!(s, f.base_closure_size(attr), "{attr} before");
+        }
+        if let Some(s) = r["after"]["closure_size"].as_u64() {
+            assert_eq!(s, f.head_closure_size(attr), "{attr} after");
+        }
+        let both = !REMOVED.contains(&attr.as_str())
+            && !ADDED.contains(&attr.as_str())
+            && !NOT_BUILT.contains(&attr.as_str());
+        if both {
+            let d = r["delta"].as_i64().unwrap();
+            assert_eq!(
+                d,
+                f.head_closure_size(attr) as i64 - f.base_closure_size(attr) as i64,
+                "{attr}"
+            );
+        }
+    }
+    // Growth first, largest |Δ| first.
+    let order: Vec<&str> = v["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["status"].as_str().unwrap())
+        .collect();
+    let grown = order.iter().take_while(|s| **s == "grown").count();
+    assert_eq!(grown, GROWN.len(), "{order:?}");
+    assert_eq!(order[grown], "shrunk");
+
+    // The shared cause, said once, with its count and the file behind it.
+    let shared: Vec<&serde_json::Value> = v["shared_causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|s| s["path"].as_str().unwrap().contains(&format!("-{LARGE}-")))
+        .collect();
+    assert_eq!(shared.len(), 1, "{}", v["shared_causes"]);
+    let s = shared[0];
+    assert_eq!(s["count"].as_u64().unwrap() as usize, GROWN_BY_LARGE.len());
+    let attrs: BTreeSet<String> = s["attributes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(attrs, set(&[GROWN_BY_LARGE]));
+    assert!(
+        s["referrer"]
+            .as_str()
+            .unwrap()
+            .contains(&format!("-{LARGE_REFERRER}-")),
+        "{s}"
+    );
+    assert_eq!(s["holds"], serde_json::json!([LARGE_HOLDS]));
+    assert_eq!(s["groups"][0]["verdict"], "docs", "{s}");
+    // Each grown row names it as shared rather than explaining it again.
+    for a in GROWN_BY_LARGE {
+        let added = rows[*a]["added"].as_array().unwrap();
+        let big = added
+            .iter()
+            .find(|c| c["path"].as_str().unwrap().contains(&format!("-{LARGE}-")))
+            .unwrap_or_else(|| panic!("{a}: {added:?}"));
+        assert_eq!(big["shared"], true);
+    }
+
+    // The split: viewer and editor lose codegen, held before by libsplit's
+    // include/ (the removed path's chain ends at it).
+    for a in SHRUNK {
+        let removed = rows[*a]["removed"].as_array().unwrap();
+        let gone = removed
+            .iter()
+            .find(|c| {
+                c["path"]
+                    .as_str()
+                    .unwrap()
+                    .contains(&format!("-{SPLIT_DROPPED}-"))
+            })
+            .unwrap_or_else(|| panic!("{a}: {removed:?}"));
+        assert!(
+            gone["referrer"]
+                .as_str()
+                .unwrap()
+                .contains(&format!("-{SPLIT}-")),
+            "{gone}"
+        );
+        assert!(
+            gone["holds"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|h| h.as_str().unwrap().starts_with("include/")),
+            "{gone}"
+        );
+    }
+
+    // Not built: in neither the local store nor the cache; the command
+    // builds them from the head revision (checked with --dry-run, which
+    // evaluates and plans without building).
+    for a in NOT_BUILT {
+        let r = &rows[*a];
+        assert_eq!(r["not_built"], "after", "{r}");
+        assert!(r["after"]["closure_size"].is_null());
+        let cmd = r["build"].as_str().unwrap();
+        assert!(cmd.starts_with("nix-build "), "{cmd}");
+        let out = Command::new("sh")
+            .arg("-c")
+            .arg(format!("{cmd} --dry-run --no-out-link"))
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "{cmd}: {text}");
+        let drv = f.head_paths(a)[0]
+            .rsplit('/')
+            .next()
+            .unwrap()
+            .split_once('-')
+            .unwrap()
+            .1
+            .to_string();
+        assert!(
+            text.contains("will be built") && text.contains(&drv),
+            "{cmd}: {text}"
+        );
+    }
+    let t = &v["totals"];
+    assert_eq!(t["not_built"], NOT_BUILT.len());
+    assert_eq!(t["shrunk"], SHRUNK.len());
+    assert_eq!(t["added"], ADDED.len());
+    assert_eq!(t["removed"], REMOVED.len());
+    assert_eq!(t["unchanged"], SAME_SIZE.len());
+}
+
+/// The markdown comment: the sticky marker, the shared cause said once
+/// (rendered as GitHub renders it), every changed attribute in the table,
+/// and within a small `--markdown-limit` a note on what was cut.
+#[test]
+fn impact_comment_tells_the_story_once() {
+    let o = impact(&["--format", "markdown"]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let md = &o.stdout;
+    assert!(md.starts_with("<!-- nix-heft -->\n"), "{md}");
+    let html = crate::common::render_gfm(md);
+    // Said once: the file behind it named once, each grown attribute
+    // pointing up to it.
+    let said = format!("is new in {} attributes, through", GROWN_BY_LARGE.len());
+    assert_eq!(html.matches(&said).count(), 1, "{html}");
+    assert_eq!(html.matches(LARGE_HOLDS).count(), 1, "{html}");
+    assert!(
+        html.matches("a shared cause (above)").count() >= GROWN_BY_LARGE.len(),
+        "{html}"
+    );
+    for a in impact_fixture().changed() {
+        assert!(
+            html.contains(&format!("<td>{a}</td>")),
+            "{a} not in the table: {html}"
+        );
+    }
+    assert!(html.contains("<table>"), "{html}");
+    let small = impact(&["--format", "markdown", "--markdown-limit", "2000"]);
+    assert_eq!(small.code, 0, "{}", small.stderr);
+    assert!(small.stdout.chars().count() <= 2000);
+    assert!(small.stdout.contains("Cut to fit"), "{}", small.stdout);
+    assert!(small.stdout.contains(&said), "{}", small.stdout);
+}
+
+/// `check`'s rules for every attribute: exit 4 naming only the attributes
+/// that break them.
+#[test]
+fn impact_rules_apply_to_each_attribute() {
+    let o = impact(&[
+        "--json",
+        "--max-growth",
+        "10%",
+        "--forbid",
+        &format!("{LARGE}-*"),
+    ]);
+    assert_eq!(o.code, 4, "{}{}", o.stdout, o.stderr);
+    let v = json_of(&o);
+    for (attr, r) in rows(&v) {
+        let rules: BTreeSet<&str> = r["violations"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|x| x["rule"].as_str().unwrap())
+            .collect();
+        if GROWN_BY_LARGE.contains(&attr.as_str()) {
+            assert_eq!(
+                rules,
+                BTreeSet::from(["forbid", "max-growth"]),
+                "{attr}: {r}"
+            );
+        } else {
+            assert!(rules.is_empty(), "{attr}: {r}");
+        }
+    }
+    let ok = impact(&["--json", "--max-growth", "1GiB"]);
+    assert_eq!(ok.code, 0, "{}", ok.stderr);
+}
+
+/// An explicit list: a kept attribute is unchanged (same path), a name
+/// that is no attribute fails with Nix's message, a nested one works.
+#[test]
+fn impact_of_named_attributes() {
+    let o = impact(&[
+        "--json",
+        "--attr",
+        "stable",
+        "--attr",
+        "tools.a",
+        "--attr",
+        "nosuchattr",
+    ]);
+    let v = json_of(&o);
+    let rows = rows(&v);
+    assert_eq!(rows.len(), 3);
+    assert_eq!(rows["stable"]["status"], "unchanged");
+    assert_eq!(rows["stable"]["added_count"], 0);
+    assert_eq!(rows["tools.a"]["status"], "unchanged");
+    assert_eq!(rows["nosuchattr"]["status"], "failed");
+    assert!(
+        rows["nosuchattr"]["failed"]
+            .as_str()
+            .unwrap()
+            .contains("no such attribute"),
+        "{}",
+        rows["nosuchattr"]
+    );
+}
+
+/// The head read from a nixpkgs-review directory gives the same figures
+/// for every attribute built there; its failed build is "failed", the
+/// removed attribute (non-existent there) is "removed".
+#[test]
+fn nixpkgs_review_directory_gives_the_same_report() {
+    let f = impact_fixture();
+    let evaluated = rows(&json_of(&impact(&["--json"])));
+    let repo = f.repo.to_string_lossy().into_owned();
+    let review = f.review.to_string_lossy().into_owned();
+    let o = crate::common::heft_run(
+        None,
+        &[
+            "impact",
+            "--json",
+            "--repo",
+            &repo,
+            "--before",
+            &f.base,
+            "--before-store",
+            &f.cache_url,
+            "--nixpkgs-review",
+            &review,
+        ],
+    );
+    let v = json_of(&o);
+    let reviewed = rows(&v);
+    assert_eq!(
+        reviewed[REVIEW_FAILED]["status"], "failed",
+        "{}",
+        reviewed[REVIEW_FAILED]
+    );
+    assert!(
+        !reviewed.contains_key(REVIEW_SKIPPED),
+        "skipped: listed nowhere"
+    );
+    assert_eq!(reviewed[REMOVED[0]]["status"], "removed");
+    for (attr, r) in &reviewed {
+        if attr == REVIEW_FAILED {
+            continue;
+        }
+        let e = &evaluated[attr];
+        for k in ["status", "delta", "added_count", "removed_count"] {
+            assert_eq!(r[k], e[k], "{attr} {k}: {r} vs {e}");
+        }
+        assert_eq!(
+            r["after"]["closure_size"], e["after"]["closure_size"],
+            "{attr}"
+        );
+        assert_eq!(
+            r["before"]["closure_size"], e["before"]["closure_size"],
+            "{attr}"
+        );
+    }
+    assert_eq!(reviewed.len(), evaluated.len() - 1);
+    assert_eq!(
+        v["shared_causes"][0]["count"],
+        evaluated.len().min(GROWN_BY_LARGE.len())
+    );
+}
+
+/// Bad input: no base, a revision the repository lacks, a cache whose key
+/// is not trusted.
+#[test]
+fn impact_refuses_bad_sides_and_untrusted_caches() {
+    let f = impact_fixture();
+    let repo = f.repo.to_string_lossy().into_owned();
+    let o = crate::common::heft_run(None, &["impact", "--after", "HEAD", "--repo", &repo]);
+    crate::common::assert_usage_error(&o, "--before");
+    let o = crate::common::heft_run(
+        None,
+        &[
+            "impact",
+            "--repo",
+            &repo,
+            "--before",
+            "no-such-rev",
+            "--after",
+            &f.head,
+        ],
+    );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stderr.contains("no-such-rev"), "{}", o.stderr);
+    let other = key_pair("impact-untrusted");
+    let mut c = crate::common::heft_bare();
+    c.env(
+        "NIX_CONFIG",
+        format!("trusted-public-keys = {}", other.public),
+    )
+    .args([
+        "impact", "--repo", &repo, "--before", &f.base, "--after", &f.head,
+    ])
+    .args(["--before-store", &f.cache_url]);
+    let out = c.output().unwrap();
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{err}");
+    assert!(
+        err.contains("signature") || err.contains("trusted"),
+        "{err}"
+    );
+}

@@ -240,6 +240,9 @@ pub struct SharedCause {
     pub rows: Vec<usize>,
     /// Its strongest holder in the head graph.
     pub referrer: Option<NodeId>,
+    /// The row whose attribute has it as an output, when one does (a
+    /// rebuilt library is new in its dependents and is their cause).
+    pub output_of: Option<usize>,
 }
 
 /// The impact of a change on every attribute asked for.
@@ -474,6 +477,7 @@ pub fn impact(
             node,
             rows,
             referrer: None,
+            output_of: None,
         })
         .collect();
     shared.sort_by(|x, y| {
@@ -559,6 +563,12 @@ pub fn impact(
             .collect();
         moved.sort_unstable();
         s.rows = moved;
+        let path = ag.path(s.node);
+        s.output_of = rows.iter().position(|r| {
+            r.after
+                .as_ref()
+                .is_some_and(|a| a.outputs.values().any(|p| p == path))
+        });
     }
     Ok(Impact {
         before: bg,
@@ -627,7 +637,7 @@ fn status_of(b: &Option<Result<AttrSide, String>>, a: &Option<Result<AttrSide, S
         return Status::NotBuilt(unbuilt);
     }
     match (b, a) {
-        (None, None) => Status::Failed(Side::After, "on neither side".into()),
+        (None, None) => Status::Failed(Side::After, "no such attribute on either side".into()),
         (None, Some(_)) => Status::Added,
         (Some(_), None) => Status::Removed,
         (Some(Ok(b)), Some(Ok(a))) => match a.closure_size.cmp(&b.closure_size) {

@@ -122,6 +122,8 @@ pub struct SharedRow {
     pub holds: Vec<String>,
     /// Those holds grouped.
     pub groups: Vec<EvidenceGroup>,
+    /// The attribute it is an output of, when it is one.
+    pub output_of: Option<String>,
 }
 
 /// Attributes per status.
@@ -276,6 +278,7 @@ impl ImpactReport {
                     referrer: s.referrer.map(|r| ag.path(r).to_string()),
                     holds,
                     groups,
+                    output_of: s.output_of.map(|i| impact.rows[i].attr.clone()),
                 }
             })
             .collect();
@@ -363,7 +366,9 @@ impl ImpactReport {
             iec(s.nar_size),
             plural(s.count, "attribute")
         );
-        if let Some(r) = &s.referrer {
+        if let Some(a) = &s.output_of {
+            out.push_str(&format!(": the output of {a}, rebuilt"));
+        } else if let Some(r) = &s.referrer {
             out.push_str(&format!(", through {}", name(r)));
             if !s.groups.is_empty() {
                 out.push_str(&format!(": {}", review::groups_phrase(&s.groups, code)));
@@ -403,7 +408,8 @@ impl ImpactReport {
 
     fn detail_line(a: &AttrRow) -> Option<String> {
         if let Some(f) = &a.failed {
-            return Some(f.clone());
+            // The first line: Nix's own message; the JSON has all of it.
+            return Some(f.lines().next().unwrap_or("").to_string());
         }
         if let Some(side) = &a.not_built {
             let cmd = a.build.as_deref().unwrap_or("");
