@@ -463,6 +463,108 @@ fn attr_row(r: &AttrImpact, bg: &Graph, ag: &Graph, impact: &Impact, ctx: &Conte
     }
 }
 
+/// The name part of a store path (after the hash), to match a rebuilt
+/// path with its old version.
+fn name_part(path: &str) -> &str {
+    let base = path.rsplit('/').next().unwrap_or(path);
+    let name = base.split_once('-').map_or(base, |(_, n)| n);
+    // The package without its version, as `nix store diff-closures`
+    // groups: libver-1.0 is the old version of libver-1.1.
+    crate::store_path::split_name_like_diff_closures(name).name
+}
+
+/// Rows whose whole change is told by the shared causes: every added path
+/// a shared cause or the row's own output, every removed path its own old
+/// output or the old version of an added one, no rule broken. Rows with the
+/// same status, delta and shared causes are one story, told once.
+fn story_key(a: &AttrRow) -> Option<(String, Option<i128>, Vec<String>)> {
+    let all_shown = a.added_count == a.added.len() && a.removed_count == a.removed.len();
+    let told = a.violations.is_empty()
+        && all_shown
+        && a.added.iter().any(|c| c.shared)
+        && a.added.iter().all(|c| c.shared || c.referrer.is_none())
+        && a.removed.iter().all(|r| {
+            r.referrer.is_none()
+                || a.added
+                    .iter()
+                    .any(|c| name_part(&c.path) == name_part(&r.path))
+        });
+    told.then(|| {
+        let mut shared: Vec<String> = a
+            .added
+            .iter()
+            .filter(|c| c.shared)
+            .map(|c| c.path.clone())
+            .collect();
+        shared.sort();
+        (a.status.clone(), a.delta, shared)
+    })
+}
+
+/// An entry of the per-attribute part: one attribute, or several whose
+/// story is the same.
+enum Told<'a> {
+    One(&'a AttrRow),
+    Same(Vec<&'a AttrRow>),
+}
+
+/// The attributes with something to say, in report order, those with the
+/// same story (see [`story_key`]) together at the place of the first.
+/// With `details`, a row not built or failed is an entry too.
+fn told(attributes: &[AttrRow], details: bool) -> Vec<Told<'_>> {
+    let mut groups: BTreeMap<(String, Option<i128>, Vec<String>), Vec<&AttrRow>> = BTreeMap::new();
+    for a in attributes {
+        if let Some(k) = story_key(a) {
+            groups.entry(k).or_default().push(a);
+        }
+    }
+    let mut out = Vec::new();
+    let mut done = std::collections::BTreeSet::new();
+    for a in attributes {
+        let detail = details && (a.failed.is_some() || a.not_built.is_some());
+        if a.added.is_empty() && a.removed.is_empty() && a.violations.is_empty() && !detail {
+            continue;
+        }
+        match story_key(a) {
+            Some(k) if groups[&k].len() > 1 => {
+                if done.insert(k.clone()) {
+                    out.push(Told::Same(groups[&k].clone()));
+                }
+            }
+            _ => out.push(Told::One(a)),
+        }
+    }
+    out
+}
+
+/// "app01, app02 (2 attributes, grown +3.0 MiB each): only the shared
+/// causes above (…), and each its own output, rebuilt."
+fn same_story(
+    rows: &[&AttrRow],
+    name: &dyn Fn(&str) -> String,
+    attr: fn(&str) -> String,
+) -> String {
+    let names: Vec<String> = rows.iter().map(|a| attr(&a.attr)).collect();
+    let first = rows[0];
+    let shared: Vec<String> = first
+        .added
+        .iter()
+        .filter(|c| c.shared)
+        .map(|c| name(&c.path))
+        .collect();
+    format!(
+        "{} ({} attributes, {}{} each): only the shared causes above ({}), and each its own output, rebuilt",
+        names.join(", "),
+        rows.len(),
+        first.status,
+        first
+            .delta
+            .map(|d| format!(" {}", iec_delta(d)))
+            .unwrap_or_default(),
+        shared.join(", ")
+    )
+}
+
 fn plural(n: usize, what: &str) -> String {
     if n == 1 {
         format!("1 {what}")
@@ -529,7 +631,20 @@ impl Report for ImpactReport {
             out.push('\n');
             out.push_str(&t.render_fit(opts.width, opts.style));
         }
-        for a in &self.attributes {
+        for t in told(&self.attributes, true) {
+            let a = match t {
+                Told::One(a) => a,
+                Told::Same(rows) => {
+                    out.push('\n');
+                    out.push_str(&crate::style::wrap_hanging(
+                        &format!("{}.", same_story(&rows, &name, |a| a.to_string())),
+                        opts.width,
+                        "",
+                        "  ",
+                    ));
+                    continue;
+                }
+            };
             let mut lines = Vec::new();
             for c in &a.added {
                 lines.push(self.change_phrase(c, '+', &name, review::plain));
@@ -606,12 +721,22 @@ impl review::Reviewed for ImpactReport {
                 )
             })
             .collect();
-        let open: Vec<String> = self
-            .attributes
-            .iter()
-            .filter(|a| !a.added.is_empty() || !a.removed.is_empty() || !a.violations.is_empty())
+        let open: Vec<String> = told(&self.attributes, false)
+            .into_iter()
             .take(OPEN)
-            .map(|a| {
+            .map(|t| {
+                let a = match t {
+                    Told::One(a) => a,
+                    Told::Same(rows) => {
+                        return format!(
+                            "\n{}.\n",
+                            review::clip(
+                                &same_story(&rows, &name, |a| format!("**{}**", review::md(a))),
+                                3000
+                            )
+                        );
+                    }
+                };
                 let mut s = format!(
                     "\n**{}** ({}{}):\n",
                     review::md(&a.attr),
