@@ -473,11 +473,14 @@ fn name_part(path: &str) -> &str {
     crate::store_path::split_name_like_diff_closures(name).name
 }
 
+/// What makes two rows' stories the same: status, delta, shared causes.
+type StoryKey = (String, Option<i128>, Vec<String>);
+
 /// Rows whose whole change is told by the shared causes: every added path
 /// a shared cause or the row's own output, every removed path its own old
 /// output or the old version of an added one, no rule broken. Rows with the
 /// same status, delta and shared causes are one story, told once.
-fn story_key(a: &AttrRow) -> Option<(String, Option<i128>, Vec<String>)> {
+fn story_key(a: &AttrRow) -> Option<StoryKey> {
     let all_shown = a.added_count == a.added.len() && a.removed_count == a.removed.len();
     let told = a.violations.is_empty()
         && all_shown
@@ -512,7 +515,7 @@ enum Told<'a> {
 /// same story (see [`story_key`]) together at the place of the first.
 /// With `details`, a row not built or failed is an entry too.
 fn told(attributes: &[AttrRow], details: bool) -> Vec<Told<'_>> {
-    let mut groups: BTreeMap<(String, Option<i128>, Vec<String>), Vec<&AttrRow>> = BTreeMap::new();
+    let mut groups: BTreeMap<StoryKey, Vec<&AttrRow>> = BTreeMap::new();
     for a in attributes {
         if let Some(k) = story_key(a) {
             groups.entry(k).or_default().push(a);
