@@ -738,3 +738,50 @@ fn readme_shows_a_real_impact_comment() {
         "{html}"
     );
 }
+
+/// Sides given as directories and as `path:` flakes (their
+/// `legacyPackages`, as `nix build REF#attr` looks attributes up) give the
+/// figures the git revisions give.
+#[test]
+fn directory_and_flake_sides_agree_with_revisions() {
+    let f = impact_fixture();
+    let attrs = ["libcore", "viewer", "stable", "tools.a"];
+    let mut named: Vec<&str> = Vec::new();
+    for a in &attrs {
+        named.extend(["--attr", a]);
+    }
+    let mut by_rev = vec!["--json"];
+    by_rev.extend(&named);
+    let expected = rows(&json_of(&impact(&by_rev)));
+    let scratch = crate::common::scratch_dir("impact-flake");
+    let sides: Vec<String> = [("base", &f.base_tree), ("head", &f.repo)]
+        .iter()
+        .map(|(name, tree)| {
+            let dir = scratch.join(name);
+            std::fs::create_dir_all(&dir).unwrap();
+            std::fs::copy(tree.join("default.nix"), dir.join("default.nix")).unwrap();
+            std::fs::write(
+                dir.join("flake.nix"),
+                format!(
+                    "{{ outputs = {{ self }}: {{ legacyPackages.{} = import ./default.nix {{ }}; }}; }}\n",
+                    f.system
+                ),
+            )
+            .unwrap();
+            dir.to_string_lossy().into_owned()
+        })
+        .collect();
+    let flakes: Vec<String> = sides.iter().map(|d| format!("path:{d}")).collect();
+    for (before, after) in [(&sides[0], &sides[1]), (&flakes[0], &flakes[1])] {
+        let mut args = vec!["impact", "--json", "--before", before, "--after", after];
+        args.extend(["--before-store", &f.cache_url]);
+        args.extend(&named);
+        let got = rows(&json_of(&crate::common::heft_run(None, &args)));
+        assert_eq!(got.len(), attrs.len(), "{before}");
+        for a in attrs {
+            for k in ["status", "delta", "before", "after", "added_count"] {
+                assert_eq!(got[a][k], expected[a][k], "{before}: {a} {k}");
+            }
+        }
+    }
+}
