@@ -26,8 +26,9 @@ const EXIT_VIOLATION: u8 = 4;
 /// `impact`'s arguments.
 #[derive(Args, Debug)]
 pub struct ImpactArgs {
-    /// The base: a directory (its default.nix, or --file inside it), a
-    /// flake reference (path:…, github:…), or a git revision of --repo.
+    /// The base: a directory (its default.nix, or --file inside it), a Nix
+    /// file, a flake reference (path:…, github:…), or a git revision of
+    /// --repo.
     #[arg(long, value_name = "SIDE")]
     before: Option<String>,
     /// The head, in the same forms (optional with --nixpkgs-review).
@@ -109,6 +110,7 @@ pub struct ImpactArgs {
 /// How a side was named.
 enum SideKind {
     Dir(PathBuf),
+    File(PathBuf),
     Flake(String),
     Git { repo: PathBuf, rev: String },
 }
@@ -117,6 +119,8 @@ impl SideKind {
     fn of(s: &str, repo: &Option<PathBuf>) -> SideKind {
         if Path::new(s).is_dir() {
             SideKind::Dir(PathBuf::from(s))
+        } else if Path::new(s).is_file() {
+            SideKind::File(PathBuf::from(s))
         } else if s.contains(':') {
             SideKind::Flake(s.to_string())
         } else {
@@ -140,6 +144,8 @@ struct Evaluated {
 enum BuildHow {
     /// `nix-build DIR -A attr`.
     Dir(String),
+    /// `nix-build FILE -A attr`.
+    File(String),
     /// `nix-build -E 'import (builtins.fetchGit {…})' -A attr`.
     Git { repo: String, commit: String },
     /// `nix build REF#attr`.
@@ -201,6 +207,7 @@ impl BuildHow {
                 };
                 format!("nix-build {}{extra} -A {}", quote(&target), quote(attr))
             }
+            BuildHow::File(f) => format!("nix-build {}{extra} -A {}", quote(f), quote(attr)),
             BuildHow::Git { repo, commit } => {
                 let expr = if sub.is_empty() {
                     format!(
@@ -300,6 +307,22 @@ fn evaluate_side(
                     .to_string(),
             ),
         },
+        SideKind::File(f) => {
+            // A Nix file: its directory, with the file as --file names it
+            // (absolute, so the directory part is moot).
+            let abs = std::path::absolute(&f).unwrap_or(f.clone());
+            let mut file_opts = opts.clone();
+            file_opts.file = Some(abs.display().to_string());
+            Evaluated {
+                eval: attrs::evaluate(ev, Path::new("/"), attrs, &file_opts)?,
+                meta: SideMeta {
+                    side: given.to_string(),
+                    commit: None,
+                    stores,
+                },
+                build: BuildHow::File(abs.display().to_string()),
+            }
+        }
         SideKind::Git { repo, rev } => {
             let side = GitSide::checkout(&repo, &rev)?;
             let eval = attrs::evaluate(ev, side.path(), attrs, opts)?;
