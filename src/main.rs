@@ -259,6 +259,18 @@ enum Command {
     /// --json prints on standard output: the job summary is for people
     /// reading the run, the JSON for the next step.
     Check(commands::check::CheckArgs),
+    /// The closure impact of a change to a package set (a nixpkgs pull
+    /// request): for every attribute it changes (or each --attr), its
+    /// closure before and after, the difference and why, with the paths
+    /// new in several attributes said once; the base read from a binary
+    /// cache, the head from the local store or a nixpkgs-review directory.
+    /// Nothing is built: an attribute a side lacks is "not built", with the
+    /// command that builds it. Exit code 4 when an attribute breaks
+    /// --max-growth, --max-closure or --forbid.
+    ///
+    /// When GITHUB_STEP_SUMMARY names a file, the markdown report is also
+    /// appended to it, as diff's and check's are.
+    Impact(commands::impact::ImpactArgs),
     /// Run CMD under a tracer (ptrace with a seccomp filter, following
     /// every thread, fork and exec) and record which store files it uses
     /// (opens, executes, maps) and looks at (stat, access, readlink,
@@ -354,6 +366,7 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Advise(args) => commands::advise::run(&ctx, args),
         Command::Diff(args) => commands::diff::run(&ctx, args),
         Command::Check(args) => commands::check::run(&ctx, args),
+        Command::Impact(args) => commands::impact::run(&ctx, args),
         Command::Trace(args) => commands::trace::run(&ctx, args),
         Command::Report(args) => commands::report::run(&ctx, args),
         Command::Browse(args) => commands::browse::run(&ctx, args),

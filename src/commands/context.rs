@@ -140,6 +140,18 @@ impl Context {
         self.opener.open().map_err(open_error)
     }
 
+    /// The stores `stores` names (`--before-store` repeated), read as one
+    /// with the run's signature policy, HTTP options and no substituters:
+    /// the run's own stores are replaced, not added to.
+    pub fn open_stores(&self, stores: &[String]) -> nix_heft_types::Result<Box<dyn StoreSource>> {
+        let mut spec = self.opener.spec().clone();
+        spec.stores = stores.to_vec();
+        spec.substituters = None;
+        nix_heft_store::open::Opener::new(spec)
+            .open()
+            .map_err(open_error)
+    }
+
     /// Whether more than one store is named (`--store` repeated or
     /// `--substituters`).
     pub fn several_stores(&self) -> bool {

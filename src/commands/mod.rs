@@ -13,6 +13,7 @@ pub mod check;
 pub mod completions;
 pub mod context;
 pub mod diff;
+pub mod impact;
 pub mod man;
 pub mod partition;
 pub mod refs;

@@ -172,6 +172,8 @@ fn output_matches(shown: &[String], got: &[String]) -> bool {
 /// and `nix-build` arguments.
 const DOCS_BUILD: &[(&str, &[&str])] = &[
     ("tests/fixtures/diff.nix", &["-A", "before", "-A", "after"]),
+    ("tests/fixtures/impact/doc-base.nix", &[]),
+    ("tests/fixtures/impact/doc-head.nix", &[]),
     (
         "examples/rocm-mini/default.nix",
         &["-A", "variants.hipblas-split"],

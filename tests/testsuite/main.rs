@@ -26,6 +26,7 @@ mod first_hour;
 mod fuzz_corpus;
 mod http;
 mod http2;
+mod impact;
 mod installable;
 mod installable_cli;
 mod integrity;

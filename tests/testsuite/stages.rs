@@ -39,6 +39,9 @@ const CORE_LAYERS: &[&[&str]] = &[
     &["plan"],
     &["diff", "check"],
     &["pipeline"],
+    // Many attributes' closures compared (issue 32): looks outputs up and
+    // loads the graphs itself, then runs the pipeline's read once.
+    &["impact"],
 ];
 
 /// The stages that compute from what they are given: no I/O.

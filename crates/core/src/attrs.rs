@@ -242,11 +242,27 @@ pub enum AttrsError {
 /// The file `opts` names inside `dir` (`--file`, relative to `dir`, or
 /// `<NAME>` as Nix looks it up), or `dir` itself, as a Nix expression.
 fn target(dir: &Path, opts: &Options) -> String {
-    match &opts.file {
+    // The generated file sits elsewhere: a relative path would mean
+    // nothing there (and Nix refuses a relative string path).
+    let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let dir = dir.as_path();
+    let file = match &opts.file {
         Some(f) if f.starts_with('<') && f.ends_with('>') => f.clone(),
         Some(f) => nix_string(&dir.join(f).to_string_lossy()),
         None => nix_string(&dir.to_string_lossy()),
-    }
+    };
+    format!("import {file}")
+}
+
+/// A flake's package set, as `nix build REF#attr` looks attributes up:
+/// `legacyPackages` of this system (nixpkgs'), else `packages`.
+fn flake_target(flake_ref: &str) -> String {
+    format!(
+        "let fl = builtins.getFlake {}; s = builtins.currentSystem; in \
+         fl.legacyPackages.${{s}} or fl.packages.${{s}} or \
+         (throw \"the flake has neither legacyPackages nor packages for ${{s}}\")",
+        nix_string(flake_ref)
+    )
 }
 
 /// The generated file's text: the side's value as `top`, then `body`.
@@ -254,7 +270,7 @@ fn entry(target: &str, body: &str) -> String {
     format!(
         "{{ ... }}@args:\n\
          let\n  \
-           f = import {target};\n  \
+           f = {target};\n  \
            top = if builtins.isFunction f\n    \
              then f (builtins.intersectAttrs (builtins.functionArgs f) args)\n    \
              else f;\n\
@@ -350,6 +366,36 @@ pub fn evaluate(
     attrs: Option<&[String]>,
     opts: &Options,
 ) -> Result<Evaluation, AttrsError> {
+    evaluate_target(evaluator, &target(dir, opts), attrs, opts)
+}
+
+/// [`evaluate`] for a flake: its `legacyPackages` (else `packages`) of the
+/// current system, as `nix build REF#attr` finds attributes. Flakes are
+/// an experimental feature of the Nix versions this runs with, so it is
+/// enabled for these evaluations only, and `nix-eval-jobs` runs impure
+/// (`builtins.getFlake` of an unlocked reference needs it; `nix-env` is
+/// always impure).
+pub fn evaluate_flake(
+    evaluator: &Evaluator,
+    flake_ref: &str,
+    attrs: Option<&[String]>,
+    opts: &Options,
+) -> Result<Evaluation, AttrsError> {
+    let mut opts = opts.clone();
+    opts.options.push((
+        "extra-experimental-features".into(),
+        "nix-command flakes".into(),
+    ));
+    opts.impure = true;
+    evaluate_target(evaluator, &flake_target(flake_ref), attrs, &opts)
+}
+
+fn evaluate_target(
+    evaluator: &Evaluator,
+    target: &str,
+    attrs: Option<&[String]>,
+    opts: &Options,
+) -> Result<Evaluation, AttrsError> {
     if opts.expr.is_some() {
         return Err(AttrsError::Expr);
     }
@@ -357,7 +403,7 @@ pub fn evaluate(
         .prefix("nix-heft-attrs-")
         .tempdir()
         .map_err(AttrsError::Temp)?;
-    let target = target(dir, opts);
+    let target = target.to_string();
     let requested: Option<Vec<Vec<String>>> = attrs.map(|a| {
         a.iter()
             .map(|s| s.split('.').map(String::from).collect())
@@ -443,6 +489,12 @@ fn covered(eval: &Evaluation, attr: &str) -> bool {
             .is_some_and(|(k, _)| k.starts_with(&inside))
 }
 
+/// `nix-instantiate --eval` calls the file's function only when some
+/// `--arg` is given (Nix 2.8 leaves it a lambda otherwise, "cannot convert
+/// a function to JSON"); the generated file takes `{ ... }`, so one more
+/// argument, never passed on to the side's own file, makes the call sure.
+const AUTO_CALL: [&str; 3] = ["--arg", "nixHeftAutoCall", "true"];
+
 fn write_entry(dir: &Path, name: &str, text: &str) -> Result<PathBuf, AttrsError> {
     let file = dir.join(name);
     std::fs::write(&file, text).map_err(AttrsError::Temp)?;
@@ -480,6 +532,7 @@ fn list(
     let mut cmd = Command::new(nix_instantiate);
     cmd.args(["--readonly-mode", "--eval", "--strict", "--json"])
         .args(eval_flags(opts, false))
+        .args(AUTO_CALL)
         .arg(&file);
     let what = || format!("{} (listing attributes)", nix_instantiate.to_string_lossy());
     let out = output(cmd, what)?;
@@ -581,6 +634,7 @@ fn why_missing(
     let mut cmd = Command::new(nix_instantiate);
     cmd.args(["--readonly-mode", "--eval", "--strict"])
         .args(eval_flags(opts, false))
+        .args(AUTO_CALL)
         .arg(&file);
     match output(cmd, || nix_instantiate.to_string_lossy().into()) {
         Ok(out) if String::from_utf8_lossy(&out).trim() == "\"derivation\"" => {

@@ -20,6 +20,7 @@ pub mod classify;
 pub mod diff;
 pub mod explain;
 pub mod graph;
+pub mod impact;
 pub mod installable;
 pub mod pipeline;
 pub mod plan;

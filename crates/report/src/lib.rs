@@ -42,6 +42,7 @@ pub mod check;
 pub mod diff;
 pub mod drv_diff;
 pub mod html;
+pub mod impact;
 pub mod names;
 pub use names::Names;
 pub mod partition;

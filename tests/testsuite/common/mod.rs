@@ -16,6 +16,7 @@ pub mod cache_server;
 pub mod commands;
 pub use commands::*;
 pub mod http_server;
+pub mod impact_fixture;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

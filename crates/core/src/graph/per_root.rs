@@ -17,6 +17,7 @@
 
 use rayon::prelude::*;
 
+use super::chains::depths_from_roots;
 use super::closure_size::{push_down, topological_order};
 use super::{Graph, NodeId};
 
@@ -62,6 +63,43 @@ pub struct GroupDiff {
     /// Ids in the base graph of the paths in the group's base closure whose
     /// store path is not in its head closure, ascending.
     pub removed: Vec<NodeId>,
+    /// Total NAR size of `added`.
+    pub added_size: u64,
+    /// Total NAR size of `removed`.
+    pub removed_size: u64,
+    /// The largest of `added` (at most [`Detail::top`]), with the head
+    /// paths in the group's head closure that reference each.
+    pub added_top: Vec<Picked>,
+    /// The largest of `removed`, with their referrers in the base closure.
+    pub removed_top: Vec<Picked>,
+    /// Those of [`Detail::head_targets`] in the group's head closure.
+    pub reached: Vec<NodeId>,
+}
+
+/// What [`diff_groups_with`] finds beside the sizes and the changed paths:
+/// what a report needs to explain each group's largest changes, found
+/// while the group's closure is marked, so that no later pass walks it
+/// again.
+#[derive(Debug, Clone, Default)]
+pub struct Detail {
+    /// How many of each group's added and removed paths to pick, largest
+    /// first.
+    pub top: usize,
+    /// Head paths to look for in each group's head closure (the paths a
+    /// `--forbid` glob names).
+    pub head_targets: Vec<NodeId>,
+}
+
+/// One changed path of a group, and how the group's closure holds it.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Picked {
+    /// The path (in its side's graph).
+    pub node: NodeId,
+    /// Each path of the group's closure that references it (itself
+    /// excluded), nearest the roots first, then by store path; with the
+    /// chain from one of the group's roots down to that referrer, the
+    /// referrer last. Empty when the path is one of the group's roots.
+    pub referrers: Vec<(NodeId, Vec<NodeId>)>,
 }
 
 /// For every group, its closure in `base` and in `head` and the paths
@@ -83,9 +121,30 @@ pub fn diff_groups(
     head: &Graph,
     head_groups: &[Vec<NodeId>],
 ) -> Vec<GroupDiff> {
+    diff_groups_with(base, base_groups, head, head_groups, &Detail::default())
+}
+
+/// [`diff_groups`], and for each group what `detail` asks: its largest
+/// changes with the referrers and chains that hold them, and which target
+/// paths its head closure reaches. The chains are found while each batch
+/// of closures is marked, by walking up from a referrer through the
+/// referrers inside the group's closure (nearest the graph's roots
+/// first), so the extra cost is the length of the chains, not a closure.
+pub fn diff_groups_with(
+    base: &Graph,
+    base_groups: &[Vec<NodeId>],
+    head: &Graph,
+    head_groups: &[Vec<NodeId>],
+    detail: &Detail,
+) -> Vec<GroupDiff> {
     let count = base_groups.len().max(head_groups.len());
     let base_order = topological_order(base);
     let head_order = topological_order(head);
+    let (base_depth, head_depth) = if detail.top > 0 {
+        (depths_from_roots(base), depths_from_roots(head))
+    } else {
+        (Vec::new(), Vec::new())
+    };
     // Each side's ids of the other side's store paths, `NodeId::MAX` where
     // the path is not in the other graph at all.
     let (head_in_base, base_in_head) = {
@@ -128,11 +187,116 @@ pub fn diff_groups(
                     let gone = only_here(mine, base_in_head[v], head_bits);
                     for_each_bit(gone, |i| out[i].removed.push(v as NodeId));
                 }
+                for (i, d) in out.iter_mut().enumerate() {
+                    let bit = 1u64 << i;
+                    d.added_size = d.added.iter().map(|&v| head.nar_size(v)).sum();
+                    d.removed_size = d.removed.iter().map(|&v| base.nar_size(v)).sum();
+                    if detail.top > 0 {
+                        let hg = window(head_groups, lo, hi).get(i).map_or(&[][..], |v| v);
+                        let bg = window(base_groups, lo, hi).get(i).map_or(&[][..], |v| v);
+                        d.added_top =
+                            pick(head, &head_depth, hg, head_bits, bit, &d.added, detail.top);
+                        d.removed_top = pick(
+                            base,
+                            &base_depth,
+                            bg,
+                            base_bits,
+                            bit,
+                            &d.removed,
+                            detail.top,
+                        );
+                    }
+                    d.reached = detail
+                        .head_targets
+                        .iter()
+                        .copied()
+                        .filter(|&t| head_bits.get(t as usize).is_some_and(|b| b & bit != 0))
+                        .collect();
+                }
                 out
             },
         )
         .collect();
     batches.concat()
+}
+
+/// The `top` largest of `changed` (ids of `g`, which `bits` marks with
+/// `bit` for the group), ties by store path, each with its referrers in
+/// the group's closure and the chain down to each (see [`Picked`]).
+fn pick(
+    g: &Graph,
+    depth: &[u32],
+    group: &[NodeId],
+    bits: &[u64],
+    bit: u64,
+    changed: &[NodeId],
+    top: usize,
+) -> Vec<Picked> {
+    let inside = |v: NodeId| bits.get(v as usize).is_some_and(|b| b & bit != 0);
+    let mut largest = changed.to_vec();
+    largest.sort_by(|&x, &y| {
+        g.nar_size(y)
+            .cmp(&g.nar_size(x))
+            .then_with(|| g.path(x).cmp(g.path(y)))
+    });
+    largest.truncate(top);
+    let nearest = |x: &NodeId, y: &NodeId| {
+        depth
+            .get(*x as usize)
+            .cmp(&depth.get(*y as usize))
+            .then_with(|| g.path(*x).cmp(g.path(*y)))
+    };
+    largest
+        .into_iter()
+        .map(|v| {
+            if group.contains(&v) {
+                return Picked {
+                    node: v,
+                    referrers: Vec::new(),
+                };
+            }
+            let mut refs: Vec<NodeId> = g
+                .referrers(v)
+                .iter()
+                .copied()
+                .filter(|&r| r != v && inside(r))
+                .collect();
+            refs.sort_by(nearest);
+            refs.dedup();
+            let referrers = refs
+                .into_iter()
+                .map(|r| {
+                    // Up through referrers inside the closure until one of
+                    // the group's roots: every path of the closure but its
+                    // roots has such a referrer. A store graph has no cycle
+                    // but self-references, which are skipped; the seen set
+                    // only guards against a graph that breaks that rule.
+                    let mut chain = vec![r];
+                    let mut seen = std::collections::HashSet::from([r]);
+                    let mut cur = r;
+                    while !group.contains(&cur) {
+                        let up = g
+                            .referrers(cur)
+                            .iter()
+                            .copied()
+                            .filter(|&u| u != cur && inside(u) && !seen.contains(&u))
+                            .min_by(nearest);
+                        match up {
+                            Some(u) => {
+                                seen.insert(u);
+                                chain.push(u);
+                                cur = u;
+                            }
+                            None => break,
+                        }
+                    }
+                    chain.reverse();
+                    (r, chain)
+                })
+                .collect();
+            Picked { node: v, referrers }
+        })
+        .collect()
 }
 
 /// The groups `lo..hi` of a list that may end before `hi`: the groups past
@@ -405,6 +569,70 @@ mod tests {
             row(3),
             (0, 240, vec!["extra".into(), "libfoo".into()], vec![])
         );
+    }
+
+    #[test]
+    fn largest_changes_come_with_referrers_and_chains_inside_the_group() {
+        // app-2 reaches libbar through mid (and directly); other's closure
+        // also holds libbar, through a referrer app-2's closure lacks.
+        let base = graph(&[("app-1", 10, &["glibc"]), ("glibc", 1000, &[])], 1);
+        let head = graph(
+            &[
+                ("app-2", 21, &["glibc", "mid", "libbar"]),
+                ("other", 5, &["side"]),
+                ("mid", 7, &["libbar"]),
+                ("side", 3, &["libbar"]),
+                ("libbar", 500, &["libbar"]),
+                ("glibc", 1000, &[]),
+            ],
+            2,
+        );
+        let libbar = 4;
+        let detail = Detail {
+            top: 2,
+            head_targets: vec![3, libbar],
+        };
+        let d = diff_groups_with(&base, &[vec![0]], &head, &[vec![0]], &detail);
+        assert_eq!(d.len(), 1);
+        let d = &d[0];
+        assert_eq!(names(&head, &d.added), ["app-2", "mid", "libbar"]);
+        assert_eq!(d.added_size, 21 + 7 + 500);
+        assert_eq!(d.removed_size, 10);
+        // Largest first, at most two; the root has no referrer.
+        assert_eq!(
+            names(
+                &head,
+                &d.added_top.iter().map(|p| p.node).collect::<Vec<_>>()
+            ),
+            ["libbar", "app-2"]
+        );
+        assert!(d.added_top[1].referrers.is_empty());
+        // libbar's referrers inside app-2's closure only (not side, not
+        // itself), the root first (nearest), each with its chain.
+        let refs: Vec<(String, Vec<String>)> = d.added_top[0]
+            .referrers
+            .iter()
+            .map(|(r, chain)| (head.path(*r).name().to_string(), names(&head, chain)))
+            .collect();
+        assert_eq!(
+            refs,
+            [
+                ("app-2".to_string(), vec!["app-2".to_string()]),
+                (
+                    "mid".to_string(),
+                    vec!["app-2".to_string(), "mid".to_string()]
+                ),
+            ]
+        );
+        assert_eq!(
+            names(
+                &base,
+                &d.removed_top.iter().map(|p| p.node).collect::<Vec<_>>()
+            ),
+            ["app-1"]
+        );
+        // side is not in app-2's closure; libbar is.
+        assert_eq!(d.reached, [libbar]);
     }
 
     #[test]
