@@ -16,14 +16,17 @@
 # what was just built, at hand). The caches are unsigned: nix-heft gets
 # --no-require-sigs (Nix's path-info checks no signatures).
 #
-# Timed, alternating, RUNS times each (GNU time: wall, peak RSS):
+# Timed, alternating, RUNS times each after one warm-up (GNU time: wall, peak
+# RSS):
 #   fetch   the union of the base's closures, every narinfo once, 128 at a
 #           time: one `curl --parallel --parallel-max 128` (128 keep-alive
 #           connections), the goal's yardstick;
 #   impact  nix-heft impact --before before/ --after after/ --attr-file
 #           attrs.txt --before-store http://... --after-store file://...
 #           --json, cold (an empty $XDG_CACHE_HOME each run): both
-#           evaluations (nix-env), every closure, the report.
+#           evaluations (nix-env), every closure, the report with its
+#           evidence (NARs of the explained changes' referrers);
+#   impact-ne  the same with --no-evidence (narinfos only).
 # Then the user's loop today, `nix path-info -S --store URL OUTPUTS` for each
 # attribute on each side, once, on a sample of LOOP_SAMPLE attributes (default
 # 20; all 1,000 take about half an hour): Nix asks one narinfo at a time, and
@@ -107,38 +110,45 @@ print(f"every answer of the base's cache after {d * 1000:.0f} ms: the union 128 
 PY
 
 lines() { wc -l < "$work/server.log"; }
-# One run: "label wall peak-KiB requests", its output in $work/LABEL.out.
+# One run: "label wall peak-KiB user sys requests NAR-requests", its output
+# in $work/LABEL.out.
 # A failed run stops the benchmark: its time would mean nothing.
 timed() {
   local label="$1" l0
   shift
   l0=$(lines)
-  if ! /usr/bin/time -f "%e %M" -o "$work/time" "$@" > "$work/$label.out" 2> "$work/$label.err"; then
+  if ! /usr/bin/time -f "%e %M %U %S" -o "$work/time" "$@" > "$work/$label.out" 2> "$work/$label.err"; then
     echo "FAILED: $*" >&2
     tail -20 "$work/$label.err" >&2
     exit 1
   fi
-  echo "$label $(tail -1 "$work/time") $(($(lines) - l0))"
+  echo "$label $(tail -1 "$work/time") $(($(lines) - l0)) $(tail -n +$((l0 + 1)) "$work/server.log" | grep -c '^/nar/')"
 }
 fetch() {
   timed fetch curl --no-progress-meter --fail --parallel --parallel-immediate --parallel-max 128 -K "$work/curl.cfg"
 }
-impact() {
-  XDG_CACHE_HOME="$(mktemp -d -p "$work")" timed impact "$heft" --no-require-sigs impact \
+impact() { # label, extra options
+  XDG_CACHE_HOME="$(mktemp -d -p "$work")" timed "$1" "$heft" --no-require-sigs impact \
     --before "$data/before" --after "$data/after" --attr-file "$data/attrs.txt" \
-    --before-store "$base" --after-store "$head_store" --json
+    --before-store "$base" --after-store "$head_store" --json "${@:2}"
 }
 # The evaluations alone (what nix-heft runs first, with nix-env).
 timed eval-before nix-env -qaP --out-path --json -f "$data/before" --readonly-mode > "$work/runs.txt"
 timed eval-after nix-env -qaP --out-path --json -f "$data/after" --readonly-mode >> "$work/runs.txt"
+# One warm-up of each, not counted (the server's first reading of each
+# file, the page cache), as a benchmark harness does.
+fetch > /dev/null
+[ "$skip_heft" = 1 ] || impact impact > /dev/null
 for i in $(seq "$runs"); do
   fetch
   if [ "$skip_heft" != 1 ]; then
-    impact
+    impact impact
     cp "$work/impact.out" "$work/impact-$i.json"
+    impact impact-ne --no-evidence
+    cp "$work/impact-ne.out" "$work/impact-ne-$i.json"
   fi
 done | tee -a "$work/runs.txt"
-[ "$(awk '$1 == "fetch" {print $4; exit}' "$work/runs.txt")" = "$union" ] \
+[ "$(awk '$1 == "fetch" {print $6; exit}' "$work/runs.txt")" = "$union" ] \
   || { echo "the fetch did not ask every narinfo once" >&2; exit 1; }
 
 # The user's loop on a sample: half changed attributes, half not, and
@@ -218,54 +228,61 @@ if sample and len(nix) != 2 * sample:
 runs = [l.split() for l in open(os.path.join(work, "runs.txt"))]
 if skip_heft != "1":
     n_runs = sum(1 for r in runs if r[0] == "impact")
-    for i in range(1, n_runs + 1):
-        out = json.load(open(os.path.join(work, f"impact-{i}.json")))
-        got = {a["attr"]: a for a in out["attributes"]}
-        if set(got) != set(expected):
-            bad.append(f"run {i}: attributes {len(got)}, expected {len(expected)}")
-        for attr, e in sorted(expected.items()):
-            g = got.get(attr)
-            if g is None:
-                continue
-            for side in ("before", "after"):
-                gs = g.get(side) or {}
-                if gs.get("outputs") != e[side]["outputs"] or gs.get("closure_size") != e[side]["closure_size"]:
-                    bad.append(f"run {i}: {attr} {side}: nix-heft {gs.get('outputs')} {gs.get('closure_size')}, "
-                               f"expected {e[side]['outputs']} {e[side]['closure_size']}")
-                if i == 1 and (attr, side) in nix and gs.get("closure_size") != nix[(attr, side)]:
-                    bad.append(f"{attr} {side}: nix-heft {gs.get('closure_size')}, nix path-info {nix[(attr, side)]}")
-            d = e["after"]["closure_size"] - e["before"]["closure_size"]
-            want = "grown" if d > 0 else "shrunk" if d < 0 else "unchanged"
-            if g.get("delta") != d or g.get("status") != want:
-                bad.append(f"run {i}: {attr}: status {g.get('status')} delta {g.get('delta')}, expected {want} {d}")
-        if out.get("problems"):
-            bad.append(f"run {i}: problems: {out['problems'][:3]}")
+    for label in ("impact", "impact-ne"):
+        for i in range(1, n_runs + 1):
+            run = f"{label} run {i}"
+            out = json.load(open(os.path.join(work, f"{label}-{i}.json")))
+            got = {a["attr"]: a for a in out["attributes"]}
+            if set(got) != set(expected):
+                bad.append(f"{run}: attributes {len(got)}, expected {len(expected)}")
+            for attr, e in sorted(expected.items()):
+                g = got.get(attr)
+                if g is None:
+                    continue
+                for side in ("before", "after"):
+                    gs = g.get(side) or {}
+                    if gs.get("outputs") != e[side]["outputs"] or gs.get("closure_size") != e[side]["closure_size"]:
+                        bad.append(f"{run}: {attr} {side}: nix-heft {gs.get('outputs')} {gs.get('closure_size')}, "
+                                   f"expected {e[side]['outputs']} {e[side]['closure_size']}")
+                    if (attr, side) in nix and gs.get("closure_size") != nix[(attr, side)]:
+                        bad.append(f"{run}: {attr} {side}: nix-heft {gs.get('closure_size')}, "
+                                   f"nix path-info {nix[(attr, side)]}")
+                d = e["after"]["closure_size"] - e["before"]["closure_size"]
+                want = "grown" if d > 0 else "shrunk" if d < 0 else "unchanged"
+                if g.get("delta") != d or g.get("status") != want:
+                    bad.append(f"{run}: {attr}: status {g.get('status')} delta {g.get('delta')}, expected {want} {d}")
+            if out.get("problems"):
+                bad.append(f"{run}: problems: {out['problems'][:3]}")
 for b in bad[:40]:
     print("MISMATCH", b)
 if len(bad) > 40:
     print(f"... {len(bad) - 40} more mismatches")
 
 def rows(label):
-    return [(float(r[1]), int(r[2]) // 1024, int(r[3])) for r in runs if r[0] == label]
+    """(wall s, peak MiB, requests, cpu s, NAR requests) of each run."""
+    return [(float(r[1]), int(r[2]) // 1024, int(r[5]), float(r[3]) + float(r[4]), int(r[6]))
+            for r in runs if r[0] == label]
 
-def cell(rs):
+def row(what, rs):
     w = [r[0] for r in rs]
-    return f"**{statistics.median(w):.2f} s** ({min(w):.2f} – {max(w):.2f})", max(r[1] for r in rs)
+    cpu = statistics.median(r[3] for r in rs)
+    req = statistics.median(r[2] for r in rs)
+    nars = statistics.median(r[4] for r in rs)
+    wall = f"**{statistics.median(w):.2f} s** ({min(w):.2f} – {max(w):.2f})" if len(rs) > 1 else f"{w[0]:.1f} s"
+    print(f"| {what} | {wall} | {cpu:.2f} s | {max(r[1] for r in rs)} MiB | {req:.0f} ({nars:.0f} NARs) |")
 
 print()
-print(f"| run | wall (median of {len(rows('fetch'))}, range) | peak RSS | requests to the base's cache |")
-print("| --- | ---: | ---: | ---: |")
+print(f"| run | wall (median of {len(rows('fetch'))}, range) | user+sys | peak RSS | requests to the base's cache |")
+print("| --- | ---: | ---: | ---: | ---: |")
 ev = rows("eval-before") + rows("eval-after")
 print(f"| evaluation alone: `nix-env -qaP --out-path --json`, both sides | {sum(r[0] for r in ev):.2f} s | "
-      f"{max(r[1] for r in ev)} MiB | 0 |")
+      f"{sum(r[3] for r in ev):.2f} s | {max(r[1] for r in ev)} MiB | 0 |")
 f = rows("fetch")
-w, m = cell(f)
-print(f"| fetch the union's {union} narinfos, 128 at a time (`curl --parallel`) | {w} | {m} MiB | {f[0][2]} |")
-fmed = statistics.median(r[0] for r in f)
-im = rows("impact")
+row(f"fetch the union's {union} narinfos, 128 at a time (`curl --parallel`)", f)
+im, ne = rows("impact"), rows("impact-ne")
 if im:
-    w, m = cell(im)
-    print(f"| `nix-heft impact`, {len(expected):,} attributes, cold | {w} | {m} MiB | {statistics.median(r[2] for r in im):.0f} |")
+    row(f"`nix-heft impact`, {len(expected):,} attributes, cold", im)
+    row("the same with `--no-evidence` (no NAR read)", ne)
 lc, lw = rows("loop-cold"), rows("loop-warm")
 est = None
 if lc:
@@ -273,21 +290,21 @@ if lc:
     per_cmd = tw / sample
     per_req = (tc - tw) / max(lc[0][2], 1)
     est = per_cmd * len(expected) + per_req * union
-    print(f"| the user's loop, `nix path-info -S` per attribute and side, {sample} attributes, cold | {tc:.1f} s | "
-          f"{lc[0][1]} MiB | {lc[0][2]} |")
-    print(f"| the same loop again, warm (Nix's narinfo disk cache full) | {tw:.1f} s | {lw[0][1]} MiB | {lw[0][2]} |")
+    row(f"the user's loop, `nix path-info -S` per attribute and side, {sample} attributes, cold", lc)
+    row("the same loop again, warm (Nix's narinfo disk cache full)", lw)
     print(f"| the user's loop over all {len(expected)} attributes, **estimated**: {tw:.1f} s x {len(expected)}/{sample} "
-          f"+ {union} narinfos x {per_req * 1000:.1f} ms | ~{est:.0f} s | | ~{union} |")
+          f"+ {union} narinfos x {per_req * 1000:.1f} ms | ~{est:.0f} s | | | ~{union} |")
 print()
 if im:
-    pairs = [b[0] / a[0] for a, b in zip(f, im)]
-    imed = statistics.median(r[0] for r in im)
-    peak = max(r[1] for r in im)
-    print(f"nix-heft / fetch, pair by pair: median {statistics.median(pairs):.2f} (range {min(pairs):.2f} – "
-          f"{max(pairs):.2f}); goal at most 2: {'met' if statistics.median(pairs) <= 2 else 'NOT met'}")
-    print(f"nix-heft peak RSS {peak} MiB; goal under 256 MiB: {'met' if peak < 256 else 'NOT met'}")
+    for what, rs in (("nix-heft", im), ("nix-heft --no-evidence", ne)):
+        pairs = [b[0] / a[0] for a, b in zip(f, rs)]
+        med = statistics.median(pairs)
+        peak = max(r[1] for r in rs)
+        print(f"{what} / fetch, pair by pair: median {med:.2f} (range {min(pairs):.2f} – {max(pairs):.2f}); "
+              f"goal at most 2: {'met' if med <= 2 else 'NOT met'}; peak RSS {peak} MiB, goal under 256 MiB: "
+              f"{'met' if peak < 256 else 'NOT met'}")
     if est:
-        print(f"the user's loop (estimated) / nix-heft: {est / imed:.0f}x")
+        print(f"the user's loop (estimated) / nix-heft: {est / statistics.median(r[0] for r in im):.0f}x")
 if bad:
     sys.exit(1)
 print(f"checked: {'nix-heft against the generator (every attribute, both sides, every run) and against Nix (the sample); ' if im else ''}"
