@@ -22,6 +22,7 @@ pub mod review;
 pub mod size;
 pub mod split;
 pub mod trace;
+pub mod tree;
 pub mod why;
 
 pub use context::{Color, Context};

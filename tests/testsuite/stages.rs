@@ -34,6 +34,9 @@ const CORE_LAYERS: &[&[&str]] = &[
     // Arguments as `nix` takes them: installables and roots together.
     &["resolve"],
     &["read"],
+    // Trees that are not valid paths, scanned as Nix registers them: a
+    // source over the read stage's hash finder.
+    &["unregistered"],
     &["classify"],
     &["explain"],
     &["plan"],
