@@ -4,7 +4,8 @@
 //! schema with thousands of changed paths, bench/gen_store.py), GitHub
 //! workflow commands checked against their grammar, `GITHUB_STEP_SUMMARY`,
 //! and the Action's script (scripts/action.sh) run with GitHub's files, and
-//! action.yml through actionlint.
+//! action.yml through actionlint. The Action's helpers (`ActionRun`, the
+//! markdown and annotation parsers) serve `action_impact.rs` too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -57,7 +58,7 @@ fn synthetic() -> &'static (String, String, String) {
     })
 }
 
-pub(crate) fn tmp(name: &str) -> tempfile::TempDir {
+fn tmp(name: &str) -> tempfile::TempDir {
     let base = repo().join("target/tmp");
     std::fs::create_dir_all(&base).unwrap();
     tempfile::Builder::new()
