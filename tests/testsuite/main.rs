@@ -13,6 +13,7 @@
 
 mod common;
 
+mod action_impact;
 mod bounds;
 mod browse;
 mod check;
