@@ -345,8 +345,11 @@ fn action_impact_fork_pair_reports_then_comments() {
     );
     parse_markdown(&body);
     // The review's attributes: two grown, the failed one said so.
-    assert!(body.contains("**app1** (grown"), "{body}");
-    assert!(body.contains("**libcore** (grown"), "{body}");
+    // Both grew by the shared causes alone: one story, told once.
+    assert!(
+        body.contains("**app1**, **libcore** (2 attributes, grown"),
+        "{body}"
+    );
     assert!(!body.contains("**app2** (grown"), "{body}");
     assert!(body.contains("| app2 | failed |"), "{body}");
     assert!(!body.contains("stable"), "{body}");
