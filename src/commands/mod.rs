@@ -17,6 +17,7 @@ pub mod impact;
 pub mod man;
 pub mod partition;
 pub mod refs;
+pub mod refused;
 pub mod report;
 pub mod review;
 pub mod size;

@@ -38,6 +38,7 @@ mod partition;
 mod plan;
 mod reads;
 mod reasons;
+mod refused;
 mod report;
 mod review;
 mod runpath;

@@ -113,6 +113,7 @@ fn package_names_cargo_version_and_lock() {
         "completions zsh",
         "completions fish",
         "installManPage",
+        "nix/setup-hook.sh $out/nix-support/setup-hook",
     ] {
         assert!(post.contains(piece), "postInstall lacks {piece}");
     }

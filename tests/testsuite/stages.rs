@@ -40,7 +40,7 @@ const CORE_LAYERS: &[&[&str]] = &[
     &["classify"],
     &["explain"],
     &["plan"],
-    &["diff", "check"],
+    &["diff", "check", "refusal"],
     &["pipeline"],
     // Many attributes' closures compared (issue 32): looks outputs up and
     // loads the graphs itself, then runs the pipeline's read once.
@@ -48,7 +48,7 @@ const CORE_LAYERS: &[&[&str]] = &[
 ];
 
 /// The stages that compute from what they are given: no I/O.
-const PURE: &[&str] = &["classify", "explain", "plan", "diff", "check"];
+const PURE: &[&str] = &["classify", "explain", "plan", "diff", "check", "refusal"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -25,6 +25,7 @@ pub mod installable;
 pub mod pipeline;
 pub mod plan;
 pub mod read;
+pub mod refusal;
 pub mod resolve;
 pub mod roots;
 pub mod unregistered;

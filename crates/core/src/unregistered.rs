@@ -74,6 +74,66 @@ pub fn placeholder_path(store_dir: &str, dir: &Path) -> StorePath {
         .expect("a base-32 hash and a plain name make a valid store path")
 }
 
+/// Store paths written out in full in a stream: `STORE_DIR/` then a
+/// 32-character hash, `-` and a name. Fed chunk by chunk; a path cut by a
+/// chunk boundary is completed from a carry-over of the last bytes (a
+/// name is at most 211 bytes, so a bounded carry suffices).
+struct Written {
+    prefix: Vec<u8>,
+    carry: Vec<u8>,
+    paths: HashSet<String>,
+}
+
+/// Longest store path text after the prefix: hash, `-`, a name of at most
+/// 211 bytes.
+const WRITTEN_MAX: usize = HASH_LEN + 1 + 211;
+
+impl Written {
+    fn new(store_dir: &str) -> Written {
+        Written {
+            prefix: format!("{store_dir}/").into_bytes(),
+            carry: Vec::new(),
+            paths: HashSet::new(),
+        }
+    }
+
+    /// Scans the next chunk; `last` at the end of the stream, where a path
+    /// that reaches the end is complete.
+    fn feed(&mut self, chunk: &[u8], last: bool) {
+        // Scan carry + chunk; occurrences starting in the carry that were
+        // complete before were found then, so only those ending past it
+        // are new: take each occurrence whose text reaches the chunk.
+        let mut data = std::mem::take(&mut self.carry);
+        let carried = data.len();
+        data.extend_from_slice(chunk);
+        for at in memchr::memmem::find_iter(&data, &self.prefix) {
+            let start = at + self.prefix.len();
+            let end = data[start..]
+                .iter()
+                .position(|&b| !(b.is_ascii_alphanumeric() || b"+-._?=".contains(&b)))
+                .map_or(data.len(), |e| start + e);
+            // Found whole in the previous round.
+            if end < carried {
+                continue;
+            }
+            // Possibly cut by the chunk's end: left for the next round.
+            if !last && end == data.len() && end - start < WRITTEN_MAX {
+                continue;
+            }
+            let text = &data[start..end.min(start + WRITTEN_MAX)];
+            if text.len() > HASH_LEN
+                && text[HASH_LEN] == b'-'
+                && let Ok(t) = std::str::from_utf8(text)
+            {
+                self.paths
+                    .insert(format!("{}{t}", String::from_utf8_lossy(&self.prefix)));
+            }
+        }
+        let keep = (self.prefix.len() + WRITTEN_MAX).min(data.len());
+        self.carry = data[data.len() - keep..].to_vec();
+    }
+}
+
 /// A source of the store's paths plus unregistered trees (see the module
 /// docs).
 pub struct Scanned<'a> {
@@ -84,6 +144,8 @@ pub struct Scanned<'a> {
     wanted: HashMap<[u8; HASH_LEN], u32>,
     memo: Mutex<HashMap<StorePath, Option<PathInfo>>>,
     own_log: RunLog,
+    scan_candidates: bool,
+    discover: bool,
 }
 
 /// Bytes read at a time from a serialisation.
@@ -119,7 +181,28 @@ impl<'a> Scanned<'a> {
             wanted,
             memo: Mutex::new(HashMap::new()),
             own_log: RunLog::default(),
+            scan_candidates: true,
+            discover: false,
         }
+    }
+
+    /// Also takes as references the store paths written out in full
+    /// (`/nix/store/<hash>-<name>`) that exist on this machine's disk,
+    /// whether or not they are candidates: inside a sandbox only the
+    /// build's input closure exists, so these are the inputs Nix's scanner
+    /// would find that the environment does not name (glibc through a
+    /// compiler wrapper, an input's own dependencies).
+    pub fn discovering(mut self) -> Self {
+        self.discover = true;
+        self
+    }
+
+    /// Candidates the store does not hold become leaves (no references,
+    /// size 0) instead of being scanned on disk: enough to know a tree's
+    /// direct references, without reading every input of a build.
+    pub fn candidates_as_leaves(mut self) -> Self {
+        self.scan_candidates = false;
+        self
     }
 
     /// How many hashes a serialisation is scanned for.
@@ -156,6 +239,7 @@ impl<'a> Scanned<'a> {
         let mut found: HashSet<u32> = HashSet::new();
         let mut buf = vec![0u8; CHUNK];
         let mut size: u64 = 0;
+        let mut written = Written::new(&self.store_dir);
         loop {
             let n = reader.read(&mut buf).map_err(io)?;
             if n == 0 {
@@ -163,6 +247,9 @@ impl<'a> Scanned<'a> {
             }
             size = size.saturating_add(n as u64);
             finder.feed(&buf[..n], &mut hits);
+            if self.discover {
+                written.feed(&buf[..n], false);
+            }
             // Only which hashes occur matters here (the read stage finds
             // each hold again, with its file and offset): the hits are
             // dropped as they come, so memory stays the carry-over.
@@ -173,7 +260,18 @@ impl<'a> Scanned<'a> {
             .into_iter()
             .map(|i| self.candidates[i as usize].clone())
             .collect();
+        if self.discover {
+            written.feed(&[], true);
+            references.extend(
+                written
+                    .paths
+                    .into_iter()
+                    .filter_map(|p| StorePath::parse(&self.store_dir, &p).ok())
+                    .filter(|p| p != path && self.files_of(p).is_some()),
+            );
+        }
         references.sort();
+        references.dedup();
         Ok(PathInfo {
             path: path.clone(),
             nar_size: size,
@@ -220,10 +318,17 @@ impl PathMetadata for Scanned<'_> {
         } else {
             match self.base.map(|b| b.path_info(path)).transpose()?.flatten() {
                 Some(i) => Some(i),
-                None if self.wanted.contains_key(path.hash_part().as_bytes()) => {
+                None if self.wanted.contains_key(path.hash_part().as_bytes())
+                    || (self.discover && self.files_of(path).is_some()) =>
+                {
                     match self.files_of(path) {
-                        Some(d) => Some(self.scan(path, &d)?),
-                        None => None,
+                        Some(d) if self.scan_candidates => Some(self.scan(path, &d)?),
+                        _ if !self.scan_candidates => Some(PathInfo {
+                            path: path.clone(),
+                            nar_size: 0,
+                            references: Vec::new(),
+                        }),
+                        _ => None,
                     }
                 }
                 None => None,
@@ -330,6 +435,22 @@ mod tests {
         // A candidate neither in a store nor on disk is no path.
         assert_eq!(s.path_info(&other).unwrap(), None);
         assert_eq!(s.real_path(&me), Some(dir));
+    }
+
+    #[test]
+    fn written_paths_are_found_across_chunks_and_at_the_end() {
+        let a = format!("/nix/store/{}-alpha-1.0", "a".repeat(32));
+        let b = format!("/nix/store/{}-beta", "b".repeat(32));
+        let text = format!("x {a}/lib y\0{b}");
+        for cut in 0..text.len() {
+            let mut w = Written::new("/nix/store");
+            w.feed(&text.as_bytes()[..cut], false);
+            w.feed(&text.as_bytes()[cut..], false);
+            w.feed(&[], true);
+            let mut got: Vec<String> = w.paths.into_iter().collect();
+            got.sort();
+            assert_eq!(got, vec![a.clone(), b.clone()], "cut at {cut}");
+        }
     }
 
     #[test]
