@@ -510,7 +510,6 @@ fn parse_as<'d, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'d>>(
             }
         }
     }
-    drop(take);
     layout.dlopen = dlopen;
 
     Ok(layout)
