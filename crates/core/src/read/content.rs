@@ -34,7 +34,7 @@ pub(super) enum StringFilter<'a> {
 
 /// Receives each chunk of a file and whether the file is ELF (the NAR
 /// reader reads ELF headers from it as it streams past).
-pub(super) type Spool<'a> = &'a mut dyn FnMut(bool, &[u8]) -> std::io::Result<()>;
+pub(super) type OnChunk<'a> = &'a mut dyn FnMut(bool, &[u8]) -> std::io::Result<()>;
 
 /// Gives the site of the i-th hit of a file.
 type SiteOf = Box<dyn FnMut(usize, &Hit) -> Site>;
@@ -51,14 +51,14 @@ pub(super) struct FileScan {
     shebang_len: Option<u64>,
 }
 
-/// Streams `r` through the scanner; hands each chunk to `spool` when given
+/// Streams `r` through the scanner; hands each chunk to `on_chunk` when given
 /// (a NAR cannot be re-read, but ELF classification needs the section
 /// table, which may come after the hit).
 pub(super) fn scan_stream(
     r: &mut dyn Read,
     wanted: &Wanted,
     report: &(dyn Fn(u64) + Sync),
-    spool: Option<Spool<'_>>,
+    on_chunk: Option<OnChunk<'_>>,
     strings: StringFilter<'_>,
 ) -> std::io::Result<FileScan> {
     // One read buffer per thread: a fresh allocation per file costs page
@@ -71,10 +71,10 @@ pub(super) fn scan_stream(
             if buf.len() < CHUNK {
                 buf.resize(CHUNK, 0);
             }
-            scan_stream_with(r, wanted, report, spool, strings, &mut buf)
+            scan_stream_with(r, wanted, report, on_chunk, strings, &mut buf)
         }
         // Re-entered on this thread (never expected): use a buffer of its own.
-        Err(_) => scan_stream_with(r, wanted, report, spool, strings, &mut vec![0u8; CHUNK]),
+        Err(_) => scan_stream_with(r, wanted, report, on_chunk, strings, &mut vec![0u8; CHUNK]),
     })
 }
 
@@ -82,7 +82,7 @@ fn scan_stream_with(
     r: &mut dyn Read,
     wanted: &Wanted,
     report: &(dyn Fn(u64) + Sync),
-    mut spool: Option<Spool<'_>>,
+    mut on_chunk: Option<OnChunk<'_>>,
     filter: StringFilter<'_>,
     buf: &mut [u8],
 ) -> std::io::Result<FileScan> {
@@ -123,7 +123,7 @@ fn scan_stream_with(
                 shebang_len = Some(memchr::memchr(b'\n', chunk).unwrap_or(chunk.len()) as u64);
             }
         }
-        if let Some(s) = spool.as_mut() {
+        if let Some(s) = on_chunk.as_mut() {
             s(elf, chunk)?;
         }
         if let Some(st) = strings.as_mut() {
