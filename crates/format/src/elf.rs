@@ -6,7 +6,9 @@
 //! in `.rodata` or `.data`), or dead weight that only stripping removes
 //! (DWARF debug info, `.comment`, notes). [`ElfLayout::parse`] reads the
 //! headers once and [`ElfLayout::classify`] maps each byte offset the
-//! reference scanner reports to an [`ElfHold`].
+//! reference scanner reports to an [`ElfHold`]. [`ElfStream`] gives the
+//! same layout from a stream (a NAR, read once), keeping only the parts the
+//! parse reads, in bounded memory.
 //!
 //! Parsing goes through `object`'s low-level ELF API so that 32/64-bit and
 //! little/big-endian files share one code path, and every offset read from
