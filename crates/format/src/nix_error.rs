@@ -11,16 +11,17 @@
 //!   `src/libstore/build/derivation-check.cc`) throws the same words for
 //!   `allowedReferences`, `allowedRequisites`, `disallowedReferences` and
 //!   `disallowedRequisites`, plain or in `__structuredAttrs`' `outputChecks`
-//!   (all six checked with real Nix 2.8 builds, `tests/data/nix_error/`):
+//!   (the four plain, and `outputChecks.out.disallowedRequisites`, checked
+//!   with real Nix 2.8 builds, `tests/data/nix_error/`):
 //!   `output '%s' is not allowed to refer to the following paths:%s`, the
 //!   second `%s` being `"\n  " + path` for each path. Printed after
 //!   `error: `, each path's line is indented by 9 spaces (7 for `error: `
 //!   and Nix's own 2). The wording does not say which of the four checks
-//!   failed, so [`Refusal::Forbidden::check`] is `None` for every Nix
+//!   failed, so `Refusal::Forbidden`'s `check` is `None` for every Nix
 //!   version known; it is there for a wording that names it.
 //! - **[`Refusal::Cycle`]**: the outputs of one build refer to each other.
 //!   Nix 2.8 to 2.35 (`registerOutputs`; `src/libstore/unix/build/
-//!   derivation-builder.cc` since 2.28): `cycle detected in build of '%s'
+//!   derivation-builder.cc` since 2.29): `cycle detected in build of '%s'
 //!   in the references of output '%s' from output '%s'`, the derivation,
 //!   then the output reached and the output it was reached from (`Cycle {
 //!   path, parent }` of `topoSort`, `src/libutil/include/nix/util/
@@ -768,7 +769,7 @@ mod tests {
         );
     }
 
-    // Texts of current Nix (2.35, commit 88b09c64fbea of NixOS/nix), built
+    // Texts of current Nix (master at 88b09c64fbea of NixOS/nix, after 2.35.2), built
     // from its format strings: the output check in
     // src/libstore/build/derivation-check.cc (`badPathsStr += "\n  "`), the
     // remote builder's wrapper in src/nix/build-remote/build-remote.cc
