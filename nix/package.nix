@@ -44,8 +44,14 @@ rustPlatform.buildRustPackage {
   ];
 
   postInstall =
-    if stdenv.buildPlatform.canExecute stdenv.hostPlatform then
-      ''
+    # The setup hook (nix/setup-hook.sh): with nativeBuildInputs = [ nix-heft ]
+    # a build that Nix will refuse for a reference says which files hold it.
+    ''
+      install -Dm644 nix/setup-hook.sh $out/nix-support/setup-hook
+    ''
+    + (
+      if stdenv.buildPlatform.canExecute stdenv.hostPlatform then
+        ''
         installShellCompletion --cmd nix-heft \
           --bash <($out/bin/nix-heft completions bash) \
           --zsh <($out/bin/nix-heft completions zsh) \
@@ -55,8 +61,9 @@ rustPlatform.buildRustPackage {
         $out/bin/nix-heft man --out-dir man
         installManPage man/*.1
       ''
-    else
-      "";
+      else
+        ""
+    );
 
   meta = {
     description = "Why a Nix closure is heavy, and how to cut it, with evidence down to the file";

@@ -5,7 +5,9 @@
 #   scripts/action.sh install   builds or finds nix-heft; NIX_HEFT=<binary>
 #                               goes to $GITHUB_ENV for the next steps
 #   scripts/action.sh run       check (with rules) and diff (with a
-#                               baseline): annotations on stdout, the
+#                               baseline), or with INPUT_COMMAND=impact
+#                               `nix-heft impact` (every attribute a pull
+#                               request changes): annotations on stdout, the
 #                               markdown appended to $GITHUB_STEP_SUMMARY,
 #                               the comment body written to a file named in
 #                               $GITHUB_OUTPUT (report=, check-exit=,
@@ -118,15 +120,129 @@ heft() {
     esac
     local msg hint
     msg="$(sed -e 's/^nix-heft: error: //' -e 's/^error: //' "$err" | head -c 4000)"
-    case "$status" in
-    2) hint="change the input it names: 'after' and 'before' must be built store paths or ./result links, rules take sizes (1GiB), percentages (10%) or globs" ;;
+    case "$what:$status" in
+    impact:2) hint="change the input it names: 'impact-before' and 'impact-after' are commits of the checkout or directories, 'attrs' attribute paths, rules take sizes (1GiB), percentages (10%) or globs" ;;
+    impact:*) hint="nix-heft could not evaluate or read what it needs: check that both sides evaluate, that 'before-store' holds the base's outputs and 'store' (or the local store) the head's" ;;
+    *:2) hint="change the input it names: 'after' and 'before' must be built store paths or ./result links, rules take sizes (1GiB), percentages (10%) or globs" ;;
     *) hint="nix-heft could not read what it needs: check 'store' and 'before-store', and that 'after' was built in an earlier step" ;;
     esac
     rm -f "$err"
     die "nix-heft $what failed (exit $status): ${msg:-no message}"$'\n'"$hint"
 }
 
+# Mode report leaves an artifact for one pull request: it needs its number.
+need_pull_request() {
+    if [ "${INPUT_MODE:-review}" = report ] && ! [[ "${PR_NUMBER:-}" =~ ^[1-9][0-9]{0,9}$ ]]; then
+        die "mode: report runs on a pull_request event (no pull request number here: '${PR_NUMBER:-}')"
+    fi
+}
+
+# One side of `impact` as an input names it ($1 the input's name, $2 its
+# value): a directory or a flake reference is nix-heft's to read; anything
+# else is a git revision of the checkout in the working directory, which
+# must have that commit. actions/checkout fetches only the pull request's
+# commit by default, so the base is missing unless the workflow fetched it:
+# said here, before nix-heft's worktree of it fails with git's words.
+impact_side() {
+    local name="$1" side="$2"
+    if [ -d "$side" ] || [[ "$side" == *:* ]]; then
+        return 0
+    fi
+    git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
+        die "'$name' is '$side': not a directory, so a git revision, but the working directory is no git checkout (run actions/checkout in an earlier step)"
+    git cat-file -e "$side^{commit}" 2>/dev/null ||
+        die "'$name' is '$side', a commit this checkout does not have: actions/checkout fetches only the pull request's commit unless told otherwise; give it 'fetch-depth: 0' (or run 'git fetch origin $side' in an earlier step)"
+}
+
+# `nix-heft impact`: for every attribute the pull request changes, its
+# closure at the base (read from 'before-store', e.g. cache.nixos.org,
+# which Hydra filled) against the head (built here, or by nixpkgs-review),
+# with impact's rules. One report, the whole comment; check-exit is
+# impact's exit code (0, 3 partial, 4 a rule broken), diff-exit is empty.
+impact() {
+    local bin="${NIX_HEFT:-nix-heft}" i
+    # closure's inputs mean nothing to impact: a workflow that sets them
+    # expects something impact would not do.
+    for i in after before forbid-verdict config; do
+        local var="INPUT_${i^^}"
+        var="${var//-/_}"
+        if [ -n "${!var:-}" ]; then
+            case "$i" in
+            after | before) die "'$i' is an input of command closure: impact compares 'impact-before' (a commit or directory, default the pull request's base) with 'impact-after' (default the checkout)" ;;
+            *) die "'$i' is not a rule of command impact (its rules: max-growth, max-closure, forbid); remove it" ;;
+            esac
+        fi
+    done
+    need_pull_request
+    local before="${INPUT_IMPACT_BEFORE:-${PR_BASE_SHA:-}}"
+    [ -n "$before" ] ||
+        die "'impact-before' is required outside a pull request: the base, a commit of the checked-out repository or a directory"
+    local after="${INPUT_IMPACT_AFTER:-}" review="${INPUT_NIXPKGS_REVIEW:-}"
+    # The head is the checkout unless nixpkgs-review's result links say
+    # what was built.
+    [ -z "$after" ] && [ -z "$review" ] && after=.
+    impact_side impact-before "$before"
+    [ -n "$after" ] && impact_side impact-after "$after"
+
+    # Every value as --flag=VALUE, so that one starting with `-` is never
+    # taken for a flag.
+    local args=("--before=$before" "--repo=.")
+    [ -n "$after" ] && args+=("--after=$after")
+    local list=() a
+    lines "${INPUT_ATTRS:-}" list
+    for a in "${list[@]}"; do
+        args+=("--attr=$a")
+    done
+    if [ -n "${INPUT_ATTR_FILE:-}" ]; then
+        [ -f "$INPUT_ATTR_FILE" ] ||
+            die "'attr-file' is '$INPUT_ATTR_FILE', not a file: one attribute per line, in the checkout or written by an earlier step"
+        args+=("--attr-file=$INPUT_ATTR_FILE")
+    fi
+    if [ -n "$review" ]; then
+        [ -f "$review/report.json" ] ||
+            die "'nixpkgs-review' is '$review', which has no report.json: give the directory nixpkgs-review wrote (its report.json and results/), as built or downloaded in an earlier step"
+        args+=("--nixpkgs-review=$review")
+    fi
+    # No list given: every attribute whose out paths differ between the two
+    # evaluations, as nixpkgs' CI counts rebuilds.
+    if [ ${#list[@]} -eq 0 ] && [ -z "${INPUT_ATTR_FILE:-}" ] && [ -z "$review" ]; then
+        args+=(--changed)
+    fi
+    local stores=() s
+    lines "${INPUT_BEFORE_STORE:-}" stores
+    for s in "${stores[@]}"; do
+        args+=("--before-store=$s")
+    done
+    [ -n "${INPUT_MAX_CLOSURE:-}" ] && args+=("--max-closure=$INPUT_MAX_CLOSURE")
+    [ -n "${INPUT_MAX_GROWTH:-}" ] && args+=("--max-growth=$INPUT_MAX_GROWTH")
+    local globs=() g
+    lines "${INPUT_FORBID:-}" globs
+    for g in "${globs[@]}"; do
+        args+=("--forbid=$g")
+    done
+    [ -n "${INPUT_NIX_FILE:-}" ] && args+=("--nix-file=$INPUT_NIX_FILE")
+    local global=()
+    [ -n "${INPUT_STORE:-}" ] && global+=("--store=$INPUT_STORE")
+
+    local dir status
+    dir="$(mktemp -d "${RUNNER_TEMP:-/tmp}/nix-heft.XXXXXX")"
+    : >"$dir/impact.md"
+    # The whole comment is impact's, less room for GitHub's own bytes.
+    GITHUB_STEP_SUMMARY="$dir/impact.md" heft impact "0 3 4" \
+        "$bin" "${global[@]}" impact "${args[@]}" \
+        --format=github --markdown-limit=65472
+    finish "$dir" "$dir/impact.md" "$status" ""
+}
+
 run() {
+    case "${INPUT_COMMAND:-closure}" in
+    closure) ;;
+    impact)
+        impact
+        return
+        ;;
+    *) die "command: '${INPUT_COMMAND}' is not closure or impact" ;;
+    esac
     local bin="${NIX_HEFT:-nix-heft}"
     [ -n "${INPUT_AFTER:-}" ] || die "the 'after' input is required: the closure to review (a store path or ./result link)"
     if [ -n "${INPUT_MAX_GROWTH:-}" ] && [ -z "${INPUT_BEFORE:-}" ]; then
@@ -135,9 +251,7 @@ run() {
     if [ -n "${INPUT_BEFORE_STORE:-}" ] && [ -z "${INPUT_BEFORE:-}" ]; then
         die "'before-store' says where 'before' is read from: set 'before' too, or remove 'before-store'"
     fi
-    if [ "${INPUT_MODE:-review}" = report ] && ! [[ "${PR_NUMBER:-}" =~ ^[1-9][0-9]{0,9}$ ]]; then
-        die "mode: report runs on a pull_request event (no pull request number here: '${PR_NUMBER:-}')"
-    fi
+    need_pull_request
     local dir
     dir="$(mktemp -d "${RUNNER_TEMP:-/tmp}/nix-heft.XXXXXX")"
     # Every value as --flag=VALUE and every root after `--`, so that a value
@@ -206,6 +320,14 @@ run() {
             cat "$dir/diff.md"
         fi
     } >"$report"
+    finish "$dir" "$report" "$check_exit" "$diff_exit"
+}
+
+# The end of `run` for both commands: the body to the job summary, the
+# outputs, and in mode report the artifact. Arguments: the run's directory,
+# the body, check-exit, diff-exit.
+finish() {
+    local dir="$1" report="$2" check_exit="$3" diff_exit="$4"
     if [ -n "${GITHUB_STEP_SUMMARY:-}" ]; then
         cat "$report" >>"$GITHUB_STEP_SUMMARY"
     fi
@@ -216,6 +338,9 @@ run() {
     if [ "${INPUT_MODE:-review}" = report ]; then
         # The untrusted half of the fork-safe pair: what the trusted
         # workflow_run job needs to post the comment, as an artifact.
+        # Both commands leave the same files, so the trusted half
+        # (`comment`) posts an impact report as it posts check's and
+        # diff's: nothing in it knows which command ran.
         local art="$dir/artifact"
         mkdir "$art"
         cp "$report" "$art/comment.md"

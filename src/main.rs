@@ -17,7 +17,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
     about,
     long_about = None,
     next_help_heading = "Global options",
-    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check) a rule is broken, even when the read was also partial."
+    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check, impact) a rule is broken, even when the read was also partial."
 )]
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
@@ -230,6 +230,16 @@ enum Command {
     /// For every reference edge in the closure of the roots, the kinds of
     /// hold and the files holding it, from one scan of the whole closure.
     Refs(commands::refs::RefsArgs),
+    /// Why Nix refuses a build's output: each path a check
+    /// (disallowedReferences, disallowedRequisites, allowedReferences,
+    /// allowedRequisites) forbids, with every file that holds it (offset,
+    /// kind, verdict), the chain for a requisite and what would drop it;
+    /// and outputs that refer to each other ("cycle detected"), both
+    /// directions with their files. On a derivation after a failed build
+    /// (its outputs where Nix left them), or inside the build through the
+    /// setup hook (--in-build). Exit code 4 with --fail when something is
+    /// refused.
+    Refused(commands::refused::RefusedArgs),
     /// What-if: split PATH into outputs (like moveToOutput) without
     /// rebuilding, and show each output's files, size, closure and
     /// references, and each root's closure before and after.
@@ -361,6 +371,7 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Size(args) => commands::size::run(&ctx, args),
         Command::Why(args) => commands::why::run(&ctx, args),
         Command::Refs(args) => commands::refs::run(&ctx, args),
+        Command::Refused(args) => commands::refused::run(&ctx, args),
         Command::Split(args) => commands::split::run(&ctx, args),
         Command::Partition(args) => commands::partition::run(&ctx, args),
         Command::Advise(args) => commands::advise::run(&ctx, args),

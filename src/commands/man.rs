@@ -96,6 +96,7 @@ const READERS: &[&str] = &[
     "advise",
     "diff",
     "check",
+    "impact",
     "report",
 ];
 
@@ -131,8 +132,9 @@ const EXIT_STATUS: &[(&str, Option<&[&str]>, &str)] = &[
     ),
     (
         "4",
-        Some(&["check"]),
-        "(check) A rule is broken, even when the read was also partial.",
+        Some(&["check", "impact"]),
+        "(check, impact) A rule is broken (by some attribute, for impact), even when the read \
+         was also partial.",
     ),
     (
         "CMD's",
@@ -220,7 +222,7 @@ const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
     ),
     (
         "GITHUB_STEP_SUMMARY",
-        Some(&["diff", "check"]),
+        Some(&["diff", "check", "impact"]),
         "A file the markdown report is appended to (a GitHub Actions job summary), whatever \
          --format or --json prints on standard output.",
     ),

@@ -17,11 +17,13 @@ pub mod impact;
 pub mod man;
 pub mod partition;
 pub mod refs;
+pub mod refused;
 pub mod report;
 pub mod review;
 pub mod size;
 pub mod split;
 pub mod trace;
+pub mod tree;
 pub mod why;
 
 pub use context::{Color, Context};

@@ -8,19 +8,21 @@ use clap::Args;
 use nix_heft_report::TextOptions;
 use nix_heft_report::why::WhyReport;
 
+use super::tree::{self, TreeArgs};
 use super::{Context, TraceOpt};
 
 /// `why`'s arguments.
 #[derive(Args, Debug)]
 pub struct WhyArgs {
-    /// The root (store path, ./result, name, installable).
+    /// The root (store path, ./result, name, installable); omitted with
+    /// --dir, whose tree is the root.
     #[arg(value_name = "ROOT")]
     root: String,
     /// The dependency: a store path, a name or glob matched against the
     /// root's closure (several matches are all explained), or an
     /// installable (its outputs in the closure).
     #[arg(value_name = "DEP")]
-    dep: String,
+    dep: Option<String>,
     /// Show every chain (up to 10,000, strongest first), not only the
     /// strongest to each dependency; evidence stays grouped (add
     /// `--evidence` for every piece).
@@ -38,6 +40,8 @@ pub struct WhyArgs {
     derivation: bool,
     #[command(flatten)]
     trace: TraceOpt,
+    #[command(flatten)]
+    tree: TreeArgs,
 }
 
 /// Reads every edge on some chain from ROOT to DEP, so that chains can be
@@ -45,20 +49,43 @@ pub struct WhyArgs {
 pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
     if args.derivation {
         let ctx = &ctx.for_derivations();
-        return explain(ctx, &ctx.open_derivations()?, args);
+        let Some(dep) = &args.dep else {
+            return Err(nix_heft_types::Error::Usage("why needs ROOT and DEP".into()).into());
+        };
+        return explain(ctx, &ctx.open_derivations()?, args, &args.root, dep);
     }
-    explain(ctx, ctx.open()?.as_ref(), args)
+    // With --dir the one positional is DEP.
+    let (root, dep) = match (&args.tree.dir, &args.dep) {
+        (Some(_), None) => (None, args.root.clone()),
+        (Some(_), Some(_)) => {
+            return Err(nix_heft_types::Error::Usage(
+                "with --dir, give only DEP: the tree is the root".into(),
+            )
+            .into());
+        }
+        (None, Some(d)) => (Some(args.root.as_str()), d.clone()),
+        (None, None) => {
+            return Err(nix_heft_types::Error::Usage("why needs ROOT and DEP".into()).into());
+        }
+    };
+    let opened = tree::open(ctx, &args.tree, root)?;
+    opened.with_source(|src| {
+        let root = opened.root().unwrap_or_else(|| args.root.clone());
+        explain(ctx, src, args, &root, &dep)
+    })
 }
 
 fn explain(
     ctx: &Context,
     src: &dyn nix_heft_store::source::StoreSource,
     args: &WhyArgs,
+    root: &str,
+    dep: &str,
 ) -> anyhow::Result<ExitCode> {
     let traces = args.trace.load()?;
-    let root = ctx.one_root(src, &args.root)?;
+    let root = ctx.one_root(src, root)?;
     let g = ctx.load(src, std::slice::from_ref(&root))?;
-    let deps = ctx.in_closure(src, &g, &args.dep)?;
+    let deps = ctx.in_closure(src, &g, dep)?;
     let root = g.roots()[0];
     let mut is_dep = vec![false; g.len()];
     for &d in &deps {
@@ -93,7 +120,7 @@ fn explain(
             .map(|b| b.chain.clone())
             .collect();
     }
-    let mut report = WhyReport::new(&g, root, &args.dep, &deps, (count, shown), best, c);
+    let mut report = WhyReport::new(&g, root, dep, &deps, (count, shown), best, c);
     report.build_graph = ctx.derivation;
     let opts = TextOptions {
         every_line: args.evidence,

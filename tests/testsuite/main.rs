@@ -13,6 +13,7 @@
 
 mod common;
 
+mod action_impact;
 mod bounds;
 mod browse;
 mod check;
@@ -37,6 +38,7 @@ mod partition;
 mod plan;
 mod reads;
 mod reasons;
+mod refused;
 mod report;
 mod review;
 mod runpath;

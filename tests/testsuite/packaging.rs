@@ -113,6 +113,7 @@ fn package_names_cargo_version_and_lock() {
         "completions zsh",
         "completions fish",
         "installManPage",
+        "nix/setup-hook.sh $out/nix-support/setup-hook",
     ] {
         assert!(post.contains(piece), "postInstall lacks {piece}");
     }
@@ -292,6 +293,13 @@ installManPage() {{
 }}
 {post}"#
     );
+    // postInstall runs in the unpacked source: the hook is there.
+    std::fs::create_dir_all(tmp.path().join("nix")).unwrap();
+    std::fs::copy(
+        repo().join("nix/setup-hook.sh"),
+        tmp.path().join("nix/setup-hook.sh"),
+    )
+    .unwrap();
     let o = Command::new("bash")
         .arg("-c")
         .arg(&script)
@@ -320,6 +328,11 @@ installManPage() {{
     }
     let main = std::fs::read_to_string(man1.join("nix-heft.1")).unwrap();
     assert_eq!(main, heft_run(None, &["man"]).stdout);
+    // The setup hook, where stdenv sources a package's hook from.
+    assert_eq!(
+        std::fs::read_to_string(out.join("nix-support/setup-hook")).unwrap(),
+        std::fs::read_to_string(repo().join("nix/setup-hook.sh")).unwrap()
+    );
 }
 
 /// The page `roff` as `man -l` renders it for a reader (man-db, no pager).

@@ -4,7 +4,8 @@
 //! schema with thousands of changed paths, bench/gen_store.py), GitHub
 //! workflow commands checked against their grammar, `GITHUB_STEP_SUMMARY`,
 //! and the Action's script (scripts/action.sh) run with GitHub's files, and
-//! action.yml through actionlint.
+//! action.yml through actionlint. The Action's helpers (`ActionRun`, the
+//! markdown and annotation parsers) serve `action_impact.rs` too.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -69,10 +70,10 @@ fn tmp(name: &str) -> tempfile::TempDir {
 /// What a markdown check found: headings, tables (rows, columns),
 /// `<details>` opened.
 #[derive(Debug, Default)]
-struct Markdown {
-    headings: Vec<String>,
-    tables: Vec<(usize, usize)>,
-    details: usize,
+pub(crate) struct Markdown {
+    pub(crate) headings: Vec<String>,
+    pub(crate) tables: Vec<(usize, usize)>,
+    pub(crate) details: usize,
 }
 
 /// Parses the markdown the reports write, failing on what GitHub would
@@ -80,7 +81,7 @@ struct Markdown {
 /// wrongly, a table whose rows do not have the header's cell count or
 /// whose separator is malformed, a code fence left open; and requires the
 /// hidden marker first.
-fn parse_markdown(md: &str) -> Markdown {
+pub(crate) fn parse_markdown(md: &str) -> Markdown {
     let mut m = Markdown::default();
     let mut lines = md.lines().peekable();
     assert_eq!(
@@ -164,7 +165,7 @@ fn parse_markdown(md: &str) -> Markdown {
 /// GitHub knows and values escaped (no raw `:`, `,`, CR, LF; `%` only in
 /// `%25 %0D %0A %3A %2C`), data escaped likewise for `%`, CR, LF. Returns
 /// each annotation's level, properties (decoded) and message lines.
-fn parse_github(out: &str) -> Vec<(String, BTreeMap<String, String>, Vec<String>)> {
+pub(crate) fn parse_github(out: &str) -> Vec<(String, BTreeMap<String, String>, Vec<String>)> {
     let decode = |s: &str, prop: bool| -> String {
         let mut r = String::new();
         let mut rest = s;
@@ -723,7 +724,7 @@ fn action_yml_passes_actionlint() {
         .unwrap();
         n += 1;
     }
-    assert_eq!(n, 3);
+    assert_eq!(n, 4);
     // The script the Action runs, through shellcheck (actionlint runs it on
     // the `run:` steps when it is on PATH; here it must be).
     let sc = Command::new("shellcheck")
@@ -758,15 +759,15 @@ fn action_yml_passes_actionlint() {
 
 /// The GitHub files of one Action run, in a workspace directory of its
 /// own (the runner's checkout, where globs would match files).
-struct ActionRun {
-    dir: tempfile::TempDir,
-    summary: PathBuf,
-    output: PathBuf,
-    env: PathBuf,
+pub(crate) struct ActionRun {
+    pub(crate) dir: tempfile::TempDir,
+    pub(crate) summary: PathBuf,
+    pub(crate) output: PathBuf,
+    pub(crate) env: PathBuf,
 }
 
 impl ActionRun {
-    fn new(name: &str) -> ActionRun {
+    pub(crate) fn new(name: &str) -> ActionRun {
         let dir = tmp(name);
         let (summary, output, env) = (
             dir.path().join("summary.md"),
@@ -784,7 +785,18 @@ impl ActionRun {
 
     /// `scripts/action.sh STEP` with GitHub's files, the workspace as the
     /// working directory, the test's nix-heft on PATH and `inputs`.
-    fn step(&self, step: &str, inputs: &[(&str, &str)]) -> std::process::Output {
+    pub(crate) fn step(&self, step: &str, inputs: &[(&str, &str)]) -> std::process::Output {
+        self.step_in(self.dir.path(), step, inputs)
+    }
+
+    /// [`ActionRun::step`] with `cwd` as the working directory (a checkout
+    /// of the repository under review, as actions/checkout leaves it).
+    pub(crate) fn step_in(
+        &self,
+        cwd: &Path,
+        step: &str,
+        inputs: &[(&str, &str)],
+    ) -> std::process::Output {
         let heft = assert_cmd::cargo::cargo_bin("nix-heft");
         let path = format!(
             "{}:{}",
@@ -794,7 +806,7 @@ impl ActionRun {
         let mut c = Command::new("bash");
         c.arg(repo().join("scripts/action.sh"))
             .arg(step)
-            .current_dir(self.dir.path())
+            .current_dir(cwd)
             .env("GITHUB_STEP_SUMMARY", &self.summary)
             .env("GITHUB_OUTPUT", &self.output)
             .env("GITHUB_ENV", &self.env)
@@ -807,7 +819,7 @@ impl ActionRun {
 
     /// A value the last steps wrote to `$GITHUB_OUTPUT` (the last one
     /// written under `key`).
-    fn output(&self, key: &str) -> String {
+    pub(crate) fn output(&self, key: &str) -> String {
         let text = std::fs::read_to_string(&self.output).unwrap_or_default();
         let mut last = None;
         let mut lines = text.lines();
@@ -823,7 +835,7 @@ impl ActionRun {
 
 /// The `::error` annotations a failed step printed: exactly one, with
 /// nix-heft action's title; its message unescaped.
-fn one_action_error(o: &std::process::Output) -> String {
+pub(crate) fn one_action_error(o: &std::process::Output) -> String {
     assert!(!o.status.success(), "{o:?}");
     let out = String::from_utf8_lossy(&o.stdout);
     let anns = parse_github(&out);
@@ -1188,7 +1200,7 @@ fn action_install_nix_works_with_nix_2_8() {
 /// Rendered HTML split as a reader sees it: what is open (outside every
 /// `<details>`) and each `<details>` as (summary, body). Fails on a
 /// `<details>` without a summary or with nothing in it: an empty section.
-fn open_and_details(html: &str) -> (String, Vec<(String, String)>) {
+pub(crate) fn open_and_details(html: &str) -> (String, Vec<(String, String)>) {
     let mut open = String::new();
     let mut details = Vec::new();
     let mut rest = html;

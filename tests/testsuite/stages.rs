@@ -34,10 +34,13 @@ const CORE_LAYERS: &[&[&str]] = &[
     // Arguments as `nix` takes them: installables and roots together.
     &["resolve"],
     &["read"],
+    // Trees that are not valid paths, scanned as Nix registers them: a
+    // source over the read stage's hash finder.
+    &["unregistered"],
     &["classify"],
     &["explain"],
     &["plan"],
-    &["diff", "check"],
+    &["diff", "check", "refusal"],
     &["pipeline"],
     // Many attributes' closures compared (issue 32): looks outputs up and
     // loads the graphs itself, then runs the pipeline's read once.
@@ -45,7 +48,7 @@ const CORE_LAYERS: &[&[&str]] = &[
 ];
 
 /// The stages that compute from what they are given: no I/O.
-const PURE: &[&str] = &["classify", "explain", "plan", "diff", "check"];
+const PURE: &[&str] = &["classify", "explain", "plan", "diff", "check", "refusal"];
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))

@@ -25,8 +25,10 @@ pub mod installable;
 pub mod pipeline;
 pub mod plan;
 pub mod read;
+pub mod refusal;
 pub mod resolve;
 pub mod roots;
+pub mod unregistered;
 
 pub(crate) use nix_heft_format::{StorePath, derivation, elf, nar, nixbase32, relpath, store_path};
 pub(crate) use nix_heft_store::{local_cache, source};

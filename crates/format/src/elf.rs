@@ -6,7 +6,9 @@
 //! in `.rodata` or `.data`), or dead weight that only stripping removes
 //! (DWARF debug info, `.comment`, notes). [`ElfLayout::parse`] reads the
 //! headers once and [`ElfLayout::classify`] maps each byte offset the
-//! reference scanner reports to an [`ElfHold`].
+//! reference scanner reports to an [`ElfHold`]. [`ElfStream`] gives the
+//! same layout from a stream (a NAR, read once), keeping only the parts the
+//! parse reads, in bounded memory.
 //!
 //! Parsing goes through `object`'s low-level ELF API so that 32/64-bit and
 //! little/big-endian files share one code path, and every offset read from
@@ -22,10 +24,13 @@
 use std::collections::HashSet;
 use std::ops::Range;
 
-use object::Endianness;
 use object::elf;
 use object::read::elf::{Dyn as _, FileHeader, ProgramHeader as _, SectionHeader as _};
+use object::{Endianness, ReadRef};
 use serde::{Deserialize, Serialize};
+
+mod stream;
+pub use stream::{ElfStream, MAX_HELD};
 
 /// Why an ELF file could not be parsed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -38,6 +43,11 @@ pub enum ElfError {
     /// to lies outside the file or is inconsistent.
     #[error("malformed ELF file: {0}")]
     Malformed(String),
+    /// Read as a stream ([`ElfStream`]): the layout needs bytes that had
+    /// already gone past when the headers named them, in a place the
+    /// stream does not keep (see [`ElfStream`] for what it keeps).
+    #[error("ELF file not readable as a stream: {0}")]
+    NotKept(String),
 }
 
 impl From<object::read::Error> for ElfError {
@@ -111,14 +121,14 @@ pub struct RunpathEntry {
 }
 
 /// A section with file contents and what a byte inside it counts as.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 struct SectionSpan {
     range: Range<u64>,
     hold: ElfHold,
 }
 
 /// Parsed layout of one ELF file, enough to classify byte offsets.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct ElfLayout {
     interpreter: Option<String>,
     interp_range: Option<Range<u64>>,
@@ -162,9 +172,10 @@ impl ElfLayout {
             return Err(ElfError::NotElf);
         }
         // e_ident[EI_CLASS], right after the four magic bytes.
+        let names = Names::Scan(data, done);
         match data.get(4).map(|&c| elf::FileClass(c)) {
-            Some(elf::ELFCLASS32) => parse_as::<elf::FileHeader32<Endianness>>(data, done),
-            Some(elf::ELFCLASS64) => parse_as::<elf::FileHeader64<Endianness>>(data, done),
+            Some(elf::ELFCLASS32) => parse_as::<elf::FileHeader32<Endianness>, _>(data, names),
+            Some(elf::ELFCLASS64) => parse_as::<elf::FileHeader64<Endianness>, _>(data, names),
             _ => Err(ElfError::NotElf),
         }
     }
@@ -284,13 +295,31 @@ struct DynInfo {
 /// bound.
 pub const SCAN_WINDOW: usize = 8 << 20;
 
-fn parse_as<Elf: FileHeader<Endian = Endianness>>(
-    data: &[u8],
-    done: &mut dyn FnMut(Range<u64>),
+/// Where the library names of the loaded data sections come from.
+enum Names<'a> {
+    /// Scanned in the whole file's bytes, a window at a time, each window
+    /// handed to the callback once done.
+    Scan(&'a [u8], &'a mut dyn FnMut(Range<u64>)),
+    /// Found while the file streamed past, before its sections were known.
+    Seen(&'a stream::SonameHits),
+}
+
+/// The bytes at `offset..offset + size`, as a slice of the whole file
+/// would give them.
+fn bytes_at<'d, R: ReadRef<'d>>(data: R, range: Range<u64>) -> Result<&'d [u8], ElfError> {
+    data.read_bytes_at(range.start, range.end.saturating_sub(range.start))
+        .map_err(|_| malformed("a range past the end of the file"))
+}
+
+/// Parses the layout from `data` (a whole file, or the parts of it a
+/// stream kept); `names` gives the library-name strings of its data.
+fn parse_as<'d, Elf: FileHeader<Endian = Endianness>, R: ReadRef<'d>>(
+    data: R,
+    names: Names<'_>,
 ) -> Result<ElfLayout, ElfError> {
     let header = Elf::parse(data).map_err(|_| ElfError::NotElf)?;
     let endian = header.endian().map_err(|_| ElfError::NotElf)?;
-    let file_len = data.len() as u64;
+    let file_len = data.len().map_err(|_| ElfError::NotElf)?;
 
     let phdrs = header.program_headers(endian, data)?;
     let table = header.sections(endian, data)?;
@@ -342,7 +371,7 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(
         let (offset, size) = ph.file_range(endian);
         let range = checked_range(offset, size, file_len)
             .ok_or_else(|| malformed("PT_INTERP extends past the end of the file"))?;
-        let bytes = &data[range.start as usize..range.end as usize];
+        let bytes = bytes_at(data, range.clone())?;
         let text = bytes.split(|&b| b == 0).next().unwrap_or_default();
         layout.interpreter = Some(String::from_utf8_lossy(text).into_owned());
         layout.interp_range = Some(range);
@@ -359,7 +388,7 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(
                 Some(s) => {
                     let range = checked_range(s.offset, s.size, file_len)
                         .ok_or_else(|| malformed("dynamic section past the end of the file"))?;
-                    let bytes = &data[range.start as usize..range.end as usize];
+                    let bytes = bytes_at(data, range)?;
                     Some(
                         object::pod::slice_from_all_bytes(bytes)
                             .map_err(|_| malformed("invalid dynamic section"))?,
@@ -369,21 +398,7 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(
             },
         };
 
-    let mut info = DynInfo::default();
-    for d in dyns.unwrap_or_default() {
-        let val = d.val(endian);
-        match d.tag(endian) {
-            elf::DT_NULL => break,
-            elf::DT_STRTAB => info.strtab_addr = Some(val),
-            elf::DT_STRSZ => info.strsz = Some(val),
-            elf::DT_NEEDED => info.needed.push(val),
-            // The loader uses the first of each; later duplicates are ignored.
-            elf::DT_SONAME => info.soname = info.soname.or(Some(val)),
-            elf::DT_RUNPATH => info.runpath = info.runpath.or(Some(val)),
-            elf::DT_RPATH => info.rpath = info.rpath.or(Some(val)),
-            _ => {}
-        }
-    }
+    let info = dyn_info::<Elf>(dyns.unwrap_or_default(), endian);
 
     let has_strings = !info.needed.is_empty()
         || info.soname.is_some()
@@ -406,10 +421,11 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(
                 .checked_add(val)
                 .filter(|&s| s < strtab.end)
                 .ok_or_else(|| malformed("dynamic string offset outside the string table"))?;
-            let bytes = &data[start as usize..strtab.end as usize];
-            let len =
-                memchr::memchr(0, bytes).ok_or_else(|| malformed("unterminated dynamic string"))?;
-            let text = String::from_utf8_lossy(&bytes[..len]).into_owned();
+            let bytes = data
+                .read_bytes_at_until(start..strtab.end, 0)
+                .map_err(|_| malformed("unterminated dynamic string"))?;
+            let len = bytes.len();
+            let text = String::from_utf8_lossy(bytes).into_owned();
             Ok((text, start..start + len as u64))
         };
         for &val in &info.needed {
@@ -426,7 +442,7 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(
             for dir in text.split(':') {
                 // `from_utf8_lossy` may lengthen invalid bytes, so take the
                 // byte length from the file, not from `dir`.
-                let len = data[start as usize..range.end as usize]
+                let len = bytes_at(data, start..range.end)?
                     .iter()
                     .position(|&b| b == b':')
                     .unwrap_or((range.end - start) as usize) as u64;
@@ -458,31 +474,89 @@ fn parse_as<Elf: FileHeader<Endian = Endianness>>(
         .chain(soname.as_deref())
         .collect();
     let mut seen = HashSet::new();
-    for span in &layout.sections {
-        if !matches!(span.hold, ElfHold::String { .. }) {
-            continue;
+    let mut dlopen = Vec::new();
+    let mut take = |off: u64, name: String| {
+        let in_loader_string = layout
+            .needed_ranges
+            .iter()
+            .chain(&layout.runpath_range)
+            .any(|r| r.contains(&off));
+        if !in_loader_string && !own.contains(name.as_str()) && seen.insert(name.clone()) {
+            dlopen.push(name);
         }
-        let bytes = &data[span.range.start as usize..span.range.end as usize];
-        let mut from = 0;
-        while from < bytes.len() {
-            let to = bytes.len().min(from.saturating_add(SCAN_WINDOW));
-            for (pos, name) in sonames_in(bytes, from, to) {
-                let off = span.range.start + pos as u64;
-                let in_loader_string = layout
-                    .needed_ranges
-                    .iter()
-                    .chain(&layout.runpath_range)
-                    .any(|r| r.contains(&off));
-                if !in_loader_string && !own.contains(name.as_str()) && seen.insert(name.clone()) {
-                    layout.dlopen.push(name);
+    };
+    let strings = layout
+        .sections
+        .iter()
+        .filter(|span| matches!(span.hold, ElfHold::String { .. }));
+    match names {
+        Names::Scan(whole, done) => {
+            for span in strings {
+                let bytes = bytes_at(whole, span.range.clone())?;
+                let mut from = 0;
+                while from < bytes.len() {
+                    let to = bytes.len().min(from.saturating_add(SCAN_WINDOW));
+                    for (pos, name) in sonames_in(bytes, from, to) {
+                        take(span.range.start + pos as u64, name);
+                    }
+                    done(span.range.start + from as u64..span.range.start + to as u64);
+                    from = to;
                 }
             }
-            done(span.range.start + from as u64..span.range.start + to as u64);
-            from = to;
+        }
+        Names::Seen(hits) => {
+            for span in strings {
+                for (off, name) in hits.in_range(span.range.clone()) {
+                    take(off, name);
+                }
+            }
         }
     }
+    layout.dlopen = dlopen;
 
     Ok(layout)
+}
+
+/// The dynamic table's entries the layout needs, read as the loader reads
+/// them (up to `DT_NULL`; the first of each single-valued tag).
+fn dyn_info<Elf: FileHeader<Endian = Endianness>>(
+    dyns: &[Elf::Dyn],
+    endian: Endianness,
+) -> DynInfo {
+    let mut info = DynInfo::default();
+    for d in dyns {
+        let val = d.val(endian);
+        match d.tag(endian) {
+            elf::DT_NULL => break,
+            elf::DT_STRTAB => info.strtab_addr = Some(val),
+            elf::DT_STRSZ => info.strsz = Some(val),
+            elf::DT_NEEDED => info.needed.push(val),
+            // The loader uses the first of each; later duplicates are ignored.
+            elf::DT_SONAME => info.soname = info.soname.or(Some(val)),
+            elf::DT_RUNPATH => info.runpath = info.runpath.or(Some(val)),
+            elf::DT_RPATH => info.rpath = info.rpath.or(Some(val)),
+            _ => {}
+        }
+    }
+    info
+}
+
+/// Where the `PT_LOAD` segments put address `addr` in the file: its file
+/// offset and the bytes of that segment from there on.
+fn load_offset<P: object::read::elf::ProgramHeader<Endian = Endianness>>(
+    phdrs: &[P],
+    endian: Endianness,
+    addr: u64,
+) -> Option<(u64, u64)> {
+    phdrs
+        .iter()
+        .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
+        .find_map(|ph| {
+            let vaddr: u64 = ph.p_vaddr(endian).into();
+            let (offset, filesz) = ph.file_range(endian);
+            let delta = addr.checked_sub(vaddr).filter(|&d| d < filesz)?;
+            Some((offset.checked_add(delta)?, filesz - delta))
+        })
 }
 
 /// The file range of the dynamic string table.
@@ -502,23 +576,14 @@ fn resolve_strtab<P: object::read::elf::ProgramHeader<Endian = Endianness>>(
 ) -> Result<Range<u64>, ElfError> {
     let mut found: Option<(u64, u64)> = None; // (file offset, bytes available)
     if let Some(addr) = info.strtab_addr.filter(|&a| !absent_at(a)) {
-        found = phdrs
-            .iter()
-            .filter(|ph| ph.p_type(endian) == elf::PT_LOAD)
-            .find_map(|ph| {
-                let vaddr: u64 = ph.p_vaddr(endian).into();
-                let (offset, filesz) = ph.file_range(endian);
-                let delta = addr.checked_sub(vaddr).filter(|&d| d < filesz)?;
-                Some((offset.checked_add(delta)?, filesz - delta))
-            })
-            .or_else(|| {
-                sects
-                    .iter()
-                    .find(|s| {
-                        s.addr == addr && s.sh_type != elf::SHT_NOBITS && s.sh_type != elf::SHT_NULL
-                    })
-                    .map(|s| (s.offset, s.size))
-            });
+        found = load_offset(phdrs, endian, addr).or_else(|| {
+            sects
+                .iter()
+                .find(|s| {
+                    s.addr == addr && s.sh_type != elf::SHT_NOBITS && s.sh_type != elf::SHT_NULL
+                })
+                .map(|s| (s.offset, s.size))
+        });
     }
     if found.is_none() {
         found = dyn_section
@@ -658,30 +723,30 @@ mod tests {
 
     /// A fake 32-character store hash made of one nix-base32 character, so
     /// each role in a test binary is easy to find and tell apart.
-    fn h(c: char) -> String {
+    pub(super) fn h(c: char) -> String {
         std::iter::repeat_n(c, 32).collect()
     }
 
-    fn offsets(hay: &[u8], needle: &str) -> Vec<u64> {
+    pub(super) fn offsets(hay: &[u8], needle: &str) -> Vec<u64> {
         memmem::find_iter(hay, needle.as_bytes())
             .map(|o| o as u64)
             .collect()
     }
 
     /// The single offset of `needle`, which the test put there exactly once.
-    fn offset1(hay: &[u8], needle: &str) -> u64 {
+    pub(super) fn offset1(hay: &[u8], needle: &str) -> u64 {
         let all = offsets(hay, needle);
         assert_eq!(all.len(), 1, "{needle} occurs {} times", all.len());
         all[0]
     }
 
-    fn run(cmd: &mut Command) {
+    pub(super) fn run(cmd: &mut Command) {
         crate::testutil::run(cmd);
     }
 
     /// Fails the test when a tool cannot be run: scripts/test.sh installs
     /// every one, so a missing tool is a broken set-up, never a skip.
-    fn need(tool: &str) {
+    pub(super) fn need(tool: &str) {
         let ok = Command::new(tool)
             .arg("--version")
             .output()
@@ -689,7 +754,7 @@ mod tests {
         assert!(ok, "{tool} is needed (scripts/test.sh installs it)");
     }
 
-    fn section_range(data: &[u8], name: &str) -> Option<Range<u64>> {
+    pub(super) fn section_range(data: &[u8], name: &str) -> Option<Range<u64>> {
         let header = elf::FileHeader64::<Endianness>::parse(data).ok()?;
         let endian = header.endian().ok()?;
         let table = header.sections(endian, data).ok()?;
@@ -698,28 +763,28 @@ mod tests {
         Some(off..off + size)
     }
 
-    fn string_hold(section: &str) -> ElfHold {
+    pub(super) fn string_hold(section: &str) -> ElfHold {
         ElfHold::String {
             section: section.into(),
         }
     }
 
-    struct Built {
-        _dir: tempfile::TempDir,
-        lib: PathBuf,
-        prog: PathBuf,
+    pub(super) struct Built {
+        pub(super) _dir: tempfile::TempDir,
+        pub(super) lib: PathBuf,
+        pub(super) prog: PathBuf,
         /// `prog` before patchelf, split into a debug-info-only file.
-        debug: PathBuf,
-        runpath: Vec<String>,
-        interp: String,
-        extra_needed: String,
+        pub(super) debug: PathBuf,
+        pub(super) runpath: Vec<String>,
+        pub(super) interp: String,
+        pub(super) extra_needed: String,
     }
 
     /// Compiles a shared library and an executable with gcc, then gives the
     /// executable a store-path interpreter, a three-entry run path and a
     /// store-path DT_NEEDED with patchelf. The source lives under a fake
     /// store path so `-g` records that path in DWARF.
-    fn build() -> Built {
+    pub(super) fn build() -> Built {
         for tool in ["gcc", "patchelf", "objcopy"] {
             need(tool);
         }
@@ -1044,7 +1109,7 @@ int main(void) {{
 
     /// A shared-object-shaped ELF with PT_INTERP, PT_DYNAMIC (NEEDED,
     /// SONAME, RUNPATH, STRTAB, STRSZ), .rodata and .debug_str.
-    fn synth_elf(is64: bool, big: bool) -> Vec<u8> {
+    pub(super) fn synth_elf(is64: bool, big: bool) -> Vec<u8> {
         let (ehsize, phent, shent) = if is64 { (64, 56, 64) } else { (52, 32, 40) };
         let dynent = if is64 { 16 } else { 8 };
         let nph = 3;

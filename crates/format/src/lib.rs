@@ -8,7 +8,9 @@
 //! (ATerm) format; [`nix_conf`] nix.conf as Nix reads it, [`netrc`] the
 //! credentials file it names; [`elf`] says which part of an ELF file holds
 //! a byte; [`relpath`] is the one set of relative-path helpers;
-//! [`nixpkgs_review`] reads a nixpkgs-review result directory.
+//! [`nixpkgs_review`] reads a nixpkgs-review result directory;
+//! [`nix_error`] finds Nix's refusals of a build's outputs (forbidden
+//! references, cycles, sizes) in its error text.
 
 #![warn(missing_docs)]
 
@@ -18,6 +20,7 @@ pub mod listing;
 pub mod nar;
 pub mod netrc;
 pub mod nix_conf;
+pub mod nix_error;
 pub mod nixbase32;
 pub mod nixpkgs_review;
 pub mod relpath;

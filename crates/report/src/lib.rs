@@ -47,6 +47,7 @@ pub mod names;
 pub use names::Names;
 pub mod partition;
 pub mod refs;
+pub mod refused;
 pub mod review;
 pub mod size;
 pub mod split;

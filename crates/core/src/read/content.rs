@@ -7,7 +7,7 @@ use std::io::Read;
 
 use super::hash_finder::{HashFinder, Hit, find_all, is_path_byte};
 use super::{ElfFacts, Hold, PathStrings, Site, Wanted};
-use crate::elf::{ElfLayout, is_elf};
+use crate::elf::{ElfError, ElfLayout, is_elf};
 
 /// Read size: large enough that per-call overhead vanishes, small enough
 /// that the kernel's copy and the scan stay in the CPU cache. Measured on
@@ -32,8 +32,9 @@ pub(super) enum StringFilter<'a> {
     Budget(&'a mut usize),
 }
 
-/// Receives each chunk of a file and whether the file is ELF.
-pub(super) type Spool<'a> = &'a mut dyn FnMut(bool, &[u8]) -> std::io::Result<()>;
+/// Receives each chunk of a file and whether the file is ELF (the NAR
+/// reader reads ELF headers from it as it streams past).
+pub(super) type OnChunk<'a> = &'a mut dyn FnMut(bool, &[u8]) -> std::io::Result<()>;
 
 /// Gives the site of the i-th hit of a file.
 type SiteOf = Box<dyn FnMut(usize, &Hit) -> Site>;
@@ -50,14 +51,14 @@ pub(super) struct FileScan {
     shebang_len: Option<u64>,
 }
 
-/// Streams `r` through the scanner; copies an ELF file's bytes to `spool`
-/// when given (a NAR cannot be re-read, but ELF classification needs the
-/// section table, which may come after the hit).
+/// Streams `r` through the scanner; hands each chunk to `on_chunk` when given
+/// (a NAR cannot be re-read, but ELF classification needs the section
+/// table, which may come after the hit).
 pub(super) fn scan_stream(
     r: &mut dyn Read,
     wanted: &Wanted,
     report: &(dyn Fn(u64) + Sync),
-    spool: Option<Spool<'_>>,
+    on_chunk: Option<OnChunk<'_>>,
     strings: StringFilter<'_>,
 ) -> std::io::Result<FileScan> {
     // One read buffer per thread: a fresh allocation per file costs page
@@ -70,10 +71,10 @@ pub(super) fn scan_stream(
             if buf.len() < CHUNK {
                 buf.resize(CHUNK, 0);
             }
-            scan_stream_with(r, wanted, report, spool, strings, &mut buf)
+            scan_stream_with(r, wanted, report, on_chunk, strings, &mut buf)
         }
         // Re-entered on this thread (never expected): use a buffer of its own.
-        Err(_) => scan_stream_with(r, wanted, report, spool, strings, &mut vec![0u8; CHUNK]),
+        Err(_) => scan_stream_with(r, wanted, report, on_chunk, strings, &mut vec![0u8; CHUNK]),
     })
 }
 
@@ -81,7 +82,7 @@ fn scan_stream_with(
     r: &mut dyn Read,
     wanted: &Wanted,
     report: &(dyn Fn(u64) + Sync),
-    mut spool: Option<Spool<'_>>,
+    mut on_chunk: Option<OnChunk<'_>>,
     filter: StringFilter<'_>,
     buf: &mut [u8],
 ) -> std::io::Result<FileScan> {
@@ -122,7 +123,7 @@ fn scan_stream_with(
                 shebang_len = Some(memchr::memchr(b'\n', chunk).unwrap_or(chunk.len()) as u64);
             }
         }
-        if let Some(s) = spool.as_mut() {
+        if let Some(s) = on_chunk.as_mut() {
             s(elf, chunk)?;
         }
         if let Some(st) = strings.as_mut() {
@@ -163,13 +164,22 @@ fn scan_stream_with(
     })
 }
 
-/// Turns one file's scan into holds. `elf_map` maps the whole file when it
-/// is ELF and holds a hash (its headers classify the hits); its facts are
-/// added to `elf_files` when it holds a hash or names relative paths.
+impl FileScan {
+    /// Whether the hits need the file's ELF layout to be classified (an
+    /// ELF file holding a hash): callers read it then, and only then.
+    pub(super) fn needs_layout(&self) -> bool {
+        self.is_elf && !self.hits.is_empty()
+    }
+}
+
+/// Turns one file's scan into holds. `layout` is the file's ELF layout
+/// when [`FileScan::needs_layout`] (its headers classify the hits); its
+/// facts are added to `elf_files` when it holds a hash or names relative
+/// paths.
 pub(super) fn file_holds(
     rel: &[u8],
     fs: FileScan,
-    elf_map: Option<&memmap2::Mmap>,
+    layout: Option<Result<ElfLayout, ElfError>>,
     elf_files: &mut Vec<ElfFacts>,
 ) -> Vec<Hold> {
     let mut site_of: SiteOf = Box::new(|_, _| Site::Binary);
@@ -180,8 +190,8 @@ pub(super) fn file_holds(
             path_strings: fs.strings,
             ..ElfFacts::default()
         };
-        if let (false, Some(map)) = (fs.hits.is_empty(), elf_map) {
-            match ElfLayout::parse_releasing(map, &mut |done| release(map, done)) {
+        if let (false, Some(layout)) = (fs.hits.is_empty(), layout) {
+            match layout {
                 Ok(l) => {
                     f.needed = l.needed().to_vec();
                     f.runpath = l.runpath().iter().map(|e| e.dir.clone()).collect();
@@ -237,27 +247,6 @@ pub(super) fn file_holds(
         elf_files.push(f);
     }
     holds
-}
-
-/// Drops the pages of `map` behind `range` (file offsets) that the ELF
-/// parser is done with, so that scanning a mapped file of any size keeps
-/// one window of it resident (peak RSS is what a CI runner or a laptop
-/// must have spare; a 1.7 GB libLLVM must not need 1.7 GB).
-fn release(map: &memmap2::Mmap, range: std::ops::Range<u64>) {
-    let (Ok(start), Ok(end)) = (usize::try_from(range.start), usize::try_from(range.end)) else {
-        return;
-    };
-    let end = end.min(map.len());
-    if start >= end {
-        return;
-    }
-    // SAFETY: a read-only shared mapping of a file nobody writes (an
-    // immutable store path, or our own private spool file): dropped pages
-    // fault back in with the same bytes, so no slice borrowed from the map
-    // can see a change. A failure only leaves the pages resident.
-    let _ = unsafe {
-        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
-    };
 }
 
 /// Holds in the last component of `rel` (parents are entries of their own).

@@ -1,7 +1,7 @@
 //! Reading one store path from disk (local and chroot stores): the tree
 //! from the walker, then each regular file opened once, scanned as a
-//! stream, and, when it is ELF, mapped through the same descriptor for its
-//! headers.
+//! stream, and, when it is ELF and holds a hash, mapped through the same
+//! descriptor for its headers (a window of it resident at a time).
 
 use std::path::Path;
 
@@ -10,6 +10,7 @@ use rayon::prelude::*;
 use super::content::{StringFilter, file_holds, name_holds, scan_stream, symlink_holds};
 use super::walk::{full_path, io_problem, walk};
 use super::{ElfFacts, Hold, PathRead, Wanted};
+use crate::elf::ElfLayout;
 use crate::nar::tree::TreeNode;
 use crate::problem::Problem;
 
@@ -64,17 +65,18 @@ pub(super) fn read(
                         };
                         let fs = scan_stream(&mut f, wanted, progress, None, filter)
                             .map_err(|e| fail("cannot read", e))?;
-                        let mmap = if fs.is_elf && !fs.hits.is_empty() {
+                        let layout = if fs.needs_layout() {
                             // SAFETY: the store is immutable; a path deleted
                             // under us only makes reads fail, not change.
-                            Some(
-                                unsafe { memmap2::Mmap::map(&f) }
-                                    .map_err(|e| fail("cannot map", e))?,
-                            )
+                            let map = unsafe { memmap2::Mmap::map(&f) }
+                                .map_err(|e| fail("cannot map", e))?;
+                            Some(ElfLayout::parse_releasing(&map, &mut |done| {
+                                release(&map, done)
+                            }))
                         } else {
                             None
                         };
-                        holds.extend(file_holds(rel, fs, mmap.as_ref(), &mut elf_files));
+                        holds.extend(file_holds(rel, fs, layout, &mut elf_files));
                     }
                 }
                 Ok((holds, elf_files))
@@ -90,4 +92,25 @@ pub(super) fn read(
     pr.keep_relevant_strings();
     pr.tree = Some(tree);
     (pr, problems)
+}
+
+/// Drops the pages of `map` behind `range` (file offsets) that the ELF
+/// parser is done with, so that scanning a mapped file of any size keeps
+/// one window of it resident (peak RSS is what a CI runner or a laptop
+/// must have spare; a 1.7 GB libLLVM must not need 1.7 GB).
+fn release(map: &memmap2::Mmap, range: std::ops::Range<u64>) {
+    let (Ok(start), Ok(end)) = (usize::try_from(range.start), usize::try_from(range.end)) else {
+        return;
+    };
+    let end = end.min(map.len());
+    if start >= end {
+        return;
+    }
+    // SAFETY: a read-only shared mapping of a file nobody writes (an
+    // immutable store path): dropped pages fault back in with the same
+    // bytes, so no slice borrowed from the map can see a change. A failure
+    // only leaves the pages resident.
+    let _ = unsafe {
+        map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start)
+    };
 }

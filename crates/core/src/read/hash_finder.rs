@@ -107,6 +107,13 @@ impl<'a> HashFinder<'a> {
         }
     }
 
+    /// Forgets the hits whose `pointed` bytes would be completed by the
+    /// next chunk: for a caller that clears its hit list after each chunk
+    /// (it wants only which hashes occur, not what follows them).
+    pub fn forget_pending(&mut self) {
+        self.pending.clear();
+    }
+
     /// Scans the next chunk of the stream, appending hits to `out`. Give
     /// the same `out` to every call for one stream: a hit's `pointed` bytes
     /// are completed in place when they run on into the next chunk.

@@ -1,14 +1,15 @@
 //! Reading one store path from its NAR (binary caches): a single pass over
-//! the decompressed stream gives the tree and every hold. ELF files are
-//! spooled to an anonymous temporary file for their headers (sparse: runs
-//! of zeros are skipped), never to memory, and mapped only to parse them,
-//! a window at a time (see [`crate::elf::ElfLayout::parse_releasing`]), so
-//! memory does not grow with file sizes.
+//! the decompressed stream gives the tree and every hold. An ELF file's
+//! layout is read as its bytes stream past ([`crate::elf::ElfStream`]
+//! keeps its headers, tables and the strings they name, within
+//! [`crate::elf::MAX_HELD`] bytes whatever the file's size), so neither
+//! memory nor temporary disk grows with file sizes; nothing is spooled.
 
-use std::io::{Read, Seek, SeekFrom, Write};
+use std::io::Read;
 
 use super::content::{StringFilter, file_holds, name_holds, scan_stream, symlink_holds};
 use super::{PathRead, Wanted};
+use crate::elf::ElfStream;
 use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
 use crate::nar::{NarError, NarNode, walk_nar};
 use crate::problem::Problem;
@@ -60,42 +61,25 @@ pub(super) fn read(
         match node {
             NarNode::Directory => {}
             NarNode::Symlink { target } => symlink_holds(rel, target, wanted, &mut pr.holds),
-            NarNode::Regular { contents, .. } => {
-                let mut spool_file: Option<std::fs::File> = None;
-                let mut spooled = 0u64;
-                let mut spool = |elf: bool, chunk: &[u8]| -> std::io::Result<()> {
-                    if elf {
-                        if spool_file.is_none() {
-                            spool_file = Some(tempfile::tempfile()?);
-                        }
-                        let f = spool_file.as_mut().expect("just set");
-                        // Runs of zeros (padding, zero-filled sections) are
-                        // skipped, not written: the spool stays sparse.
-                        if is_zeros(chunk) {
-                            f.seek(SeekFrom::Current(chunk.len() as i64))?;
-                        } else {
-                            f.write_all(chunk)?;
-                        }
-                        spooled += chunk.len() as u64;
+            NarNode::Regular { contents, size, .. } => {
+                // Started at an ELF file's first chunk; every chunk after
+                // goes through it too.
+                let mut elf: Option<ElfStream> = None;
+                let mut headers = |is_elf: bool, chunk: &[u8]| -> std::io::Result<()> {
+                    if is_elf {
+                        elf.get_or_insert_with(|| ElfStream::new(size)).feed(chunk);
                     }
                     Ok(())
                 };
                 let filter = StringFilter::Budget(&mut budget);
-                let fs = scan_stream(contents, wanted, progress, Some(&mut spool), filter)
+                let fs = scan_stream(contents, wanted, progress, Some(&mut headers), filter)
                     .map_err(NarError::from)?;
-                if let Some(f) = &spool_file {
-                    // A file ending in zeros: the skipped tail.
-                    f.set_len(spooled).map_err(NarError::Io)?;
-                }
-                let mmap = match (&spool_file, fs.is_elf && !fs.hits.is_empty()) {
-                    // SAFETY: a private temporary file nobody else writes.
-                    (Some(f), true) => {
-                        Some(unsafe { memmap2::Mmap::map(f) }.map_err(NarError::Io)?)
-                    }
+                let layout = match elf {
+                    Some(s) if fs.needs_layout() => Some(s.finish()),
                     _ => None,
                 };
                 let mut elf_files = Vec::new();
-                let holds = file_holds(rel, fs, mmap.as_ref(), &mut elf_files);
+                let holds = file_holds(rel, fs, layout, &mut elf_files);
                 pr.push_file(holds, elf_files);
             }
         }
@@ -114,11 +98,4 @@ pub(super) fn read(
             (pr, vec![p])
         }
     }
-}
-
-/// Whether `chunk` holds only zero bytes. Compared against a block of
-/// zeros (a `memcmp`), not byte by byte.
-fn is_zeros(chunk: &[u8]) -> bool {
-    static ZEROS: [u8; super::content::CHUNK] = [0; super::content::CHUNK];
-    chunk.chunks(ZEROS.len()).all(|c| c == &ZEROS[..c.len()])
 }

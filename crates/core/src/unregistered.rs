@@ -1,0 +1,491 @@
+//! Trees that are not (yet) valid store paths, read as if they were: an
+//! output being built, a `--keep-failed` tree, an unpacked NAR, any
+//! directory or file (issue 33).
+//!
+//! [`Scanned`] is a store source that answers for such trees the way Nix
+//! registers a path: its references are the *candidates* whose hash part
+//! occurs in its NAR serialisation (Nix's scanner looks for the hashes of
+//! the build's inputs and outputs; here the candidates are every valid path
+//! of the store, or the set given), its NAR size the length of that
+//! serialisation. Every other path is the underlying store's. So the graph,
+//! the read, the classifier and every report work on a tree unchanged:
+//! same evidence, same grouping, same verdicts.
+//!
+//! Inside a sandboxed build there is no store database: a candidate the
+//! store does not know (or no store at all) is scanned on disk where it
+//! sits, as the build sees its inputs, so chains run through the inputs'
+//! own files.
+//!
+//! Each path is serialised once (streamed, never held whole: memory is the
+//! finder's carry-over and the memo of results).
+
+use std::collections::{HashMap, HashSet};
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use crate::read::hash_finder::{HashFinder, Hit};
+use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
+use crate::store_path::{HASH_LEN, StorePath};
+use crate::{Error, Result};
+
+/// A tree given to be read as the store path it is meant to become.
+#[derive(Debug, Clone)]
+pub struct Tree {
+    /// The store path it stands for (`--as`; a self-reference is found by
+    /// its hash).
+    pub path: StorePath,
+    /// Where its files are.
+    pub dir: PathBuf,
+}
+
+/// The store path a tree outside the store stands for when none is given:
+/// its name the tree's file name (as a store path name allows it), its
+/// hash derived from the tree's absolute location, so that the same tree
+/// gets the same path on every run and no real path is named.
+pub fn placeholder_path(store_dir: &str, dir: &Path) -> StorePath {
+    use sha2::Digest;
+    let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
+    let digest = sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes());
+    let hash = crate::nixbase32::encode(&digest[..20]);
+    let raw = abs
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    // Store path names allow letters, digits and `+-._?=`; anything else
+    // becomes `-`, and a name must not start with a dot.
+    let mut name: String = raw
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || "+-._?=".contains(c) {
+                c
+            } else {
+                '-'
+            }
+        })
+        .collect();
+    name = name.trim_start_matches('.').to_string();
+    if name.is_empty() {
+        name = "tree".into();
+    }
+    name.truncate(200);
+    StorePath::parse(store_dir, &format!("{store_dir}/{hash}-{name}"))
+        .or_else(|_| StorePath::parse(store_dir, &format!("{store_dir}/{hash}-tree")))
+        .expect("a base-32 hash and a plain name make a valid store path")
+}
+
+/// Store paths written out in full in a stream: `STORE_DIR/` then a
+/// 32-character hash, `-` and a name. Fed chunk by chunk; a path cut by a
+/// chunk boundary is completed from a carry-over of the last bytes (a
+/// name is at most 211 bytes, so a bounded carry suffices).
+struct Written {
+    prefix: Vec<u8>,
+    carry: Vec<u8>,
+    paths: HashSet<String>,
+}
+
+/// Longest store path text after the prefix: hash, `-`, a name of at most
+/// 211 bytes.
+const WRITTEN_MAX: usize = HASH_LEN + 1 + 211;
+
+impl Written {
+    fn new(store_dir: &str) -> Written {
+        Written {
+            prefix: format!("{store_dir}/").into_bytes(),
+            carry: Vec::new(),
+            paths: HashSet::new(),
+        }
+    }
+
+    /// Scans the next chunk; `last` at the end of the stream, where a path
+    /// that reaches the end is complete.
+    fn feed(&mut self, chunk: &[u8], last: bool) {
+        // Scan carry + chunk; occurrences starting in the carry that were
+        // complete before were found then, so only those ending past it
+        // are new: take each occurrence whose text reaches the chunk.
+        let mut data = std::mem::take(&mut self.carry);
+        let carried = data.len();
+        data.extend_from_slice(chunk);
+        for at in memchr::memmem::find_iter(&data, &self.prefix) {
+            let start = at + self.prefix.len();
+            let end = data[start..]
+                .iter()
+                .position(|&b| !(b.is_ascii_alphanumeric() || b"+-._?=".contains(&b)))
+                .map_or(data.len(), |e| start + e);
+            // Found whole in the previous round.
+            if end < carried {
+                continue;
+            }
+            // Possibly cut by the chunk's end: left for the next round.
+            if !last && end == data.len() && end - start < WRITTEN_MAX {
+                continue;
+            }
+            let text = &data[start..end.min(start + WRITTEN_MAX)];
+            if text.len() > HASH_LEN
+                && text[HASH_LEN] == b'-'
+                && let Ok(t) = std::str::from_utf8(text)
+            {
+                self.paths
+                    .insert(format!("{}{t}", String::from_utf8_lossy(&self.prefix)));
+            }
+        }
+        let keep = (self.prefix.len() + WRITTEN_MAX).min(data.len());
+        self.carry = data[data.len() - keep..].to_vec();
+    }
+}
+
+/// A source of the store's paths plus unregistered trees (see the module
+/// docs).
+pub struct Scanned<'a> {
+    base: Option<&'a dyn StoreSource>,
+    store_dir: String,
+    trees: HashMap<StorePath, PathBuf>,
+    candidates: Vec<StorePath>,
+    wanted: HashMap<[u8; HASH_LEN], u32>,
+    memo: Mutex<HashMap<StorePath, Option<PathInfo>>>,
+    own_log: RunLog,
+    scan_candidates: bool,
+    discover: bool,
+}
+
+/// Bytes read at a time from a serialisation.
+const CHUNK: usize = 256 * 1024;
+
+impl<'a> Scanned<'a> {
+    /// `trees` over `base` (none inside a build), scanned for the hashes
+    /// of `candidates` (the trees' own paths are always candidates, so a
+    /// self-reference is found).
+    pub fn new(
+        base: Option<&'a dyn StoreSource>,
+        store_dir: &str,
+        trees: Vec<Tree>,
+        candidates: Vec<StorePath>,
+    ) -> Scanned<'a> {
+        let mut all: Vec<StorePath> = candidates;
+        all.extend(trees.iter().map(|t| t.path.clone()));
+        all.sort();
+        all.dedup();
+        let wanted = all
+            .iter()
+            .enumerate()
+            .filter_map(|(i, p)| {
+                let h: [u8; HASH_LEN] = p.hash_part().as_bytes().try_into().ok()?;
+                Some((h, i as u32))
+            })
+            .collect();
+        Scanned {
+            base,
+            store_dir: store_dir.to_string(),
+            trees: trees.into_iter().map(|t| (t.path, t.dir)).collect(),
+            candidates: all,
+            wanted,
+            memo: Mutex::new(HashMap::new()),
+            own_log: RunLog::default(),
+            scan_candidates: true,
+            discover: false,
+        }
+    }
+
+    /// Also takes as references the store paths written out in full
+    /// (`/nix/store/<hash>-<name>`) that exist on this machine's disk,
+    /// whether or not they are candidates: inside a sandbox only the
+    /// build's input closure exists, so these are the inputs Nix's scanner
+    /// would find that the environment does not name (glibc through a
+    /// compiler wrapper, an input's own dependencies).
+    pub fn discovering(mut self) -> Self {
+        self.discover = true;
+        self
+    }
+
+    /// Candidates the store does not hold become leaves (no references,
+    /// size 0) instead of being scanned on disk: enough to know a tree's
+    /// direct references, without reading every input of a build.
+    pub fn candidates_as_leaves(mut self) -> Self {
+        self.scan_candidates = false;
+        self
+    }
+
+    /// How many hashes a serialisation is scanned for.
+    pub fn candidate_count(&self) -> usize {
+        self.candidates.len()
+    }
+
+    /// Where a path's files are: a tree's directory, the store's own
+    /// answer, or (a candidate the store does not hold, inside a build)
+    /// the store path itself on this machine's disk.
+    fn files_of(&self, path: &StorePath) -> Option<PathBuf> {
+        if let Some(d) = self.trees.get(path) {
+            return Some(d.clone());
+        }
+        if let Some(r) = self.base.and_then(|b| b.real_path(path)) {
+            return Some(r);
+        }
+        let on_disk = PathBuf::from(path.as_str());
+        std::fs::symlink_metadata(&on_disk)
+            .is_ok()
+            .then_some(on_disk)
+    }
+
+    /// The NAR serialisation of `dir` scanned: its length and the
+    /// candidates whose hash occurs in it.
+    fn scan(&self, path: &StorePath, dir: &Path) -> Result<PathInfo> {
+        let io = |source: std::io::Error| Error::Io {
+            path: dir.to_path_buf(),
+            source,
+        };
+        let mut reader = crate::nar::dump::reader(dir).map_err(io)?;
+        let mut finder = HashFinder::new(&self.wanted);
+        let mut hits: Vec<Hit> = Vec::new();
+        let mut found: HashSet<u32> = HashSet::new();
+        let mut buf = vec![0u8; CHUNK];
+        let mut size: u64 = 0;
+        let mut written = Written::new(&self.store_dir);
+        loop {
+            let n = reader.read(&mut buf).map_err(io)?;
+            if n == 0 {
+                break;
+            }
+            size = size.saturating_add(n as u64);
+            finder.feed(&buf[..n], &mut hits);
+            if self.discover {
+                written.feed(&buf[..n], false);
+            }
+            // Only which hashes occur matters here (the read stage finds
+            // each hold again, with its file and offset): the hits are
+            // dropped as they come, so memory stays the carry-over.
+            found.extend(hits.drain(..).map(|h| h.target));
+            finder.forget_pending();
+        }
+        let mut references: Vec<StorePath> = found
+            .into_iter()
+            .map(|i| self.candidates[i as usize].clone())
+            .collect();
+        if self.discover {
+            written.feed(&[], true);
+            references.extend(
+                written
+                    .paths
+                    .into_iter()
+                    .filter_map(|p| StorePath::parse(&self.store_dir, &p).ok())
+                    .filter(|p| p != path && self.files_of(p).is_some()),
+            );
+        }
+        references.sort();
+        references.dedup();
+        Ok(PathInfo {
+            path: path.clone(),
+            nar_size: size,
+            references,
+        })
+    }
+}
+
+impl PathMetadata for Scanned<'_> {
+    fn store_dir(&self) -> &str {
+        &self.store_dir
+    }
+
+    fn describe(&self) -> String {
+        let trees: Vec<String> = self
+            .trees
+            .values()
+            .map(|d| d.display().to_string())
+            .collect();
+        match self.base {
+            Some(b) => format!(
+                "{} (and the unregistered {})",
+                b.describe(),
+                trees.join(", ")
+            ),
+            None => format!(
+                "the unregistered {} and the files of its candidates",
+                trees.join(", ")
+            ),
+        }
+    }
+
+    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
+        if let Some(i) = self
+            .memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(path)
+        {
+            return Ok(i.clone());
+        }
+        let info = if let Some(dir) = self.trees.get(path) {
+            Some(self.scan(path, dir)?)
+        } else {
+            match self.base.map(|b| b.path_info(path)).transpose()?.flatten() {
+                Some(i) => Some(i),
+                None if self.wanted.contains_key(path.hash_part().as_bytes())
+                    || (self.discover && self.files_of(path).is_some()) =>
+                {
+                    match self.files_of(path) {
+                        Some(d) if self.scan_candidates => Some(self.scan(path, &d)?),
+                        _ if !self.scan_candidates => Some(PathInfo {
+                            path: path.clone(),
+                            nar_size: 0,
+                            references: Vec::new(),
+                        }),
+                        _ => None,
+                    }
+                }
+                None => None,
+            }
+        };
+        self.memo
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .insert(path.clone(), info.clone());
+        Ok(info)
+    }
+
+    fn all_paths(&self) -> Result<Vec<StorePath>> {
+        let mut all = match self.base {
+            Some(b) => b.all_paths()?,
+            None => Vec::new(),
+        };
+        all.extend(self.trees.keys().cloned());
+        Ok(all)
+    }
+}
+
+impl PathContents for Scanned<'_> {
+    fn real_path(&self, path: &StorePath) -> Option<PathBuf> {
+        self.files_of(path)
+    }
+
+    fn nar(&self, path: &StorePath, check_file: bool) -> Result<Option<Nar>> {
+        if !self.trees.contains_key(path)
+            && let Some(b) = self.base
+            && let Some(n) = b.nar(path, check_file)?
+        {
+            return Ok(Some(n));
+        }
+        let Some(dir) = self.files_of(path) else {
+            return Ok(None);
+        };
+        let reader = crate::nar::dump::reader(&dir).map_err(|source| Error::Io {
+            path: dir.clone(),
+            source,
+        })?;
+        Ok(Some(Nar {
+            reader,
+            file_check: None,
+            downloaded: false,
+        }))
+    }
+
+    fn listing(&self, path: &StorePath) -> Result<Option<crate::nar::tree::FileTree>> {
+        match self.base {
+            Some(b) if !self.trees.contains_key(path) => b.listing(path),
+            _ => Ok(None),
+        }
+    }
+}
+
+impl StoreSource for Scanned<'_> {
+    fn log(&self) -> &RunLog {
+        match self.base {
+            Some(b) => b.log(),
+            None => &self.own_log,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sp(hash_char: char, name: &str) -> StorePath {
+        let hash: String = std::iter::repeat_n(hash_char, 32).collect();
+        StorePath::parse("/nix/store", &format!("/nix/store/{hash}-{name}")).unwrap()
+    }
+
+    #[test]
+    fn a_tree_references_the_candidates_it_names_and_itself() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dep = sp('1', "dep");
+        let other = sp('2', "other");
+        let me = sp('3', "me");
+        let dir = tmp.path().join("out");
+        std::fs::create_dir_all(dir.join("share")).unwrap();
+        std::fs::write(
+            dir.join("share/README"),
+            format!("see {dep}/bin and {me}/lib\n"),
+        )
+        .unwrap();
+        std::os::unix::fs::symlink(format!("{dep}/lib"), dir.join("link")).unwrap();
+        let s = Scanned::new(
+            None,
+            "/nix/store",
+            vec![Tree {
+                path: me.clone(),
+                dir: dir.clone(),
+            }],
+            vec![dep.clone(), other.clone()],
+        );
+        let info = s.path_info(&me).unwrap().unwrap();
+        assert_eq!(info.references, vec![dep.clone(), me.clone()]);
+        // The length of the NAR serialisation, as Nix registers it.
+        let mut nar = Vec::new();
+        crate::nar::dump::dump(&dir, &mut nar).unwrap();
+        assert_eq!(info.nar_size, nar.len() as u64);
+        // A candidate neither in a store nor on disk is no path.
+        assert_eq!(s.path_info(&other).unwrap(), None);
+        assert_eq!(s.real_path(&me), Some(dir));
+    }
+
+    #[test]
+    fn written_paths_are_found_across_chunks_and_at_the_end() {
+        let a = format!("/nix/store/{}-alpha-1.0", "a".repeat(32));
+        let b = format!("/nix/store/{}-beta", "b".repeat(32));
+        let text = format!("x {a}/lib y\0{b}");
+        for cut in 0..text.len() {
+            let mut w = Written::new("/nix/store");
+            w.feed(&text.as_bytes()[..cut], false);
+            w.feed(&text.as_bytes()[cut..], false);
+            w.feed(&[], true);
+            let mut got: Vec<String> = w.paths.into_iter().collect();
+            got.sort();
+            assert_eq!(got, vec![a.clone(), b.clone()], "cut at {cut}");
+        }
+    }
+
+    #[test]
+    fn placeholders_are_valid_and_stable() {
+        let a = placeholder_path("/nix/store", Path::new("/tmp/x y/.out"));
+        assert_eq!(
+            a,
+            placeholder_path("/nix/store", Path::new("/tmp/x y/.out"))
+        );
+        assert_eq!(a.name(), "out");
+        let b = placeholder_path("/nix/store", Path::new("/"));
+        assert_eq!(b.name(), "tree");
+        assert_ne!(a.hash_part(), b.hash_part());
+    }
+
+    #[test]
+    fn a_hash_across_chunks_is_found() {
+        let tmp = tempfile::tempdir().unwrap();
+        let dep = sp('4', "dep");
+        let me = sp('5', "me");
+        let file = tmp.path().join("big");
+        // The hash straddles the first chunk boundary of the serialisation.
+        let mut bytes = vec![0u8; CHUNK - 150];
+        bytes.extend_from_slice(dep.as_str().as_bytes());
+        bytes.extend(vec![7u8; 1000]);
+        std::fs::write(&file, &bytes).unwrap();
+        let s = Scanned::new(
+            None,
+            "/nix/store",
+            vec![Tree {
+                path: me.clone(),
+                dir: file,
+            }],
+            vec![dep.clone()],
+        );
+        assert_eq!(s.path_info(&me).unwrap().unwrap().references, vec![dep]);
+    }
+}
