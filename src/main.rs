@@ -17,7 +17,7 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
     about,
     long_about = None,
     next_help_heading = "Global options",
-    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check, impact) a rule is broken, even when the read was also partial."
+    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check, impact; refused --fail) a rule is broken or a reference refused, even when the read was also partial."
 )]
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or

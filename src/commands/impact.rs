@@ -100,6 +100,11 @@ pub struct ImpactArgs {
     /// downloaded).
     #[arg(long)]
     no_evidence: bool,
+    /// Also name the files that held each explained removed path in the
+    /// base: from a binary cache, this downloads their referrers' NARs
+    /// (by default removed paths get their chain only).
+    #[arg(long, conflicts_with = "no_evidence")]
+    removed_evidence: bool,
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
@@ -605,6 +610,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
             top: args.top,
             rules: &rules,
             evidence: !args.no_evidence,
+            removed_evidence: args.removed_evidence,
         },
         (&ctx.read_bar(bsrc.as_ref()), &ctx.read_bar(asrc.as_ref())),
     )?;

@@ -97,6 +97,7 @@ const READERS: &[&str] = &[
     "diff",
     "check",
     "impact",
+    "refused",
     "report",
 ];
 
@@ -132,9 +133,10 @@ const EXIT_STATUS: &[(&str, Option<&[&str]>, &str)] = &[
     ),
     (
         "4",
-        Some(&["check", "impact"]),
+        Some(&["check", "impact", "refused"]),
         "(check, impact) A rule is broken (by some attribute, for impact), even when the read \
-         was also partial.",
+         was also partial; (refused, with --fail) a check refuses a path or outputs refer to \
+         each other.",
     ),
     (
         "CMD's",

@@ -30,7 +30,7 @@ pub struct RefusedArgs {
     /// The derivation (`.drv`) whose outputs to check: its outputs where
     /// they are (valid, or left unregistered by a failed build) against
     /// its checks, over the store.
-    #[arg(value_name = "DRV", required_unless_present = "in_build")]
+    #[arg(value_name = "DRV", required_unless_present_any = ["in_build", "log"])]
     drv: Option<String>,
     /// Inside a build (the setup hook runs this): the outputs, their
     /// checks and the inputs are the builder's environment (or
@@ -41,6 +41,12 @@ pub struct RefusedArgs {
     /// repeatable. Default: every output.
     #[arg(long = "output", value_name = "NAME")]
     outputs: Vec<String>,
+    /// Nix's error text (a file, or - for standard input: what nix-build
+    /// or nix build printed): each refusal it reports, its derivation,
+    /// output and paths; then, for each derivation whose outputs Nix left
+    /// behind, the files, as with DRV.
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["drv", "in_build"], value_hint = clap::ValueHint::FilePath)]
+    log: Option<PathBuf>,
     /// Exit 4 when a check refuses a path or outputs refer to each other.
     #[arg(long)]
     fail: bool,
@@ -62,9 +68,134 @@ pub fn run(ctx: &Context, args: &RefusedArgs) -> anyhow::Result<ExitCode> {
         let setting = in_build()?;
         return report(ctx, args, setting);
     }
+    if let Some(log) = &args.log {
+        return from_log(ctx, args, log);
+    }
+    let drv_arg = args.drv.clone().unwrap_or_default();
+    report_drv(ctx, args, &drv_arg)
+}
+
+/// Nix's error text read: what it refuses, then each derivation's files
+/// where its outputs are still there.
+fn from_log(ctx: &Context, args: &RefusedArgs, log: &std::path::Path) -> anyhow::Result<ExitCode> {
+    use std::io::Read;
+    let mut text = Vec::new();
+    let limit = nix_heft_format::nix_error::MAX_TEXT as u64;
+    if log == std::path::Path::new("-") {
+        // The last part is what matters (Nix prints its errors last), but
+        // the parser keeps that itself: read at most a little more.
+        std::io::stdin()
+            .lock()
+            .take(limit * 2)
+            .read_to_end(&mut text)?;
+    } else {
+        std::fs::File::open(log)
+            .and_then(|f| f.take(limit * 2).read_to_end(&mut text))
+            .map_err(|source| Error::Io {
+                path: log.to_path_buf(),
+                source,
+            })?;
+    }
+    let store_dir = ctx.installables.store_dir.clone();
+    let parsed = nix_heft_format::nix_error::parse(&store_dir, &text);
+    if parsed.refusals.is_empty() {
+        return Err(Error::Usage(format!(
+            "{}: no refusal of Nix's found (an output check or a cycle){}",
+            log.display(),
+            if parsed.derivations.is_empty() {
+                String::new()
+            } else {
+                format!("; it names {}", plural_drvs(&parsed.derivations))
+            }
+        ))
+        .into());
+    }
+    let base = ctx.open()?;
+    let mut summary = Vec::new();
+    let mut drvs: Vec<StorePath> = Vec::new();
+    for f in &parsed.refusals {
+        use nix_heft_format::nix_error::Refusal as R;
+        let (line, drv) = match &f.refusal {
+            R::Forbidden {
+                drv, output, paths, ..
+            } => {
+                let names: Vec<String> = paths.iter().map(|p| p.to_string()).collect();
+                let left =
+                    base.is_valid(output)? || std::fs::symlink_metadata(output.as_str()).is_ok();
+                (
+                    format!(
+                        "Nix refused output {output}{}: it refers to (or its closure holds) {}; {}",
+                        drv.as_ref().map(|d| format!(" of {d}")).unwrap_or_default(),
+                        names.join(", "),
+                        if left {
+                            "its files are still there (below)"
+                        } else {
+                            "its files are gone: build it again with nix-heft's setup hook (nativeBuildInputs = [ nix-heft ]) to see them"
+                        }
+                    ),
+                    drv.clone(),
+                )
+            }
+            R::Cycle { drv, from, to } => (
+                format!(
+                    "Nix found a cycle{}: {from} refers to {to}, which refers back; the outputs' files show both directions when Nix left them (below), else build again with nix-heft's setup hook",
+                    drv.as_ref().map(|d| format!(" in {d}")).unwrap_or_default(),
+                ),
+                drv.clone(),
+            ),
+            R::TooLarge {
+                drv,
+                path,
+                closure,
+                size,
+                limit,
+            } => (
+                format!(
+                    "Nix refused {path}: its {} is {} bytes, over the limit of {limit}; `nix-heft size` and `advise` on it say what is heavy",
+                    if *closure { "closure" } else { "NAR" },
+                    size
+                ),
+                drv.clone(),
+            ),
+        };
+        summary.push(line);
+        if let Some(d) = drv
+            && !drvs.contains(&d)
+        {
+            drvs.push(d);
+        }
+    }
+    if !ctx.json {
+        for l in &summary {
+            println!("nix-heft: {l}");
+        }
+    }
+    let mut code = ExitCode::SUCCESS;
+    for d in &drvs {
+        if std::fs::symlink_metadata(d.as_str()).is_err() && !base.is_valid(d)? {
+            continue;
+        }
+        match report_drv(ctx, args, d.as_str()) {
+            Ok(c) => code = c,
+            Err(e) => eprintln!("nix-heft: {d}: {e}"),
+        }
+    }
+    Ok(code)
+}
+
+fn plural_drvs(d: &[StorePath]) -> String {
+    let names: Vec<String> = d.iter().take(3).map(|p| p.to_string()).collect();
+    if d.len() > 3 {
+        format!("{} and {} more", names.join(", "), d.len() - 3)
+    } else {
+        names.join(", ")
+    }
+}
+
+/// The checks of the derivation `drv_arg` over its outputs where they are.
+fn report_drv(ctx: &Context, args: &RefusedArgs, drv_arg: &str) -> anyhow::Result<ExitCode> {
     let base = ctx.open()?;
     let store_dir = base.store_dir().to_string();
-    let drv_arg = args.drv.as_deref().unwrap_or_default();
     let drv_path = StorePath::parse(&store_dir, drv_arg)
         .map_err(|e| Error::Usage(format!("{drv_arg}: {e}")))?;
     let file = base

@@ -42,6 +42,10 @@ fn fixture() -> &'static Refused {
 /// `nix-build` of `attr` (with `restricted` and `fail`), its exit status,
 /// standard output and standard error (the build log).
 fn build(attr: &str, restricted: bool, fail: bool) -> (bool, String, String) {
+    build_with(attr, restricted, fail, true)
+}
+
+fn build_with(attr: &str, restricted: bool, fail: bool, hooked: bool) -> (bool, String, String) {
     let f = fixture();
     let out = Command::new("nix-build")
         .arg(&f.file)
@@ -57,6 +61,7 @@ fn build(attr: &str, restricted: bool, fail: bool) -> (bool, String, String) {
             if restricted { "true" } else { "false" },
         ])
         .args(["--arg", "fail", if fail { "true" } else { "false" }])
+        .args(["--arg", "hooked", if hooked { "true" } else { "false" }])
         .args(["-A", attr, "--no-out-link"])
         .output()
         .expect("nix-build (Debian's nix-bin) is needed");
@@ -319,4 +324,175 @@ fn after_the_failure_the_left_output_is_read() {
     assert_eq!(by_dir.code, 0, "{}", by_dir.stderr);
     assert_eq!(by_path.stdout, by_dir.stdout);
     assert!(by_path.stdout.contains("-dep-1.0"), "{}", by_path.stdout);
+}
+
+/// Store hashes masked: each run's builds are salted.
+fn masked(s: &str) -> String {
+    let mut out = String::new();
+    let mut rest = s;
+    while let Some(i) = rest.find("/nix/store/") {
+        let after = &rest[i + "/nix/store/".len()..];
+        out.push_str(&rest[..i]);
+        out.push_str("/nix/store/");
+        let hash = after.as_bytes().get(..32).is_some_and(|h| {
+            h.iter()
+                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
+        });
+        if hash {
+            out.push_str("HASH");
+            rest = &after[32..];
+        } else {
+            rest = after;
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The block between `<!-- NAME:start -->` and `<!-- NAME:end -->` of the
+/// README, without its code fence.
+fn readme_block(readme: &str, name: &str) -> (usize, usize) {
+    let start = format!("<!-- {name}:start -->\n```text\n");
+    let a = readme
+        .find(&start)
+        .unwrap_or_else(|| panic!("README lacks {name}"))
+        + start.len();
+    let b = a + readme[a..].find("```\n<!-- ").unwrap();
+    (a, b)
+}
+
+/// README.md shows a real failing build's log, without the hook and with
+/// it (NIX_HEFT_UPDATE_README=1 writes them there).
+#[test]
+fn readme_shows_a_refused_build_before_and_after() {
+    let (ok, _, plain) = build_with("textAndElf", true, false, false);
+    assert!(!ok);
+    assert!(!plain.contains("nix-heft"), "{plain}");
+    let before = &plain[plain.find("error: ").unwrap()..];
+    let (ok, _, hooked) = build("textAndElf", true, false);
+    assert!(!ok);
+    let after = &hooked[hooked.find("nix-heft: ").unwrap()..];
+    let path = repo().join("README.md");
+    let mut readme = std::fs::read_to_string(&path).unwrap();
+    for (name, text) in [("refused-before", before), ("refused-after", after)] {
+        let (a, b) = readme_block(&readme, name);
+        if std::env::var_os("NIX_HEFT_UPDATE_README").is_some() {
+            readme = format!("{}{}{}", &readme[..a], text, &readme[b..]);
+            continue;
+        }
+        assert_eq!(
+            masked(&readme[a..b]),
+            masked(text),
+            "README's {name} log is stale: NIX_HEFT_UPDATE_README=1 cargo test --test testsuite refused::readme"
+        );
+    }
+    if std::env::var_os("NIX_HEFT_UPDATE_README").is_some() {
+        std::fs::write(&path, readme).unwrap();
+    }
+}
+
+/// Nix's error text alone (`--log`, a file or standard input): the
+/// derivation, output and paths it names, then the files from the output
+/// Nix left behind; for a cycle, both directions.
+#[test]
+fn the_log_leads_to_the_files() {
+    let (ok, _, log) = build_with("requisite", true, false, false);
+    assert!(!ok);
+    let file = crate::common::scratch_dir("refused-log").join("build.log");
+    std::fs::write(&file, &log).unwrap();
+    let o = heft_run(None, &["refused", "--log", &file.to_string_lossy()]);
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert!(
+        o.stdout.contains("Nix refused output /nix/store/"),
+        "{}",
+        o.stdout
+    );
+    assert!(
+        o.stdout.contains("its files are still there"),
+        "{}",
+        o.stdout
+    );
+    for f in ["etc/app.conf", "share/mid.conf", "lib/lib2.deps"] {
+        assert!(o.stdout.contains(f), "{f}: {}", o.stdout);
+    }
+    let (ok, _, log) = build_with("cycle", true, false, false);
+    assert!(!ok);
+    let mut c = crate::common::heft();
+    c.args(["refused", "--log", "-"]).write_stdin(log.clone());
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{text}");
+    assert!(text.contains("Nix found a cycle in /nix/store/"), "{text}");
+    assert!(text.contains("lib/pkgconfig/cycle.pc"), "{text}");
+    assert!(text.contains("lib/cmake/cycle-config.cmake"), "{text}");
+    // A text without a refusal is a usage error that says so.
+    let o = heft_run(
+        None,
+        &[
+            "refused",
+            "--log",
+            &repo().join("Cargo.toml").to_string_lossy(),
+        ],
+    );
+    assert_eq!(o.code, 2, "{}", o.stderr);
+    assert!(
+        o.stderr.contains("no refusal of Nix's found"),
+        "{}",
+        o.stderr
+    );
+}
+
+/// `--dir` on a tree of 100,000 files and a 2 GiB file (sparse: its bytes
+/// are zeros but for a store path at the end) keeps the memory bound of
+/// every other read: the tree is streamed, never held.
+#[test]
+fn a_large_tree_is_read_in_bounded_memory() {
+    let dir = crate::common::scratch_dir("refused-large");
+    let tree = dir.join("tree");
+    for d in 0..100 {
+        let sub = tree.join(format!("d{d:03}"));
+        std::fs::create_dir_all(&sub).unwrap();
+        for f in 0..1000 {
+            std::fs::write(sub.join(format!("f{f:04}")), b"small").unwrap();
+        }
+    }
+    let dep = "/nix/store/0123456789abcdfghijklmnpqrsvwxyz-large-dep";
+    let big = std::fs::File::create(tree.join("big")).unwrap();
+    let size: u64 = 2 << 30;
+    big.set_len(size).unwrap();
+    use std::os::unix::fs::FileExt;
+    big.write_at(format!("{dep}/lib\n").as_bytes(), size - 100)
+        .unwrap();
+    drop(big);
+    let bin = assert_cmd::cargo::cargo_bin("nix-heft");
+    let tree_s = tree.to_string_lossy().into_owned();
+    let out = Command::new("/usr/bin/time")
+        .args(["-f", "%M"])
+        .arg(bin)
+        .args(["refs", "--json", "--dir", &tree_s, "--to", dep])
+        .output()
+        .expect("GNU time (/usr/bin/time) is installed by scripts/test.sh");
+    let err = String::from_utf8_lossy(&out.stderr);
+    let rss: u64 = err
+        .trim()
+        .rsplit('\n')
+        .next()
+        .unwrap()
+        .trim()
+        .parse()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    // The candidate is in no store: the tree refers to a path that is not
+    // there, which is a missing path, said as such.
+    eprintln!(
+        "refs --dir over 100,000 files and 2 GiB: peak RSS {} MiB",
+        rss / 1024
+    );
+    assert!(
+        stdout.contains("\"big\"") || err.contains(dep),
+        "{stdout}{err}"
+    );
+    assert!(rss < 150 * 1024, "peak RSS {} KiB", rss);
+    // Its 100,000 files' blocks go now, not at the end of the run.
+    std::fs::remove_dir_all(&tree).unwrap();
 }

@@ -85,9 +85,14 @@ pub struct Request<'a> {
     pub top: usize,
     /// The rules to apply to every attribute.
     pub rules: &'a Rules,
-    /// Read the evidence (the holding files) for each explained change;
-    /// without it the chains are still given.
+    /// Read the evidence (the holding files) for each explained added
+    /// path and shared cause, from the head; without it the chains are
+    /// still given.
     pub evidence: bool,
+    /// Read the base's evidence too, for the explained removed paths: from
+    /// a binary cache that means downloading the NARs of their referrers,
+    /// for paths that are gone anyway, so it is asked for, not default.
+    pub removed_evidence: bool,
 }
 
 /// One side of one attribute.
@@ -514,7 +519,9 @@ pub fn impact(
         let mut wa = ReadRequest::new();
         for (added, removed) in &picked {
             request::want(&mut wa, edges(added));
-            request::want(&mut wb, edges(removed));
+            if req.removed_evidence {
+                request::want(&mut wb, edges(removed));
+            }
         }
         request::want(
             &mut wa,
