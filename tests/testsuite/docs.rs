@@ -330,6 +330,7 @@ guide_tests! {
     guide_review_and_ci => "review-and-ci.md",
     guide_trace => "trace.md",
     guide_report => "report.md",
+    guide_refused => "refused.md",
 }
 
 /// GitHub's heading anchors: lower case, punctuation other than `-` and `_`

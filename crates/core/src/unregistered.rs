@@ -217,7 +217,11 @@ impl<'a> Scanned<'a> {
         if let Some(d) = self.trees.get(path) {
             return Some(d.clone());
         }
-        if let Some(r) = self.base.and_then(|b| b.real_path(path)) {
+        // The store's answer counts where the files are there (a local
+        // store names where a path would be, held or not).
+        if let Some(r) = self.base.and_then(|b| b.real_path(path))
+            && std::fs::symlink_metadata(&r).is_ok()
+        {
             return Some(r);
         }
         let on_disk = PathBuf::from(path.as_str());
@@ -323,12 +327,15 @@ impl PathMetadata for Scanned<'_> {
                 {
                     match self.files_of(path) {
                         Some(d) if self.scan_candidates => Some(self.scan(path, &d)?),
-                        _ if !self.scan_candidates => Some(PathInfo {
+                        // Not scanned, or nowhere to read (a candidate
+                        // named with --to that no store holds): a leaf,
+                        // so that the tree's reference to it is still
+                        // shown with the files that hold it.
+                        _ => Some(PathInfo {
                             path: path.clone(),
                             nar_size: 0,
                             references: Vec::new(),
                         }),
-                        _ => None,
                     }
                 }
                 None => None,
@@ -432,8 +439,11 @@ mod tests {
         let mut nar = Vec::new();
         crate::nar::dump::dump(&dir, &mut nar).unwrap();
         assert_eq!(info.nar_size, nar.len() as u64);
-        // A candidate neither in a store nor on disk is no path.
-        assert_eq!(s.path_info(&other).unwrap(), None);
+        // A candidate neither in a store nor on disk is a leaf.
+        let leaf = s.path_info(&other).unwrap().unwrap();
+        assert_eq!((leaf.nar_size, leaf.references.len()), (0, 0));
+        // A path that is no candidate is not there.
+        assert_eq!(s.path_info(&sp('9', "nothing")).unwrap(), None);
         assert_eq!(s.real_path(&me), Some(dir));
     }
 
