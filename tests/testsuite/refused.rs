@@ -496,3 +496,18 @@ fn a_large_tree_is_read_in_bounded_memory() {
     // Its 100,000 files' blocks go now, not at the end of the run.
     std::fs::remove_dir_all(&tree).unwrap();
 }
+
+/// `__structuredAttrs`: the check per output in `outputChecks`, read by the
+/// hook from `.attrs.json`, the outputs from `.attrs.sh`'s array.
+#[test]
+fn hook_reads_structured_attributes() {
+    let (ok, _, log) = build("structured", true, false);
+    assert!(!ok, "{log}");
+    assert!(log.contains("is not allowed to refer"), "{log}");
+    let text = hook_text(&log);
+    assert!(
+        text.contains("which disallowedReferences refuses"),
+        "{text}"
+    );
+    assert!(text.contains("share/doc/structured/NOTES"), "{text}");
+}
