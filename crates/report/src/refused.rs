@@ -113,14 +113,26 @@ fn remedy(e: &Edge, output: &str, output_path: &str) -> Vec<String> {
         .any(|h| matches!(h.verdict, Verdict::Runtime | Verdict::Unknown));
     let mut out = Vec::new();
     if runtime {
-        let files: Vec<&str> = e
+        let mut files: Vec<&str> = e
             .evidence
             .iter()
             .filter(|h| matches!(h.verdict, Verdict::Runtime | Verdict::Unknown))
-            .map(|h| h.file.as_str())
+            .map(|h| {
+                if h.file.is_empty() {
+                    "the path itself"
+                } else {
+                    h.file.as_str()
+                }
+            })
             .collect();
+        files.dedup();
+        let how = if e.evidence.iter().any(|h| h.verdict == Verdict::Runtime) {
+            "at run time"
+        } else {
+            "maybe at run time (nix-heft cannot tell)"
+        };
         out.push(format!(
-            "# held at run time (or maybe: {}): the reference is real; the dependency must go from the build, or the check must allow it",
+            "# held {how} by {}: the reference is real; the dependency must go from the build, or the check must allow it",
             files.join(", ")
         ));
         return out;
