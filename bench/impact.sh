@@ -25,8 +25,12 @@
 #           attrs.txt --before-store http://... --after-store file://...
 #           --json, cold (an empty $XDG_CACHE_HOME each run): both
 #           evaluations (nix-env), every closure, the report with its
-#           evidence (NARs of the explained changes' referrers);
+#           evidence (the head's NARs of the added paths' referrers; the
+#           base's are read only with --removed-evidence, below);
 #   impact-ne  the same with --no-evidence (narinfos only).
+# Then REMOVED_EVIDENCE_RUNS (default 1) runs of impact with
+# --removed-evidence (the base's evidence too: the NARs of the removed
+# paths' referrers, from the slow cache), for comparison.
 # Then the user's loop today, `nix path-info -S --store URL OUTPUTS` for each
 # attribute on each side, once, on a sample of LOOP_SAMPLE attributes (default
 # 20; all 1,000 take about half an hour): Nix asks one narinfo at a time, and
@@ -45,7 +49,7 @@
 # figures against Nix's too (also with SKIP_HEFT=1).
 #
 # usage: bench/impact.sh [RUNS]
-#   env: DELAY_MS (50), LOOP_SAMPLE (20; 0 skips the loop), ATTRS (1,000;
+#   env: DELAY_MS (50), LOOP_SAMPLE (20; 0 skips the loop), REMOVED_EVIDENCE_RUNS (1), ATTRS (1,000;
 #   fewer for a smoke test: the union is 20 x ATTRS), SKIP_HEFT=1 (all
 #   but nix-heft, e.g. to test the rest), HEFT=BIN and CACHE_SERVER=BIN (use
 #   these instead of building target/release's).
@@ -57,6 +61,7 @@ delay="${DELAY_MS:-50}"
 sample="${LOOP_SAMPLE:-20}"
 skip_heft="${SKIP_HEFT:-0}"
 n_attrs="${ATTRS:-1000}"
+re_runs="${REMOVED_EVIDENCE_RUNS:-1}"
 data="${NIX_HEFT_BENCH_DATA:-$here/.data}/impact-$n_attrs"
 nixc=(nix --extra-experimental-features nix-command --option narinfo-cache-negative-ttl 0)
 for tool in curl /usr/bin/time nix-env python3; do
@@ -148,6 +153,14 @@ for i in $(seq "$runs"); do
     cp "$work/impact-ne.out" "$work/impact-ne-$i.json"
   fi
 done | tee -a "$work/runs.txt"
+# The base's evidence too (--removed-evidence: the NARs of the removed
+# paths' referrers from the slow cache), REMOVED_EVIDENCE_RUNS times.
+if [ "$skip_heft" != 1 ]; then
+  for i in $(seq "$re_runs"); do
+    impact impact-re --removed-evidence
+    cp "$work/impact-re.out" "$work/impact-re-$i.json"
+  done | tee -a "$work/runs.txt"
+fi
 [ "$(awk '$1 == "fetch" {print $6; exit}' "$work/runs.txt")" = "$union" ] \
   || { echo "the fetch did not ask every narinfo once" >&2; exit 1; }
 
@@ -227,9 +240,8 @@ if sample and len(nix) != 2 * sample:
     bad.append(f"nix gave {len(nix)} closure sizes for {sample} attributes on two sides")
 runs = [l.split() for l in open(os.path.join(work, "runs.txt"))]
 if skip_heft != "1":
-    n_runs = sum(1 for r in runs if r[0] == "impact")
-    for label in ("impact", "impact-ne"):
-        for i in range(1, n_runs + 1):
+    for label in ("impact", "impact-ne", "impact-re"):
+        for i in range(1, sum(1 for r in runs if r[0] == label) + 1):
             run = f"{label} run {i}"
             out = json.load(open(os.path.join(work, f"{label}-{i}.json")))
             got = {a["attr"]: a for a in out["attributes"]}
@@ -283,6 +295,9 @@ im, ne = rows("impact"), rows("impact-ne")
 if im:
     row(f"`nix-heft impact`, {len(expected):,} attributes, cold", im)
     row("the same with `--no-evidence` (no NAR read)", ne)
+    re = rows("impact-re")
+    if re:
+        row("the same with `--removed-evidence` (the base's NARs too)", re)
 lc, lw = rows("loop-cold"), rows("loop-warm")
 est = None
 if lc:
@@ -296,7 +311,9 @@ if lc:
           f"+ {union} narinfos x {per_req * 1000:.1f} ms | ~{est:.0f} s | | | ~{union} |")
 print()
 if im:
-    for what, rs in (("nix-heft", im), ("nix-heft --no-evidence", ne)):
+    for what, rs in (("nix-heft", im), ("nix-heft --no-evidence", ne), ("nix-heft --removed-evidence", re)):
+        if not rs:
+            continue
         pairs = [b[0] / a[0] for a, b in zip(f, rs)]
         med = statistics.median(pairs)
         peak = max(r[1] for r in rs)
