@@ -20,7 +20,7 @@
 //! finder's carry-over and the memo of results).
 
 use std::collections::{HashMap, HashSet};
-use std::io::Read;
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -72,6 +72,37 @@ pub fn placeholder_path(store_dir: &str, dir: &Path) -> StorePath {
     StorePath::parse(store_dir, &format!("{store_dir}/{hash}-{name}"))
         .or_else(|_| StorePath::parse(store_dir, &format!("{store_dir}/{hash}-tree")))
         .expect("a base-32 hash and a plain name make a valid store path")
+}
+
+/// Where a serialisation is written to be scanned: which wanted hashes
+/// occur, which store paths are written out in full (when discovering),
+/// and how many bytes passed.
+struct ScanSink<'w> {
+    finder: HashFinder<'w>,
+    hits: Vec<Hit>,
+    found: HashSet<u32>,
+    written: Option<Written>,
+    size: u64,
+}
+
+impl std::io::Write for ScanSink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        self.size = self.size.saturating_add(buf.len() as u64);
+        self.finder.feed(buf, &mut self.hits);
+        // Only which hashes occur matters here (the read stage finds each
+        // hold again, with its file and offset): the hits are dropped as
+        // they come, so memory stays the carry-over.
+        self.found.extend(self.hits.drain(..).map(|h| h.target));
+        self.finder.forget_pending();
+        if let Some(w) = &mut self.written {
+            w.feed(buf, false);
+        }
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
 }
 
 /// Store paths written out in full in a stream: `STORE_DIR/` then a
@@ -233,38 +264,38 @@ impl<'a> Scanned<'a> {
     /// The NAR serialisation of `dir` scanned: its length and the
     /// candidates whose hash occurs in it.
     fn scan(&self, path: &StorePath, dir: &Path) -> Result<PathInfo> {
-        let io = |source: std::io::Error| Error::Io {
+        // The serialisation is written straight into the scanner (no pipe,
+        // no thread): a buffered writer lets each file be read into its
+        // buffer directly, so every byte is copied once.
+        let mut sink = std::io::BufWriter::with_capacity(
+            CHUNK,
+            ScanSink {
+                finder: HashFinder::new(&self.wanted),
+                hits: Vec::new(),
+                found: HashSet::new(),
+                written: self.discover.then(|| Written::new(&self.store_dir)),
+                size: 0,
+            },
+        );
+        let done = crate::nar::dump::dump(dir, &mut sink).and_then(|()| sink.flush());
+        done.map_err(|source| Error::Io {
             path: dir.to_path_buf(),
             source,
-        };
-        let mut reader = crate::nar::dump::reader(dir).map_err(io)?;
-        let mut finder = HashFinder::new(&self.wanted);
-        let mut hits: Vec<Hit> = Vec::new();
-        let mut found: HashSet<u32> = HashSet::new();
-        let mut buf = vec![0u8; CHUNK];
-        let mut size: u64 = 0;
-        let mut written = Written::new(&self.store_dir);
-        loop {
-            let n = reader.read(&mut buf).map_err(io)?;
-            if n == 0 {
-                break;
-            }
-            size = size.saturating_add(n as u64);
-            finder.feed(&buf[..n], &mut hits);
-            if self.discover {
-                written.feed(&buf[..n], false);
-            }
-            // Only which hashes occur matters here (the read stage finds
-            // each hold again, with its file and offset): the hits are
-            // dropped as they come, so memory stays the carry-over.
-            found.extend(hits.drain(..).map(|h| h.target));
-            finder.forget_pending();
-        }
+        })?;
+        let ScanSink {
+            found,
+            written,
+            size,
+            ..
+        } = sink.into_inner().map_err(|e| Error::Io {
+            path: dir.to_path_buf(),
+            source: e.into_error(),
+        })?;
         let mut references: Vec<StorePath> = found
             .into_iter()
             .map(|i| self.candidates[i as usize].clone())
             .collect();
-        if self.discover {
+        if let Some(mut written) = written {
             written.feed(&[], true);
             references.extend(
                 written
