@@ -220,20 +220,11 @@ fn structured_checks(s: &Structured) -> BTreeMap<String, Checks> {
 
 /// Every `STORE_DIR/<32 base-32>-<name>` in `texts`, as store paths.
 fn store_paths_in(store_dir: &str, texts: &[&str]) -> Vec<StorePath> {
-    let prefix = format!("{store_dir}/");
     let mut out = Vec::new();
     for t in texts {
-        let mut rest = *t;
-        while let Some(i) = rest.find(&prefix) {
-            let after = &rest[i + prefix.len()..];
-            let end = after
-                .find(|c: char| !(c.is_ascii_alphanumeric() || "+-._?=".contains(c)))
-                .unwrap_or(after.len());
-            if let Ok(p) = StorePath::parse(store_dir, &format!("{prefix}{}", &after[..end])) {
-                out.push(p);
-            }
-            rest = &after[end..];
-        }
+        let mut w = crate::store_path::WrittenPaths::new(store_dir);
+        w.feed(t.as_bytes(), true);
+        out.extend(w.into_paths());
     }
     out
 }

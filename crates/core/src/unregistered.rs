@@ -26,7 +26,7 @@ use std::sync::Mutex;
 
 use crate::read::hash_finder::{HashFinder, Hit};
 use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
-use crate::store_path::{HASH_LEN, StorePath};
+use crate::store_path::{HASH_LEN, StorePath, WrittenPaths, is_name_byte};
 use crate::{Error, Result};
 
 /// A tree given to be read as the store path it is meant to become.
@@ -57,7 +57,7 @@ pub fn placeholder_path(store_dir: &str, dir: &Path) -> StorePath {
     let mut name: String = raw
         .chars()
         .map(|c| {
-            if c.is_ascii_alphanumeric() || "+-._?=".contains(c) {
+            if c.is_ascii() && is_name_byte(c as u8) {
                 c
             } else {
                 '-'
@@ -81,7 +81,7 @@ struct ScanSink<'w> {
     finder: HashFinder<'w>,
     hits: Vec<Hit>,
     found: HashSet<u32>,
-    written: Option<Written>,
+    written: Option<WrittenPaths>,
     size: u64,
 }
 
@@ -102,66 +102,6 @@ impl std::io::Write for ScanSink<'_> {
 
     fn flush(&mut self) -> std::io::Result<()> {
         Ok(())
-    }
-}
-
-/// Store paths written out in full in a stream: `STORE_DIR/` then a
-/// 32-character hash, `-` and a name. Fed chunk by chunk; a path cut by a
-/// chunk boundary is completed from a carry-over of the last bytes (a
-/// name is at most 211 bytes, so a bounded carry suffices).
-struct Written {
-    prefix: Vec<u8>,
-    carry: Vec<u8>,
-    paths: HashSet<String>,
-}
-
-/// Longest store path text after the prefix: hash, `-`, a name of at most
-/// 211 bytes.
-const WRITTEN_MAX: usize = HASH_LEN + 1 + 211;
-
-impl Written {
-    fn new(store_dir: &str) -> Written {
-        Written {
-            prefix: format!("{store_dir}/").into_bytes(),
-            carry: Vec::new(),
-            paths: HashSet::new(),
-        }
-    }
-
-    /// Scans the next chunk; `last` at the end of the stream, where a path
-    /// that reaches the end is complete.
-    fn feed(&mut self, chunk: &[u8], last: bool) {
-        // Scan carry + chunk; occurrences starting in the carry that were
-        // complete before were found then, so only those ending past it
-        // are new: take each occurrence whose text reaches the chunk.
-        let mut data = std::mem::take(&mut self.carry);
-        let carried = data.len();
-        data.extend_from_slice(chunk);
-        for at in memchr::memmem::find_iter(&data, &self.prefix) {
-            let start = at + self.prefix.len();
-            let end = data[start..]
-                .iter()
-                .position(|&b| !(b.is_ascii_alphanumeric() || b"+-._?=".contains(&b)))
-                .map_or(data.len(), |e| start + e);
-            // Found whole in the previous round.
-            if end < carried {
-                continue;
-            }
-            // Possibly cut by the chunk's end: left for the next round.
-            if !last && end == data.len() && end - start < WRITTEN_MAX {
-                continue;
-            }
-            let text = &data[start..end.min(start + WRITTEN_MAX)];
-            if text.len() > HASH_LEN
-                && text[HASH_LEN] == b'-'
-                && let Ok(t) = std::str::from_utf8(text)
-            {
-                self.paths
-                    .insert(format!("{}{t}", String::from_utf8_lossy(&self.prefix)));
-            }
-        }
-        let keep = (self.prefix.len() + WRITTEN_MAX).min(data.len());
-        self.carry = data[data.len() - keep..].to_vec();
     }
 }
 
@@ -273,7 +213,7 @@ impl<'a> Scanned<'a> {
                 finder: HashFinder::new(&self.wanted),
                 hits: Vec::new(),
                 found: HashSet::new(),
-                written: self.discover.then(|| Written::new(&self.store_dir)),
+                written: self.discover.then(|| WrittenPaths::new(&self.store_dir)),
                 size: 0,
             },
         );
@@ -299,9 +239,8 @@ impl<'a> Scanned<'a> {
             written.feed(&[], true);
             references.extend(
                 written
-                    .paths
+                    .into_paths()
                     .into_iter()
-                    .filter_map(|p| StorePath::parse(&self.store_dir, &p).ok())
                     .filter(|p| p != path && self.files_of(p).is_some()),
             );
         }
@@ -476,22 +415,6 @@ mod tests {
         // A path that is no candidate is not there.
         assert_eq!(s.path_info(&sp('9', "nothing")).unwrap(), None);
         assert_eq!(s.real_path(&me), Some(dir));
-    }
-
-    #[test]
-    fn written_paths_are_found_across_chunks_and_at_the_end() {
-        let a = format!("/nix/store/{}-alpha-1.0", "a".repeat(32));
-        let b = format!("/nix/store/{}-beta", "b".repeat(32));
-        let text = format!("x {a}/lib y\0{b}");
-        for cut in 0..text.len() {
-            let mut w = Written::new("/nix/store");
-            w.feed(&text.as_bytes()[..cut], false);
-            w.feed(&text.as_bytes()[cut..], false);
-            w.feed(&[], true);
-            let mut got: Vec<String> = w.paths.into_iter().collect();
-            got.sort();
-            assert_eq!(got, vec![a.clone(), b.clone()], "cut at {cut}");
-        }
     }
 
     #[test]

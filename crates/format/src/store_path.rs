@@ -156,6 +156,77 @@ pub fn check_base_name(base: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// Whether `b` may appear in a store path's name (`[A-Za-z0-9+-._?=]`).
+pub fn is_name_byte(b: u8) -> bool {
+    IS_NAME_CHAR[b as usize]
+}
+
+/// Store paths written out in full in a byte stream: `STORE_DIR/`, a
+/// 32-character hash, `-` and a name, each found once. Fed chunk by chunk
+/// (a text in memory is one chunk, `last`); a path cut by a chunk boundary
+/// is completed from a carry-over of the last bytes, bounded because a
+/// name is at most [`MAX_NAME_LEN`] bytes.
+#[derive(Debug)]
+pub struct WrittenPaths {
+    store_dir: String,
+    prefix: Vec<u8>,
+    carry: Vec<u8>,
+    paths: std::collections::BTreeSet<StorePath>,
+}
+
+/// Longest store path text after the prefix: hash, `-`, a name.
+const WRITTEN_MAX: usize = HASH_LEN + 1 + MAX_NAME_LEN;
+
+impl WrittenPaths {
+    /// A finder of paths under `store_dir`.
+    pub fn new(store_dir: &str) -> WrittenPaths {
+        WrittenPaths {
+            store_dir: store_dir.to_string(),
+            prefix: format!("{store_dir}/").into_bytes(),
+            carry: Vec::new(),
+            paths: Default::default(),
+        }
+    }
+
+    /// Scans the next chunk; `last` at the end of the stream, where a path
+    /// that reaches the end is complete.
+    pub fn feed(&mut self, chunk: &[u8], last: bool) {
+        // Scan carry + chunk: an occurrence that ended inside the carry was
+        // taken last round; one that reaches the end of the data may go on
+        // in the next chunk, and waits for it (unless this is the last).
+        let mut data = std::mem::take(&mut self.carry);
+        let carried = data.len();
+        data.extend_from_slice(chunk);
+        for at in memchr::memmem::find_iter(&data, &self.prefix) {
+            let start = at + self.prefix.len();
+            let end = data[start..]
+                .iter()
+                .position(|&b| !is_name_byte(b))
+                .map_or(data.len(), |e| start + e);
+            if end < carried {
+                continue;
+            }
+            if !last && end == data.len() && end - start < WRITTEN_MAX {
+                continue;
+            }
+            let text = &data[at..end.min(start + WRITTEN_MAX)];
+            if let Ok(p) = std::str::from_utf8(text)
+                .map_err(|_| ())
+                .and_then(|t| StorePath::parse(&self.store_dir, t).map_err(|_| ()))
+            {
+                self.paths.insert(p);
+            }
+        }
+        let keep = (self.prefix.len() + WRITTEN_MAX).min(data.len());
+        self.carry = data[data.len() - keep..].to_vec();
+    }
+
+    /// The paths found, each once, sorted.
+    pub fn into_paths(self) -> std::collections::BTreeSet<StorePath> {
+        self.paths
+    }
+}
+
 /// The name of a store path given as a string (`/nix/store/<hash>-rocblas-5.7.1`
 /// gives `rocblas-5.7.1`); the string itself when it has no hash part.
 pub fn name_of(path: &str) -> &str {
@@ -352,6 +423,21 @@ impl OutputKind {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn written_paths_are_found_across_chunks_and_at_the_end() {
+        let a = format!("/nix/store/{}-alpha-1.0", "a".repeat(32));
+        let b = format!("/nix/store/{}-beta", "b".repeat(32));
+        let text = format!("x {a}/lib y\0{b}");
+        for cut in 0..text.len() {
+            let mut w = WrittenPaths::new("/nix/store");
+            w.feed(&text.as_bytes()[..cut], false);
+            w.feed(&text.as_bytes()[cut..], false);
+            w.feed(&[], true);
+            let got: Vec<String> = w.into_paths().iter().map(|p| p.to_string()).collect();
+            assert_eq!(got, vec![a.clone(), b.clone()], "cut at {cut}");
+        }
+    }
+
     use super::*;
 
     const H: &str = "02hmm3h249gbm141s547nrgi1r420ji4";
