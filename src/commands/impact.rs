@@ -375,7 +375,7 @@ fn review_system(review: &ReviewDir, flag: Option<&str>) -> anyhow::Result<Strin
 /// with the outputs their result links point to, failed builds as failed;
 /// the other statuses (broken, non-existent, blacklisted) were never built
 /// and are left to the evaluation of the base alone.
-fn review_side(review: &ReviewDir, system: &str, store_dir: &str) -> anyhow::Result<Evaluation> {
+fn review_side(review: &ReviewDir, system: &str) -> anyhow::Result<Evaluation> {
     let sys = review.system(system).ok_or_else(|| {
         let have: Vec<&str> = review.systems.iter().map(|s| s.system.as_str()).collect();
         Error::Usage(format!(
@@ -384,7 +384,6 @@ fn review_side(review: &ReviewDir, system: &str, store_dir: &str) -> anyhow::Res
             have.join(", ")
         ))
     })?;
-    let _ = store_dir;
     let mut eval = Evaluation::default();
     for status in ReviewStatus::ALL {
         for a in sys.attributes(status) {
@@ -509,13 +508,21 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         if w.is_empty() { vec![s.describe()] } else { w }
     };
 
+    // The nixpkgs-review directory read once: what it built or saw fail,
+    // and every attribute it lists.
+    let reviewed: Option<(Evaluation, Vec<String>)> = match &review_dir {
+        Some(r) => {
+            let system = review_system(r, args.system.as_deref())?;
+            Some((review_side(r, &system)?, review_attrs(r, &system)))
+        }
+        None => None,
+    };
     // The head first when it is a nixpkgs-review directory: its
     // attributes are the list the base is evaluated for.
     let (head, list): (Evaluated, Option<Vec<String>>) = match (&review_dir, &args.after) {
         (Some(r), None) => {
-            let system = review_system(r, args.system.as_deref())?;
-            let eval = review_side(r, &system, &ctx.installables.store_dir)?;
-            let list = named.clone().or_else(|| Some(review_attrs(r, &system)));
+            let (eval, listed) = reviewed.clone().expect("read above");
+            let list = named.clone().or(Some(listed));
             (
                 Evaluated {
                     eval,
@@ -529,13 +536,10 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
                 list,
             )
         }
-        (review, Some(after)) => {
-            let list = named.clone().or_else(|| {
-                review.as_ref().map(|r| {
-                    let system = review_system(r, args.system.as_deref()).unwrap_or_default();
-                    review_attrs(r, &system)
-                })
-            });
+        (_, Some(after)) => {
+            let list = named
+                .clone()
+                .or_else(|| reviewed.as_ref().map(|(_, listed)| listed.clone()));
             let e = evaluate_side(
                 ctx,
                 &ev,
@@ -557,10 +561,9 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         describe(bsrc.as_ref(), &args.before_store),
     )?;
     let mut head = head;
-    if let (Some(r), Some(_)) = (&review_dir, &args.after) {
+    if let (Some((review_eval, _)), Some(_)) = (reviewed, &args.after) {
         // Evaluated head, built by nixpkgs-review: its failures stand.
-        let system = review_system(r, args.system.as_deref())?;
-        for (a, o) in review_side(r, &system, &ctx.installables.store_dir)?.attrs {
+        for (a, o) in review_eval.attrs {
             if matches!(o, Outcome::Failed(_)) {
                 head.eval.attrs.insert(a, o);
             }

@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: &RefusedArgs) -> anyhow::Result<ExitCode> {
         return from_log(ctx, args, log);
     }
     let drv_arg = args.drv.clone().unwrap_or_default();
-    report_drv(ctx, args, &drv_arg)
+    report_drv(ctx, args, ctx.open()?.as_ref(), &drv_arg)
 }
 
 /// Nix's error text read: what it refuses, then each derivation's files
@@ -175,7 +175,7 @@ fn from_log(ctx: &Context, args: &RefusedArgs, log: &std::path::Path) -> anyhow:
         if std::fs::symlink_metadata(d.as_str()).is_err() && !base.is_valid(d)? {
             continue;
         }
-        match report_drv(ctx, args, d.as_str()) {
+        match report_drv(ctx, args, base.as_ref(), d.as_str()) {
             Ok(c) => code = c,
             Err(e) => eprintln!("nix-heft: {d}: {e}"),
         }
@@ -193,8 +193,12 @@ fn plural_drvs(d: &[StorePath]) -> String {
 }
 
 /// The checks of the derivation `drv_arg` over its outputs where they are.
-fn report_drv(ctx: &Context, args: &RefusedArgs, drv_arg: &str) -> anyhow::Result<ExitCode> {
-    let base = ctx.open()?;
+fn report_drv(
+    ctx: &Context,
+    args: &RefusedArgs,
+    base: &dyn StoreSource,
+    drv_arg: &str,
+) -> anyhow::Result<ExitCode> {
     let store_dir = base.store_dir().to_string();
     let drv_path = StorePath::parse(&store_dir, drv_arg)
         .map_err(|e| Error::Usage(format!("{drv_arg}: {e}")))?;
@@ -209,7 +213,7 @@ fn report_drv(ctx: &Context, args: &RefusedArgs, drv_arg: &str) -> anyhow::Resul
     let mut trees = Vec::new();
     for p in spec.outputs.values() {
         if !base.is_valid(p)? {
-            let dir = nix_heft_store::source::files_dir(base.as_ref())
+            let dir = nix_heft_store::source::files_dir(base)
                 .map(|d| d.join(p.base_name()))
                 .unwrap_or_else(|| PathBuf::from(p.as_str()));
             if std::fs::symlink_metadata(&dir).is_ok() {
@@ -227,7 +231,7 @@ fn report_drv(ctx: &Context, args: &RefusedArgs, drv_arg: &str) -> anyhow::Resul
     let setting = Setting {
         spec,
         store_dir,
-        base: Some(base.as_ref()),
+        base: Some(base),
         trees,
         candidates,
         drv: Some(drv_path.to_string()),

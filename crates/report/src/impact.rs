@@ -196,7 +196,6 @@ fn holds(c: &Classified, r: Option<NodeId>, v: NodeId) -> (Vec<String>, Vec<Evid
         return (Vec::new(), Vec::new());
     };
     let mut files: Vec<String> = c.evidence(r, v).iter().map(|e| e.file.clone()).collect();
-    files.dedup();
     files.sort();
     files.dedup();
     (files, c.groups(r, v))
@@ -876,6 +875,8 @@ impl review::Reviewed for ImpactReport {
                 });
             }
         }
+        let names = self.names();
+        let name = |p: &str| names.get(p).to_string();
         for a in self.attributes.iter().filter(|a| a.status == "grown") {
             let mut lines = vec![format!(
                 "{} → {} ({})",
@@ -883,8 +884,6 @@ impl review::Reviewed for ImpactReport {
                 size_of(&a.after, &iec),
                 delta_of(a, false)
             )];
-            let names = self.names();
-            let name = |p: &str| names.get(p).to_string();
             lines.extend(
                 a.added
                     .iter()
