@@ -31,21 +31,23 @@ pub struct RefsArgs {
 pub fn run(ctx: &Context, args: &RefsArgs) -> anyhow::Result<ExitCode> {
     let traces = args.trace.load()?;
     let opened = tree::open(ctx, &args.tree, args.roots.first().map(String::as_str))?;
-    opened.with_source(|src| {
-        let roots = match opened.root() {
-            // The tree is the first ROOT (with --dir, one before the rest).
-            Some(t) if args.tree.dir.is_some() => std::iter::once(t)
-                .chain(args.roots.iter().cloned())
-                .collect(),
-            Some(t) => std::iter::once(t)
-                .chain(args.roots.iter().skip(1).cloned())
-                .collect(),
-            None => args.roots.clone(),
-        };
-        let roots = ctx.roots(src, &roots)?;
-        let g = ctx.load(src, &roots)?;
-        let c = ctx.classified(src, &g, &request::all_edges(&g), traces.as_ref());
-        let report = RefsReport::new(&g, c, args.evidence);
-        ctx.emit_from(src, &report, ctx.text_options())
-    })
+    opened
+        .with_source(|src| {
+            let roots = match opened.root() {
+                // The tree is the first ROOT (with --dir, one before the rest).
+                Some(t) if args.tree.dir.is_some() => std::iter::once(t)
+                    .chain(args.roots.iter().cloned())
+                    .collect(),
+                Some(t) => std::iter::once(t)
+                    .chain(args.roots.iter().skip(1).cloned())
+                    .collect(),
+                None => args.roots.clone(),
+            };
+            let roots = ctx.roots(src, &roots)?;
+            let g = ctx.load(src, &roots)?;
+            let c = ctx.classified(src, &g, &request::all_edges(&g), traces.as_ref());
+            let report = RefsReport::new(&g, c, args.evidence);
+            ctx.emit_from(src, &report, ctx.text_options())
+        })
+        .unwrap_or_else(|| Err(tree::no_source()))
 }

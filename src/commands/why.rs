@@ -69,10 +69,24 @@ pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let opened = tree::open(ctx, &args.tree, root)?;
-    opened.with_source(|src| {
-        let root = opened.root().unwrap_or_else(|| args.root.clone());
-        explain(ctx, src, args, &root, &dep)
-    })
+    let done = opened
+        .with_source(|src| {
+            let root = opened.root().unwrap_or_else(|| args.root.clone());
+            explain(ctx, src, args, &root, &dep)
+        })
+        .unwrap_or_else(|| Err(tree::no_source()));
+    // DEP a sibling output that a failed build left unregistered: no
+    // candidate of the tree unless named (it is not valid).
+    match done {
+        Err(e) if opened.unnamed_unregistered(&ctx.installables.store_dir, &dep) => {
+            Err(nix_heft_types::Error::Usage(format!(
+                "{dep} is not valid (an output a failed build left unregistered), so it is no \
+                 candidate of the tree: name it with --to {dep} ({e})"
+            ))
+            .into())
+        }
+        done => done,
+    }
 }
 
 fn explain(

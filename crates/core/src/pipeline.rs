@@ -11,6 +11,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 
+pub mod refused;
+
 use crate::check::{Baseline, Rules, Violation};
 use crate::classify::{Classified, classify};
 use crate::graph::{Graph, NodeId, ReadRequest, request};

@@ -371,6 +371,281 @@ impl StoreSource for Scanned<'_> {
     }
 }
 
+/// What `refs`, `why` and `size` are asked to read as a tree (`--dir`,
+/// `--as`, `--candidates`, `--to`): a directory or file that is not a
+/// valid store path, the path it stands for, and its candidates.
+#[derive(Debug, Clone, Default)]
+pub struct TreeRequest {
+    /// The tree; `None` to read a ROOT that names an unregistered path of
+    /// the store as its tree (or the store alone).
+    pub dir: Option<PathBuf>,
+    /// The store path it stands for (default: its own path when it is
+    /// under the store directory, else [`placeholder_path`]).
+    pub as_path: Option<StorePath>,
+    /// A file of candidates, one store path per line (`#` comments).
+    pub candidates_file: Option<PathBuf>,
+    /// Candidates given one by one.
+    pub to: Vec<StorePath>,
+}
+
+impl TreeRequest {
+    /// Whether the candidates are given (then no store is needed: they
+    /// are read from disk).
+    pub fn names_candidates(&self) -> bool {
+        self.candidates_file.is_some() || !self.to.is_empty()
+    }
+}
+
+/// A tree opened over the run's store, as a [`TreeRequest`] asks.
+pub struct Opened {
+    /// The run's store, when it could be opened (none inside a build).
+    pub base: Option<Box<dyn StoreSource>>,
+    /// The tree's store path and where its files are, when there is one.
+    pub tree: Option<(StorePath, PathBuf)>,
+    candidates: Vec<StorePath>,
+}
+
+/// Opens `req`'s tree over `base`: `req.dir`, or, without one, the ROOT
+/// `root` when it names a path under the store directory that exists on
+/// disk but is not valid (a failed build's output). A missing tree is an
+/// I/O error (exit 1, as a missing path); without a tree, the store alone.
+pub fn open_tree(
+    base: Option<Box<dyn StoreSource>>,
+    store_dir: &str,
+    req: &TreeRequest,
+    root: Option<&str>,
+) -> Result<Opened> {
+    let dir = match (&req.dir, root) {
+        (Some(d), _) => Some(d.clone()),
+        (None, Some(r)) => unregistered_root(base.as_deref(), store_dir, r)?,
+        (None, None) => None,
+    };
+    let Some(dir) = dir else {
+        return Ok(Opened {
+            base,
+            tree: None,
+            candidates: Vec::new(),
+        });
+    };
+    std::fs::symlink_metadata(&dir).map_err(|source| Error::Io {
+        path: dir.clone(),
+        source,
+    })?;
+    let path = match &req.as_path {
+        Some(p) => p.clone(),
+        None => {
+            let abs = std::path::absolute(&dir).unwrap_or(dir.clone());
+            StorePath::parse(store_dir, &abs.to_string_lossy())
+                .unwrap_or_else(|_| placeholder_path(store_dir, &dir))
+        }
+    };
+    let mut candidates = given_candidates(store_dir, req)?;
+    if candidates.is_empty() {
+        candidates = match &base {
+            Some(b) => b.all_paths()?,
+            None => {
+                return Err(Error::Usage(
+                    "no store to take the candidates from: name them".into(),
+                ));
+            }
+        };
+    }
+    Ok(Opened {
+        base,
+        tree: Some((path, dir)),
+        candidates,
+    })
+}
+
+/// The candidates `req` gives: its file's lines, then `to`.
+fn given_candidates(store_dir: &str, req: &TreeRequest) -> Result<Vec<StorePath>> {
+    let mut out = Vec::new();
+    if let Some(f) = &req.candidates_file {
+        let text = std::fs::read_to_string(f).map_err(|source| Error::Io {
+            path: f.clone(),
+            source,
+        })?;
+        for (n, line) in text.lines().enumerate() {
+            let line = line.trim();
+            if line.is_empty() || line.starts_with('#') {
+                continue;
+            }
+            out.push(
+                StorePath::parse(store_dir, line)
+                    .map_err(|e| Error::Usage(format!("{}:{}: {e}", f.display(), n + 1)))?,
+            );
+        }
+    }
+    out.extend(req.to.iter().cloned());
+    Ok(out)
+}
+
+/// Where the files of `p` are in `base` (or at its own path without a
+/// store that has files on disk).
+fn files_in(base: Option<&dyn StoreSource>, p: &StorePath) -> PathBuf {
+    base.and_then(crate::source::files_dir)
+        .map(|d| d.join(p.base_name()))
+        .unwrap_or_else(|| PathBuf::from(p.as_str()))
+}
+
+/// A ROOT that names a path under the store directory which exists on
+/// disk but is not valid (a failed build's output): its files.
+fn unregistered_root(
+    base: Option<&dyn StoreSource>,
+    store_dir: &str,
+    root: &str,
+) -> Result<Option<PathBuf>> {
+    let Ok(p) = StorePath::parse(store_dir, root) else {
+        return Ok(None);
+    };
+    let Some(b) = base else {
+        return Ok(None);
+    };
+    if b.is_valid(&p)? {
+        return Ok(None);
+    }
+    let on_disk = files_in(base, &p);
+    Ok(std::fs::symlink_metadata(&on_disk)
+        .is_ok()
+        .then_some(on_disk))
+}
+
+impl Opened {
+    /// Runs `f` with the source to read: the tree over the store, or the
+    /// store alone (`None` without either).
+    pub fn with_source<T>(&self, f: impl FnOnce(&dyn StoreSource) -> T) -> Option<T> {
+        match (&self.tree, &self.base) {
+            (Some((path, dir)), base) => {
+                let store_dir = base
+                    .as_deref()
+                    .map_or(crate::source::DEFAULT_STORE_DIR, |b| b.store_dir());
+                let s = Scanned::new(
+                    base.as_deref(),
+                    store_dir,
+                    vec![Tree {
+                        path: path.clone(),
+                        dir: dir.clone(),
+                    }],
+                    self.candidates.clone(),
+                );
+                Some(f(&s))
+            }
+            (None, Some(b)) => Some(f(b.as_ref())),
+            (None, None) => None,
+        }
+    }
+
+    /// The tree's store path, the ROOT the command reads.
+    pub fn root(&self) -> Option<String> {
+        self.tree.as_ref().map(|(p, _)| p.to_string())
+    }
+
+    /// Whether `path` is an unregistered path whose files are on disk but
+    /// that is no candidate of the tree (a sibling output of a failed
+    /// build): what a tree's reader cannot see unless it is named.
+    pub fn unnamed_unregistered(&self, store_dir: &str, path: &str) -> bool {
+        let Ok(p) = StorePath::parse(store_dir, path) else {
+            return false;
+        };
+        self.tree.is_some()
+            && !self.candidates.contains(&p)
+            && !self
+                .base
+                .as_deref()
+                .is_some_and(|b| b.is_valid(&p).unwrap_or(true))
+            && std::fs::symlink_metadata(files_in(self.base.as_deref(), &p)).is_ok()
+    }
+}
+
+/// The text of a build's structured attributes (`.attrs.json`), read
+/// where the builder can reach it: `NIX_ATTRS_JSON_FILE` when that file
+/// exists, else `.attrs.json` in `NIX_BUILD_TOP`. Nix 2.8 sets
+/// `NIX_ATTRS_JSON_FILE` to the host's build directory, which a sandboxed
+/// builder sees as `/build` (NixOS/nix#6736): stdenv's `setup.sh` falls
+/// back the same way. `None` for a build without structured attributes.
+pub fn structured_attrs(
+    vars: &std::collections::BTreeMap<String, String>,
+) -> Result<Option<String>> {
+    let named = vars.get("NIX_ATTRS_JSON_FILE").map(PathBuf::from);
+    let beside = vars
+        .get("NIX_BUILD_TOP")
+        .map(|t| PathBuf::from(t).join(".attrs.json"));
+    let Some(file) = named
+        .iter()
+        .chain(beside.iter())
+        .find(|f| f.is_file())
+        .cloned()
+    else {
+        return Ok(None);
+    };
+    std::fs::read_to_string(&file)
+        .map(Some)
+        .map_err(|source| Error::Io { path: file, source })
+}
+
+/// The outputs among `outputs` whose files are on disk, as trees: inside
+/// a build (no `base`) every one that exists; after it, those `base` does
+/// not hold whose files a failed build left where the store keeps them.
+pub fn left_outputs<'p>(
+    base: Option<&dyn StoreSource>,
+    outputs: impl IntoIterator<Item = &'p StorePath>,
+) -> Result<Vec<Tree>> {
+    let mut trees = Vec::new();
+    for p in outputs {
+        if let Some(b) = base
+            && b.is_valid(p)?
+        {
+            continue;
+        }
+        let dir = files_in(base, p);
+        if std::fs::symlink_metadata(&dir).is_ok() {
+            trees.push(Tree {
+                path: p.clone(),
+                dir,
+            });
+        }
+    }
+    Ok(trees)
+}
+
+/// The derivation `path` names, and the output it is when it is one: a
+/// `.drv` itself; an output's deriver as the store records it (`nix
+/// path-info --derivation`); or, for an output a failed build left
+/// unregistered (no deriver recorded), the valid derivation that lists it
+/// as an output (Nix's `queryValidDerivers`).
+pub fn derivation_of(
+    base: &dyn StoreSource,
+    path: &StorePath,
+) -> Result<(StorePath, Option<StorePath>)> {
+    if path.name().ends_with(".drv") {
+        return Ok((path.clone(), None));
+    }
+    let deriver = match base.deriver(path)? {
+        Some(d) => Some(d),
+        None => base.valid_derivers(path)?.into_iter().next(),
+    };
+    match deriver {
+        Some(d) => Ok((d, Some(path.clone()))),
+        None => Err(Error::NoDeriver {
+            path: path.to_string(),
+        }),
+    }
+}
+
+/// The `.drv` at `drv`, read where `base` keeps its files.
+pub fn read_derivation(
+    base: &dyn StoreSource,
+    drv: &StorePath,
+) -> Result<crate::derivation::Derivation> {
+    let file = base
+        .real_path(drv)
+        .unwrap_or_else(|| PathBuf::from(drv.as_str()));
+    crate::derivation::Derivation::read(base.store_dir(), &file).map_err(|e| Error::BadDerivation {
+        path: drv.to_string(),
+        reason: e.to_string(),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -34,6 +34,17 @@
 //!   at %d bytes; limit is %d bytes` and `closure of path '%s' is too large
 //!   at %d bytes; limit is %d bytes`.
 //!
+//! - **nix-heft's setup hook** (issue 39), in a build log: its header
+//!   lines (`nix-heft: output 'out' (…) refers to …, which
+//!   disallowedReferences refuses`, `… has in its closure …`, `nix-heft:
+//!   the outputs refer to each other: out → dev → out`) are refusals
+//!   [`Found::by_hook`], with the check named; and its failing the build
+//!   (`nix-heft setup hook: failing the build`, with
+//!   `NIX_HEFT_REFUSED_FAIL`, before Nix's checks run) is
+//!   [`Refusal::HookFailed`], the derivation from Nix's `builder for
+//!   '…drv' failed` after it. A hook's refusal that Nix's own message
+//!   also reports (the hook explains, then Nix refuses) is left out.
+//!
 //! A message is found anywhere in a line, not only after `error: `, because
 //! other commands wrap it: `build of '%s' on '%s' failed: %s` (the remote
 //! build hook, `src/nix/build-remote/build-remote.cc`) and `failed to build
@@ -127,6 +138,13 @@ pub enum Refusal {
         /// The limit the derivation set, in bytes.
         limit: u64,
     },
+    /// nix-heft's setup hook failed the build (`NIX_HEFT_REFUSED_FAIL`)
+    /// because Nix would refuse its outputs: Nix's own checks never ran.
+    HookFailed {
+        /// The derivation whose builder failed, from Nix's `builder for
+        /// '…' failed` after the hook's line.
+        drv: Option<StorePath>,
+    },
 }
 
 impl Refusal {
@@ -135,7 +153,8 @@ impl Refusal {
         match self {
             Refusal::Forbidden { drv, .. }
             | Refusal::Cycle { drv, .. }
-            | Refusal::TooLarge { drv, .. } => drv.as_ref(),
+            | Refusal::TooLarge { drv, .. }
+            | Refusal::HookFailed { drv } => drv.as_ref(),
         }
     }
 }
@@ -159,6 +178,8 @@ pub struct Found {
     pub refusal: Refusal,
     /// The lines that say so.
     pub span: Span,
+    /// Said by nix-heft's setup hook in the build log, not by Nix.
+    pub by_hook: bool,
 }
 
 /// Everything read from one text.
@@ -223,6 +244,7 @@ fn parse_capped(store_dir: &str, text: &[u8], cap: usize) -> Parsed {
     while i < lines.len() {
         let line = &lines[i];
         let mut consumed = 1;
+        let mut by_hook = false;
         let found = if let Some((output, drv)) = forbidden_header(store_dir, &line.clean) {
             let mut paths = Vec::new();
             while i + consumed < lines.len() {
@@ -262,6 +284,26 @@ fn parse_capped(store_dir: &str, text: &[u8], cap: usize) -> Parsed {
                 size,
                 limit,
             })
+        } else if let Some((output, path, check)) = hook_forbidden(store_dir, &line.clean) {
+            by_hook = true;
+            Some(Refusal::Forbidden {
+                drv: drvs.producing(&output),
+                output,
+                paths: vec![path],
+                check: Some(check),
+            })
+        } else if let Some((from, to)) = hook_cycle(&line.clean) {
+            by_hook = true;
+            Some(Refusal::Cycle {
+                drv: builder_after(store_dir, &lines[i + 1..]),
+                from,
+                to,
+            })
+        } else if memmem::find(line.clean.as_bytes(), HOOK_FAILED.as_bytes()).is_some() {
+            by_hook = true;
+            Some(Refusal::HookFailed {
+                drv: builder_after(store_dir, &lines[i + 1..]),
+            })
         } else {
             None
         };
@@ -278,12 +320,45 @@ fn parse_capped(store_dir: &str, text: &[u8], cap: usize) -> Parsed {
                     last_line: last.number,
                     bytes: line.bytes.start..last.bytes.end,
                 },
+                by_hook,
             });
         }
         i += consumed;
     }
+    drop_what_nix_says(&mut parsed.refusals);
     parsed.derivations = drvs.order;
     parsed
+}
+
+/// The hook's refusals that Nix's own messages report too (the hook
+/// explained, then Nix refused): Nix's are kept.
+fn drop_what_nix_says(found: &mut Vec<Found>) {
+    let nix_outputs: HashSet<StorePath> = found
+        .iter()
+        .filter(|f| !f.by_hook)
+        .filter_map(|f| match &f.refusal {
+            Refusal::Forbidden { output, .. } => Some(output.clone()),
+            _ => None,
+        })
+        .collect();
+    let nix_cycles: Vec<Option<StorePath>> = found
+        .iter()
+        .filter(|f| !f.by_hook)
+        .filter_map(|f| match &f.refusal {
+            Refusal::Cycle { drv, .. } => Some(drv.clone()),
+            _ => None,
+        })
+        .collect();
+    found.retain(|f| {
+        !f.by_hook
+            || match &f.refusal {
+                Refusal::Forbidden { output, .. } => !nix_outputs.contains(output),
+                Refusal::Cycle { drv, .. } => !nix_cycles
+                    .iter()
+                    .any(|d| d.is_none() || drv.is_none() || d == drv),
+                _ => true,
+            }
+    });
 }
 
 /// One line of the text: where it is, and its text without escapes.
@@ -423,6 +498,77 @@ fn too_large(store_dir: &str, line: &str) -> Option<Refusal> {
         closure,
         size: size.parse().ok()?,
         limit: limit.parse().ok()?,
+    })
+}
+
+/// The setup hook's header of a refused path (its report's text).
+const HOOK_OUTPUT: &str = "nix-heft: output '";
+/// The setup hook's header of a cycle.
+const HOOK_CYCLE: &str = "nix-heft: the outputs refer to each other: ";
+/// The setup hook's line when it fails the build itself.
+pub const HOOK_FAILED: &str = "nix-heft setup hook: failing the build";
+/// Nix's words for a builder that failed (2.8 to 2.35).
+const BUILDER_FOR: &str = "builder for '";
+
+/// `nix-heft: output 'NAME' (PATH) refers to PATH2[ (itself)], which
+/// ATTR refuses` (or `has in its closure`): the output, the path and the
+/// check (ATTR's last part: `outputChecks.out.allowedRequisites`).
+fn hook_forbidden(store_dir: &str, line: &str) -> Option<(StorePath, StorePath, String)> {
+    let at = memmem::find(line.as_bytes(), HOOK_OUTPUT.as_bytes())?;
+    let rest = &line[at + HOOK_OUTPUT.len()..];
+    let (name, rest) = rest.split_once("' (")?;
+    if !is_output_name(name) {
+        return None;
+    }
+    let (output, rest) = rest.split_once(") ")?;
+    let output = StorePath::parse(store_dir, output).ok()?;
+    let rest = rest
+        .strip_prefix("refers to ")
+        .or_else(|| rest.strip_prefix("has in its closure "))?;
+    let (path, rest) = rest.split_once(", which ")?;
+    let path = path.strip_suffix(" (itself)").unwrap_or(path);
+    let path = StorePath::parse(store_dir, path).ok()?;
+    let attr = rest.strip_suffix(" refuses")?.trim_end();
+    let check = attr.rsplit('.').next()?;
+    const CHECKS: [&str; 4] = [
+        "allowedReferences",
+        "allowedRequisites",
+        "disallowedReferences",
+        "disallowedRequisites",
+    ];
+    CHECKS
+        .contains(&check)
+        .then(|| (output, path, check.to_string()))
+}
+
+/// `nix-heft: the outputs refer to each other: out → dev → out …`: the
+/// first output and the one it refers to.
+fn hook_cycle(line: &str) -> Option<(String, String)> {
+    let at = memmem::find(line.as_bytes(), HOOK_CYCLE.as_bytes())?;
+    let rest = &line[at + HOOK_CYCLE.len()..];
+    let mut names = rest.split(" → ");
+    let from = names.next()?.trim();
+    let to = names.next()?.split_whitespace().next()?;
+    (is_output_name(from) && is_output_name(to)).then(|| (from.to_string(), to.to_string()))
+}
+
+/// Lines after a hook's line searched for Nix's `builder for` (the rest
+/// of the hook's text comes between), so that the work stays linear.
+const BUILDER_WITHIN: usize = 2000;
+
+/// The derivation of the first `builder for '<drv>' failed` in the first
+/// [`BUILDER_WITHIN`] of `lines`.
+fn builder_after(store_dir: &str, lines: &[Line]) -> Option<StorePath> {
+    lines.iter().take(BUILDER_WITHIN).find_map(|l| {
+        let at = memmem::find(l.clean.as_bytes(), BUILDER_FOR.as_bytes())?;
+        let rest = &l.clean[at + BUILDER_FOR.len()..];
+        let (drv, tail) = rest.split_once('\'')?;
+        if !tail.starts_with(" failed") {
+            return None;
+        }
+        StorePath::parse(store_dir, drv)
+            .ok()
+            .filter(|d| d.name().ends_with(".drv"))
     })
 }
 
@@ -957,8 +1103,13 @@ mod tests {
             match &found.refusal {
                 Refusal::Forbidden { output, paths, .. } => {
                     assert_eq!(output.store_dir(), STORE);
-                    assert_eq!(paths.len(), span.last_line - span.first_line);
+                    if found.by_hook {
+                        assert_eq!((paths.len(), span.first_line), (1, span.last_line));
+                    } else {
+                        assert_eq!(paths.len(), span.last_line - span.first_line);
+                    }
                 }
+                Refusal::HookFailed { .. } => assert_eq!(span.first_line, span.last_line),
                 Refusal::Cycle { from, to, .. } => assert!(!from.is_empty() && !to.is_empty()),
                 Refusal::TooLarge { .. } => assert_eq!(span.first_line, span.last_line),
             }
@@ -1020,6 +1171,13 @@ mod tests {
             b"' failed: ",
             b"keeping build directory \"",
             b"0917k6x1nq6bpy5a738180h15l0caahy-",
+            HOOK_OUTPUT.as_bytes(),
+            b"' (/nix/store/0917k6x1nq6bpy5a738180h15l0caahy-x) refers to ",
+            b", which disallowedReferences refuses",
+            HOOK_CYCLE.as_bytes(),
+            b" \xe2\x86\x92 ",
+            HOOK_FAILED.as_bytes(),
+            BUILDER_FOR.as_bytes(),
         ];
         let mut found_any = 0;
         for round in 0..3000 {

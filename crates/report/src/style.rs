@@ -17,7 +17,13 @@ pub struct Style {
 }
 
 fn paint(style: Ansi, text: &str) -> String {
-    format!("{}{text}{}", style.render(), style.render_reset())
+    // The reset goes before a closing line break, so that it does not
+    // start a line of its own (a line of escapes alone reads as blank).
+    let (body, end) = match text.strip_suffix('\n') {
+        Some(b) => (b, "\n"),
+        None => (text, ""),
+    };
+    format!("{}{body}{}{end}", style.render(), style.render_reset())
 }
 
 impl Style {

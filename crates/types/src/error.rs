@@ -139,6 +139,20 @@ pub enum Error {
         /// Description of the store the `.drv` files are read from.
         store: String,
     },
+    /// A build's outputs, none of which is there to read: never built,
+    /// deleted with a sandbox, by a later build or by the garbage
+    /// collector.
+    #[error(
+        "none of the outputs of {drv} is there to read ({outputs}): not built yet, or \
+         deleted after the build (with the sandbox, by a later build of the derivation or by \
+         the garbage collector)"
+    )]
+    OutputsGone {
+        /// The derivation, or what stands for it.
+        drv: String,
+        /// Its outputs' paths.
+        outputs: String,
+    },
     /// No `--store` given and no local store present.
     #[error("no Nix store found: {} does not exist", .0.display())]
     NoLocalStore(PathBuf),

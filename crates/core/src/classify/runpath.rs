@@ -37,15 +37,31 @@ pub(super) fn judge(
             ev.serves = runpath_serves(&listing, &facts.needed, &facts.dlopen);
             ev.dead = ev.serves.is_empty();
         }
+        // The path's whole tree is known and has no such directory (an
+        // output's own `$out/lib` that was never made): the loader finds
+        // nothing there.
+        None if tree.is_some_and(|t| resolve(t, base, sub.as_bytes()) == Err(Missing::Yes)) => {
+            ev.dead = true;
+            ev.note = Some(format!("{dir} does not exist"));
+        }
         None => ev.note = Some(format!("cannot list {dir}; not judged")),
     }
+}
+
+/// Why a directory could not be resolved in a tree.
+#[derive(Debug, PartialEq, Eq)]
+enum Missing {
+    /// A component is not there.
+    Yes,
+    /// A symlink leads out of the tree or loops: not known here.
+    Unknown,
 }
 
 /// The names in directory `sub` of `tree`, following symlinks inside the
 /// tree as the loader would (`lib -> lib64`); `None` when it is not a
 /// directory of this path.
 pub(crate) fn list_dir(tree: &FileTree, base: &str, sub: &[u8]) -> Option<Vec<String>> {
-    let dir = resolve(tree, base, sub)?;
+    let dir = resolve(tree, base, sub).ok()?;
     let names = tree
         .under(&dir)
         .filter(|e| relpath::parent(&e.path) == Some(dir.as_slice()))
@@ -58,7 +74,7 @@ pub(crate) fn list_dir(tree: &FileTree, base: &str, sub: &[u8]) -> Option<Vec<St
 }
 
 /// `sub` with every symlink on the way resolved within the tree.
-fn resolve(tree: &FileTree, base: &str, sub: &[u8]) -> Option<Vec<u8>> {
+fn resolve(tree: &FileTree, base: &str, sub: &[u8]) -> Result<Vec<u8>, Missing> {
     let mut todo: Vec<Vec<u8>> = sub
         .split(|&b| b == b'/')
         .filter(|c| !c.is_empty())
@@ -71,24 +87,28 @@ fn resolve(tree: &FileTree, base: &str, sub: &[u8]) -> Option<Vec<u8>> {
         match comp.as_slice() {
             b"." => continue,
             b".." => {
-                cur = relpath::parent(&cur)?.to_vec();
+                cur = relpath::parent(&cur).ok_or(Missing::Unknown)?.to_vec();
                 continue;
             }
             _ => {}
         }
         let mut next = cur.clone();
         relpath::push(&mut next, &comp);
-        let entry = tree.under(&next).next().filter(|e| e.path == next)?;
+        let entry = tree
+            .under(&next)
+            .next()
+            .filter(|e| e.path == next)
+            .ok_or(Missing::Yes)?;
         if let TreeNode::Symlink { target } = &entry.node {
             links += 1;
             if links > MAX_LINKS {
-                return None;
+                return Err(Missing::Unknown);
             }
             let target = if let Some(abs) = target.strip_prefix(base.as_bytes()) {
                 cur.clear();
                 abs
             } else if target.starts_with(b"/") {
-                return None; // leaves this path
+                return Err(Missing::Unknown); // leaves this path
             } else {
                 target.as_slice()
             };
@@ -103,7 +123,7 @@ fn resolve(tree: &FileTree, base: &str, sub: &[u8]) -> Option<Vec<u8>> {
             cur = next;
         }
     }
-    Some(cur)
+    Ok(cur)
 }
 
 #[cfg(test)]
@@ -157,5 +177,9 @@ mod tests {
         assert!(list_dir(&tree, base, b"out").is_none());
         assert!(list_dir(&tree, base, b"lib64/libx.so.1").is_none());
         assert!(list_dir(&tree, base, b"missing").is_none());
+        assert_eq!(resolve(&tree, base, b"missing"), Err(Missing::Yes));
+        assert_eq!(resolve(&tree, base, b"lib/missing"), Err(Missing::Yes));
+        assert_eq!(resolve(&tree, base, b"out"), Err(Missing::Unknown));
+        assert_eq!(resolve(&tree, base, b"loop"), Err(Missing::Unknown));
     }
 }

@@ -222,9 +222,19 @@ pub fn find_all(s: &[u8], wanted: &HashMap<[u8; HASH_LEN], u32>) -> Vec<Hit> {
     out
 }
 
+/// The printable bytes around the hash at `pos`, within its line: an
+/// excerpt of a text file's line 2 starts on line 2 (a newline never
+/// occurs in a hash, so the line is the one the hash is on).
 fn context(buf: &[u8], pos: usize) -> String {
-    let lo = pos.saturating_sub(CONTEXT);
-    let hi = (pos + HASH_LEN + CONTEXT).min(buf.len());
+    let mut lo = pos.saturating_sub(CONTEXT);
+    if let Some(nl) = memchr::memrchr(b'\n', &buf[lo..pos]) {
+        lo += nl + 1;
+    }
+    let end = (pos + HASH_LEN).min(buf.len());
+    let mut hi = (pos + HASH_LEN + CONTEXT).min(buf.len());
+    if let Some(nl) = memchr::memchr(b'\n', &buf[end..hi]) {
+        hi = end + nl;
+    }
     buf[lo..hi]
         .iter()
         .map(|&b| {
@@ -250,6 +260,23 @@ mod tests {
 
     const A: &str = "02hmm3h249gbm141s547nrgi1r420ji4";
     const B: &str = "ql3g6qnarjnqcm4p102iqqwfm5fyrmnw";
+
+    #[test]
+    fn an_excerpt_stays_on_its_line() {
+        let w = wanted(&[A]);
+        let text =
+            format!("prefix=/nix/store/{B}-x\nincludedir=/nix/store/{A}-dev/include\nnext\n");
+        let hits = find_all(text.as_bytes(), &w);
+        assert_eq!(hits.len(), 1);
+        assert_eq!(
+            hits[0].context,
+            format!("includedir=/nix/store/{A}-dev/include")
+        );
+        // A line longer than the excerpt is cut by length alone.
+        let long = format!("{}{A}{}", "x".repeat(100), "y".repeat(100));
+        let hits = find_all(long.as_bytes(), &w);
+        assert_eq!(hits[0].context.len(), CONTEXT + HASH_LEN + CONTEXT);
+    }
 
     #[test]
     fn finds_every_occurrence_at_every_split() {
@@ -299,10 +326,11 @@ mod tests {
         let w = wanted(&[A]);
         let hits = find_all(format!("{B} /nix/store/{A}-glibc/lib\n").as_bytes(), &w);
         assert_eq!(hits.len(), 1);
+        // The excerpt ends with the line.
         assert!(
             hits[0]
                 .context
-                .contains(&format!("/nix/store/{A}-glibc/lib."))
+                .ends_with(&format!(" /nix/store/{A}-glibc/lib"))
         );
     }
 

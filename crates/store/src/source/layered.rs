@@ -206,6 +206,16 @@ impl PathMetadata for Layered {
         }
     }
 
+    fn valid_derivers(&self, path: &StorePath) -> Result<Vec<StorePath>> {
+        for l in &self.layers {
+            let d = l.source.valid_derivers(path)?;
+            if !d.is_empty() {
+                return Ok(d);
+            }
+        }
+        Ok(Vec::new())
+    }
+
     fn has_provenance(&self) -> bool {
         true
     }

@@ -679,6 +679,27 @@ impl PathMetadata for LocalStore {
             .transpose()
     }
 
+    fn valid_derivers(&self, path: &StorePath) -> Result<Vec<StorePath>> {
+        // Nix 2.8's own query (`QueryValidDerivers`, local-store.cc).
+        let rows: Vec<String> = self.read(false, |conn| {
+            conn.prepare_cached(
+                "SELECT v.path FROM DerivationOutputs d JOIN ValidPaths v ON d.drv = v.id \
+                 WHERE d.path = ?1",
+            )
+            .and_then(|mut s| {
+                s.query_map([path.as_str()], |r| r.get::<_, String>(0))
+                    .and_then(|it| it.collect::<rusqlite::Result<Vec<_>>>())
+            })
+            .map_err(|e| self.db_err(e))
+        })?;
+        let mut out = rows
+            .iter()
+            .map(|d| self.parse_db_path(d))
+            .collect::<Result<Vec<_>>>()?;
+        out.sort();
+        Ok(out)
+    }
+
     fn same_deriver_many(
         &self,
         paths: &[StorePath],

@@ -197,6 +197,14 @@ pub trait PathMetadata: Send + Sync {
     fn deriver(&self, _path: &StorePath) -> Result<Option<StorePath>> {
         Ok(None)
     }
+    /// The valid derivations that list `path` as an output, whether or not
+    /// `path` is valid (Nix's `LocalStore::queryValidDerivers`, over the
+    /// local store's `DerivationOutputs` table): how an output that a
+    /// failed build left unregistered, which has no recorded deriver,
+    /// finds its derivation. Empty where the source does not know.
+    fn valid_derivers(&self, _path: &StorePath) -> Result<Vec<StorePath>> {
+        Ok(Vec::new())
+    }
     /// Where the metadata of `path` came from and what vouches for it, once
     /// the source has answered for it: binary caches name themselves and
     /// the trusted key that signed its narinfo. `None` from sources that

@@ -67,11 +67,21 @@ pub(crate) fn single_quoted(s: &str) -> String {
 /// A file of the package as a builder's shell names it: `$out/lib/x.so`,
 /// the relative part quoted when it needs to be (`$out` stays expanded).
 pub(crate) fn out_file(rel: &str) -> String {
+    output_file("out", rel)
+}
+
+/// A file of the output `output` as a builder's shell names it
+/// (`$dev/lib/x.pc`), as [`out_file`] does for `out`; the output itself
+/// when `rel` is empty.
+pub(crate) fn output_file(output: &str, rel: &str) -> String {
+    if rel.is_empty() {
+        return format!("\"${output}\"");
+    }
     let w = shell_word(rel);
     if w.starts_with('\'') {
-        format!("\"$out\"/{w}")
+        format!("\"${output}\"/{w}")
     } else {
-        format!("$out/{w}")
+        format!("${output}/{w}")
     }
 }
 
