@@ -301,8 +301,12 @@ fn parse_capped(store_dir: &str, text: &[u8], cap: usize) -> Parsed {
             })
         } else if memmem::find(line.clean.as_bytes(), HOOK_FAILED.as_bytes()).is_some() {
             by_hook = true;
+            // `nix-build` prints Nix's line after the log; `nix build`
+            // prints it first, then the log's last lines.
+            let before = &lines[i.saturating_sub(BUILDER_BEFORE)..i];
             Some(Refusal::HookFailed {
-                drv: builder_after(store_dir, &lines[i + 1..]),
+                drv: builder_after(store_dir, &lines[i + 1..])
+                    .or_else(|| builder_before(store_dir, before)),
             })
         } else {
             None
@@ -528,7 +532,7 @@ fn hook_forbidden(store_dir: &str, line: &str) -> Option<(StorePath, StorePath, 
     let (path, rest) = rest.split_once(", which ")?;
     let path = path.strip_suffix(" (itself)").unwrap_or(path);
     let path = StorePath::parse(store_dir, path).ok()?;
-    let attr = rest.strip_suffix(" refuses")?.trim_end();
+    let attr = rest.trim_end().strip_suffix(" refuses")?;
     let check = attr.rsplit('.').next()?;
     const CHECKS: [&str; 4] = [
         "allowedReferences",
@@ -556,20 +560,36 @@ fn hook_cycle(line: &str) -> Option<(String, String)> {
 /// of the hook's text comes between), so that the work stays linear.
 const BUILDER_WITHIN: usize = 2000;
 
+/// Lines before a hook's failing line searched for Nix's `builder for`:
+/// `nix build` shows the log's last 10 lines after it, with a line or two
+/// of its own.
+const BUILDER_BEFORE: usize = 16;
+
 /// The derivation of the first `builder for '<drv>' failed` in the first
 /// [`BUILDER_WITHIN`] of `lines`.
 fn builder_after(store_dir: &str, lines: &[Line]) -> Option<StorePath> {
-    lines.iter().take(BUILDER_WITHIN).find_map(|l| {
-        let at = memmem::find(l.clean.as_bytes(), BUILDER_FOR.as_bytes())?;
-        let rest = &l.clean[at + BUILDER_FOR.len()..];
-        let (drv, tail) = rest.split_once('\'')?;
-        if !tail.starts_with(" failed") {
-            return None;
-        }
-        StorePath::parse(store_dir, drv)
-            .ok()
-            .filter(|d| d.name().ends_with(".drv"))
-    })
+    lines
+        .iter()
+        .take(BUILDER_WITHIN)
+        .find_map(|l| builder_in(store_dir, l))
+}
+
+/// The derivation of the last `builder for '<drv>' failed` in `lines`.
+fn builder_before(store_dir: &str, lines: &[Line]) -> Option<StorePath> {
+    lines.iter().rev().find_map(|l| builder_in(store_dir, l))
+}
+
+/// The derivation of `builder for '<drv>' failed` in a line.
+fn builder_in(store_dir: &str, l: &Line) -> Option<StorePath> {
+    let at = memmem::find(l.clean.as_bytes(), BUILDER_FOR.as_bytes())?;
+    let rest = &l.clean[at + BUILDER_FOR.len()..];
+    let (drv, tail) = rest.split_once('\'')?;
+    if !tail.starts_with(" failed") {
+        return None;
+    }
+    StorePath::parse(store_dir, drv)
+        .ok()
+        .filter(|d| d.name().ends_with(".drv"))
 }
 
 /// The quoted name `rest` starts with (its closing `'` not included): an
@@ -711,6 +731,14 @@ mod tests {
     const NIX28_TTY_CYCLE: &[u8] = data!("nix-2.8-cycle.nix-build-L-tty.txt");
     // `nix log` of the failed `disallowed` derivation.
     const NIX28_LOG: &[u8] = data!("nix-2.8-disallowed.nix-log.txt");
+    // tests/fixtures/refused with nix-heft's setup hook (issue 39): it
+    // explains, then Nix refuses; with NIX_HEFT_REFUSED_FAIL=1 it fails
+    // the build itself (`nix-build`, `nix build` with its last 10 log
+    // lines, `nix build -L` on a terminal).
+    const NIX28_HOOK: &[u8] = data!("nix-2.8-hook.nix-build.txt");
+    const NIX28_HOOK_FAIL: &[u8] = data!("nix-2.8-hook-fail.nix-build.txt");
+    const NIX28_HOOK_FAIL_CYCLE: &[u8] = data!("nix-2.8-hook-fail-cycle.nix-build-new-cli.txt");
+    const NIX28_HOOK_FAIL_TTY: &[u8] = data!("nix-2.8-hook-fail.nix-build-L-tty.txt");
 
     const ALL_NIX28: &[&[u8]] = &[
         NIX28_DISALLOWED,
@@ -727,6 +755,10 @@ mod tests {
         NIX28_TTY_MANY,
         NIX28_TTY_CYCLE,
         NIX28_LOG,
+        NIX28_HOOK,
+        NIX28_HOOK_FAIL,
+        NIX28_HOOK_FAIL_CYCLE,
+        NIX28_HOOK_FAIL_TTY,
     ];
 
     const DEP: &str = "/nix/store/0917k6x1nq6bpy5a738180h15l0caahy-nl-dep-1.0";
@@ -913,6 +945,94 @@ mod tests {
                 "/nix/store/nhkl6jl62cddfrc0ablgh0cm9rmp6cdq-nl-dis-1.0.drv"
             )]
         );
+    }
+
+    /// The store path written in `text` whose name ends with `suffix`.
+    fn named(text: &[u8], suffix: &str) -> StorePath {
+        let text = String::from_utf8_lossy(text);
+        let at = text
+            .match_indices("/nix/store/")
+            .map(|(i, _)| &text[i..])
+            .map(|t| {
+                &t[..t
+                    .find(|c: char| !(c.is_ascii_alphanumeric() || "/+-._?=".contains(c)))
+                    .unwrap_or(t.len())]
+            })
+            .find(|p| p.ends_with(suffix))
+            .unwrap_or_else(|| panic!("no {suffix}"));
+        sp(at)
+    }
+
+    #[test]
+    fn the_hooks_text_when_nix_refuses_after_it_is_nixs_refusal_once() {
+        let parsed = parse(STORE, NIX28_HOOK);
+        assert_eq!(parsed.refusals.len(), 1, "{parsed:#?}");
+        let f = &parsed.refusals[0];
+        assert!(!f.by_hook);
+        assert_eq!(
+            f.refusal,
+            forbidden(
+                Some(named(NIX28_HOOK, "-text-and-elf-1.0.drv").as_str()),
+                named(NIX28_HOOK, "-text-and-elf-1.0").as_str(),
+                &[named(NIX28_HOOK, "-dep-1.0").as_str()]
+            )
+        );
+    }
+
+    #[test]
+    fn the_hook_failing_the_build_is_read_from_its_text() {
+        for text in [NIX28_HOOK_FAIL, NIX28_HOOK_FAIL_TTY] {
+            let parsed = parse(STORE, text);
+            let drv = named(text, "-text-and-elf-1.0.drv");
+            assert_eq!(parsed.refusals.len(), 2, "{parsed:#?}");
+            assert!(parsed.refusals.iter().all(|f| f.by_hook));
+            assert_eq!(
+                parsed.refusals[0].refusal,
+                Refusal::Forbidden {
+                    drv: Some(drv.clone()),
+                    output: named(text, "-text-and-elf-1.0"),
+                    paths: vec![named(text, "-dep-1.0")],
+                    check: Some("disallowedReferences".into()),
+                }
+            );
+            assert_eq!(
+                parsed.refusals[1].refusal,
+                Refusal::HookFailed { drv: Some(drv) }
+            );
+        }
+        // `nix build`: Nix's line first, then the log's last 10 lines
+        // (the cycle's header is cut; the failing line is there).
+        let parsed = parse(STORE, NIX28_HOOK_FAIL_CYCLE);
+        assert_eq!(parsed.refusals.len(), 1, "{parsed:#?}");
+        assert_eq!(
+            parsed.refusals[0].refusal,
+            Refusal::HookFailed {
+                drv: Some(named(NIX28_HOOK_FAIL_CYCLE, "-cycle-1.0.drv"))
+            }
+        );
+    }
+
+    #[test]
+    fn the_hooks_cycle_line() {
+        let text = format!(
+            "building '{X_DRV}'...\nnix-heft: the outputs refer to each other: dev → out → dev (Nix: \"cycle detected\")\n  x\n"
+        );
+        let found = only(text.as_bytes());
+        assert!(found.by_hook);
+        assert_eq!(
+            found.refusal,
+            Refusal::Cycle {
+                drv: None,
+                from: "dev".into(),
+                to: "out".into()
+            }
+        );
+        // Nix's own cycle message after it: Nix's is kept.
+        let both = format!(
+            "{text}error: cycle detected in build of '{X_DRV}' in the references of output 'out' from output 'dev'\n"
+        );
+        let found = only(both.as_bytes());
+        assert!(!found.by_hook);
     }
 
     // Texts of current Nix (master at 88b09c64fbea of NixOS/nix, after 2.35.2), built
