@@ -8,7 +8,8 @@
 # Use: nativeBuildInputs = [ nix-heft ]. The package installs this file as
 # $out/nix-support/setup-hook, which stdenv sources; it registers itself in
 # postFixupHooks, so it runs once, after every output's fixup (nixpkgs' own
-# moves between outputs included), and nix-heft reads each output once. A
+# moves between outputs included), and nix-heft reads each output once
+# (and again only the files that hold what it explains). A
 # builder without stdenv can source this file and run the entries of
 # postFixupHooks once its outputs are complete.
 #

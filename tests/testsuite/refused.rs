@@ -315,6 +315,22 @@ const CASES: &[Case] = &[
         cycle: None,
     },
     Case {
+        attr: "manyDocs",
+        name: "many-docs-1.0",
+        refused: &[(
+            "disallowedReferences",
+            "-dep-1.0",
+            &[
+                ("share/doc/many-docs/a.txt", "text"),
+                ("share/doc/many-docs/b.txt", "text"),
+                ("share/doc/many-docs/c.txt", "text"),
+                ("share/doc/many-docs/html/d.html", "text"),
+                ("share/doc/many-docs/html/e.html", "text"),
+            ],
+        )],
+        cycle: None,
+    },
+    Case {
         attr: "cycle",
         name: "cycle-1.0",
         refused: &[],
@@ -663,6 +679,7 @@ cases! {
     output_checks_structured_sandbox_on => "structured", On;
     output_checks_own_path_sandbox_off => "structuredSelf", Off;
     output_checks_own_path_sandbox_on => "structuredSelf", On;
+    many_files_sandbox_off => "manyDocs", Off;
     cycle_between_outputs_sandbox_off => "cycle", Off;
     cycle_between_outputs_sandbox_on => "cycle", On;
 }
@@ -714,6 +731,21 @@ fn the_fixes_suggested_are_the_ones_that_pass() {
             .unwrap()
             .starts_with("remove-references-to -t /nix/store/")
     );
+    // Five files: three named, the rest counted, all reached by find.
+    let r = &fixes_of("manyDocs")[0];
+    let lines = &r["fixes"][0]["lines"];
+    assert_eq!(
+        lines[0],
+        "# 5 files: share/doc/many-docs/a.txt, share/doc/many-docs/b.txt, \
+         share/doc/many-docs/c.txt and 2 more",
+        "{r}"
+    );
+    assert!(
+        lines[1].as_str().unwrap().starts_with(
+            "find $out/share/doc/many-docs -type f -exec remove-references-to -t /nix/store/"
+        ),
+        "{r}"
+    );
     // Held at run time by a script: the check allows it.
     let r = &fixes_of("allowed")[0];
     assert_eq!(r["held"], "at-run-time", "{r}");
@@ -723,8 +755,11 @@ fn the_fixes_suggested_are_the_ones_that_pass() {
     assert_eq!(r["fixes"][0]["attribute"], "allowedReferences");
     assert_eq!(r["fixes"][0]["list"].as_array().unwrap().len(), 2, "{r}");
     // The output's own path as its requisite: allowed by its name.
-    let r = &fixes_of("structuredSelf")[0];
-    assert_eq!(r["held"], "own-path", "{r}");
+    let all = fixes_of("structuredSelf");
+    let r = all
+        .iter()
+        .find(|r| r["held"] == "own-path")
+        .unwrap_or_else(|| panic!("{all:?}"));
     assert_eq!(
         r["fixes"][0],
         serde_json::json!({"kind": "check", "attribute": "outputChecks.out.allowedRequisites",
@@ -1069,27 +1104,40 @@ fn the_files_are_the_ones_nix_why_depends_names() {
     }
 }
 
-/// Store hashes masked: each run's builds are salted.
+/// Store hashes masked: each run's builds are salted. A hash an excerpt
+/// cuts (at its start, or at its end after `/nix/store/`) is masked too.
 fn masked(s: &str) -> String {
-    let mut out = String::new();
-    let mut rest = s;
-    while let Some(i) = rest.find("/nix/store/") {
-        let after = &rest[i + "/nix/store/".len()..];
-        out.push_str(&rest[..i]);
-        out.push_str("/nix/store/");
-        let hash = after.as_bytes().get(..32).is_some_and(|h| {
-            h.iter()
-                .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit())
-        });
-        if hash {
-            out.push_str("HASH");
-            rest = &after[32..];
-        } else {
-            rest = after;
+    let is_b32 = |c: char| c.is_ascii_lowercase() || c.is_ascii_digit();
+    let mut lines = Vec::new();
+    for line in s.lines() {
+        let mut out = String::new();
+        let mut rest = line;
+        // An excerpt (`@N: …`) that starts inside a hash.
+        if let Some(at) = rest.find(": ").filter(|_| rest.contains(" @")) {
+            let after = &rest[at + 2..];
+            let run = after.chars().take_while(|&c| is_b32(c)).count();
+            if run > 0 && run < 32 && after[run..].starts_with('-') {
+                out.push_str(&rest[..at + 2]);
+                out.push_str("HASH");
+                rest = &after[run..];
+            }
         }
+        while let Some(i) = rest.find("/nix/store/") {
+            let after = &rest[i + "/nix/store/".len()..];
+            out.push_str(&rest[..i]);
+            out.push_str("/nix/store/");
+            let run = after.chars().take(32).take_while(|&c| is_b32(c)).count();
+            if run == 32 || (run > 0 && run == after.len()) {
+                out.push_str("HASH");
+                rest = &after[run..];
+            } else {
+                rest = after;
+            }
+        }
+        out.push_str(rest);
+        lines.push(out);
     }
-    out.push_str(rest);
-    out
+    lines.join("\n")
 }
 
 /// A log as blocks (a line at column 0 and the indented lines after it),
@@ -1140,7 +1188,9 @@ fn doc_shows_before_and_after(doc: &str, attr: &str, blocks: (&str, &str)) {
     );
     assert!(!plain.ok);
     assert!(!plain.log.contains("nix-heft"), "{}", plain.log);
-    let before = &plain.log[plain.log.find("error: ").unwrap()..];
+    // From Nix's refusal (Nix may say other things before it: "SQLite
+    // database … is busy" while other tests build).
+    let before = &plain.log[plain.log.find("error: output '").unwrap()..];
     let hooked = build(attr, Sandbox::Off, "doc", &Opts::default());
     assert!(!hooked.ok);
     let after = &hooked.log[hooked.log.find("nix-heft: ").unwrap()..];

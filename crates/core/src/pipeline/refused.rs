@@ -8,9 +8,10 @@
 //! ([`unregistered::left_outputs`]) → their graph, as Nix scans them
 //! ([`Scanned`]) → [`refusal::refusals`] and [`refusal::cycles`] → the
 //! edges they hang on read and classified ([`super::classified`]) → each
-//! refusal's strongest chain and remedy. Each output is read once per
-//! call, so the setup hook, which calls it once per build, reads each
-//! output once.
+//! refusal's strongest chain and remedy. Each output is scanned once per
+//! call (and the files that hold what is explained read again, for their
+//! evidence), so the setup hook, which calls it once per build, reads
+//! each output once.
 
 use std::collections::BTreeMap;
 
