@@ -232,13 +232,14 @@ enum Command {
     Refs(commands::refs::RefsArgs),
     /// Why Nix refuses a build's output: each path a check
     /// (disallowedReferences, disallowedRequisites, allowedReferences,
-    /// allowedRequisites) forbids, with every file that holds it (offset,
-    /// kind, verdict), the chain for a requisite and what would drop it;
-    /// and outputs that refer to each other ("cycle detected"), both
-    /// directions with their files. On a derivation after a failed build
-    /// (its outputs where Nix left them), or inside the build through the
-    /// setup hook (--in-build). Exit code 4 with --fail when something is
-    /// refused.
+    /// allowedRequisites; `[ ]` included; per output in outputChecks)
+    /// forbids, with every file that holds it (offset of the hash, kind,
+    /// verdict), the chain for a requisite and a fix that passes; and
+    /// outputs that refer to each other ("cycle detected"), both
+    /// directions with their files. On a derivation or one of its outputs
+    /// after a failed build (its outputs where Nix left them), on Nix's
+    /// error text (--log), or inside the build through the setup hook
+    /// (--in-build). Exit code 4 with --fail when something is refused.
     Refused(commands::refused::RefusedArgs),
     /// What-if: split PATH into outputs (like moveToOutput) without
     /// rebuilding, and show each output's files, size, closure and

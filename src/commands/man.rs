@@ -136,7 +136,7 @@ const EXIT_STATUS: &[(&str, Option<&[&str]>, &str)] = &[
         Some(&["check", "impact", "refused"]),
         "(check, impact) A rule is broken (by some attribute, for impact), even when the read \
          was also partial; (refused, with --fail) a check refuses a path or outputs refer to \
-         each other.",
+         each other (with --log: the text holds a refusal).",
     ),
     (
         "CMD's",
