@@ -46,8 +46,7 @@ pub enum RefusedOf<'a> {
 pub struct Refused {
     /// The derivation, when known (not inside a build).
     pub drv: Option<StorePath>,
-    /// The build: outputs and checks (only the outputs examined keep
-    /// their checks).
+    /// The build: its outputs and all their checks.
     pub spec: BuildSpec,
     /// The outputs' graph (empty when nothing could be refused).
     pub graph: Graph,
@@ -87,7 +86,7 @@ impl Refused {
 /// Examines `of`'s outputs (`outputs`, or all when empty; an output path
 /// given alone means that output) against its checks.
 pub fn refused(of: RefusedOf<'_>, outputs: &[String], progress: &dyn Progress) -> Result<Refused> {
-    let (mut spec, base, store_dir, drv, mut chosen) = match of {
+    let (spec, base, store_dir, drv, mut chosen) = match of {
         RefusedOf::Build(vars) => {
             let store_dir = vars
                 .get("NIX_STORE")
@@ -135,7 +134,6 @@ pub fn refused(of: RefusedOf<'_>, outputs: &[String], progress: &dyn Progress) -
     if chosen.is_empty() {
         chosen = spec.outputs.keys().cloned().collect();
     }
-    spec.checks.retain(|o, _| chosen.contains(o));
     let nothing = |spec: BuildSpec, drv: Option<StorePath>| Refused {
         drv,
         spec,
@@ -197,7 +195,10 @@ pub fn refused(of: RefusedOf<'_>, outputs: &[String], progress: &dyn Progress) -
         }
     }
     let graph = Graph::load(&scanned, &present)?;
-    let refusals = refusal::refusals(&graph, &spec, &store_dir);
+    // Only the outputs asked about; the others' checks still count for
+    // the fixes (a move to an output another check covers does not pass).
+    let mut refusals = refusal::refusals(&graph, &spec, &store_dir);
+    refusals.retain(|r| chosen.contains(&r.output));
     let mut result = nothing(spec, drv);
     result.graph = graph;
     let g = &result.graph;
