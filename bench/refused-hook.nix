@@ -5,7 +5,7 @@
 #                                   (Nix's own check; forbidden is an input
 #                                   the output does not refer to);
 #   check = true,  hooked = true    the same with the hook sourced and run
-#                                   in fixupOutputHooks, as in
+#                                   in postFixupHooks, as in
 #                                   tests/fixtures/refused/default.nix;
 #   refuseDep = true                disallowedReferences = [ dep ], which
 #                                   the output refers to: Nix refuses it
@@ -104,10 +104,11 @@ in
     t1=$(date +%s.%N)
     echo "refused-hook: copy $(python3 -c "print(f'{$t1 - $t0:.2f}')") s"
     ${if hooked then "source ${hook}" else ""}
-    # As stdenv's fixup phase: each output, its fixupOutputHooks.
+    # As stdenv's fixup phase: each output's fixupOutputHooks, then
+    # postFixupHooks once (where the hook runs since issue 39).
     prefix=$out
-    echo -n "refused-hook: fixupOutputHooks " >&2
-    time { for h in ''${fixupOutputHooks[@]+"''${fixupOutputHooks[@]}"}; do "$h"; done; }
+    echo -n "refused-hook: fixup hooks " >&2
+    time { for h in ''${fixupOutputHooks[@]+"''${fixupOutputHooks[@]}"} ''${postFixupHooks[@]+"''${postFixupHooks[@]}"}; do "$h"; done; }
     echo "refused-hook: builder end $(date +%s.%N)"
   '' ];
 } // (if check then { disallowedReferences = [ forbidden ]; } else { })

@@ -10,13 +10,13 @@
 #   a  no output check;
 #   b  disallowedReferences = [ an input the output does not refer to ]
 #      (what Nix's own check costs);
-#   c  b with the hook sourced by the builder and run in fixupOutputHooks
+#   c  b with the hook sourced by the builder and run in postFixupHooks
 #      (nix-heft refused --in-build --output out, the binary on PATH).
 # Each is built RUNS times after one warm-up, in turn (a b c a b c ...),
 # by `nix-build --option sandbox false --option substituters ''` timed
 # whole by GNU time; the output is deleted after each build (nix-store
 # --delete) so the disk holds one at a time. The builder writes to the log
-# how long its copy and its fixupOutputHooks took (in c, the hook's own
+# how long its copy and its fixup hooks took (in c, the hook's own
 # time) and when it ended (the rest until nix-build exits is Nix's
 # registration: reference scan, NAR hash, metadata).
 #
@@ -99,7 +99,7 @@ build() { # variant label
   end="$(sed -n 's/^refused-hook: builder end //p' "$work/log-$v")"
   local copy hook size
   copy="$(sed -n 's/^refused-hook: copy \([0-9.]*\) s/\1/p' "$work/log-$v")"
-  hook="$(sed -n 's/^refused-hook: fixupOutputHooks \([0-9.]*\) s wall.*/\1/p' "$work/log-$v")"
+  hook="$(sed -n 's/^refused-hook: fixup hooks \([0-9.]*\) s wall.*/\1/p' "$work/log-$v")"
   size="$(nix-store -q --size "$out")"
   # The hook prints nothing for a clean output.
   if [ "$v" = c ] && grep -v '^refused-hook:\|^building\|^these\|^this\|^ *\/nix\/store' "$work/log-$v" | grep -q .; then
@@ -241,7 +241,7 @@ if rows:
     size = int(rows[0][8])
     print(f"NAR size {size:,} bytes; {len(by['a'])} builds of each, in turn")
     print()
-    print("| build | wall (median, min – max) | user+sys | builder's copy | fixupOutputHooks (the hook) | Nix after the builder |")
+    print("| build | wall (median, min – max) | user+sys | builder's copy | fixup hooks (the hook) | Nix after the builder |")
     print("| --- | ---: | ---: | ---: | ---: | ---: |")
     for v in "abc":
         w = col(v, 1)
@@ -256,7 +256,7 @@ if rows:
     hook = col("c", 6)
     print(f"- the hook's added wall time, c against b: medians {100 * (med(wc) / med(wb) - 1):+.1f}%; "
           f"pair by pair median {100 * med(pb):+.1f}% (range {100 * min(pb):+.1f}% – {100 * max(pb):+.1f}%)")
-    print(f"- the hook's own time (fixupOutputHooks in c): median {med(hook):.2f} s = "
+    print(f"- the hook's own time (the fixup hooks in c): median {med(hook):.2f} s = "
           f"{100 * med(hook) / med(wb):.1f}% of b's median build; goal under 5%: "
           f"{'met' if med(hook) / med(wb) < 0.05 else 'NOT met'}; {100 * med(hook) / min(wb):.1f}% of b's fastest; "
           f"{100 * med(hook) / med(col('b', 7)):.0f}% of Nix's own work after b's builder ({med(col('b', 7)):.2f} s: "
