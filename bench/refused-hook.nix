@@ -11,6 +11,13 @@
 #                                   the output refers to: Nix refuses it
 #                                   (the benchmark's check that the hook
 #                                   finds the reference in the 1 GB).
+# `outputNames = [ "out" "lib" ]` (bench/refused-hook-outputs.sh, issue
+# 39) gives the derivation those outputs; the files of the list are dealt
+# to them so that each gets about as many bytes, the README goes to out.
+# `hook` may be another version of the hook (a path): the builder runs
+# every output's fixupOutputHooks with $prefix set to it, then
+# postFixupHooks once, as stdenv's fixup phase does, so that a hook
+# registered in either runs as it would under stdenv.
 # The output is real bytes: an even sample of the files under /usr/lib
 # (ELF libraries and executables, Python, jars; 700 MB) and /usr/share
 # (locales, docs, man pages; 300 MB), files of at most 32 MB, plus a
@@ -22,11 +29,14 @@
 # `heft` is the nix-heft binary's directory (a plain string, the sandbox is
 # off), `salt` makes every build a new one. The builder prints how long
 # the copy and the fixup hooks took (the hook runs nix-heft refused
-# --in-build once) to the build log: lines starting `refused-hook:`.
+# --in-build once) and how many bytes they read (read(2) and the like, from
+# /proc: the bytes nix-heft read, the output's files first) to the build
+# log: lines starting `refused-hook:`.
 # Build: nix-build bench/refused-hook.nix --option sandbox false --option substituters '' \
 #          --argstr heft DIR --argstr salt S [--arg check true] [--arg hooked true]
 { heft ? "/nonexistent", hook ? ../nix/setup-hook.sh, salt ? "", check ? false, hooked ? false
-, refuseDep ? false, libBytes ? 700000000, shareBytes ? 300000000, fileList ? "" }:
+, refuseDep ? false, libBytes ? 700000000, shareBytes ? 300000000, fileList ? ""
+, outputNames ? [ "out" ] }:
 let
   mk = attrs: derivation ({
     system = builtins.currentSystem;
@@ -44,10 +54,19 @@ let
   };
   # `list ROOT BYTES`: an even sample of ROOT's regular files (every k-th
   # in path order, at most 32 MB each) up to BYTES, as lines SOURCE TAB
-  # DESTINATION (relative: lib/... or share/...). `copy LIST DEST`: copies
-  # them, keeping modes.
+  # DESTINATION (relative: lib/... or share/...). `copy LIST DEST...`:
+  # copies them, keeping modes, each file to the DEST that has the fewest
+  # bytes so far (the first on a tie). `deal LIST N I`: the lines that
+  # `copy` gives the I-th (from 0) of N DESTs.
   select = builtins.toFile "refused-hook-select.py" ''
     import os, shutil, sys
+    def deal(lines, n):
+        got = [0] * n
+        for line in lines:
+            src = line.split("\t")[0]
+            i = got.index(min(got))
+            got[i] += os.path.getsize(src) if os.path.isfile(src) else 0
+            yield i, line
     if sys.argv[1] == "list":
         root, cap = sys.argv[2], int(sys.argv[3])
         files = []
@@ -65,12 +84,15 @@ let
                 continue
             total += s
             print(p, os.path.join(top, os.path.relpath(p, root)), sep="\t")
+    elif sys.argv[1] == "deal":
+        n, k = int(sys.argv[3]), int(sys.argv[4])
+        sys.stdout.writelines(line for i, line in deal(open(sys.argv[2]), n) if i == k)
     else:
-        dest = sys.argv[3]
+        dests = sys.argv[3:]
         count = total = 0
-        for line in open(sys.argv[2]):
+        for i, line in deal(open(sys.argv[2]), len(dests)):
             src, rel = line.rstrip("\n").split("\t")
-            t = os.path.join(dest, rel)
+            t = os.path.join(dests[i], rel)
             os.makedirs(os.path.dirname(t), exist_ok=True)
             try:
                 shutil.copyfile(src, t)
@@ -98,18 +120,32 @@ in
       python3 ${select} list /usr/share ${toString shareBytes} >> $list
     ''}
     t0=$(date +%s.%N)
-    python3 ${select} copy $list $out
+    python3 ${select} copy $list ${builtins.concatStringsSep " " (map (o: "$" + o) outputNames)}
     mkdir -p $out/share/doc/refused-hook
     echo "Built with the data of ${dep}/share/data." > $out/share/doc/refused-hook/README
     t1=$(date +%s.%N)
     echo "refused-hook: copy $(python3 -c "print(f'{$t1 - $t0:.2f}')") s"
     ${if hooked then "source ${hook}" else ""}
-    # As stdenv's fixup phase: each output's fixupOutputHooks, then
-    # postFixupHooks once (where the hook runs since issue 39).
-    prefix=$out
+    # As stdenv's fixup phase: each output's fixupOutputHooks (where the
+    # hook ran before issue 39) with $prefix set to it, then postFixupHooks
+    # once (where it runs since). The bytes read by this shell and the
+    # children it reaped (the hooks' nix-heft) are in /proc/$$/io, read
+    # here by builtins alone: no process of its own to count.
+    rchar() { local k v; while read -r k v; do if [ "$k" = rchar: ]; then rc=$v; fi; done < /proc/$$/io; }
+    rchar
+    read0=$rc
     echo -n "refused-hook: fixup hooks " >&2
-    time { for h in ''${fixupOutputHooks[@]+"''${fixupOutputHooks[@]}"} ''${postFixupHooks[@]+"''${postFixupHooks[@]}"}; do "$h"; done; }
+    time {
+      for o in ''${outputs:-out}; do
+        prefix=''${!o}
+        for h in ''${fixupOutputHooks[@]+"''${fixupOutputHooks[@]}"}; do "$h"; done
+      done
+      for h in ''${postFixupHooks[@]+"''${postFixupHooks[@]}"}; do "$h"; done
+    }
+    rchar
+    echo "refused-hook: fixup hooks read $((rc - read0)) bytes"
     echo "refused-hook: builder end $(date +%s.%N)"
   '' ];
-} // (if check then { disallowedReferences = [ forbidden ]; } else { })
+} // (if builtins.length outputNames > 1 then { outputs = outputNames; } else { })
+  // (if check then { disallowedReferences = [ forbidden ]; } else { })
   // (if refuseDep then { disallowedReferences = [ dep ]; } else { }))
