@@ -260,21 +260,17 @@ fn named_attrs(args: &ImpactArgs) -> anyhow::Result<Option<Vec<String>>> {
 fn evaluator(args: &ImpactArgs) -> Evaluator {
     let mut e = match args.evaluator.as_str() {
         "nix-env" => Evaluator::nix_env(),
-        "nix-eval-jobs" => Evaluator::NixEvalJobs {
-            program: "nix-eval-jobs".into(),
-            workers: None,
-            max_memory_size: None,
-        },
+        "nix-eval-jobs" => Evaluator::NixEvalJobs(attrs::EvalJobs::new("nix-eval-jobs")),
         _ => Evaluator::detect(),
     };
     match &mut e {
-        Evaluator::NixEvalJobs {
-            workers,
-            max_memory_size,
-            ..
-        } => {
-            *workers = args.workers;
-            *max_memory_size = args.max_memory_size;
+        Evaluator::NixEvalJobs(ej) => {
+            if let Some(w) = args.workers {
+                ej.workers = w;
+            }
+            if let Some(m) = args.max_memory_size {
+                ej.max_memory_size = m;
+            }
         }
         Evaluator::NixEnv { chunk_size, .. } => {
             if let Some(n) = args.chunk_size {
