@@ -187,6 +187,8 @@ pub struct Reviewed {
     /// Output name → the path its link points to (built attributes and
     /// tests only).
     pub outputs: BTreeMap<String, StorePath>,
+    /// Output name → its link's file name in `results/`.
+    pub links: BTreeMap<String, String>,
 }
 
 /// What nixpkgs-review made of one attribute on one system.
@@ -437,6 +439,7 @@ impl ReviewDir {
                     aliases: Vec::new(),
                     status,
                     outputs: BTreeMap::new(),
+                    links: BTreeMap::new(),
                 });
                 out.len() - 1
             });
@@ -461,6 +464,7 @@ impl ReviewDir {
                     }
                     (None, None) => "out".to_string(),
                 };
+                r.links.insert(name.clone(), link.link.clone());
                 r.outputs.insert(name, link.path.clone());
             }
         }

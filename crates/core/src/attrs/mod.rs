@@ -715,6 +715,17 @@ fn nix_env_chunk(
             program: what(),
             detail: format!("an attribute not asked for: {key}"),
         })?;
+        // nix-env lists a derivation whose paths throw (what nixpkgs' meta
+        // checks do to a package marked broken) without `outputs`: it is
+        // asked about alone, for Nix's message.
+        if item.outputs.is_empty() {
+            if key.contains('.') {
+                let path: Vec<String> = attr.split('.').map(String::from).collect();
+                let what = why_missing(nix_instantiate, tmp, target, &path, opts)?;
+                eval.attrs.insert(attr, what);
+            }
+            continue;
+        }
         let outcome = outcome(item.drv_path.as_deref(), &item.outputs, &opts.store_dir).map_err(
             |detail| AttrsError::Output {
                 program: what(),

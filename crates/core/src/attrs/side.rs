@@ -49,6 +49,28 @@ impl SideSpec {
     }
 }
 
+impl SideSpec {
+    /// Checks what can be checked before evaluating: a revision's
+    /// checkout and the revision itself.
+    pub fn check(&self) -> Result<(), SideError> {
+        if let SideSpec::Git { repo, rev } = self {
+            if !git::is_checkout(repo) {
+                return Err(SideError::NotACheckout {
+                    repo: repo.clone(),
+                    rev: rev.clone(),
+                });
+            }
+            if git::resolve(repo, rev).is_none() {
+                return Err(SideError::NoSuchRevision {
+                    repo: repo.clone(),
+                    rev: rev.clone(),
+                });
+            }
+        }
+        Ok(())
+    }
+}
+
 /// Why a side could not be evaluated.
 #[derive(Debug, thiserror::Error)]
 pub enum SideError {
