@@ -57,7 +57,7 @@ struct Cli {
     #[arg(long, global = true)]
     no_require_sigs: bool,
     /// Requests in flight at once to an HTTP cache, as Nix's
-    /// `http-connections` (default: nix.conf's `http-connections`, else 128;
+    /// `http-connections` (default: nix.conf's `http-connections`, else 25, Nix's;
     /// 0 means no limit, capped at 256). Narinfos are fetched as a work
     /// queue: each path's references are asked for as soon as it arrives.
     /// Over https they are HTTP/2 streams where the server offers HTTP/2,
