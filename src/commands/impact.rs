@@ -3,6 +3,7 @@
 //! difference and why; the base usually read from a binary cache, the head
 //! from the local store or a nixpkgs-review directory.
 
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -113,6 +114,10 @@ pub struct ImpactArgs {
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
+    /// Print the attributes that would be compared, one per line, and stop
+    /// (no store is read): what a CI job builds before comparing them.
+    #[arg(long)]
+    list: bool,
     #[command(flatten)]
     review: ReviewArgs,
 }
@@ -212,10 +217,6 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
     }
     let ev = evaluator(args);
     let named = named_attrs(args)?;
-    let (bsrc, asrc) = (
-        open_stores(ctx, &args.before_store)?,
-        open_stores(ctx, &args.after_store)?,
-    );
     let spinner = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
     let watch = |msg: Option<String>| {
         let mut s = spinner.lock().unwrap_or_else(|e| e.into_inner());
@@ -257,7 +258,18 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         ))
         .into());
     }
+    if args.list {
+        let mut out = std::io::stdout().lock();
+        for a in &prepared.attrs {
+            writeln!(out, "{a}")?;
+        }
+        return Ok(ExitCode::SUCCESS);
+    }
 
+    let (bsrc, asrc) = (
+        open_stores(ctx, &args.before_store)?,
+        open_stores(ctx, &args.after_store)?,
+    );
     let found = impact::impact(
         prepared.before.input(bsrc.as_ref()),
         prepared.after.input(asrc.as_ref()),

@@ -104,8 +104,9 @@ pub(super) fn resolve(repo: &Path, rev: &str) -> Option<String> {
 }
 
 /// The commit a directory's checkout has checked out, and whether the
-/// directory has uncommitted changes (tracked or not); `(None, false)`
-/// outside a checkout.
+/// directory's tracked files have uncommitted changes (untracked files,
+/// such as a CI job's own, are not part of what was evaluated from git's
+/// view); `(None, false)` outside a checkout.
 pub(super) fn describe_dir(dir: &Path) -> (Option<String>, bool) {
     if !is_checkout(dir) {
         return (None, false);
@@ -116,6 +117,7 @@ pub(super) fn describe_dir(dir: &Path) -> (Option<String>, bool) {
         &[
             "status".as_ref(),
             "--porcelain".as_ref(),
+            "--untracked-files=no".as_ref(),
             "--".as_ref(),
             ".".as_ref(),
         ],

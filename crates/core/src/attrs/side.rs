@@ -145,11 +145,12 @@ pub fn evaluate_side(
             let abs = absolute(f);
             let mut file_opts = opts.clone();
             file_opts.file = Some(abs.display().to_string());
-            let (commit, dirty) = git::describe_dir(abs.parent().unwrap_or(Path::new("/")));
+            // A file names itself: the commit of a checkout around it
+            // says nothing of what it holds.
             EvaluatedSide {
                 eval: super::evaluate(evaluator, Path::new("/"), attrs, &file_opts)?,
-                commit,
-                dirty,
+                commit: None,
+                dirty: false,
                 build: BuildHow::File(abs),
             }
         }
