@@ -284,7 +284,7 @@ enum Command {
     ///
     /// When GITHUB_STEP_SUMMARY names a file, the markdown report is also
     /// appended to it, as diff's and check's are.
-    Impact(commands::impact::ImpactArgs),
+    Impact(Box<commands::impact::ImpactArgs>),
     /// Run CMD under a tracer (ptrace with a seccomp filter, following
     /// every thread, fork and exec) and record which store files it uses
     /// (opens, executes, maps) and looks at (stat, access, readlink,

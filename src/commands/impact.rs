@@ -173,7 +173,11 @@ fn evaluator(args: &ImpactArgs) -> Evaluator {
 }
 
 fn rules(args: &ImpactArgs) -> anyhow::Result<Rules> {
-    let size = |s: &Option<String>| s.as_deref().map(nix_heft_types::units::parse_size).transpose();
+    let size = |s: &Option<String>| {
+        s.as_deref()
+            .map(nix_heft_types::units::parse_size)
+            .transpose()
+    };
     Ok(Rules {
         max_closure: size(&args.max_closure)?,
         max_growth: args
@@ -349,7 +353,11 @@ fn context<'a>(
                 .filter(|w| w[0] == "--store" || w[0] == "--substituters")
                 .map(|w| w[1].clone())
                 .collect();
-            if w.is_empty() { vec![src.describe()] } else { w }
+            if w.is_empty() {
+                vec![src.describe()]
+            } else {
+                w
+            }
         } else {
             given.to_vec()
         }

@@ -77,7 +77,12 @@ fn git(dir: &Path, args: &[&str]) -> String {
         .arg("-C")
         .arg(dir)
         .args(["-c", "user.name=t", "-c", "user.email=t@example.org"])
-        .args(["-c", "commit.gpgsign=false", "-c", "core.hooksPath=/dev/null"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
         .args(args))
     .trim()
     .to_string()
@@ -161,7 +166,10 @@ fn fixture() -> &'static Fixture {
     static F: OnceLock<Fixture> = OnceLock::new();
     F.get_or_init(|| {
         let f = make(&nonce(), true);
-        assert_eq!(f.before["stable"], f.after["stable"], "stable is the base's");
+        assert_eq!(
+            f.before["stable"], f.after["stable"],
+            "stable is the base's"
+        );
         f
     })
 }
@@ -183,7 +191,15 @@ fn checkout(a: &ActionRun, repo: &Path, n: &str, depth: u32) -> PathBuf {
             &format!("+refs/pull/{n}/merge:refs/remotes/pull/{n}/merge"),
         ],
     );
-    git(&ws, &["checkout", "-q", "--detach", &format!("refs/remotes/pull/{n}/merge")]);
+    git(
+        &ws,
+        &[
+            "checkout",
+            "-q",
+            "--detach",
+            &format!("refs/remotes/pull/{n}/merge"),
+        ],
+    );
     ws
 }
 
@@ -251,7 +267,10 @@ fn pr_inputs<'a>(f: &Fixture, extra: &[(&'a str, &'a str)]) -> Vec<(String, Stri
 }
 
 fn step(a: &ActionRun, ws: &Path, name: &str, inputs: &[(String, String)]) -> std::process::Output {
-    let v: Vec<(&str, &str)> = inputs.iter().map(|(k, v)| (k.as_str(), v.as_str())).collect();
+    let v: Vec<(&str, &str)> = inputs
+        .iter()
+        .map(|(k, v)| (k.as_str(), v.as_str()))
+        .collect();
     a.step_in(ws, name, &v)
 }
 
@@ -331,7 +350,10 @@ fn action_impact_reviews_a_pull_request() {
             ("INPUT_BEFORE_STORE", &c.url),
         ],
     );
-    assert!(inputs.iter().any(|(k, v)| k == "PR_HEAD_SHA" && *v == f.h1), "{inputs:?}");
+    assert!(
+        inputs.iter().any(|(k, v)| k == "PR_HEAD_SHA" && *v == f.h1),
+        "{inputs:?}"
+    );
     let o = step(&a, &ws, "run", &inputs);
     assert!(o.status.success(), "{o:?}");
     assert_eq!(a.output("check-exit"), "0");
@@ -427,8 +449,20 @@ fn action_impact_reviews_a_pull_request() {
         .find(|(k, _)| k == "PR_NUMBER")
         .unwrap();
     assert_eq!(lagging.1, PR);
-    let base_sha = pr_event(f)["pull_request"]["base"]["sha"].as_str().unwrap().to_string();
-    git(&ws, &["fetch", "-q", "--depth=1", &format!("file://{}", f.repo.display()), &base_sha]);
+    let base_sha = pr_event(f)["pull_request"]["base"]["sha"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    git(
+        &ws,
+        &[
+            "fetch",
+            "-q",
+            "--depth=1",
+            &format!("file://{}", f.repo.display()),
+            &base_sha,
+        ],
+    );
     let mut inputs = inputs.clone();
     inputs.push(("INPUT_IMPACT_BEFORE".into(), base_sha));
     let o = step(&a, &ws, "run", &inputs);
@@ -451,7 +485,9 @@ fn example_inputs(file: &str) -> Vec<(String, String)> {
         let Some(kv) = l.strip_prefix("          ") else {
             break;
         };
-        let (k, v) = kv.split_once(": ").unwrap_or((kv.trim_end_matches(':'), ""));
+        let (k, v) = kv
+            .split_once(": ")
+            .unwrap_or((kv.trim_end_matches(':'), ""));
         let mut v = v.to_string();
         if v == "|" {
             let mut block = Vec::new();
@@ -482,40 +518,93 @@ fn action_impact_example_builds_what_it_compares() {
         .into_iter()
         .map(|(k, v)| {
             // The base's cache here, where Hydra's would be.
-            let v = if k == "INPUT_BEFORE_STORE" { c.url.clone() } else { v };
+            let v = if k == "INPUT_BEFORE_STORE" {
+                c.url.clone()
+            } else {
+                v
+            };
             (k, v)
         })
         .collect();
-    assert!(inputs.iter().any(|(k, v)| k == "INPUT_BUILD" && v == "true"), "{inputs:?}");
+    assert!(
+        inputs
+            .iter()
+            .any(|(k, v)| k == "INPUT_BUILD" && v == "true"),
+        "{inputs:?}"
+    );
     inputs.push(("NIX_CONFIG".into(), c.conf.clone()));
     inputs.extend(pr_inputs(&f, &[]));
     let ws = checkout(&a, &f.repo, PR, 2);
     let head_paths: Vec<String> = {
-        let o = heft_run(None, &["impact", "--repo", ws.to_str().unwrap(), "--before", &f.m1, "--after", ws.to_str().unwrap(), "--attr", "libcore", "--json", "--no-evidence", "--before-store", &c.url]);
-        let v: serde_json::Value = serde_json::from_str(&o.stdout).unwrap_or_else(|e| panic!("{e}: {}{}", o.stdout, o.stderr));
-        v["attributes"][0]["after"]["outputs"].as_object().unwrap().values().map(|p| p.as_str().unwrap().to_string()).collect()
+        let o = heft_run(
+            None,
+            &[
+                "impact",
+                "--repo",
+                ws.to_str().unwrap(),
+                "--before",
+                &f.m1,
+                "--after",
+                ws.to_str().unwrap(),
+                "--attr",
+                "libcore",
+                "--json",
+                "--no-evidence",
+                "--before-store",
+                &c.url,
+            ],
+        );
+        let v: serde_json::Value = serde_json::from_str(&o.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", o.stdout, o.stderr));
+        v["attributes"][0]["after"]["outputs"]
+            .as_object()
+            .unwrap()
+            .values()
+            .map(|p| p.as_str().unwrap().to_string())
+            .collect()
     };
     for p in &head_paths {
-        assert!(!common::impact_fixture::valid_locally(p), "{p} is built already");
+        assert!(
+            !common::impact_fixture::valid_locally(p),
+            "{p} is built already"
+        );
     }
     let o = step(&a, &ws, "run", &inputs);
     assert!(o.status.success(), "{o:?}");
     let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(err.matches("building the head's 3 changed attribute(s)").count(), 1, "{err}");
+    assert_eq!(
+        err.matches("building the head's 3 changed attribute(s)")
+            .count(),
+        1,
+        "{err}"
+    );
     for p in &head_paths {
-        assert!(common::impact_fixture::valid_locally(p), "{p} was not built");
+        assert!(
+            common::impact_fixture::valid_locally(p),
+            "{p} was not built"
+        );
     }
     assert_eq!(a.output("check-exit"), "4");
     let report = std::fs::read_to_string(a.output("report")).unwrap();
     let m = parse_markdown(&report);
-    assert!(m.headings[0].ends_with(": 3 attributes"), "{:?}", m.headings);
+    assert!(
+        m.headings[0].ends_with(": 3 attributes"),
+        "{:?}",
+        m.headings
+    );
     assert!(report.contains("3 grown."), "{report}");
     assert!(!report.contains("not built"), "{report}");
-    let mut broke: Vec<String> = annotations(&o.stdout, "error").into_iter().map(|(t, _)| t).collect();
+    let mut broke: Vec<String> = annotations(&o.stdout, "error")
+        .into_iter()
+        .map(|(t, _)| t)
+        .collect();
     broke.sort();
     assert_eq!(
         broke,
-        GROWN.iter().map(|g| format!("nix-heft impact: {g} breaks max-growth")).collect::<Vec<_>>()
+        GROWN
+            .iter()
+            .map(|g| format!("nix-heft impact: {g} breaks max-growth"))
+            .collect::<Vec<_>>()
     );
 
     // A pull request that changes no attribute (its README only).
@@ -530,15 +619,24 @@ fn action_impact_example_builds_what_it_compares() {
     let ws = checkout(&a2, &f.repo, "13", 2);
     let mut nothing = inputs.clone();
     nothing.retain(|(k, _)| k != "PR_NUMBER" && k != "PR_HEAD_SHA");
-    nothing.extend([("PR_NUMBER".to_string(), "13".to_string()), ("PR_HEAD_SHA".to_string(), docs_head)]);
+    nothing.extend([
+        ("PR_NUMBER".to_string(), "13".to_string()),
+        ("PR_HEAD_SHA".to_string(), docs_head),
+    ]);
     let o = step(&a2, &ws, "run", &nothing);
     assert!(o.status.success(), "{o:?}");
     let notices = annotations(&o.stdout, "notice");
     assert_eq!(notices.len(), 1, "{notices:?}");
-    assert!(notices[0].1.join(" ").contains("impact compares nothing"), "{notices:?}");
+    assert!(
+        notices[0].1.join(" ").contains("impact compares nothing"),
+        "{notices:?}"
+    );
     assert_eq!(a2.output("check-exit"), "0");
     let body = std::fs::read_to_string(a2.output("report")).unwrap();
-    assert!(body.starts_with("<!-- nix-heft -->\n### Closure impact: "), "{body}");
+    assert!(
+        body.starts_with("<!-- nix-heft -->\n### Closure impact: "),
+        "{body}"
+    );
     assert!(body.contains("nothing to compare"), "{body}");
     assert!(!String::from_utf8_lossy(&o.stderr).contains("building the head"));
 
@@ -548,7 +646,10 @@ fn action_impact_example_builds_what_it_compares() {
     let text = std::fs::read_to_string(f.repo.join("default.nix")).unwrap();
     commit(
         &f.repo,
-        &text.replace("echo ${libcore} > $out/ref\";\n  app2", "echo ${libcore} > $out/ref; exit 1\";\n  app2"),
+        &text.replace(
+            "echo ${libcore} > $out/ref\";\n  app2",
+            "echo ${libcore} > $out/ref; exit 1\";\n  app2",
+        ),
         "app1: break its build",
     );
     let broken_head = git(&f.repo, &["rev-parse", "HEAD"]);
@@ -558,7 +659,10 @@ fn action_impact_example_builds_what_it_compares() {
     let ws = checkout(&a3, &f.repo, "14", 2);
     let mut unbuilt = inputs.clone();
     unbuilt.retain(|(k, _)| k != "PR_NUMBER" && k != "PR_HEAD_SHA");
-    unbuilt.extend([("PR_NUMBER".to_string(), "14".to_string()), ("PR_HEAD_SHA".to_string(), broken_head)]);
+    unbuilt.extend([
+        ("PR_NUMBER".to_string(), "14".to_string()),
+        ("PR_HEAD_SHA".to_string(), broken_head),
+    ]);
     let msg = one_action_error(&step(&a3, &ws, "run", &unbuilt));
     assert!(msg.contains("the rules were applied to nothing"), "{msg}");
 }
@@ -576,12 +680,15 @@ fn action_impact_fork_pair_reports_then_comments() {
     let f = fixture();
     let a = ActionRun::new("action-impact-fork");
     let ws = checkout(&a, &f.repo, PR, 2);
-    let system: String = serde_json::from_str(run(Command::new("nix-instantiate").args([
-        "--eval",
-        "--json",
-        "--expr",
-        "builtins.currentSystem",
-    ])).trim())
+    let system: String = serde_json::from_str(
+        run(Command::new("nix-instantiate").args([
+            "--eval",
+            "--json",
+            "--expr",
+            "builtins.currentSystem",
+        ]))
+        .trim(),
+    )
     .unwrap();
     let review = a.dir.path().join("nixpkgs-review");
     let attrs: Vec<String> = GROWN.iter().map(|s| s.to_string()).collect();
@@ -615,12 +722,18 @@ fn action_impact_fork_pair_reports_then_comments() {
     let art = PathBuf::from(a.output("artifact-dir"));
     let body = std::fs::read_to_string(art.join("comment.md")).unwrap();
     assert_eq!(body, std::fs::read_to_string(a.output("report")).unwrap());
-    assert_eq!(std::fs::read_to_string(art.join("pr-number")).unwrap(), "12\n");
+    assert_eq!(
+        std::fs::read_to_string(art.join("pr-number")).unwrap(),
+        "12\n"
+    );
     assert_eq!(
         std::fs::read_to_string(art.join("head-sha")).unwrap(),
         format!("{}\n", f.h1)
     );
-    assert_eq!(std::fs::read_to_string(art.join("check-exit")).unwrap(), "0\n");
+    assert_eq!(
+        std::fs::read_to_string(art.join("check-exit")).unwrap(),
+        "0\n"
+    );
     parse_markdown(&body);
     crate::impact::assert_list_lines_render(&body);
     // The review's attributes, all grown by the shared causes: one story.
@@ -639,7 +752,13 @@ fn action_impact_fork_pair_reports_then_comments() {
     let answer = |state: &str| {
         let v = payload(
             "pulls.get.json",
-            &[("NUMBER", PR), ("STATE", state), ("HEAD", &f.h1), ("BASE", &f.b0), ("MERGE", &f.x)],
+            &[
+                ("NUMBER", PR),
+                ("STATE", state),
+                ("HEAD", &f.h1),
+                ("BASE", &f.b0),
+                ("MERGE", &f.x),
+            ],
         );
         std::fs::write(pulls.join(PR), v.to_string()).unwrap();
     };
@@ -664,7 +783,12 @@ fn action_impact_fork_pair_reports_then_comments() {
     };
     answer("open");
     let inputs = comment(&art);
-    assert!(inputs.iter().any(|(k, v)| k == "RUN_HEAD_SHA" && *v == f.h1), "{inputs:?}");
+    assert!(
+        inputs
+            .iter()
+            .any(|(k, v)| k == "RUN_HEAD_SHA" && *v == f.h1),
+        "{inputs:?}"
+    );
     let o = step(&a, a.dir.path(), "comment", &inputs);
     assert!(o.status.success(), "{o:?}");
     assert_eq!(a.output("number"), "12");
@@ -674,7 +798,10 @@ fn action_impact_fork_pair_reports_then_comments() {
     // Closed since: not posted.
     answer("closed");
     let msg = one_action_error(&step(&a, a.dir.path(), "comment", &comment(&art)));
-    assert!(msg.contains("pull request #12 is closed: not posted"), "{msg}");
+    assert!(
+        msg.contains("pull request #12 is closed: not posted"),
+        "{msg}"
+    );
     answer("open");
     // A run that names no head commit is a mismatch.
     let mut no_head = comment(&art);
@@ -727,7 +854,10 @@ fn action_impact_max_growth_broken_is_check_exit_4() {
         a.step_in(&ws, "run", &v)
     };
     let titles = |o: &std::process::Output| {
-        let mut t: Vec<String> = annotations(&o.stdout, "error").into_iter().map(|(t, _)| t).collect();
+        let mut t: Vec<String> = annotations(&o.stdout, "error")
+            .into_iter()
+            .map(|(t, _)| t)
+            .collect();
         t.sort();
         t
     };
@@ -801,7 +931,10 @@ fn action_impact_errors_say_what_to_change() {
         one_action_error(&step(&a, ws, "run", &v))
     };
     let msg = impact(&shallow, &[]);
-    assert!(msg.contains(&format!("holds the merge commit {} alone", f.x)), "{msg}");
+    assert!(
+        msg.contains(&format!("holds the merge commit {} alone", f.x)),
+        "{msg}"
+    );
     assert!(msg.contains("fetch-depth: 2"), "{msg}");
     // Stopped before nix-heft ran: no output was set.
     assert!(!a.output.exists() || std::fs::read_to_string(&a.output).unwrap().is_empty());
@@ -818,19 +951,34 @@ fn action_impact_errors_say_what_to_change() {
     // A merge commit of another head than the pull request's.
     let ws = checkout(&a, &f.repo, PR, 2);
     let msg = impact(&ws, &[("PR_HEAD_SHA", &f.b0)]);
-    assert!(msg.contains(&format!("merges {}, not the pull request's head {}", f.h1, f.b0)), "{msg}");
+    assert!(
+        msg.contains(&format!(
+            "merges {}, not the pull request's head {}",
+            f.h1, f.b0
+        )),
+        "{msg}"
+    );
 
     // Past those checks, closure's inputs are refused by name.
     let msg = impact(&ws, &[("INPUT_AFTER", "./result")]);
-    assert!(msg.contains("'after' is an input of command closure"), "{msg}");
+    assert!(
+        msg.contains("'after' is an input of command closure"),
+        "{msg}"
+    );
     let msg = impact(&ws, &[("INPUT_FORBID_VERDICT", "docs")]);
-    assert!(msg.contains("'forbid-verdict' is not a rule of command impact"), "{msg}");
+    assert!(
+        msg.contains("'forbid-verdict' is not a rule of command impact"),
+        "{msg}"
+    );
     let msg = impact(&ws, &[("INPUT_NIXPKGS_REVIEW", ".")]);
     assert!(msg.contains("has no report.json"), "{msg}");
     let msg = impact(&ws, &[("INPUT_BUILD", "yes")]);
     assert!(msg.contains("build: 'yes' is not true or false"), "{msg}");
     let msg = one_action_error(&a.step_in(&ws, "run", &[("INPUT_COMMAND", "impact")]));
-    assert!(msg.contains("'impact-before' is required outside a pull request"), "{msg}");
+    assert!(
+        msg.contains("'impact-before' is required outside a pull request"),
+        "{msg}"
+    );
     let msg = one_action_error(&a.step_in(&ws, "run", &[("INPUT_COMMAND", "size")]));
     assert!(msg.contains("'size' is not closure or impact"), "{msg}");
     // A value nix-heft refuses: its own words and impact's hint.

@@ -90,7 +90,10 @@ fn fixture_is_what_the_impact_tests_need() {
     let (cb, ch) = &f.configured_outputs;
     for a in CONFIGURED {
         assert!(!f.base_outputs.contains_key(*a) && !f.head_outputs.contains_key(*a));
-        assert!(cb.contains_key(*a) && ch.contains_key(*a) && cb[*a] != ch[*a], "{a}");
+        assert!(
+            cb.contains_key(*a) && ch.contains_key(*a) && cb[*a] != ch[*a],
+            "{a}"
+        );
     }
     for a in KEPT {
         assert_eq!(f.base_outputs[*a], f.head_outputs[*a], "{a}");
@@ -258,7 +261,11 @@ fn fixture_is_what_the_impact_tests_need() {
     };
     let listed: BTreeSet<String> = f.review_attrs().into_iter().collect();
     let mut want_built = listed.clone();
-    for a in REMOVED.iter().chain(BROKEN).chain([&REVIEW_FAILED, &BLACKLISTED]) {
+    for a in REMOVED
+        .iter()
+        .chain(BROKEN)
+        .chain([&REVIEW_FAILED, &BLACKLISTED])
+    {
         want_built.remove(*a);
     }
     assert_eq!(names(&sys.built), want_built);
@@ -385,7 +392,11 @@ fn impact_of_every_changed_attribute_agrees_with_nix() {
         for c in r["changes"].as_array().unwrap() {
             let added: i128 = strs(&c["added"]).iter().map(|p| nar_size(p, None)).sum();
             let removed: i128 = strs(&c["removed"]).iter().map(|p| nar_size(p, cache)).sum();
-            assert_eq!(c["net"].as_i64().unwrap() as i128, added - removed, "{attr}: {c}");
+            assert_eq!(
+                c["net"].as_i64().unwrap() as i128,
+                added - removed,
+                "{attr}: {c}"
+            );
             sum += added - removed;
         }
         let expected = match r["status"].as_str().unwrap() {
@@ -399,7 +410,10 @@ fn impact_of_every_changed_attribute_agrees_with_nix() {
                 0
             }
         };
-        assert_eq!(sum, expected, "{attr}: the changes add up to the closure change");
+        assert_eq!(
+            sum, expected,
+            "{attr}: the changes add up to the closure change"
+        );
         if let Some(d) = r["delta"].as_i64() {
             assert_eq!(d as i128, expected, "{attr}");
         }
@@ -434,7 +448,11 @@ fn impact_of_every_changed_attribute_agrees_with_nix() {
         .as_array()
         .unwrap()
         .iter()
-        .filter(|s| strs(&s["added"]).iter().any(|p| p.contains(&format!("-{LARGE}-"))))
+        .filter(|s| {
+            strs(&s["added"])
+                .iter()
+                .any(|p| p.contains(&format!("-{LARGE}-")))
+        })
         .collect();
     assert_eq!(shared.len(), 1, "{}", v["shared_causes"]);
     let s = shared[0];
@@ -456,7 +474,11 @@ fn impact_of_every_changed_attribute_agrees_with_nix() {
         let changes = rows[*a]["changes"].as_array().unwrap();
         let big = changes
             .iter()
-            .find(|c| strs(&c["added"]).iter().any(|p| p.contains(&format!("-{LARGE}-"))))
+            .find(|c| {
+                strs(&c["added"])
+                    .iter()
+                    .any(|p| p.contains(&format!("-{LARGE}-")))
+            })
             .unwrap_or_else(|| panic!("{a}: {changes:?}"));
         assert_eq!(big["shared"], true);
     }
@@ -593,7 +615,11 @@ fn changes_are_paired_as_diff_pairs_them() {
     assert_eq!(strs(&libver[0]["versions_before"]), ["1.0"]);
     assert_eq!(strs(&libver[0]["versions_after"]), ["1.1"]);
     let text = impact(&["--attr", "libver"]);
-    assert!(text.stdout.contains("libver 1.0 → 1.1 (+0 B)"), "{}", text.stdout);
+    assert!(
+        text.stdout.contains("libver 1.0 → 1.1 (+0 B)"),
+        "{}",
+        text.stdout
+    );
 }
 
 /// The visible text of one markdown list line as written: the item's
@@ -787,7 +813,12 @@ fn impact_rules_apply_to_each_attribute() {
     ] {
         let o = impact(&["--format", format, "--max-output", "150KiB"]);
         assert_eq!(o.code, 4, "{format}: {}", o.stderr);
-        assert_eq!(o.stdout.matches(needle).count(), over.len(), "{format}: {}", o.stdout);
+        assert_eq!(
+            o.stdout.matches(needle).count(),
+            over.len(),
+            "{format}: {}",
+            o.stdout
+        );
         for a in &over {
             assert!(o.stdout.contains(a.as_str()), "{format}: {a}");
         }
@@ -800,7 +831,9 @@ fn impact_rules_apply_to_each_attribute() {
 /// usage error (a typo must fail CI).
 #[test]
 fn impact_of_named_attributes() {
-    let o = impact(&["--json", "--attr", "stable", "--attr", "tools.a", "--attr", "tools"]);
+    let o = impact(&[
+        "--json", "--attr", "stable", "--attr", "tools.a", "--attr", "tools",
+    ]);
     let v = json_of(&o);
     let rows = rows(&v);
     assert_eq!(
@@ -813,13 +846,29 @@ fn impact_of_named_attributes() {
     assert_eq!(rows["tools.b"]["status"], "not-built");
     assert_eq!(rows["tools.c"]["status"], "unchanged");
     for evaluator in ["nix-env", "auto"] {
-        let o = impact(&["--json", "--evaluator", evaluator, "--attr", "stable", "--attr", "nosuchattr"]);
+        let o = impact(&[
+            "--json",
+            "--evaluator",
+            evaluator,
+            "--attr",
+            "stable",
+            "--attr",
+            "nosuchattr",
+        ]);
         crate::common::assert_usage_error(&o, "--attr nosuchattr: no such attribute");
     }
     // Only at the base, only at the head: removed and added, not errors.
-    let v = json_of(&impact(&["--json", "--attr", "oldtool", "--attr", "newtool"]));
+    let v = json_of(&impact(&[
+        "--json", "--attr", "oldtool", "--attr", "newtool",
+    ]));
     let r = self::rows(&v);
-    assert_eq!((r["oldtool"]["status"].as_str(), r["newtool"]["status"].as_str()), (Some("removed"), Some("added")));
+    assert_eq!(
+        (
+            r["oldtool"]["status"].as_str(),
+            r["newtool"]["status"].as_str()
+        ),
+        (Some("removed"), Some("added"))
+    );
 }
 
 /// The head read from a nixpkgs-review directory, as each version of
@@ -871,18 +920,27 @@ fn nixpkgs_review_directories_of_every_version() {
         let reviewed = rows(&v);
         let tag = version.tag();
         assert_eq!(reviewed[REVIEW_FAILED]["status"], "build-failed", "{tag}");
-        assert!(!reviewed.contains_key(REVIEW_SKIPPED), "{tag}: skipped, listed nowhere");
+        assert!(
+            !reviewed.contains_key(REVIEW_SKIPPED),
+            "{tag}: skipped, listed nowhere"
+        );
         assert_eq!(reviewed[BLACKLISTED]["status"], "skipped", "{tag}");
         for a in BROKEN {
             assert_eq!(reviewed[*a]["status"], "skipped-broken", "{tag}");
         }
         // oldtool: `broken` in the report; removed when the report's
         // commit (3.4.0 on) can be evaluated here.
-        let removed = if version >= Version::V3_4_0 { "removed" } else { "skipped-broken" };
+        let removed = if version >= Version::V3_4_0 {
+            "removed"
+        } else {
+            "skipped-broken"
+        };
         assert_eq!(reviewed[REMOVED[0]]["status"], removed, "{tag}");
         let notes = strs(&v["notes"]);
         assert_eq!(
-            notes.iter().any(|n| n.contains("broken and removed cannot be told apart")),
+            notes
+                .iter()
+                .any(|n| n.contains("broken and removed cannot be told apart")),
             version < Version::V3_4_0,
             "{tag}: {notes:?}"
         );
@@ -900,23 +958,41 @@ fn nixpkgs_review_directories_of_every_version() {
             CONFIGURED.to_vec()
         };
         for a in &configured {
-            assert_eq!(reviewed[*a]["status"], "unchanged", "{tag}: {a}: {}", reviewed[*a]);
+            assert_eq!(
+                reviewed[*a]["status"], "unchanged",
+                "{tag}: {a}: {}",
+                reviewed[*a]
+            );
         }
         // Per-output entries (2.9.2 to 3.4.0) are one attribute again;
         // 2.6.0 linked the default output alone, so its base is compared
         // over that output alone.
         let split = &reviewed[SPLIT];
-        let outputs: Vec<&String> = split["after"]["outputs"].as_object().unwrap().keys().collect();
+        let outputs: Vec<&String> = split["after"]["outputs"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .collect();
         if version == Version::V2_6_0 {
             assert_eq!(outputs, ["out"], "{tag}: {split}");
             let out = &f.head_outputs[SPLIT]["out"];
             assert_eq!(
                 split["after"]["closure_size"].as_u64(),
-                Some(crate::common::impact_fixture::closure(None, &[out.clone()]).values().sum()),
+                Some(
+                    crate::common::impact_fixture::closure(None, std::slice::from_ref(out))
+                        .values()
+                        .sum()
+                ),
                 "{tag}"
             );
             assert_eq!(
-                strs(&serde_json::json!(split["before"]["outputs"].as_object().unwrap().keys().collect::<Vec<_>>())),
+                strs(&serde_json::json!(
+                    split["before"]["outputs"]
+                        .as_object()
+                        .unwrap()
+                        .keys()
+                        .collect::<Vec<_>>()
+                )),
                 ["out"]
             );
         } else {
@@ -967,16 +1043,38 @@ fn nixpkgs_review_link_problems_are_said_once() {
     let o = crate::common::heft_run(
         None,
         &[
-            "impact", "--repo", &repo, "--before", &f.base, "--before-store", &f.cache_url,
-            "--nixpkgs-review", &review, "--attr", "libcore", "--attr", "viewer",
+            "impact",
+            "--repo",
+            &repo,
+            "--before",
+            &f.base,
+            "--before-store",
+            &f.cache_url,
+            "--nixpkgs-review",
+            &review,
+            "--attr",
+            "libcore",
+            "--attr",
+            "viewer",
         ],
     );
     assert_eq!(o.code, 3, "{}{}", o.stdout, o.stderr);
-    let warnings: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("nix-heft: warning:")).collect();
+    let warnings: Vec<&str> = o
+        .stderr
+        .lines()
+        .filter(|l| l.starts_with("nix-heft: warning:"))
+        .collect();
     assert_eq!(warnings.len(), 2, "{}", o.stderr);
-    assert_eq!(warnings.iter().filter(|w| w.contains(&missing)).count(), 1, "{warnings:?}");
     assert_eq!(
-        warnings.iter().filter(|w| w.contains(&dangling) && w.contains(nowhere)).count(),
+        warnings.iter().filter(|w| w.contains(&missing)).count(),
+        1,
+        "{warnings:?}"
+    );
+    assert_eq!(
+        warnings
+            .iter()
+            .filter(|w| w.contains(&dangling) && w.contains(nowhere))
+            .count(),
         1,
         "{warnings:?}"
     );
@@ -993,21 +1091,45 @@ fn impact_refuses_bad_sides_and_untrusted_caches() {
     crate::common::assert_usage_error(&o, "--before");
     let o = crate::common::heft_run(
         None,
-        &["impact", "--repo", &repo, "--before", "no-such-rev", "--after", &f.head],
+        &[
+            "impact",
+            "--repo",
+            &repo,
+            "--before",
+            "no-such-rev",
+            "--after",
+            &f.head,
+        ],
     );
-    crate::common::assert_usage_error(&o, &format!("--before no-such-rev: no such revision in {repo}"));
+    crate::common::assert_usage_error(
+        &o,
+        &format!("--before no-such-rev: no such revision in {repo}"),
+    );
     let o = crate::common::heft_run(
         None,
-        &["impact", "--repo", &repo, "--before", &f.base, "--after", "no-such-rev"],
+        &[
+            "impact",
+            "--repo",
+            &repo,
+            "--before",
+            &f.base,
+            "--after",
+            "no-such-rev",
+        ],
     );
     crate::common::assert_usage_error(&o, "--after no-such-rev: no such revision in");
     let plain = crate::common::scratch_dir("impact-not-git");
     let plain_s = plain.to_string_lossy().into_owned();
     let o = crate::common::heft_run(
         None,
-        &["impact", "--repo", &plain_s, "--before", "master", "--after", "HEAD"],
+        &[
+            "impact", "--repo", &plain_s, "--before", "master", "--after", "HEAD",
+        ],
     );
-    crate::common::assert_usage_error(&o, &format!("--before master: {plain_s} is not a git checkout"));
+    crate::common::assert_usage_error(
+        &o,
+        &format!("--before master: {plain_s} is not a git checkout"),
+    );
     assert!(!o.stderr.contains("--after"), "{}", o.stderr);
     let other = key_pair("impact-untrusted");
     let mut c = crate::common::heft_bare();
@@ -1035,12 +1157,26 @@ fn impact_refuses_bad_sides_and_untrusted_caches() {
 fn a_side_that_does_not_evaluate_is_an_error() {
     let f = impact_fixture();
     let wip = crate::common::scratch_dir("impact-wip");
-    std::fs::write(wip.join("default.nix"), "{ ... }: throw \"work in progress\"\n").unwrap();
+    std::fs::write(
+        wip.join("default.nix"),
+        "{ ... }: throw \"work in progress\"\n",
+    )
+    .unwrap();
     let wip_s = wip.to_string_lossy().into_owned();
     let base = f.base_tree.to_string_lossy().into_owned();
     for evaluator in ["nix-env", "nix-eval-jobs"] {
         for named in [false, true] {
-            let mut args = vec!["impact", "--evaluator", evaluator, "--before", &base, "--after", &wip_s, "--before-store", &f.cache_url];
+            let mut args = vec![
+                "impact",
+                "--evaluator",
+                evaluator,
+                "--before",
+                &base,
+                "--after",
+                &wip_s,
+                "--before-store",
+                &f.cache_url,
+            ];
             if named {
                 args.extend(["--attr", "libcore"]);
             }
@@ -1048,7 +1184,12 @@ fn a_side_that_does_not_evaluate_is_an_error() {
             let path = format!("{}:{}", standin.display(), std::env::var("PATH").unwrap());
             let o = crate::common::heft_run_env(&[("PATH", &path)], None, &args);
             assert_eq!(o.code, 1, "{evaluator} {named}: {}{}", o.stdout, o.stderr);
-            assert!(o.stderr.contains(&format!("--after {wip_s}: does not evaluate")), "{}", o.stderr);
+            assert!(
+                o.stderr
+                    .contains(&format!("--after {wip_s}: does not evaluate")),
+                "{}",
+                o.stderr
+            );
             assert!(o.stderr.contains("work in progress"), "{}", o.stderr);
             assert!(o.stdout.is_empty(), "{}", o.stdout);
         }
@@ -1065,7 +1206,10 @@ fn the_base_from_the_local_store_is_said_and_a_gate_must_measure() {
     let repo = f.repo.to_string_lossy().into_owned();
     let o = crate::common::heft_run(
         None,
-        &["impact", "--json", "--repo", &repo, "--before", &f.base, "--after", &f.head, "--attr", "libcore", "--attr", "stable"],
+        &[
+            "impact", "--json", "--repo", &repo, "--before", &f.base, "--after", &f.head, "--attr",
+            "libcore", "--attr", "stable",
+        ],
     );
     let v = json_of(&o);
     let r = rows(&v);
@@ -1074,17 +1218,33 @@ fn the_base_from_the_local_store_is_said_and_a_gate_must_measure() {
     assert_eq!(r["stable"]["status"], "unchanged");
     let notes = strs(&v["notes"]);
     assert_eq!(notes.len(), 1, "{notes:?}");
-    assert!(notes[0].contains("no --before-store") && notes[0].contains("pass --before-store"), "{notes:?}");
+    assert!(
+        notes[0].contains("no --before-store") && notes[0].contains("pass --before-store"),
+        "{notes:?}"
+    );
     let text = crate::common::heft_run(
         None,
-        &["impact", "--repo", &repo, "--before", &f.base, "--after", &f.head, "--attr", "libcore"],
+        &[
+            "impact", "--repo", &repo, "--before", &f.base, "--after", &f.head, "--attr", "libcore",
+        ],
     );
-    assert_eq!(text.stdout.matches("note: the base's outputs were read from").count(), 1, "{}", text.stdout);
+    assert_eq!(
+        text.stdout
+            .matches("note: the base's outputs were read from")
+            .count(),
+        1,
+        "{}",
+        text.stdout
+    );
 
     // A gate over attributes none of which could be measured.
     let o = impact(&["--attr", "app09", "--max-growth", "10%"]);
     assert_eq!(o.code, 1, "{}{}", o.stdout, o.stderr);
-    assert!(o.stderr.contains("the rules were applied to nothing"), "{}", o.stderr);
+    assert!(
+        o.stderr.contains("the rules were applied to nothing"),
+        "{}",
+        o.stderr
+    );
 }
 
 /// Each warning of a run is printed once, for `diff`, `check` and
@@ -1102,41 +1262,89 @@ fn warnings_are_printed_once() {
     let lib = &f.base_outputs["libcore"]["out"];
     let old = &f.base_outputs["oldtool"]["out"];
     run(nix()
-        .args(["copy", "--from", &f.cache_url, "--to", &format!("file://{}", cache.display())])
+        .args([
+            "copy",
+            "--from",
+            &f.cache_url,
+            "--to",
+            &format!("file://{}", cache.display()),
+        ])
         .args(["--option", "require-sigs", "false", app, old]));
     for e in std::fs::read_dir(&cache).unwrap() {
         let p = e.unwrap().path();
         if p.extension().is_some_and(|x| x == "narinfo") {
             let text = std::fs::read_to_string(&p).unwrap();
-            let unsigned: String = text.lines().filter(|l| !l.starts_with("Sig: ")).map(|l| format!("{l}\n")).collect();
+            let unsigned: String = text
+                .lines()
+                .filter(|l| !l.starts_with("Sig: "))
+                .map(|l| format!("{l}\n"))
+                .collect();
             std::fs::write(&p, unsigned).unwrap();
         }
     }
     for p in [app, old] {
-        let narinfo = std::fs::read_to_string(cache.join(format!("{}.narinfo", &p[11..43]))).unwrap();
-        let url = narinfo.lines().find_map(|l| l.strip_prefix("URL: ")).unwrap();
+        let narinfo =
+            std::fs::read_to_string(cache.join(format!("{}.narinfo", &p[11..43]))).unwrap();
+        let url = narinfo
+            .lines()
+            .find_map(|l| l.strip_prefix("URL: "))
+            .unwrap();
         std::fs::write(cache.join(url), b"not xz").unwrap();
     }
     let store = format!("file://{}", cache.display());
-    let (base_tree, repo) = (f.base_tree.to_string_lossy().into_owned(), f.repo.to_string_lossy().into_owned());
+    let (base_tree, repo) = (
+        f.base_tree.to_string_lossy().into_owned(),
+        f.repo.to_string_lossy().into_owned(),
+    );
     let runs: [Vec<&str>; 3] = [
         vec!["--store", &store, "--no-require-sigs", "diff", lib, app],
-        vec!["--store", &store, "--no-require-sigs", "check", app, "--forbid", "zlib*"],
         vec![
-            "--no-require-sigs", "impact", "--before", &base_tree, "--after", &repo, "--attr", "oldtool",
-            "--before-store", &store, "--removed-evidence",
+            "--store",
+            &store,
+            "--no-require-sigs",
+            "check",
+            app,
+            "--forbid",
+            "zlib*",
+        ],
+        vec![
+            "--no-require-sigs",
+            "impact",
+            "--before",
+            &base_tree,
+            "--after",
+            &repo,
+            "--attr",
+            "oldtool",
+            "--before-store",
+            &store,
+            "--removed-evidence",
         ],
     ];
     for (args, code) in runs.into_iter().zip([3, 4, 3]) {
         let o = crate::common::heft_run(None, &args);
         assert_eq!(o.code, code, "{args:?}: {}{}", o.stdout, o.stderr);
-        let lines: Vec<&str> = o.stderr.lines().filter(|l| l.starts_with("nix-heft: warning:")).collect();
+        let lines: Vec<&str> = o
+            .stderr
+            .lines()
+            .filter(|l| l.starts_with("nix-heft: warning:"))
+            .collect();
         let mut unique = lines.clone();
         unique.sort();
         unique.dedup();
         assert_eq!(lines.len(), unique.len(), "{args:?}: {}", o.stderr);
-        assert!(lines.iter().any(|l| l.contains("without a valid signature")), "{args:?}: {}", o.stderr);
-        assert!(lines.iter().any(|l| l.contains("NAR")), "{args:?}: {}", o.stderr);
+        assert!(
+            lines
+                .iter()
+                .any(|l| l.contains("without a valid signature")),
+            "{args:?}: {}",
+            o.stderr
+        );
+        assert!(
+            lines.iter().any(|l| l.contains("NAR")),
+            "{args:?}: {}",
+            o.stderr
+        );
     }
 }
 

@@ -27,7 +27,9 @@ pub fn standin(version: &str) -> PathBuf {
     let bin = dir.join("nix-eval-jobs");
     let script = format!(
         "#!/bin/sh\nNIX_EVAL_JOBS_STANDIN_VERSION={version} exec python3 {} \"$@\"\n",
-        repo().join("tests/fixtures/impact/nix-eval-jobs.py").display()
+        repo()
+            .join("tests/fixtures/impact/nix-eval-jobs.py")
+            .display()
     );
     // Written once and renamed into place: tests in parallel may ask.
     if std::fs::read_to_string(&bin).ok().as_deref() != Some(script.as_str()) {
@@ -59,8 +61,14 @@ fn the_standin_takes_exactly_the_versions_flags() {
     for version in VERSIONS {
         let bin = standin(version).join("nix-eval-jobs");
         let help = run(Command::new(&bin).arg("--help"));
-        assert!(help.starts_with("USAGE: nix-eval-jobs [options] expr\n\n"), "{help}");
-        assert!(help.contains("\n  --workers              number of evaluate workers\n"), "{help}");
+        assert!(
+            help.starts_with("USAGE: nix-eval-jobs [options] expr\n\n"),
+            "{help}"
+        );
+        assert!(
+            help.contains("\n  --workers              number of evaluate workers\n"),
+            "{help}"
+        );
         let has = help.contains("\n  --no-instantiate ");
         assert_eq!(has, version == "v2.33.0", "{version}");
         let o = Command::new(&bin)
@@ -81,7 +89,8 @@ fn the_standin_takes_exactly_the_versions_flags() {
 /// The rows of an impact JSON, attribute → the fields that do not depend
 /// on the evaluator.
 fn figures(stdout: &str) -> Vec<(String, serde_json::Value)> {
-    let v: serde_json::Value = serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    let v: serde_json::Value =
+        serde_json::from_str(stdout).unwrap_or_else(|e| panic!("{e}: {stdout}"));
     v["attributes"]
         .as_array()
         .unwrap()
@@ -92,8 +101,16 @@ fn figures(stdout: &str) -> Vec<(String, serde_json::Value)> {
             let failed = r_failed(o);
             o.retain(|k, _| {
                 [
-                    "attr", "status", "before", "after", "delta", "changes", "changes_count",
-                    "rest_net", "added_count", "removed_count",
+                    "attr",
+                    "status",
+                    "before",
+                    "after",
+                    "delta",
+                    "changes",
+                    "changes_count",
+                    "rest_net",
+                    "added_count",
+                    "removed_count",
                 ]
                 .contains(&k.as_str())
             });
@@ -119,11 +136,25 @@ fn nix_eval_jobs_gives_what_nix_env_gives() {
     let f = impact_fixture();
     let repo = f.repo.to_string_lossy().into_owned();
     let common = [
-        "impact", "--json", "--repo", &repo, "--before", &f.base, "--after", &f.head,
-        "--before-store", &f.cache_url,
+        "impact",
+        "--json",
+        "--repo",
+        &repo,
+        "--before",
+        &f.base,
+        "--after",
+        &f.head,
+        "--before-store",
+        &f.cache_url,
     ];
-    let lists: [&[&str]; 2] = [&[], &["--attr", "tools", "--attr", "newtool", "--attr", "libcore"]];
-    let cores = std::thread::available_parallelism().unwrap().get().to_string();
+    let lists: [&[&str]; 2] = [
+        &[],
+        &["--attr", "tools", "--attr", "newtool", "--attr", "libcore"],
+    ];
+    let cores = std::thread::available_parallelism()
+        .unwrap()
+        .get()
+        .to_string();
     for list in lists {
         let mut by_nix_env: Vec<&str> = common.to_vec();
         by_nix_env.extend(["--evaluator", "nix-env"]);
@@ -138,7 +169,10 @@ fn nix_eval_jobs_gives_what_nix_env_gives() {
             let mut args: Vec<&str> = common.to_vec();
             args.extend(list);
             let o = heft_run_env(
-                &[("PATH", &path_with(version)), ("NIX_EVAL_JOBS_STANDIN_LOG", &log_s)],
+                &[
+                    ("PATH", &path_with(version)),
+                    ("NIX_EVAL_JOBS_STANDIN_LOG", &log_s),
+                ],
                 None,
                 &args,
             );
@@ -162,7 +196,11 @@ fn nix_eval_jobs_gives_what_nix_env_gives() {
                 .collect();
             assert_eq!(runs.len(), 2, "{version}: one run per side: {runs:?}");
             for argv in &runs {
-                let at = |flag: &str| argv.iter().position(|a| a == flag).map(|i| argv[i + 1].clone());
+                let at = |flag: &str| {
+                    argv.iter()
+                        .position(|a| a == flag)
+                        .map(|i| argv[i + 1].clone())
+                };
                 assert_eq!(at("--workers").as_deref(), Some(cores.as_str()), "{argv:?}");
                 assert_eq!(at("--max-memory-size").as_deref(), Some("4096"), "{argv:?}");
                 assert_eq!(
@@ -177,16 +215,27 @@ fn nix_eval_jobs_gives_what_nix_env_gives() {
     let log = scratch_dir("eval-jobs-log").join("argv");
     let log_s = log.to_string_lossy().into_owned();
     let mut args: Vec<&str> = common.to_vec();
-    args.extend(["--attr", "libcore", "--workers", "3", "--max-memory-size", "1024"]);
+    args.extend([
+        "--attr",
+        "libcore",
+        "--workers",
+        "3",
+        "--max-memory-size",
+        "1024",
+    ]);
     let o = heft_run_env(
-        &[("PATH", &path_with("v2.33.0")), ("NIX_EVAL_JOBS_STANDIN_LOG", &log_s)],
+        &[
+            ("PATH", &path_with("v2.33.0")),
+            ("NIX_EVAL_JOBS_STANDIN_LOG", &log_s),
+        ],
         None,
         &args,
     );
     assert_eq!(o.code, 0, "{}", o.stderr);
     let argv = std::fs::read_to_string(&log).unwrap();
     assert_eq!(
-        argv.matches(r#""--workers", "3", "--max-memory-size", "1024""#).count(),
+        argv.matches(r#""--workers", "3", "--max-memory-size", "1024""#)
+            .count(),
         2,
         "{argv}"
     );
@@ -212,16 +261,25 @@ fn no_instantiate_writes_no_derivation() {
         .unwrap();
         let drv: String = serde_json::from_str(&run(Command::new("nix-instantiate")
             .args(["--readonly-mode", "--eval", "--json", "-E"])
-            .arg(format!("(import {}/default.nix {{ }}).p.drvPath", dir.display()))))
+            .arg(format!(
+                "(import {}/default.nix {{ }}).p.drvPath",
+                dir.display()
+            ))))
         .unwrap();
         assert!(!std::path::Path::new(&drv).exists());
         let d = dir.to_string_lossy().into_owned();
         let o = heft_run_env(
             &[("PATH", &path_with(version))],
             None,
-            &["impact", "--json", "--before", &d, "--after", &d, "--attr", "p"],
+            &[
+                "impact", "--json", "--before", &d, "--after", &d, "--attr", "p",
+            ],
         );
         assert_eq!(o.code, 0, "{version}: {}", o.stderr);
-        assert_eq!(std::path::Path::new(&drv).exists(), writes, "{version}: {drv}");
+        assert_eq!(
+            std::path::Path::new(&drv).exists(),
+            writes,
+            "{version}: {drv}"
+        );
     }
 }

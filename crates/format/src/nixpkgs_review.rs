@@ -1397,7 +1397,10 @@ mod tests {
         );
     }
 
-    fn reviewed_outputs(r: &ReviewDir, system: &str) -> Vec<(String, Status, Vec<(String, String)>)> {
+    /// An attribute's name, status and (output, path) pairs.
+    type Outputs = (String, Status, Vec<(String, String)>);
+
+    fn reviewed_outputs(r: &ReviewDir, system: &str) -> Vec<Outputs> {
         r.reviewed(system)
             .unwrap()
             .into_iter()
@@ -1501,7 +1504,10 @@ mod tests {
             (
                 "lib1".to_string(),
                 Status::Built,
-                vec![("dev".to_string(), ld.clone()), ("out".to_string(), l.clone())]
+                vec![
+                    ("dev".to_string(), ld.clone()),
+                    ("out".to_string(), l.clone())
+                ]
             )
         );
         assert_eq!(find("lib2").1, Status::Failed);

@@ -470,13 +470,20 @@ impl ImpactReport {
 
     /// "`libver` 1.0 → 1.1 (+0 B)", "`bigdata-2.0` is new (+3.0 MiB)",
     /// "`libsplit-2.3 (45ph3yig)` rebuilt (-29.7 KiB)".
-    fn change_head(c: &ChangeRow, name: &dyn Fn(&str) -> String, code: fn(&str) -> String) -> String {
+    fn change_head(
+        c: &ChangeRow,
+        name: &dyn Fn(&str) -> String,
+        code: fn(&str) -> String,
+    ) -> String {
         let one = |paths: &[String]| match paths {
             [p] => name(p),
             _ => code(&c.package),
         };
         let versions = |v: &[String]| {
-            let shown: Vec<&str> = v.iter().map(|s| if s.is_empty() { "∅" } else { s.as_str() }).collect();
+            let shown: Vec<&str> = v
+                .iter()
+                .map(|s| if s.is_empty() { "∅" } else { s.as_str() })
+                .collect();
             shown.join(", ")
         };
         let net = iec_delta(c.net);
@@ -496,7 +503,11 @@ impl ImpactReport {
     /// The change's chain and holding files: ": `a` → `b`; `a` holds it
     /// in `share/doc/README` (text, docs)", or ": the attribute's own
     /// output".
-    fn change_why(c: &ChangeRow, name: &dyn Fn(&str) -> String, code: fn(&str) -> String) -> String {
+    fn change_why(
+        c: &ChangeRow,
+        name: &dyn Fn(&str) -> String,
+        code: fn(&str) -> String,
+    ) -> String {
         match &c.referrer {
             None if c.chain.len() <= 1 => ": the attribute's own output".into(),
             None => {
@@ -551,7 +562,11 @@ impl ImpactReport {
 
     /// ", in 10 attributes, through `libcore-1.0`: `share/doc/README`
     /// (text, docs)".
-    fn shared_why(s: &SharedRow, name: &dyn Fn(&str) -> String, code: fn(&str) -> String) -> String {
+    fn shared_why(
+        s: &SharedRow,
+        name: &dyn Fn(&str) -> String,
+        code: fn(&str) -> String,
+    ) -> String {
         let mut out = format!(" in {}", plural(s.count, "attribute"));
         if let Some(a) = &s.output_of {
             out.push_str(&format!(": the output of {}", code(a)));
@@ -574,7 +589,12 @@ impl ImpactReport {
         out
     }
 
-    fn shared_phrase(&self, s: &SharedRow, name: &dyn Fn(&str) -> String, code: fn(&str) -> String) -> String {
+    fn shared_phrase(
+        &self,
+        s: &SharedRow,
+        name: &dyn Fn(&str) -> String,
+        code: fn(&str) -> String,
+    ) -> String {
         format!(
             "{}{}",
             Self::change_head(&s.change, name, code),
@@ -612,7 +632,10 @@ impl ImpactReport {
 /// Whether a side as given names a path (a directory, `.`), not a
 /// revision or a flake.
 fn is_path_like(s: &str) -> bool {
-    s == "." || s.starts_with('/') || s.starts_with("./") || s.starts_with("../")
+    s == "."
+        || s.starts_with('/')
+        || s.starts_with("./")
+        || s.starts_with("../")
         || s.starts_with("nixpkgs-review ")
 }
 
@@ -634,10 +657,9 @@ fn attr_row(r: &AttrImpact, ag: &Graph, impact: &Impact, ctx: &Context) -> AttrR
         let cmds: Vec<String> = unbuilt.iter().map(|&s| (ctx.build)(&r.attr, s)).collect();
         (Some(which), Some(cmds.join("; ")))
     };
+    // Nix's own message where it failed; the status says which way.
     let failed = match &r.status {
-        Status::EvalBroken(m) => Some(format!("broken by this change (does not evaluate at the head): {m}")),
-        Status::EvalFixed(m) => Some(format!("fixed by this change (did not evaluate at the base): {m}")),
-        Status::EvalFailed(m) => Some(format!("fails to evaluate before and after: {m}")),
+        Status::EvalBroken(m) | Status::EvalFixed(m) | Status::EvalFailed(m) => Some(m.clone()),
         Status::BuildFailed => Some("its build failed in nixpkgs-review (logs/ has the log)".into()),
         Status::SkippedBroken => Some(
             "nixpkgs-review skipped it as broken (marked broken, or it does not evaluate at its checkout)"
@@ -802,12 +824,18 @@ impl Report for ImpactReport {
                 iec(b)
             }
         };
-        let wrap = |l: &str, first: &str, rest: &str| crate::style::wrap_hanging(l, opts.width, first, rest);
+        let wrap = |l: &str, first: &str, rest: &str| {
+            crate::style::wrap_hanging(l, opts.width, first, rest)
+        };
         let mut out = format!("{}\n{}\n", self.headline(), self.totals_line());
         for n in &self.notes {
             out.push_str(&wrap(&format!("note: {n}"), "", "  "));
         }
-        let broken: Vec<&AttrRow> = self.attributes.iter().filter(|a| a.status == "broken").collect();
+        let broken: Vec<&AttrRow> = self
+            .attributes
+            .iter()
+            .filter(|a| a.status == "broken")
+            .collect();
         if !broken.is_empty() {
             out.push_str("\nBroken by this change (evaluate at the base, not at the head):\n");
             for a in &broken {
@@ -821,7 +849,11 @@ impl Report for ImpactReport {
         if !self.shared_causes.is_empty() {
             out.push_str("\nNew in several attributes (said once):\n");
             for s in self.shared_causes.iter().take(TEXT_SHARED) {
-                out.push_str(&wrap(&self.shared_phrase(s, &name, review::plain), "  ", "      "));
+                out.push_str(&wrap(
+                    &self.shared_phrase(s, &name, review::plain),
+                    "  ",
+                    "      ",
+                ));
             }
             if self.shared_causes.len() > TEXT_SHARED {
                 out.push_str(&wrap(
@@ -1004,7 +1036,16 @@ impl review::Reviewed for ImpactReport {
                         }
                         _ => review::md(&d),
                     };
-                    format!("- **{}**: {}\n", review::md(&a.attr), review::clip(&d, 1500))
+                    let how = if a.status == "not-built" {
+                        String::new()
+                    } else {
+                        format!(" ({})", status_words(&a.status))
+                    };
+                    format!(
+                        "- **{}**{how}: {}\n",
+                        review::md(&a.attr),
+                        review::clip(&d, 1500)
+                    )
                 })
             })
             .collect();
@@ -1038,7 +1079,11 @@ impl review::Reviewed for ImpactReport {
                     verdict.push_str(&format!(
                         "❌ **{} broken by this change**: {} at the base, not at the head.\n\n",
                         plural(broken.len(), "attribute"),
-                        if broken.len() == 1 { "it evaluates" } else { "they evaluate" }
+                        if broken.len() == 1 {
+                            "it evaluates"
+                        } else {
+                            "they evaluate"
+                        }
                     ));
                 }
                 if breaking > 0 {
@@ -1082,8 +1127,19 @@ impl review::Reviewed for ImpactReport {
                 // The stories take what the table and the list of what was
                 // not built leave, so that every attribute stays listed.
                 let room = f.room().saturating_sub(table_len + missing_len);
-                f.list_within("", &stories, "", "explained attributes", room.max(f.room() / 2));
-                f.list(&table_head, &rows, "\n</details>\n", "attributes in the table");
+                f.list_within(
+                    "",
+                    &stories,
+                    "",
+                    "explained attributes",
+                    room.max(f.room() / 2),
+                );
+                f.list(
+                    &table_head,
+                    &rows,
+                    "\n</details>\n",
+                    "attributes in the table",
+                );
                 f.list(
                     "\n**Not built, failed or skipped:**\n\n",
                     &missing,
@@ -1152,5 +1208,110 @@ impl review::Reviewed for ImpactReport {
         }
         let anns = review::cap(anns, "nix-heft impact", "the job summary");
         anns.iter().map(|a| a.render(at)).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::review::Reviewed;
+
+    /// A report of `n` attributes, each grown by a new path of its own.
+    fn report(n: usize) -> ImpactReport {
+        let attributes: Vec<AttrRow> = (0..n)
+            .map(|i| {
+                let path = format!("/nix/store/{:032}-dep{i}-1.0", i).replace('0', "a");
+                let own = format!("/nix/store/{:032}-pkg{i}-1.0", i).replace('0', "b");
+                AttrRow {
+                    attr: format!("pkg{i}"),
+                    status: "grown".into(),
+                    before: Some(SideRow {
+                        outputs: BTreeMap::new(),
+                        built: true,
+                        closure_size: Some(1000),
+                    }),
+                    after: Some(SideRow {
+                        outputs: BTreeMap::new(),
+                        built: true,
+                        closure_size: Some(1000 + 4096 * (n - i) as u64),
+                    }),
+                    delta: Some(4096 * (n - i) as i128),
+                    not_built: None,
+                    build: None,
+                    failed: None,
+                    changes: vec![ChangeRow {
+                        kind: "new".into(),
+                        package: format!("dep{i}"),
+                        added: vec![path.clone()],
+                        removed: Vec::new(),
+                        versions_before: Vec::new(),
+                        versions_after: vec!["1.0".into()],
+                        net: 4096 * (n - i) as i128,
+                        chain: vec![own.clone(), path],
+                        referrer: Some(own),
+                        holds: vec!["share/doc/README".into()],
+                        groups: Vec::new(),
+                        shared: false,
+                    }],
+                    changes_count: 1,
+                    rest_net: 0,
+                    added_count: 1,
+                    added_size: 4096,
+                    removed_count: 0,
+                    removed_size: 0,
+                    violations: Vec::new(),
+                }
+            })
+            .collect();
+        ImpactReport {
+            before: SideMeta::default(),
+            after: SideMeta::default(),
+            evaluator: "nix-env".into(),
+            totals: Totals {
+                grown: n,
+                ..Totals::default()
+            },
+            attributes,
+            shared_causes: Vec::new(),
+            notes: Vec::new(),
+            problems: Vec::new(),
+        }
+    }
+
+    /// Every story fits a comment that has the room: none is left out
+    /// for a fixed count (ten were, silently); when the room runs out, the
+    /// cut is said with how many are left out.
+    #[test]
+    fn a_comment_shows_every_story_it_can_fit() {
+        let r = report(40);
+        let md = r.render_markdown(crate::review::COMMENT_LIMIT);
+        for i in 0..40 {
+            assert_eq!(
+                md.matches(&format!("\n**pkg{i}** (grown")).count(),
+                1,
+                "pkg{i}"
+            );
+        }
+        assert!(!md.contains("Cut to fit"), "{md}");
+        let small = r.render_markdown(4000);
+        assert!(small.chars().count() <= 4000);
+        let shown = (0..40)
+            .filter(|i| small.contains(&format!("\n**pkg{i}** (grown")))
+            .count();
+        assert!(shown > 0 && shown < 40, "{shown}");
+        assert!(
+            small.contains(&format!("{} of 40 explained attributes", 40 - shown)),
+            "{small}"
+        );
+    }
+
+    /// No list line starts with `+` or `-` after its bullet: GitHub would
+    /// read a nested list.
+    #[test]
+    fn list_lines_never_start_with_a_sign() {
+        let md = report(3).render_markdown(crate::review::COMMENT_LIMIT);
+        for l in md.lines().filter(|l| l.starts_with("- ")) {
+            assert!(!l[2..].starts_with(['+', '-', '*']), "{l}");
+        }
     }
 }

@@ -415,19 +415,22 @@ fn evaluate(dir: &Path, config: Option<&str>) -> BTreeMap<String, Outputs> {
 /// no substituters, as root without build users, no GC root left behind.
 fn build(dir: &Path, attrs: &[&String]) {
     let mut c = Command::new("nix-build");
-    c.arg(dir).arg("--no-out-link").args(["--arg", "config", REVIEW_CONFIG]).args([
-        "--option",
-        "sandbox",
-        "false",
-        "--option",
-        "build-users-group",
-        "",
-        "--option",
-        "substituters",
-        "",
-        "--max-jobs",
-        "2",
-    ]);
+    c.arg(dir)
+        .arg("--no-out-link")
+        .args(["--arg", "config", REVIEW_CONFIG])
+        .args([
+            "--option",
+            "sandbox",
+            "false",
+            "--option",
+            "build-users-group",
+            "",
+            "--option",
+            "substituters",
+            "",
+            "--max-jobs",
+            "2",
+        ]);
     for a in attrs {
         c.args(["-A", a]);
     }

@@ -255,7 +255,11 @@ struct Attr {
 impl Attr {
     /// `Attr.was_build`: every output a valid path of the local store.
     fn was_build(&self) -> bool {
-        !self.outputs.is_empty() && self.outputs.iter().all(|(_, p)| super::impact_fixture::valid_locally(p))
+        !self.outputs.is_empty()
+            && self
+                .outputs
+                .iter()
+                .all(|(_, p)| super::impact_fixture::valid_locally(p))
     }
 }
 
@@ -383,7 +387,10 @@ pub fn write(r: &Review, dir: &Path) {
             ("non-existent", Version::V2_6_0 | Version::V2_9_2) => "non-existant",
             (k, _) => k,
         };
-        result.insert(key.into(), Value::Array(v.iter().map(|a| entry(a)).collect()));
+        result.insert(
+            key.into(),
+            Value::Array(v.iter().map(|a| entry(a)).collect()),
+        );
     }
     let extra = (r.extra_nixpkgs_config != "{ }").then(|| r.extra_nixpkgs_config.to_string());
     let mut report = serde_json::Map::new();
@@ -405,10 +412,7 @@ pub fn write(r: &Review, dir: &Path) {
         if r.version >= Version::V3_8_0 {
             report.insert("pkgs".into(), Value::Null);
         }
-        report.insert(
-            "result".into(),
-            json!({ r.system: Value::Object(result) }),
-        );
+        report.insert("result".into(), json!({ r.system: Value::Object(result) }));
         if r.version == Version::V3_4_0 {
             // `additional_packages` came with 3.5.0 (`7b45342`).
             report.remove("additional_packages");
@@ -462,7 +466,10 @@ pub fn write(r: &Review, dir: &Path) {
         let log = if a.was_build() {
             String::new()
         } else {
-            format!("builder for '{}' failed with exit code 1\n", a.drv_path.as_deref().unwrap_or(""))
+            format!(
+                "builder for '{}' failed with exit code 1\n",
+                a.drv_path.as_deref().unwrap_or("")
+            )
         };
         std::fs::write(logs.join(format!("{}{suffix}.log", a.name)), log).unwrap();
     }

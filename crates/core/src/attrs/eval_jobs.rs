@@ -152,7 +152,10 @@ impl Flags {
 fn unsupported_value(error: &str) -> bool {
     let e = error.trim();
     let e = e.strip_prefix("error:").unwrap_or(e).trim_start();
-    e.starts_with("attribute '") && e.lines().next().is_some_and(|l| l.ends_with(", which is not supported"))
+    e.starts_with("attribute '")
+        && e.lines()
+            .next()
+            .is_some_and(|l| l.ends_with(", which is not supported"))
 }
 
 /// One line of `nix-eval-jobs`' output, the part read here.
@@ -278,7 +281,6 @@ pub(super) fn run(
     Ok(eval)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -304,8 +306,14 @@ mod tests {
             "max-memory-size",
             "maximum evaluation memory size in megabyte (4GiB per worker by default)",
         ),
-        ("show-input-drvs", "Show input derivations in the output for each derivation. This is useful to get direct dependencies of a derivation."),
-        ("reference-lock-file", "Read the given lock file instead of `flake.lock` within the top-level flake."),
+        (
+            "show-input-drvs",
+            "Show input derivations in the output for each derivation. This is useful to get direct dependencies of a derivation.",
+        ),
+        (
+            "reference-lock-file",
+            "Read the given lock file instead of `flake.lock` within the top-level flake.",
+        ),
     ];
 
     #[test]
@@ -318,11 +326,17 @@ mod tests {
             "no-instantiate",
             "don't instantiate (write) derivations, only evaluate (faster)",
         ));
-        assert!(Flags::parse_help(&help(&v2_31)).unwrap().has("no-instantiate"));
+        assert!(
+            Flags::parse_help(&help(&v2_31))
+                .unwrap()
+                .has("no-instantiate")
+        );
         // A description that mentions a flag is not a flag.
-        assert!(!Flags::parse_help(&help(&[("select", "see --no-instantiate")]))
-            .unwrap()
-            .has("no-instantiate"));
+        assert!(
+            !Flags::parse_help(&help(&[("select", "see --no-instantiate")]))
+                .unwrap()
+                .has("no-instantiate")
+        );
         assert_eq!(Flags::parse_help("nix-env (Nix) 2.8.0\n"), None);
     }
 
@@ -368,14 +382,29 @@ mod tests {
         };
         assert_eq!(
             ej.flags().unwrap(),
-            ["--workers", "3", "--max-memory-size", "2048", "--no-instantiate"]
+            [
+                "--workers",
+                "3",
+                "--max-memory-size",
+                "2048",
+                "--no-instantiate"
+            ]
         );
         let ej = EvalJobs {
             no_instantiate: Some(false),
             ..EvalJobs::new("x")
         };
         let f = ej.flags().unwrap();
-        assert_eq!(f[..2], ["--workers".to_string(), std::thread::available_parallelism().unwrap().get().to_string()]);
+        assert_eq!(
+            f[..2],
+            [
+                "--workers".to_string(),
+                std::thread::available_parallelism()
+                    .unwrap()
+                    .get()
+                    .to_string()
+            ]
+        );
         assert_eq!(f[2..], ["--max-memory-size", "4096"]);
     }
 }

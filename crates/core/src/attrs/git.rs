@@ -82,8 +82,11 @@ fn git(repo: &Path, args: &[&std::ffi::OsStr]) -> Result<String, GitError> {
 
 /// Whether `dir` is inside a git work tree.
 pub(super) fn is_checkout(dir: &Path) -> bool {
-    git(dir, &["rev-parse".as_ref(), "--is-inside-work-tree".as_ref()])
-        .is_ok_and(|s| s == "true")
+    git(
+        dir,
+        &["rev-parse".as_ref(), "--is-inside-work-tree".as_ref()],
+    )
+    .is_ok_and(|s| s == "true")
 }
 
 /// The commit `rev` names in `repo` (anything `git rev-parse` takes), in
@@ -190,4 +193,3 @@ impl Drop for GitSide {
         );
     }
 }
-

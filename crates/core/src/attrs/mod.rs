@@ -138,13 +138,13 @@ impl Evaluator {
 /// `uname`, whose names differ (`-macos`).
 pub fn current_system(nix_instantiate: &OsString) -> Result<String, AttrsError> {
     let mut cmd = Command::new(nix_instantiate);
-    cmd.args([
-        "--eval",
-        "--json",
-        "--expr",
-        "builtins.currentSystem",
-    ]);
-    let what = || format!("{} --eval builtins.currentSystem", nix_instantiate.to_string_lossy());
+    cmd.args(["--eval", "--json", "--expr", "builtins.currentSystem"]);
+    let what = || {
+        format!(
+            "{} --eval builtins.currentSystem",
+            nix_instantiate.to_string_lossy()
+        )
+    };
     let out = output(cmd, what)?;
     serde_json::from_slice(&out).map_err(|e| AttrsError::Output {
         program: what(),
@@ -551,8 +551,7 @@ fn is_missing(outcome: &Outcome, attr: &str, file: &Path) -> bool {
         return false;
     };
     nix_heft_format::nix_error::missing_attribute(message).is_some_and(|m| {
-        attr.split('.').any(|n| n == m.name)
-            && m.file.as_deref().map(Path::new) == Some(file)
+        attr.split('.').any(|n| n == m.name) && m.file.as_deref().map(Path::new) == Some(file)
     })
 }
 
@@ -780,11 +779,10 @@ fn why_missing(
             if v.is_string() {
                 return Ok(Outcome::Failed(NOT_A_DERIVATION.into()));
             }
-            let item: NixEnvItem =
-                serde_json::from_value(v).map_err(|e| AttrsError::Output {
-                    program: what(),
-                    detail: e.to_string(),
-                })?;
+            let item: NixEnvItem = serde_json::from_value(v).map_err(|e| AttrsError::Output {
+                program: what(),
+                detail: e.to_string(),
+            })?;
             outcome(item.drv_path.as_deref(), &item.outputs, &opts.store_dir).map_err(|detail| {
                 AttrsError::Output {
                     program: what(),
@@ -1180,10 +1178,12 @@ in rec {{
             nix_instantiate: "nix-instantiate".into(),
             chunk_size: 2,
         };
-        let asked: Vec<String> = ["a", "set", "bad", "nope", "b", "hidden", "alias", "set.nope"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let asked: Vec<String> = [
+            "a", "set", "bad", "nope", "b", "hidden", "alias", "set.nope",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let some = evaluate(&chunked, &dir, Some(&asked), &opts).unwrap();
         // A name the side does not have is not there (`nope`, `set.nope`).
         assert_eq!(

@@ -332,7 +332,10 @@ mod tests {
             "nix-build . -A x"
         );
         let opts = Options {
-            auto_args: vec![("config".into(), AutoArg::Expr("{ allowUnfree = true; }".into()))],
+            auto_args: vec![(
+                "config".into(),
+                AutoArg::Expr("{ allowUnfree = true; }".into()),
+            )],
             ..Options::default()
         };
         assert_eq!(

@@ -97,8 +97,7 @@ pub struct Detail {
 /// Picks the paths a group's changes are explained by (see
 /// [`Detail::choose`]): `(added, removed)`, ids of the head and the base
 /// graph, each from the lists given.
-pub type Chooser =
-    fn(&Graph, &[NodeId], &Graph, &[NodeId], usize) -> (Vec<NodeId>, Vec<NodeId>);
+pub type Chooser = fn(&Graph, &[NodeId], &Graph, &[NodeId], usize) -> (Vec<NodeId>, Vec<NodeId>);
 
 /// One changed path of a group, and how the group's closure holds it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -581,8 +581,11 @@ pub fn impact(
         {
             let size: u64 = a.output_sizes.values().sum();
             if size > limit {
-                let mut outputs: Vec<(String, u64)> =
-                    a.output_sizes.iter().map(|(o, s)| (o.clone(), *s)).collect();
+                let mut outputs: Vec<(String, u64)> = a
+                    .output_sizes
+                    .iter()
+                    .map(|(o, s)| (o.clone(), *s))
+                    .collect();
                 outputs.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
                 broken.push(Broken::MaxOutput {
                     size,
@@ -628,10 +631,7 @@ pub fn impact(
     for (i, f) in found.iter().enumerate() {
         if both_built(&rows[i]) {
             for u in &f.units {
-                shared_in
-                    .entry(unit_key(u))
-                    .or_default()
-                    .push(i);
+                shared_in.entry(unit_key(u)).or_default().push(i);
             }
         }
     }
@@ -671,13 +671,12 @@ pub fn impact(
         .take(SHARED_EXPLAINED)
         .map(|(u, _)| {
             let (v, in_head) = u.explained_by();
-            let (g, depth) = if in_head { (&ag, &adepth) } else { (&bg, &bdepth) };
-            let mut r: Vec<NodeId> = g
-                .referrers(v)
-                .iter()
-                .copied()
-                .filter(|&r| r != v)
-                .collect();
+            let (g, depth) = if in_head {
+                (&ag, &adepth)
+            } else {
+                (&bg, &bdepth)
+            };
+            let mut r: Vec<NodeId> = g.referrers(v).iter().copied().filter(|&r| r != v).collect();
             r.sort_by(|x, y| {
                 depth[*x as usize]
                     .cmp(&depth[*y as usize])
@@ -745,8 +744,7 @@ pub fn impact(
                 } else {
                     &before_evidence
                 };
-                c.referrer =
-                    crate::explain::strongest_referrer(evidence, v, &shared_candidates[k]);
+                c.referrer = crate::explain::strongest_referrer(evidence, v, &shared_candidates[k]);
             }
             SharedCause {
                 change: c,
@@ -918,9 +916,15 @@ mod tests {
     #[test]
     fn evaluation_failures_say_which_way() {
         let f = |m: &str| Some(Got::Failed(m.into()));
-        assert_eq!(status_of(&Some(side()), &f("x")), Status::EvalBroken("x".into()));
+        assert_eq!(
+            status_of(&Some(side()), &f("x")),
+            Status::EvalBroken("x".into())
+        );
         assert_eq!(status_of(&None, &f("x")), Status::EvalBroken("x".into()));
-        assert_eq!(status_of(&f("b"), &Some(side())), Status::EvalFixed("b".into()));
+        assert_eq!(
+            status_of(&f("b"), &Some(side())),
+            Status::EvalFixed("b".into())
+        );
         assert_eq!(status_of(&f("b"), &f("a")), Status::EvalFailed("a".into()));
         assert_eq!(status_of(&f("b"), &None), Status::Removed);
         assert_eq!(

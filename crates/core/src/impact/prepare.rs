@@ -187,8 +187,7 @@ pub fn prepare(s: &Sides, watch: &dyn Fn(Option<String>)) -> Result<Prepared, Pr
             .map_err(PrepareError::Review)?;
             // nixpkgs-review's configuration, unless the user gave one.
             if !opts.auto_args.iter().any(|(n, _)| n == "config") {
-                opts
-                    .auto_args
+                opts.auto_args
                     .push(("config".into(), AutoArg::Expr(review::nixpkgs_config(r))));
             }
             let h = review::head(r, &system);
@@ -203,33 +202,38 @@ pub fn prepare(s: &Sides, watch: &dyn Fn(Option<String>)) -> Result<Prepared, Pr
         .or_else(|| review_head.as_ref().map(|h| h.listed.clone()));
 
     let side = |given: &str, list: Option<&[String]>| {
-        watch(Some(format!("evaluating {given} with {}", s.evaluator.name())));
+        watch(Some(format!(
+            "evaluating {given} with {}",
+            s.evaluator.name()
+        )));
         let r = evaluate_side(&SideSpec::of(given, s.repo), s.evaluator, list, &opts);
         watch(None);
         r
     };
-    let mut after = match (s.after, &review_head) {
-        (Some(given), _) => SideEval::of(side(given, list.as_deref()).map_err(|source| {
-            PrepareError::After {
-                given: given.to_string(),
+    let mut after =
+        match (s.after, &review_head) {
+            (Some(given), _) => SideEval::of(side(given, list.as_deref()).map_err(|source| {
+                PrepareError::After {
+                    given: given.to_string(),
+                    source,
+                }
+            })?),
+            (None, Some(h)) => SideEval {
+                attrs: h.attrs.clone(),
+                notes: BTreeMap::new(),
+                commit: s.review.and_then(|r| r.commit.clone()),
+                dirty: false,
+                build: BuildHow::Review,
+            },
+            (None, None) => unreachable!("the head is --after or a nixpkgs-review directory"),
+        };
+    let before =
+        SideEval::of(
+            side(s.before, list.as_deref()).map_err(|source| PrepareError::Before {
+                given: s.before.to_string(),
                 source,
-            }
-        })?),
-        (None, Some(h)) => SideEval {
-            attrs: h.attrs.clone(),
-            notes: BTreeMap::new(),
-            commit: s.review.and_then(|r| r.commit.clone()),
-            dirty: false,
-            build: BuildHow::Review,
-        },
-        (None, None) => unreachable!("the head is --after or a nixpkgs-review directory"),
-    };
-    let before = SideEval::of(side(s.before, list.as_deref()).map_err(|source| {
-        PrepareError::Before {
-            given: s.before.to_string(),
-            source,
-        }
-    })?);
+            })?,
+        );
 
     // What nixpkgs-review did not build: its notes stand over an
     // evaluated head, but an attribute listed broken that the evaluated

@@ -169,3 +169,73 @@ pub fn unbuilt_links(head: &ReviewHead, impact: &super::Impact, store: &str) -> 
     }
     out
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn two_systems() -> (tempfile::TempDir, ReviewDir) {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("report.json"),
+            r#"{"pkgs": null, "result": {"aarch64-darwin": {"built": []}, "x86_64-linux": {"built": []}},
+               "systems": ["x86_64-linux", "aarch64-darwin"]}"#,
+        )
+        .unwrap();
+        let r = ReviewDir::open(dir.path()).unwrap();
+        (dir, r)
+    }
+
+    /// `--system` first, then this machine's as Nix names it (asked only
+    /// when the report has several), never a name of uname's.
+    #[test]
+    fn the_system_read_is_nixs_name_for_this_machine() {
+        let (_d, r) = two_systems();
+        let here = |s: &'static str| move || Some(s.to_string());
+        assert_eq!(
+            system(&r, None, here("aarch64-darwin")).unwrap(),
+            "aarch64-darwin"
+        );
+        assert_eq!(
+            system(&r, Some("x86_64-linux"), here("aarch64-darwin")).unwrap(),
+            "x86_64-linux"
+        );
+        let e = system(&r, None, here("aarch64-macos")).unwrap_err();
+        assert!(
+            e.contains("none of them this machine's (aarch64-macos); pass --system"),
+            "{e}"
+        );
+        let e = system(&r, Some("riscv64-linux"), here("x86_64-linux")).unwrap_err();
+        assert!(
+            e.contains("no results for riscv64-linux (it has: x86_64-linux, aarch64-darwin)"),
+            "{e}"
+        );
+        // One system: that one, Nix not asked.
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(
+            dir.path().join("report.json"),
+            r#"{"system": "aarch64-darwin", "built": []}"#,
+        )
+        .unwrap();
+        let one = ReviewDir::open(dir.path()).unwrap();
+        assert_eq!(
+            system(&one, None, || panic!("asked Nix for one system")).unwrap(),
+            "aarch64-darwin"
+        );
+    }
+
+    /// Per `extra-nixpkgs-config` of the report, over nixpkgs-review's own.
+    #[test]
+    fn the_base_gets_nixpkgs_reviews_config() {
+        let (_d, mut r) = two_systems();
+        assert_eq!(
+            nixpkgs_config(&r),
+            "({ allowUnfree = true; allowBroken = true; checkMeta = true; } // { }) // { allowBroken = false; }"
+        );
+        r.extra_nixpkgs_config = Some("{ cudaSupport = true; }".into());
+        assert!(nixpkgs_config(&r).contains("// { cudaSupport = true; })"));
+        // Not a set: nixpkgs-review refuses it, so nothing is taken.
+        r.extra_nixpkgs_config = Some("builtins.exec".into());
+        assert!(nixpkgs_config(&r).contains("// { })"));
+    }
+}
