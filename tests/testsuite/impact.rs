@@ -579,34 +579,26 @@ fn changes_are_paired_as_diff_pairs_them() {
         );
         assert_eq!(d.code, 0, "{}", d.stderr);
         let d: serde_json::Value = serde_json::from_str(&d.stdout).unwrap();
-        let mut from_diff: Vec<(String, Vec<String>, Vec<String>, i64)> = d["packages"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|p| {
-                (
-                    p["name"].as_str().unwrap().to_string(),
-                    strs(&p["versions_before"]),
-                    strs(&p["versions_after"]),
-                    p["size_delta"].as_i64().unwrap(),
-                )
-            })
-            .collect();
-        let mut from_impact: Vec<(String, Vec<String>, Vec<String>, i64)> = rows[attr]["changes"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|c| {
-                (
-                    c["package"].as_str().unwrap().to_string(),
-                    strs(&c["versions_before"]),
-                    strs(&c["versions_after"]),
-                    c["net"].as_i64().unwrap(),
-                )
-            })
-            .collect();
-        from_diff.sort();
-        from_impact.sort();
+        // (package, versions before, versions after, size change)
+        let rows_of = |items: &serde_json::Value, name: &str, delta: &str| {
+            let mut v: Vec<(String, Vec<String>, Vec<String>, i64)> = items
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|p| {
+                    (
+                        p[name].as_str().unwrap().to_string(),
+                        strs(&p["versions_before"]),
+                        strs(&p["versions_after"]),
+                        p[delta].as_i64().unwrap(),
+                    )
+                })
+                .collect();
+            v.sort();
+            v
+        };
+        let from_diff = rows_of(&d["packages"], "name", "size_delta");
+        let from_impact = rows_of(&rows[attr]["changes"], "package", "net");
         assert_eq!(from_impact, from_diff, "{attr}");
     }
     let libver = rows["libver"]["changes"].as_array().unwrap();

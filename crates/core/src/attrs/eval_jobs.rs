@@ -105,21 +105,10 @@ impl Flags {
     /// Runs `program --help` and reads it.
     pub fn of(program: &OsString) -> Result<Flags, AttrsError> {
         let what = || format!("{} --help", program.to_string_lossy());
-        let out = Command::new(program)
-            .arg("--help")
-            .stdin(Stdio::null())
-            .output()
-            .map_err(|source| AttrsError::Spawn {
-                program: what(),
-                source,
-            })?;
-        if !out.status.success() {
-            return Err(AttrsError::Failed {
-                program: what(),
-                stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-            });
-        }
-        let text = String::from_utf8_lossy(&out.stdout);
+        let mut cmd = Command::new(program);
+        cmd.arg("--help");
+        let out = super::output(cmd, what)?;
+        let text = String::from_utf8_lossy(&out);
         Flags::parse_help(&text).ok_or_else(|| AttrsError::Output {
             program: what(),
             detail: "no `USAGE: nix-eval-jobs` line".into(),

@@ -614,7 +614,7 @@ fn write_entry(dir: &Path, name: &str, text: &str) -> Result<PathBuf, AttrsError
 
 /// Runs `cmd`, returning its standard output, or its standard error as
 /// the error when it fails.
-fn output(mut cmd: Command, what: impl Fn() -> String) -> Result<Vec<u8>, AttrsError> {
+pub(super) fn output(mut cmd: Command, what: impl Fn() -> String) -> Result<Vec<u8>, AttrsError> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
