@@ -1044,6 +1044,7 @@ in rec {{
     /// and `nix-instantiate --eval` give, and the user's dirty tree, index
     /// and worktree list are as they were once the sides are dropped.
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn nix_env_evaluates_git_sides_and_finds_the_changed_attributes() {
         let tmp = tempfile::tempdir().unwrap();
         // A salt of this run, so that no earlier run wrote its derivations.
