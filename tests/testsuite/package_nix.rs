@@ -14,6 +14,7 @@ use crate::common::*;
 use crate::packaging::paged_commands;
 
 fn nix_instantiate(args: &[&str]) -> String {
+    require_nix();
     let out = Command::new("nix-instantiate")
         .current_dir(repo())
         .args(args)

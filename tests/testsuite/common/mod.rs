@@ -321,6 +321,7 @@ pub struct KeyPair {
 /// A key pair `name`, made once under the test target directory and kept
 /// (test runs at once share it: made aside, then renamed).
 pub fn key_pair(name: &str) -> KeyPair {
+    require_nix();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("test-keys")
         .join(name);
