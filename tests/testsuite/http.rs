@@ -1,242 +1,19 @@
-//! HTTP binary caches: a real HTTP/1.1 server on 127.0.0.1, started here,
-//! serves caches written by real `nix copy --to file://…` (xz with
-//! listings, zstd with listings, xz without), and injects faults. Every
+//! HTTP binary caches: a real HTTP/1.1 server on 127.0.0.1
+//! (common/fault_server.rs) serves caches written by real `nix copy --to
+//! file://…` (xz with listings, zstd with listings, xz without), and
+//! injects faults (those that need no Nix are tests/testsuite/http_faults.rs). Every
 //! answer over HTTP must equal the same cache's over file:// and the local
 //! store's; the server's log shows what was downloaded.
 
 use std::collections::HashMap;
-use std::io::{BufRead, BufReader, Write};
-use std::net::{TcpListener, TcpStream};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use crate::common;
+use crate::common::fault_server::{Faults, Logged, Server, run_in};
 use crate::common::*;
-
-/// What the test server does wrong, on purpose.
-#[derive(Default, Clone)]
-struct Faults {
-    /// Every URL answers 500 this many times before it answers properly.
-    fail_first: u32,
-    /// Request paths answered with 404.
-    not_found: Vec<String>,
-    /// Request paths answered with 403 (S3's answer for a missing key).
-    forbidden: Vec<String>,
-    /// NAR bodies are cut off halfway (the headers promise all of it) the
-    /// first this many times each is sent.
-    cut_nars: u32,
-    /// Narinfo and listing bodies are cut off likewise, the first this
-    /// many times each is sent.
-    cut_small: u32,
-    /// Requests are read and never answered.
-    stall: bool,
-    /// The `Authorization` header every request must carry.
-    auth: Option<String>,
-    /// Listings are sent with this Content-Encoding.
-    ls_encoding: Option<&'static str>,
-    /// Every request is answered after this long, times 1 to 4 by its path
-    /// (a distant cache, whose answers come back out of order).
-    delay: Duration,
-}
-
-#[derive(Clone, Debug)]
-struct Logged {
-    path: String,
-    status: u16,
-    encoding: Option<&'static str>,
-    /// When the request was read, and when its delay was over.
-    start: std::time::Instant,
-    end: std::time::Instant,
-    /// Requests waiting out their delay at once, this one included.
-    in_flight: usize,
-}
-
-struct Server {
-    port: u16,
-    log: Arc<Mutex<Vec<Logged>>>,
-}
-
-impl Server {
-    fn start(root: &Path, faults: Faults) -> Server {
-        let listener = TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let log = Arc::new(Mutex::new(Vec::new()));
-        let hits = Arc::new(Mutex::new(HashMap::<String, u32>::new()));
-        let (root, l2) = (root.to_path_buf(), log.clone());
-        let waiting = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        std::thread::spawn(move || {
-            for conn in listener.incoming() {
-                let Ok(conn) = conn else { continue };
-                let (root, faults, log, hits, waiting) = (
-                    root.clone(),
-                    faults.clone(),
-                    l2.clone(),
-                    hits.clone(),
-                    waiting.clone(),
-                );
-                std::thread::spawn(move || serve(conn, &root, &faults, &log, &hits, &waiting));
-            }
-        });
-        Server { port, log }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}", self.port)
-    }
-
-    fn log(&self) -> Vec<Logged> {
-        self.log.lock().unwrap().clone()
-    }
-
-    /// Paths of NARs sent whole or in part (status 200).
-    fn nars(&self) -> Vec<String> {
-        self.log()
-            .into_iter()
-            .filter(|l| l.status == 200 && l.path.starts_with("/nar/"))
-            .map(|l| l.path)
-            .collect()
-    }
-
-    fn count(&self, suffix: &str) -> usize {
-        self.log()
-            .iter()
-            .filter(|l| l.status == 200 && l.path.ends_with(suffix))
-            .count()
-    }
-
-    fn clear(&self) {
-        self.log.lock().unwrap().clear();
-    }
-}
-
-/// One keep-alive connection: requests until the client closes it.
-fn serve(
-    conn: TcpStream,
-    root: &Path,
-    faults: &Faults,
-    log: &Mutex<Vec<Logged>>,
-    hits: &Mutex<HashMap<String, u32>>,
-    waiting: &std::sync::atomic::AtomicUsize,
-) {
-    let mut reader = BufReader::new(conn.try_clone().unwrap());
-    let mut out = conn;
-    loop {
-        let mut line = String::new();
-        if reader.read_line(&mut line).unwrap_or(0) == 0 {
-            return;
-        }
-        let path = line.split_whitespace().nth(1).unwrap_or("/").to_string();
-        let mut auth = None;
-        loop {
-            let mut h = String::new();
-            if reader.read_line(&mut h).unwrap_or(0) == 0 {
-                return;
-            }
-            let h = h.trim_end();
-            if h.is_empty() {
-                break;
-            }
-            if let Some((k, v)) = h.split_once(':')
-                && k.eq_ignore_ascii_case("authorization")
-            {
-                auth = Some(v.trim().to_string());
-            }
-        }
-        if faults.stall {
-            std::thread::sleep(Duration::from_secs(60));
-            return;
-        }
-        let start = std::time::Instant::now();
-        let in_flight = waiting.fetch_add(1, std::sync::atomic::Ordering::SeqCst) + 1;
-        if !faults.delay.is_zero() {
-            let k = path.bytes().map(u32::from).sum::<u32>() % 4 + 1;
-            std::thread::sleep(faults.delay * k);
-        }
-        waiting.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
-        let end = std::time::Instant::now();
-        let n = {
-            let mut h = hits.lock().unwrap();
-            let n = h.entry(path.clone()).or_default();
-            *n += 1;
-            *n
-        };
-        let file = root.join(path.trim_start_matches('/'));
-        let (status, mut body, mut encoding) = if n <= faults.fail_first {
-            (500, b"try again".to_vec(), None)
-        } else if faults.auth.is_some() && auth != faults.auth {
-            (401, b"who are you".to_vec(), None)
-        } else if faults.forbidden.contains(&path) {
-            (403, b"access denied".to_vec(), None)
-        } else if faults.not_found.contains(&path) || path.contains("..") || !file.is_file() {
-            (404, b"no such file".to_vec(), None)
-        } else {
-            (200, std::fs::read(&file).unwrap(), None)
-        };
-        if status == 200
-            && path.ends_with(".ls")
-            && let Some(enc) = faults.ls_encoding
-        {
-            body = encode(enc, &body);
-            encoding = Some(enc);
-        }
-        log.lock().unwrap().push(Logged {
-            path: path.clone(),
-            status,
-            encoding,
-            start,
-            end,
-            in_flight,
-        });
-        let mut head = format!(
-            "HTTP/1.1 {status} X\r\nContent-Length: {}\r\nConnection: keep-alive\r\n",
-            body.len()
-        );
-        if let Some(e) = encoding {
-            head.push_str(&format!("Content-Encoding: {e}\r\n"));
-        }
-        head.push_str("\r\n");
-        if out.write_all(head.as_bytes()).is_err() {
-            return;
-        }
-        let small = path.ends_with(".narinfo") || path.ends_with(".ls");
-        let cut = if small {
-            faults.cut_small
-        } else if path.starts_with("/nar/") {
-            faults.cut_nars
-        } else {
-            0
-        };
-        if status == 200 && n - faults.fail_first <= cut {
-            let _ = out.write_all(&body[..body.len() / 2]);
-            let _ = out.flush();
-            return; // closes the connection mid-body
-        }
-        if out.write_all(&body).is_err() {
-            return;
-        }
-    }
-}
-
-fn encode(enc: &str, data: &[u8]) -> Vec<u8> {
-    match enc {
-        "br" => {
-            let mut out = Vec::new();
-            let mut w = brotli::CompressorWriter::new(&mut out, 4096, 9, 22);
-            w.write_all(data).unwrap();
-            drop(w);
-            out
-        }
-        "zstd" => zstd::encode_all(data, 3).unwrap(),
-        "gzip" => {
-            let mut w = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::default());
-            w.write_all(data).unwrap();
-            w.finish().unwrap()
-        }
-        other => panic!("no encoder for {other}"),
-    }
-}
 
 /// The three caches, made by real `nix copy` from the local store.
 struct Caches {
@@ -272,22 +49,6 @@ fn closure_path(suffix: &str) -> String {
         .into_keys()
         .find(|p| p.ends_with(suffix))
         .unwrap_or_else(|| panic!("no {suffix} in the example"))
-}
-
-/// Runs with a fresh (or the given) local cache and no netrc around.
-fn run_in(xdg: &Path, store: &str, args: &[&str]) -> Outcome {
-    let home = xdg.join("home");
-    std::fs::create_dir_all(&home).unwrap();
-    heft_run_env(
-        &[
-            ("XDG_CACHE_HOME", xdg.to_str().unwrap()),
-            ("HOME", home.to_str().unwrap()),
-            ("NIX_CONF_DIR", home.to_str().unwrap()),
-            ("NIX_HEFT_HTTP_TIMEOUT", "5"),
-        ],
-        Some(store),
-        args,
-    )
 }
 
 fn fresh(name: &str) -> PathBuf {
@@ -632,37 +393,6 @@ fn a_narinfo_or_listing_cut_off_once_is_asked_again() {
 }
 
 #[test]
-fn refused_and_stalled_connections_are_clear_errors() {
-    let f = fixture();
-    let port = {
-        let l = TcpListener::bind("127.0.0.1:0").unwrap();
-        l.local_addr().unwrap().port()
-    };
-    let url = format!("http://127.0.0.1:{port}");
-    let o = run_in(&fresh("refused"), &url, &["size", &f.rocm]);
-    assert_error(&o, "connection refused");
-    assert!(o.stderr.contains(&url), "{}", o.stderr);
-
-    let server = Server::start(
-        &caches().xz_ls,
-        Faults {
-            stall: true,
-            ..Faults::default()
-        },
-    );
-    let home = fresh("stall");
-    let o = heft_run_env(
-        &[
-            ("XDG_CACHE_HOME", home.to_str().unwrap()),
-            ("NIX_HEFT_HTTP_TIMEOUT", "0.5"),
-        ],
-        Some(&server.url()),
-        &["size", &f.rocm],
-    );
-    assert_error(&o, "timed out");
-}
-
-#[test]
 fn netrc_credentials_are_sent_and_never_printed() {
     use base64::Engine;
     let f = fixture();
@@ -740,40 +470,6 @@ fn netrc_credentials_are_sent_and_never_printed() {
     );
     assert_error(&o, "refused the netrc credentials");
     assert!(!o.stderr.contains("wrong-one"));
-}
-
-#[test]
-fn names_and_globs_over_http_are_usage_errors() {
-    let server = Server::start(&caches().xz_ls, Faults::default());
-    for arg in ["rocm-llvm", "rocm-llvm*"] {
-        let o = run_in(&fresh("names"), &server.url(), &["size", arg]);
-        assert_usage_error(&o, "give a store path");
-    }
-}
-
-#[test]
-fn a_cache_for_another_store_dir_is_refused() {
-    let dir = fresh("otherstore");
-    std::fs::write(
-        dir.join("nix-cache-info"),
-        "StoreDir: /gnu/store\nWantMassQuery: 1\n",
-    )
-    .unwrap();
-    let server = Server::start(&dir, Faults::default());
-    let o = run_in(
-        &fresh("otherstore-x"),
-        &server.url(),
-        &["size", &fixture().rocm],
-    );
-    assert_error(&o, "/gnu/store");
-    let empty = fresh("notacache");
-    let server = Server::start(&empty, Faults::default());
-    let o = run_in(
-        &fresh("notacache-x"),
-        &server.url(),
-        &["size", &fixture().rocm],
-    );
-    assert_error(&o, "not a Nix binary cache");
 }
 
 #[test]
@@ -1170,8 +866,9 @@ fn advise_fetches_no_nar_that_no_question_needs() {
 /// 1,500-narinfo cache in the real narinfo format (bench/narinfo_cache.py,
 /// 12 levels) gives `size` exactly the file:// answer, which has Nix's
 /// closure of the root, with every narinfo asked once; at most
-/// `--http-connections` requests wait at once, more than the old fixed 16
-/// when more are allowed; and some path's narinfo is asked before every
+/// `--http-connections` requests wait at once (25 without it, Nix's
+/// default), more than the old fixed 16 when more are allowed; and some
+/// path's narinfo is asked before every
 /// narinfo of the level above it has arrived: no level waits for its
 /// slowest request.
 #[test]
@@ -1237,7 +934,9 @@ fn narinfos_are_a_bounded_work_queue() {
         level = next;
     }
     assert!(depth.values().max().unwrap() >= &8);
-    for (n, delay) in [(4usize, 5), (64, 5)] {
+    // Without the flag, Nix's own default of `http-connections`: 25.
+    for (asked, delay) in [(Some(4usize), 5), (Some(64), 5), (None, 5)] {
+        let n = asked.unwrap_or(25);
         let server = Server::start(
             &dir,
             Faults {
@@ -1245,18 +944,13 @@ fn narinfos_are_a_bounded_work_queue() {
                 ..Faults::default()
             },
         );
-        let o = run_in(
-            &fresh(&format!("queue-{n}")),
-            &server.url(),
-            &[
-                "--no-require-sigs",
-                "--http-connections",
-                &n.to_string(),
-                "--json",
-                "size",
-                &root,
-            ],
-        );
+        let flag = asked.map(|n| n.to_string());
+        let mut args = vec!["--no-require-sigs"];
+        if let Some(f) = &flag {
+            args.extend(["--http-connections", f]);
+        }
+        args.extend(["--json", "size", &root]);
+        let o = run_in(&fresh(&format!("queue-{n}")), &server.url(), &args);
         assert_eq!(o.code, 0, "{}", o.stderr);
         same(
             &o.stdout,

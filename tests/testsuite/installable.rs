@@ -10,7 +10,7 @@ use std::path::PathBuf;
 use std::process::Command;
 use std::sync::OnceLock;
 
-use crate::common::{ExampleCopy, example_copy, run};
+use crate::common::{ExampleCopy, example_copy, in_child, is_child, run};
 use nix_heft_core::installable::{Evaluated, Installable, InstallableError, Options, evaluate};
 
 struct Dir {
@@ -669,70 +669,6 @@ fn evaluation_errors_carry_nix_words() {
     let i = Installable::parse("x", &both).unwrap();
     let e = evaluate(&[i], &both).unwrap_err();
     assert!(matches!(e, InstallableError::FileAndExpr) && e.is_usage());
-}
-
-/// Set in a child process of this test binary that runs one test alone,
-/// for what is process-wide: PATH, the working directory (every module of
-/// the suite runs in the one process, so its other tests would see them).
-const CHILD: &str = "NIX_HEFT_TEST_INSTALLABLE_CHILD";
-
-/// Whether this is the child running `test`.
-fn is_child() -> bool {
-    std::env::var_os(CHILD).is_some()
-}
-
-/// Runs `test` (a function of this module) alone in a child process of
-/// this test binary, with `env` set, and requires it to pass.
-fn in_child(test: &str, env: &[(&str, &std::ffi::OsStr)]) {
-    // libtest names a test by its path below the crate: `installable::NAME`.
-    let module = module_path!().split_once("::").map_or("", |(_, m)| m);
-    let mut c = Command::new(std::env::current_exe().unwrap());
-    c.args([&format!("{module}::{test}"), "--exact", "--nocapture"])
-        .env(CHILD, "1");
-    for (k, v) in env {
-        c.env(k, v);
-    }
-    let out = c.output().unwrap();
-    let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        out.status.success() && text.contains("1 passed"),
-        "{text}{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-}
-
-/// With no `nix` on PATH: a distinct error (exit 2 for the CLI) naming
-/// the need. PATH is the process's, so the check runs in a child process
-/// with a PATH of one empty directory.
-#[test]
-fn missing_nix_is_a_distinct_error() {
-    if is_child() {
-        let opts = Options::default();
-        let i = Installable::parse("nixpkgs#hello", &opts).unwrap();
-        let e = evaluate(&[i], &opts).unwrap_err();
-        assert!(
-            matches!(&e, InstallableError::NixNotFound { arg, program } if arg == "nixpkgs#hello" && program == "nix"),
-            "{e}"
-        );
-        assert!(e.is_usage());
-        assert!(e.to_string().contains("not found on PATH"), "{e}");
-        return;
-    }
-    let empty = tempfile::tempdir().unwrap();
-    in_child(
-        "missing_nix_is_a_distinct_error",
-        &[("PATH", empty.path().as_os_str())],
-    );
-    // A program given by path that is not there is the same error.
-    let opts = Options {
-        nix: empty.path().join("nix").into(),
-        ..Options::default()
-    };
-    let i = Installable::parse(&flake("clr"), &opts).unwrap();
-    assert!(matches!(
-        evaluate(&[i], &opts),
-        Err(InstallableError::NixNotFound { .. })
-    ));
 }
 
 /// `.#attr`: the flake in the working directory (a plain directory, so

@@ -15,8 +15,10 @@
 pub mod cache_server;
 pub mod commands;
 pub use commands::*;
+pub mod fault_server;
 pub mod http_server;
 pub mod impact_fixture;
+pub mod review_writer;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -270,6 +272,39 @@ pub fn scratch(name: &str) -> PathBuf {
     d
 }
 
+/// Set in a child process of the test binary that runs one test alone, for
+/// what is process-wide: PATH, the working directory (every module of the
+/// suite runs in the one process, so its other tests would see them).
+const CHILD: &str = "NIX_HEFT_TEST_CHILD";
+
+/// Whether this is the child [`in_child`] started.
+pub fn is_child() -> bool {
+    std::env::var_os(CHILD).is_some()
+}
+
+/// Runs `test` (a function of the calling module) alone in a child process
+/// of this test binary, with `env` set, and requires it to pass.
+#[track_caller]
+pub fn in_child(test: &str, env: &[(&str, &std::ffi::OsStr)]) {
+    // libtest names a test by its path below the crate: `MODULE::NAME`,
+    // the module being the caller's file.
+    let caller = Path::new(std::panic::Location::caller().file());
+    let module = caller.file_stem().unwrap().to_string_lossy();
+    let mut c = Command::new(std::env::current_exe().unwrap());
+    c.args([&format!("{module}::{test}"), "--exact", "--nocapture"])
+        .env(CHILD, "1");
+    for (k, v) in env {
+        c.env(k, v);
+    }
+    let out = c.output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && text.contains("1 passed"),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 /// Copies a directory tree (for corrupting copies of stores and caches).
 pub fn copy_tree(from: &Path, to: &Path) {
     run(Command::new("cp").arg("-a").arg(from).arg(to));
@@ -286,6 +321,7 @@ pub struct KeyPair {
 /// A key pair `name`, made once under the test target directory and kept
 /// (test runs at once share it: made aside, then renamed).
 pub fn key_pair(name: &str) -> KeyPair {
+    require_nix();
     let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
         .join("test-keys")
         .join(name);
@@ -349,13 +385,19 @@ pub fn example_key() -> String {
 }
 
 /// nix.conf text that trusts the fixture's and the example's keys, as
-/// `heft()` passes it in NIX_CONFIG (a test may set its own instead).
+/// `heft()` passes it in NIX_CONFIG (a test may set its own instead). The
+/// fast tier (tests/testsuite/main.rs) trusts the example's key alone: the
+/// fixture's is made by `nix-store`, and nothing there is signed with it.
 pub fn trusting_conf() -> String {
-    format!(
-        "trusted-public-keys = {} {}",
-        test_key().public,
-        example_key()
-    )
+    if cfg!(feature = "nix-tests") {
+        format!(
+            "trusted-public-keys = {} {}",
+            test_key().public,
+            example_key()
+        )
+    } else {
+        format!("trusted-public-keys = {}", example_key())
+    }
 }
 
 /// The nix-heft binary under test, trusting the fixture's and the

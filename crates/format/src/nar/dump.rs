@@ -146,6 +146,7 @@ mod tests {
     use std::process::Command;
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn dump_is_byte_for_byte_what_nix_store_dump_writes() {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path().join("p");

@@ -711,6 +711,7 @@ mod tests {
     use crate::nar::testsupport::{dir_nar, file_node, put};
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn walk_matches_the_tree_nix_dumped() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -749,6 +750,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn partial_reads_and_fill_buf_are_skipped_correctly() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -787,6 +789,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn root_may_be_a_file_or_a_symlink() {
         let tmp = tempfile::tempdir().unwrap();
         let file = tmp.path().join("file");
@@ -814,6 +817,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn test_writer_agrees_with_nix() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -827,6 +831,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn compressed_nars_decode_to_the_same_walk() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -844,6 +849,7 @@ mod tests {
     /// Parallel compressors write several concatenated streams; they must
     /// read as one NAR.
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn concatenated_streams_are_one_nar() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -860,6 +866,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn truncation_is_reported_at_the_exact_byte() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -883,6 +890,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn truncation_inside_a_large_file() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");
@@ -907,6 +915,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn truncated_or_corrupt_compressed_streams_fail_cleanly() {
         let tmp = tempfile::tempdir().unwrap();
         let root = tmp.path().join("root");

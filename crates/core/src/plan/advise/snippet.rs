@@ -148,6 +148,7 @@ mod tests {
     /// What Nix itself makes of every renderer's output, on names that
     /// need quoting: `nix-instantiate --eval` gives back the same strings.
     #[test]
+    #[cfg_attr(not(feature = "nix-tests"), ignore = "runs Nix: scripts/test.sh")]
     fn nix_reads_back_what_was_rendered() {
         let names = [
             "gfx90a",
