@@ -1070,6 +1070,40 @@ fn heft_why_files(root: &str, dep: &str) -> BTreeSet<String> {
     holds(&json(&o)).into_iter().map(|(f, _)| f).collect()
 }
 
+/// The output a failed build left (Nix 2.8, the sandbox off: at its store
+/// path, unregistered) is read as a store path by every command that takes
+/// a tree: `refs OUT` and `refs --dir OUT --as OUT` give the same
+/// references, the refused input among them, and `why --dir OUT DEP` the
+/// files the hook named.
+#[test]
+fn the_left_output_is_read_by_refs_and_why() {
+    let c = case("textAndElf");
+    let b = build(c.attr, Sandbox::Off, "left", &Opts::default());
+    assert!(!b.ok, "{}", b.log);
+    let v = json(&heft_run(
+        None,
+        &["refused", "--json", &drv_in(&b.log, c.name)],
+    ));
+    let out = v["refused"][0]["output_path"].as_str().unwrap().to_string();
+    let dep = v["refused"][0]["path"].as_str().unwrap().to_string();
+    let valid = Command::new("nix-store")
+        .args(["--check-validity", &out])
+        .output()
+        .unwrap();
+    assert!(!valid.status.success(), "{out} is not valid");
+    let by_path = heft_run(None, &["refs", "--json", &out]);
+    assert_eq!(by_path.code, 0, "{}", by_path.stderr);
+    let by_dir = heft_run(None, &["refs", "--json", "--dir", &out, "--as", &out]);
+    assert_eq!(by_dir.code, 0, "{}", by_dir.stderr);
+    assert_eq!(by_path.stdout, by_dir.stdout, "refs OUT and refs --dir OUT");
+    assert!(by_path.stdout.contains(&dep), "{}", by_path.stdout);
+    let why = heft_run(None, &["why", "--json", "--dir", &out, &dep]);
+    assert_eq!(why.code, 0, "{}", why.stderr);
+    let files: BTreeSet<String> = holds(&json(&why)).into_iter().map(|(f, _)| f).collect();
+    let expected: BTreeSet<String> = c.refused[0].2.iter().map(|(f, _)| f.to_string()).collect();
+    assert_eq!(files, expected, "{}", why.stdout);
+}
+
 /// The same derivations built without the checks: `nix why-depends
 /// --precise` and `nix-heft why` name the files the hook named.
 #[test]
