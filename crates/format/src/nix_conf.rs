@@ -4,8 +4,9 @@
 //! what they mean to `nix`.
 //!
 //! The command layer reads `substituters` (`--substituters auto`),
-//! `trusted-public-keys` and `require-sigs` (the signature policy) from
-//! here, and `source::netrc` reads `netrc-file`.
+//! `trusted-public-keys` and `require-sigs` (the signature policy) and the
+//! collector's `keep-outputs` and `keep-derivations` (`roots`) from here,
+//! and `source::netrc` reads `netrc-file`.
 //!
 //! The rules, as Nix 2.8 applies them (`loadConfFile` and
 //! `getUserConfigFiles` in libstore/globals.cc, `AbstractConfig::applyConfig`
@@ -349,6 +350,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("binary-caches", "substituters"),
     ("binary-cache-public-keys", "trusted-public-keys"),
     ("trusted-binary-caches", "trusted-substituters"),
+    ("gc-keep-outputs", "keep-outputs"),
+    ("gc-keep-derivations", "keep-derivations"),
 ];
 
 fn canonical(name: &str) -> &str {
@@ -616,8 +619,28 @@ impl NixConf {
     /// `require-sigs`, true unless set otherwise (Nix's default); a value
     /// other than Nix's `true/yes/1/false/no/0` is an error naming the line.
     pub fn require_sigs(&self) -> Result<bool, NixConfError> {
-        let Some(a) = self.last("require-sigs") else {
-            return Ok(true);
+        self.boolean("require-sigs", true)
+    }
+
+    /// `keep-outputs` (old name `gc-keep-outputs`), false unless set: the
+    /// garbage collector keeps the outputs of a live derivation.
+    pub fn keep_outputs(&self) -> Result<bool, NixConfError> {
+        self.boolean("keep-outputs", false)
+    }
+
+    /// `keep-derivations` (old name `gc-keep-derivations`), true unless
+    /// set (Nix's default): the collector keeps the derivation a live
+    /// path was built by.
+    pub fn keep_derivations(&self) -> Result<bool, NixConfError> {
+        self.boolean("keep-derivations", true)
+    }
+
+    /// A boolean setting as Nix 2.8 parses one (`true/yes/1`,
+    /// `false/no/0`), `default` when no line sets it; any other value is an
+    /// error naming the line.
+    fn boolean(&self, name: &str, default: bool) -> Result<bool, NixConfError> {
+        let Some(a) = self.last(name) else {
+            return Ok(default);
         };
         match a.value.as_str() {
             "true" | "yes" | "1" => Ok(true),
@@ -791,6 +814,21 @@ mod tests {
         assert_eq!(c.substituters(), ["x", "y", "z"]);
         assert_eq!(c.trusted_public_keys(), ["k:1", "k:2"]);
         assert_eq!(c.get("substituters"), Some("x"));
+    }
+
+    #[test]
+    fn the_collector_s_settings_with_their_old_names() {
+        let (_d, c) = load(&[]);
+        let c = c.unwrap();
+        assert!(!c.keep_outputs().unwrap());
+        assert!(c.keep_derivations().unwrap());
+        let (_d, c) = load(&[("nix.conf", "gc-keep-outputs = yes\nkeep-derivations = 0\n")]);
+        let c = c.unwrap();
+        assert!(c.keep_outputs().unwrap());
+        assert!(!c.keep_derivations().unwrap());
+        let (_d, c) = load(&[("nix.conf", "keep-outputs = maybe\n")]);
+        let e = c.unwrap().keep_outputs().unwrap_err();
+        assert!(matches!(e, NixConfError::BadBool { line: 1, .. }), "{e}");
     }
 
     #[test]
