@@ -41,6 +41,7 @@ mod reasons;
 mod refused;
 mod report;
 mod review;
+mod roots;
 mod runpath;
 mod signatures;
 mod size;

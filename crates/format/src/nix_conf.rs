@@ -74,6 +74,8 @@ pub enum Origin {
     File(PathBuf),
     /// The `NIX_CONFIG` environment variable.
     Env,
+    /// A command's `--option NAME VALUE`.
+    CommandLine,
 }
 
 impl fmt::Display for Origin {
@@ -81,6 +83,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::File(p) => write!(f, "{}", p.display()),
             Origin::Env => f.write_str("NIX_CONFIG"),
+            Origin::CommandLine => f.write_str("--option"),
         }
     }
 }
@@ -453,8 +456,10 @@ impl Loader<'_> {
     ) -> Result<(), NixConfError> {
         let path = match origin {
             Origin::File(f) => normalise(&f.parent().unwrap_or(Path::new("/")).join(written)),
-            Origin::Env if written.starts_with('/') => normalise(Path::new(written)),
-            Origin::Env => {
+            Origin::Env | Origin::CommandLine if written.starts_with('/') => {
+                normalise(Path::new(written))
+            }
+            Origin::Env | Origin::CommandLine => {
                 return Err(NixConfError::RelativeInclude {
                     origin: origin.clone(),
                     line,
@@ -554,6 +559,21 @@ impl NixConf {
     /// Every `NAME = VALUE` line read, in the order applied.
     pub fn assignments(&self) -> &[Assignment] {
         &self.assignments
+    }
+
+    /// This configuration with `options` (`--option NAME VALUE`, in the
+    /// order given) applied after everything read, as Nix applies a
+    /// command's `--option`s.
+    pub fn with_options(mut self, options: &[(String, String)]) -> NixConf {
+        for (name, value) in options {
+            self.assignments.push(Assignment {
+                name: name.clone(),
+                value: value.split_ascii_whitespace().collect::<Vec<_>>().join(" "),
+                origin: Origin::CommandLine,
+                line: 0,
+            });
+        }
+        self
     }
 
     /// Every file read, includes too, in the order read.
@@ -826,6 +846,8 @@ mod tests {
         let c = c.unwrap();
         assert!(c.keep_outputs().unwrap());
         assert!(!c.keep_derivations().unwrap());
+        let c = c.with_options(&[("keep-derivations".into(), "true".into())]);
+        assert!(c.keep_derivations().unwrap());
         let (_d, c) = load(&[("nix.conf", "keep-outputs = maybe\n")]);
         let e = c.unwrap().keep_outputs().unwrap_err();
         assert!(matches!(e, NixConfError::BadBool { line: 1, .. }), "{e}");

@@ -239,6 +239,9 @@ pub struct WhyRoots {
     /// [`RootsAnalysis::groups`]: what removing them all frees.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub group: Option<usize>,
+    /// Whether removing that group frees the path (no run-time or
+    /// temporary root keeps it too).
+    pub freed_by_group: bool,
 }
 
 /// The store's totals.
@@ -833,6 +836,7 @@ fn why_roots(
     reaching.sort_by_key(|(_, c)| c.len());
     let mut out = Vec::new();
     let mut members = Vec::new();
+    let mut all_removable = true;
     for (k, chain) in reaching {
         let node = live.targets[k];
         for (i, r) in roots.iter().enumerate() {
@@ -843,6 +847,8 @@ fn why_roots(
                 });
                 if r.removable {
                     members.push(i);
+                } else {
+                    all_removable = false;
                 }
             }
         }
@@ -859,6 +865,7 @@ fn why_roots(
     WhyRoots {
         path: g.path(target).to_string(),
         roots: out,
+        freed_by_group: group.is_some() && all_removable,
         group,
     }
 }
