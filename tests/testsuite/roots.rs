@@ -159,6 +159,17 @@ fn template() -> &'static Template {
             &out["onlyA"],
         );
         touch_old(&links.join("proj-a/result"), 50);
+        // `nix-build --no-out-link` leaves an auto link to the `result` it
+        // made and removed in /tmp: stale, as the collector will find it
+        // (and delete it); gone here, so that the copies hold only roots
+        // the tests made.
+        for e in std::fs::read_dir(chroot.join("nix/var/nix/gcroots/auto")).unwrap() {
+            let e = e.unwrap();
+            let target = std::fs::read_link(e.path()).unwrap();
+            if target.to_string_lossy().contains("/nix-build-") {
+                std::fs::remove_file(e.path()).unwrap();
+            }
+        }
         Template { dir, nonce, out }
     })
 }
@@ -873,4 +884,82 @@ fn the_text_lists_roots_groups_and_commands() {
     let under = group(&v, "under");
     assert_eq!(under.len(), 1);
     assert_eq!(under[0]["members"].as_array().unwrap().len(), 4);
+}
+
+/// README.md shows the roots of this fixture's store as `roots` prints
+/// them (NIX_HEFT_UPDATE_README=1 writes it there): the copy's links made
+/// days old, its directories named as a reader's would be, hashes masked.
+#[test]
+fn readme_shows_the_roots_of_a_real_store() {
+    let s = store_copy("readme");
+    for (link, _, _) in snapshot(&s) {
+        if !link.starts_with(s.chroot.join("nix/var/nix/gcroots")) {
+            let name = link.file_name().unwrap().len() as u64;
+            touch_old(&link, 3 + (name % 4) * 7);
+        }
+    }
+    touch_old(&s.links.join("proj-a/result"), 50);
+    touch_old(&s.chroot.join("nix/var/nix/profiles/test-1-link"), 40);
+    touch_old(&s.chroot.join("nix/var/nix/profiles/test-2-link"), 35);
+    // Full lines (piped, no COLUMNS), then the directories renamed.
+    let out = heft_bare()
+        .arg("--store")
+        .arg(&s.chroot)
+        .args(["roots", "--top", "4"])
+        .env_remove("COLUMNS")
+        .env("NIX_CONFIG", "")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // Both directories renamed to names of one length, so the table's
+    // rows, each holding one of them, stay aligned (the header's gap
+    // after ROOT shrinks by as much).
+    let (links, chroot) = (
+        s.links.display().to_string(),
+        s.chroot.display().to_string(),
+    );
+    assert_eq!(links.len(), chroot.len());
+    let shrink = links.len() - "/home/user".len();
+    let text: String = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .filter(|l| !l.starts_with("note: the open files of"))
+        .map(|l| {
+            let l = if l.trim_start().starts_with("FREES") {
+                l.replacen(&format!("ROOT{}", " ".repeat(shrink)), "ROOT", 1)
+            } else {
+                l.replace(&links, "/home/user")
+                    .replace(&chroot, "/mnt/store")
+            };
+            format!("{}\n", l.trim_end())
+        })
+        .collect();
+    let text = format!("$ nix-heft --store /mnt/store roots --top 4\n{text}");
+    let mask = |t: &str| {
+        regex::Regex::new("/nix/store/[0-9a-z]{32}")
+            .unwrap()
+            .replace_all(t, "/nix/store/HASH")
+            .into_owned()
+    };
+    let path = repo().join("README.md");
+    let readme = std::fs::read_to_string(&path).unwrap();
+    let (start, end) = (
+        "<!-- roots-example:start -->\n```text\n",
+        "```\n<!-- roots-example:end -->",
+    );
+    let a = readme.find(start).expect("README has the roots example") + start.len();
+    let b = readme[a..].find(end).unwrap() + a;
+    if std::env::var_os("NIX_HEFT_UPDATE_README").is_some() {
+        std::fs::write(&path, format!("{}{}{}", &readme[..a], text, &readme[b..])).unwrap();
+        return;
+    }
+    assert_eq!(
+        mask(&readme[a..b]),
+        mask(&text),
+        "README's roots example is stale: NIX_HEFT_UPDATE_README=1 cargo test --test testsuite roots::readme"
+    );
 }

@@ -98,11 +98,8 @@ impl RootsReport {
             " (keep-outputs = {}, keep-derivations = {})",
             a.keep_outputs, a.keep_derivations
         ));
-        let mut s = opts
-            .style
-            .paths(&style::wrap_hanging(&out, opts.width, "", "  "));
-        s.push('\n');
-        s
+        opts.style
+            .paths(&style::wrap_hanging(&out, opts.width, "", "  "))
     }
 
     fn table(&self, opts: &TextOptions) -> String {
@@ -124,6 +121,9 @@ impl RootsReport {
         let mut t = Table::new(&cols);
         let root_col = cols.len() - 2;
         t.keep(root_col).keep(root_col + 1);
+        if a.roots.is_empty() {
+            return "no root keeps anything: the collector deletes every path\n".into();
+        }
         let shown = self.top.unwrap_or(a.roots.len()).min(a.roots.len());
         let names = Names::new(a.roots[..shown].iter().map(|r| r.store_path.as_str()));
         for r in &a.roots[..shown] {
@@ -143,7 +143,8 @@ impl RootsReport {
                 r.age_secs.map(age).unwrap_or_default(),
                 Paint::Plain,
             ));
-            row.push(Cell::new(root_label(r), Paint::Plain));
+            // Cut in the middle, so the link's own name stays.
+            row.push(Cell::new(root_label(r), Paint::Path));
             row.push(Cell::name(&names, &r.store_path));
             t.cells(row);
         }
@@ -162,7 +163,11 @@ impl RootsReport {
     fn shared(&self, opts: &TextOptions) -> String {
         let a = &self.analysis;
         let mut by_path: Vec<(&str, &Figure, Vec<&Root>)> = Vec::new();
-        for r in a.roots.iter().filter(|r| r.same_path_roots > 1) {
+        for r in a
+            .roots
+            .iter()
+            .filter(|r| r.same_path_roots > 1 && r.freed_with_same_path.paths > 0)
+        {
             match by_path.iter_mut().find(|(p, _, _)| *p == r.store_path) {
                 Some((_, _, rs)) => rs.push(r),
                 None => by_path.push((&r.store_path, &r.freed_with_same_path, vec![r])),
@@ -202,7 +207,9 @@ impl RootsReport {
         if a.groups.is_empty() {
             return String::new();
         }
-        let mut gs: Vec<&Group> = a.groups.iter().collect();
+        // Those that free nothing are counted (the JSON lists them).
+        let mut gs: Vec<&Group> = a.groups.iter().filter(|g| g.freed.paths > 0).collect();
+        let idle = a.groups.len() - gs.len();
         gs.sort_by(|x, y| y.freed.nar_bytes.cmp(&x.freed.nar_bytes));
         let mut out = opts
             .style
@@ -218,7 +225,7 @@ impl RootsReport {
             };
             out.push_str(&opts.style.paths(&style::wrap_hanging(
                 &format!(
-                    "{} ({} roots): frees {}{also}",
+                    "{}: {} root(s), frees {}{also}",
                     g.title,
                     g.members.len(),
                     sized(&g.freed, opts.exact_bytes)
@@ -234,6 +241,12 @@ impl RootsReport {
                         .paths(&style::wrap_hanging(c, opts.width, "    $ ", "      ")),
                 );
             }
+        }
+        if idle > 0 {
+            out.push_str(&format!(
+                "  and {idle} group(s) that free nothing (other roots keep what they keep; \
+                 --json lists them)\n"
+            ));
         }
         out
     }
@@ -288,9 +301,10 @@ impl RootsReport {
                 a.unreadable[0].1
             ));
         }
+        out.push('\n');
         out.push_str(&opts.style.paths(&style::wrap_hanging(
             &format!(
-                "\nnix-heft deletes nothing. After removing roots, the collector frees what they \
+                "nix-heft deletes nothing. After removing roots, the collector frees what they \
                  kept and what is dead now ({}): {}",
                 sized(&a.dead.figure, opts.exact_bytes),
                 a.gc_command

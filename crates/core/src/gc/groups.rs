@@ -270,7 +270,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
                 profile: p.path.clone(),
             },
             format!(
-                "{}: every generation but the current one ({current})",
+                "{}: the generations but the current one ({current})",
                 p.path.display()
             ),
             old,
@@ -284,8 +284,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
                 days,
             },
             format!(
-                "{}: generations older than {days} days (as --delete-generations {days}d \
-                 picks them: the one current then stays)",
+                "{}: the generations older than {days} days (the one current then stays)",
                 p.path.display()
             ),
             older,
@@ -353,9 +352,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
     push(
         &mut defs,
         GroupKind::OlderThan { days },
-        format!(
-            "every root older than {days} days (but the profiles' current generations and /run)"
-        ),
+        format!("every root older than {days} days (not a current generation, nothing in /run)"),
         old,
         commands,
         false,

@@ -332,8 +332,8 @@ pub fn analyse(store: &LocalStore, req: &RootsRequest) -> Result<RootsAnalysis> 
     let mut warnings: Vec<String> = found.warnings.clone();
     if found.unreadable_processes > 0 {
         warnings.push(format!(
-            "the open files of {} process(es) could not be read (run as root to see every \
-             run-time root, as the collector, run as root, does)",
+            "the open files of {} process(es) could not be read (permission denied); the \
+             collector skips them too, unless it runs with more rights",
             found.unreadable_processes
         ));
     }
