@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::gc::{Closures, RootsRequest};
+use nix_heft_core::gc::{Detail, RootsRequest};
 use nix_heft_format::nix_conf::{ConfEnv, NixConf};
 use nix_heft_report::TextOptions;
 use nix_heft_report::roots::{RootsReport, WhyRootsReport};
@@ -69,9 +69,9 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         under: args.paths.iter().flat_map(|p| locations(p)).collect(),
         disk: args.disk,
         list_paths: args.list_paths,
-        closures: match (ctx.json, top) {
-            (false, Some(n)) => Closures::Top(n),
-            _ => Closures::All,
+        detail: match (ctx.json, top) {
+            (false, Some(n)) => Detail::Top(n),
+            _ => Detail::All,
         },
         ..request(ctx, &store)?
     };
@@ -96,7 +96,7 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
     let path = ctx.one_root(&store, arg)?;
     let req = RootsRequest {
         why: Some(path.to_string()),
-        closures: Closures::Top(0),
+        detail: Detail::Top(0),
         ..request(ctx, &store)?
     };
     let pb = ctx.spinner(&format!(

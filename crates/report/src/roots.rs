@@ -10,6 +10,9 @@ use super::{Names, Report, TextOptions, style};
 use crate::units::iec;
 use nix_heft_core::gc::{EdgeKind, Figure, Group, Root, RootKind, RootsAnalysis};
 
+/// Roots named under a store path several keep (the JSON has them all).
+const SHARED_SHOWN: usize = 4;
+
 /// The whole report; its JSON is the analysis (every root, whatever
 /// `--top` shows).
 #[derive(Debug, Clone, Serialize)]
@@ -53,8 +56,12 @@ fn sized(f: &Figure, exact: bool) -> String {
 /// How a root is named in a table or a line: its location, or the
 /// process that holds it.
 pub fn root_label(r: &Root) -> String {
+    let (processes, held_by) = r
+        .held
+        .as_deref()
+        .map_or((&[][..], &[][..]), |h| (&h.processes[..], &h.held_by[..]));
     let procs = || {
-        r.processes
+        processes
             .iter()
             .map(|(p, c)| {
                 if c.is_empty() {
@@ -67,8 +74,8 @@ pub fn root_label(r: &Root) -> String {
             .join(", ")
     };
     match r.kind {
-        RootKind::Runtime if !r.processes.is_empty() => format!("process {}", procs()),
-        RootKind::Runtime => format!("held by {}", r.held_by.join(", ")),
+        RootKind::Runtime if !processes.is_empty() => format!("process {}", procs()),
+        RootKind::Runtime => format!("held by {}", held_by.join(", ")),
         RootKind::Temporary => format!("temporary root of process {}", procs()),
         RootKind::Generation if r.generation.as_ref().is_some_and(|g| g.current) => {
             format!("{} (current)", r.location.display())
@@ -125,7 +132,7 @@ impl RootsReport {
             return "no root keeps anything: the collector deletes every path\n".into();
         }
         let shown = self.top.unwrap_or(a.roots.len()).min(a.roots.len());
-        let names = Names::new(a.roots[..shown].iter().map(|r| r.store_path.as_str()));
+        let names = Names::new(a.roots[..shown].iter().map(|r| &*r.store_path));
         for r in &a.roots[..shown] {
             let mut row = vec![Cell::new(b(r.freed.nar_bytes), Paint::Size)];
             if disk {
@@ -163,14 +170,18 @@ impl RootsReport {
     fn shared(&self, opts: &TextOptions) -> String {
         let a = &self.analysis;
         let mut by_path: Vec<(&str, &Figure, Vec<&Root>)> = Vec::new();
+        let mut at: std::collections::HashMap<&str, usize> = Default::default();
         for r in a
             .roots
             .iter()
             .filter(|r| r.same_path_roots > 1 && r.freed_with_same_path.paths > 0)
         {
-            match by_path.iter_mut().find(|(p, _, _)| *p == r.store_path) {
-                Some((_, _, rs)) => rs.push(r),
-                None => by_path.push((&r.store_path, &r.freed_with_same_path, vec![r])),
+            match at.get(&*r.store_path) {
+                Some(&i) => by_path[i].2.push(r),
+                None => {
+                    at.insert(&r.store_path, by_path.len());
+                    by_path.push((&r.store_path, &r.freed_with_same_path, vec![r]));
+                }
             }
         }
         by_path.sort_by(|x, y| y.1.nar_bytes.cmp(&x.1.nar_bytes).then(x.0.cmp(y.0)));
@@ -191,12 +202,15 @@ impl RootsReport {
                 "  ",
                 "    ",
             )));
-            for r in rs {
+            for r in rs.iter().take(SHARED_SHOWN) {
                 out.push_str(&style::fit_line(
                     &format!("    {}", root_label(r)),
                     opts.width,
                 ));
                 out.push('\n');
+            }
+            if rs.len() > SHARED_SHOWN {
+                out.push_str(&format!("    and {} more\n", rs.len() - SHARED_SHOWN));
             }
         }
         out

@@ -249,16 +249,25 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
     }
     let mut collect_old: Vec<usize> = Vec::new();
     let mut collect_older: Vec<usize> = Vec::new();
+    // Each profile's generations among the roots, in one pass.
+    let mut gens: Vec<Vec<(usize, u64)>> = vec![Vec::new(); ctx.profiles.len()];
+    for (i, m) in view.iter().enumerate() {
+        if let (true, Some((k, n))) = (m.removable, m.generation) {
+            gens[k].push((i, n));
+        }
+    }
     for (k, p) in ctx.profiles.iter().enumerate() {
-        let old = of(&|m| {
-            m.generation
-                .is_some_and(|(q, n)| q == k && p.current != Some(n))
-        });
+        let old: Vec<usize> = gens[k]
+            .iter()
+            .filter(|(_, n)| p.current != Some(*n))
+            .map(|(i, _)| *i)
+            .collect();
         let picked = older_than(p, t);
-        let older = of(&|m| {
-            m.generation
-                .is_some_and(|(q, n)| q == k && picked.contains(&n))
-        });
+        let older: Vec<usize> = gens[k]
+            .iter()
+            .filter(|(_, n)| picked.contains(n))
+            .map(|(i, _)| *i)
+            .collect();
         if collected(p) {
             collect_old.extend(&old);
             collect_older.extend(&older);
