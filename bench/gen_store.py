@@ -539,10 +539,11 @@ def stats(args, g, paths, sizes, gen_secs):
 def write_roots(args, g, root, paths):
     """A gcroots tree of --roots roots in the real formats, as a busy
     machine accumulates them: Hydra-style files named after store paths
-    (gcroots/per-user/hydra/hydra-roots, 60%), result links under work
-    directories reached through gcroots/auto (25%, a fifth of them with the
-    same target as another), direct links (10%) and profiles of 50
-    generations each (5%), their ages spread over a year. Targets are
+    (gcroots/per-user/hydra/hydra-roots, 30%, at most one per path),
+    result links under work directories reached through gcroots/auto (40%,
+    a fifth of them with the same target as the one before), direct links
+    (25%) and profiles of 50 generations each (5%), their ages spread over
+    a year. Targets are
     top-layer paths three times in four, any path otherwise."""
     rng = random.Random(args.seed * 31337 + 7)
     state = os.path.join(root, "nix", "var", "nix")
@@ -559,7 +560,7 @@ def write_roots(args, g, root, paths):
         t = now - rng.random() * 365 * 86400
         os.utime(p, (t, t), follow_symlinks=False)
 
-    n_files, n_results, n_direct = int(n * 0.60), int(n * 0.25), int(n * 0.10)
+    n_files, n_results, n_direct = int(n * 0.30), int(n * 0.40), int(n * 0.25)
     n_gens = n - n_files - n_results - n_direct
     hydra = os.path.join(state, "gcroots", "per-user", "hydra", "hydra-roots")
     os.makedirs(hydra, exist_ok=True)

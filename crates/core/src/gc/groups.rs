@@ -431,16 +431,17 @@ mod tests {
             },
             location: loc.into(),
             via: None,
-            store_path: String::new(),
+            store_path: "".into(),
             link_target: None,
             age_secs: None,
-            generation: generation.map(|(number, current)| super::super::Generation {
-                profile: "/home/u/p".into(),
-                number,
-                current,
+            generation: generation.map(|(number, current)| {
+                Box::new(super::super::Generation {
+                    profile: "/home/u/p".into(),
+                    number,
+                    current,
+                })
             }),
-            processes: Vec::new(),
-            held_by: Vec::new(),
+            held: None,
             same_path_roots: 1,
             freed: Default::default(),
             freed_with_same_path: Default::default(),
