@@ -11,6 +11,7 @@ use nix_heft_core::gc::{Detail, RootsRequest};
 use nix_heft_format::nix_conf::{ConfEnv, NixConf};
 use nix_heft_report::TextOptions;
 use nix_heft_report::roots::{RootsReport, WhyRootsReport};
+use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
 
 use super::Context;
 
@@ -49,6 +50,11 @@ pub struct RootsArgs {
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
+    /// Also write a self-contained HTML page to FILE: a treemap of the
+    /// roots by what each frees, a sortable table, the groups and every
+    /// command (the 5,000 roots that free the most).
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    html: Option<PathBuf>,
 }
 
 /// `30` or `30d`: a positive number of days.
@@ -70,6 +76,7 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         disk: args.disk,
         list_paths: args.list_paths,
         detail: match (ctx.json, top) {
+            (false, Some(n)) if args.html.is_some() => Detail::Top(n.max(PAGE_ROOTS)),
             (false, Some(n)) => Detail::Top(n),
             _ => Detail::All,
         },
@@ -81,8 +88,20 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     ));
     let analysis = nix_heft_core::gc::analyse(&store, &req)?;
     pb.finish_and_clear();
+    let page = match &args.html {
+        Some(file) => {
+            let html = RootsPage::new(&analysis).render_html();
+            super::report::write_beside(file, html.as_bytes())?;
+            Some(file.display().to_string())
+        }
+        None => None,
+    };
     ctx.emit(
-        &RootsReport { analysis, top },
+        &RootsReport {
+            analysis,
+            top,
+            page,
+        },
         TextOptions {
             exact_bytes: args.bytes,
             ..ctx.text_options()

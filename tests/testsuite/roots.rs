@@ -963,3 +963,71 @@ fn readme_shows_the_roots_of_a_real_store() {
         "README's roots example is stale: NIX_HEFT_UPDATE_README=1 cargo test --test testsuite roots::readme"
     );
 }
+
+/// `roots --html`: the page, drawn by headless chromium, has one cell per
+/// root that frees something alone, one per store path several roots keep
+/// together, and what is dead now, each as large as `--json` says; a click
+/// shows the command that removes the root.
+#[test]
+fn the_page_draws_the_roots_by_what_they_free() {
+    use crate::report::{assert_clean, chromium, out_dir};
+    let s = store_copy("page");
+    let o = opts(false, true);
+    let report = heft_json(&s, &o, &["roots"]);
+    let page = out_dir().join("roots.html");
+    let out = heft()
+        .arg("--store")
+        .arg(&s.chroot)
+        .args(&o)
+        .args(["roots", "--html"])
+        .arg(&page)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(text.matches("page written to").count(), 1, "{text}");
+    let b = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&b);
+    let cell = regex::Regex::new(
+        r#"class="cell [^"]*" style="[^"]*" data-id="([^"]+)" data-bytes="(\d+)""#,
+    )
+    .unwrap();
+    let cells: BTreeMap<String, u64> = cell
+        .captures_iter(&b.dom)
+        .map(|c| (c[1].to_string(), c[2].parse().unwrap()))
+        .collect();
+    let mut want = BTreeMap::new();
+    for (i, r) in report["roots"].as_array().unwrap().iter().enumerate() {
+        let f = r["freed"]["nar_bytes"].as_u64().unwrap();
+        if f > 0 {
+            want.insert(format!("r{i}"), f);
+        }
+    }
+    for (j, sp) in report["shared"].as_array().unwrap().iter().enumerate() {
+        want.insert(format!("s{j}"), sp["freed"]["nar_bytes"].as_u64().unwrap());
+    }
+    let dead = report["dead"]["figure"]["nar_bytes"].as_u64().unwrap();
+    if dead > 0 {
+        want.insert("dead".into(), dead);
+    }
+    assert!(want.len() >= 4, "{want:?}");
+    assert_eq!(cells, want);
+    // A click on the root that frees the most: its command, then the
+    // collector's.
+    let top = &report["roots"][0];
+    let b = chromium(&format!("file://{}#click=r0", page.display()), None);
+    assert_clean(&b);
+    let cmd = top["command"].as_str().unwrap();
+    let detail = &b.dom[b.dom.find(r#"id="detail""#).unwrap()..];
+    assert!(detail.contains(&format!("$ {cmd}")), "{detail}");
+    assert!(detail.contains("nix-store --store"), "{detail}");
+    // The table lists every root; the groups view every group.
+    let rows = b.dom.matches("<tr tabindex=\"0\" data-root=").count();
+    assert_eq!(rows, report["roots"].as_array().unwrap().len());
+    let groups = b.dom.matches(r#"<div class="group">"#).count();
+    assert_eq!(groups, report["groups"].as_array().unwrap().len());
+}

@@ -50,6 +50,7 @@ pub mod refs;
 pub mod refused;
 pub mod review;
 pub mod roots;
+pub mod roots_page;
 pub mod size;
 pub mod split;
 pub mod style;

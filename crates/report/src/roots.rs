@@ -23,6 +23,9 @@ pub struct RootsReport {
     /// Rows of the text table (all when `None`).
     #[serde(skip)]
     pub top: Option<usize>,
+    /// Where the HTML page was written (`--html`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
 }
 
 /// A duration in the largest unit that keeps it above one: `45s`, `3h`,
@@ -169,48 +172,36 @@ impl RootsReport {
     /// alone, all together free the figure.
     fn shared(&self, opts: &TextOptions) -> String {
         let a = &self.analysis;
-        let mut by_path: Vec<(&str, &Figure, Vec<&Root>)> = Vec::new();
-        let mut at: std::collections::HashMap<&str, usize> = Default::default();
-        for r in a
-            .roots
-            .iter()
-            .filter(|r| r.same_path_roots > 1 && r.freed_with_same_path.paths > 0)
-        {
-            match at.get(&*r.store_path) {
-                Some(&i) => by_path[i].2.push(r),
-                None => {
-                    at.insert(&r.store_path, by_path.len());
-                    by_path.push((&r.store_path, &r.freed_with_same_path, vec![r]));
-                }
-            }
-        }
-        by_path.sort_by(|x, y| y.1.nar_bytes.cmp(&x.1.nar_bytes).then(x.0.cmp(y.0)));
-        if by_path.is_empty() {
+        if a.shared.is_empty() {
             return String::new();
         }
         let mut out = opts.style.heading(
             "\nstore paths kept by several roots (one removed frees nothing; all of them):\n",
         );
-        for (path, f, rs) in by_path.iter().take(self.top.unwrap_or(usize::MAX)) {
+        for s in a.shared.iter().take(self.top.unwrap_or(usize::MAX)) {
             out.push_str(&opts.style.paths(&style::wrap_hanging(
                 &format!(
-                    "{path}: {} roots, together {}",
-                    rs.len(),
-                    sized(f, opts.exact_bytes)
+                    "{}: {} roots, together {}",
+                    s.store_path,
+                    s.all_roots,
+                    sized(&s.freed, opts.exact_bytes)
                 ),
                 opts.width,
                 "  ",
                 "    ",
             )));
-            for r in rs.iter().take(SHARED_SHOWN) {
+            for &i in s.roots.iter().take(SHARED_SHOWN) {
                 out.push_str(&style::fit_line(
-                    &format!("    {}", root_label(r)),
+                    &format!("    {}", root_label(&a.roots[i])),
                     opts.width,
                 ));
                 out.push('\n');
             }
-            if rs.len() > SHARED_SHOWN {
-                out.push_str(&format!("    and {} more\n", rs.len() - SHARED_SHOWN));
+            if s.all_roots as usize > SHARED_SHOWN {
+                out.push_str(&format!(
+                    "    and {} more\n",
+                    s.all_roots as usize - SHARED_SHOWN
+                ));
             }
         }
         out
@@ -342,6 +333,9 @@ impl RootsReport {
 impl Report for RootsReport {
     fn render_text(&self, opts: &TextOptions) -> String {
         let mut out = self.header(opts);
+        if let Some(p) = &self.page {
+            out.push_str(&format!("page written to {p}\n"));
+        }
         out.push('\n');
         out.push_str(&self.table(opts));
         out.push_str(&self.shared(opts));

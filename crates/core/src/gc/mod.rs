@@ -179,6 +179,25 @@ pub struct Held {
     pub held_by: Vec<String>,
 }
 
+/// A store path several roots keep: none frees anything alone, all of
+/// them together free `freed`.
+#[derive(Debug, Clone, Serialize)]
+pub struct SharedPath {
+    /// The store path.
+    pub store_path: Arc<str>,
+    /// Its roots, as indices into [`RootsAnalysis::roots`] (those shown).
+    pub roots: Vec<usize>,
+    /// How many roots keep it in all (more than `roots` when the
+    /// locations asked leave some out).
+    pub all_roots: u32,
+    /// What removing every one of them frees.
+    pub freed: Figure,
+    /// The commands that remove them all, when they are all shown and the
+    /// path is among those detailed.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub commands: Vec<String>,
+}
+
 /// An entry of the root trees that keeps nothing alive.
 #[derive(Debug, Clone, Serialize)]
 pub struct Stale {
@@ -283,6 +302,9 @@ pub struct RootsAnalysis {
     /// How many roots there are in all (more than `roots` when the
     /// locations asked leave some out).
     pub all_roots: usize,
+    /// Store paths several roots keep, whose removing them all frees
+    /// something, most freed first.
+    pub shared: Vec<SharedPath>,
     /// Entries of the root trees that keep nothing alive.
     pub stale: Vec<Stale>,
     /// Entries of the root trees that could not be read, with the error
@@ -353,7 +375,11 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         profiles,
         mut warnings,
     } = found::assemble(found, &g, &index, req.now);
-    let keep_outputs = if req.keep_outputs { drv_outputs } else { Vec::new() };
+    let keep_outputs = if req.keep_outputs {
+        drv_outputs
+    } else {
+        Vec::new()
+    };
     let keep_derivations = if req.keep_derivations {
         output_derivers
     } else {
@@ -367,7 +393,11 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
     let entry_node: Vec<Option<NodeId>> = entries
         .iter()
         .map(|e| {
-            let s = format!("{}/{}", crate::source::DEFAULT_STORE_DIR, e.to_string_lossy());
+            let s = format!(
+                "{}/{}",
+                crate::source::DEFAULT_STORE_DIR,
+                e.to_string_lossy()
+            );
             index.find(c.g.paths(), &s)
         })
         .collect();
@@ -465,12 +495,19 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
             freed_paths,
         })
         .collect();
+    let shared = shared_paths(&c, &roots, upto);
     let (totals, mut dead) = c.totals(req.list_paths);
     dead.invalid_entries = entries
         .iter()
         .zip(&dead_entry)
         .filter(|(_, d)| **d)
-        .map(|(e, _)| format!("{}/{}", crate::source::DEFAULT_STORE_DIR, e.to_string_lossy()))
+        .map(|(e, _)| {
+            format!(
+                "{}/{}",
+                crate::source::DEFAULT_STORE_DIR,
+                e.to_string_lossy()
+            )
+        })
         .collect();
     let analysis = RootsAnalysis {
         store: store.describe(),
@@ -479,6 +516,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         totals,
         roots: roots.into_iter().map(|r| r.root).collect(),
         all_roots,
+        shared,
         stale,
         unreadable,
         groups,
@@ -512,4 +550,44 @@ fn closures(g: &Graph, roots: &mut [found::Found], which: &[usize]) {
             disk_bytes: None,
         });
     }
+}
+
+/// The store paths several of `roots` keep and that removing all of them
+/// frees something, most freed first; the first `detailed` with their
+/// commands.
+fn shared_paths(c: &Collector, roots: &[found::Found], detailed: usize) -> Vec<SharedPath> {
+    let mut at: HashMap<NodeId, usize> = HashMap::new();
+    let mut out: Vec<SharedPath> = Vec::new();
+    for (i, r) in roots.iter().enumerate() {
+        let root = &r.root;
+        if root.same_path_roots < 2 || root.freed_with_same_path.paths == 0 {
+            continue;
+        }
+        match at.get(&r.node) {
+            Some(&k) => out[k].roots.push(i),
+            None => {
+                at.insert(r.node, out.len());
+                out.push(SharedPath {
+                    store_path: root.store_path.clone(),
+                    roots: vec![i],
+                    all_roots: root.same_path_roots,
+                    freed: root.freed_with_same_path,
+                    commands: Vec::new(),
+                });
+            }
+        }
+    }
+    out.sort_by(|a, b| {
+        b.freed
+            .nar_bytes
+            .cmp(&a.freed.nar_bytes)
+            .then_with(|| a.store_path.cmp(&b.store_path))
+    });
+    for s in out.iter_mut().take(detailed) {
+        if s.roots.len() == s.all_roots as usize {
+            let rs: Vec<&Root> = s.roots.iter().map(|&i| &roots[i].root).collect();
+            s.commands = groups::remove_commands(&c.context(), &rs);
+        }
+    }
+    out
 }

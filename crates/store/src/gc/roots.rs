@@ -245,9 +245,12 @@ pub fn find(state: &Path, look: Look) -> Found {
     links.dedup_by(|b, a| a.location == b.location);
     found.profiles = profiles_of(&mut links, &state.join("profiles"));
     found.links = links;
-    found
-        .stale
-        .sort_by(|a, b| a.location.as_os_str().as_bytes().cmp(b.location.as_os_str().as_bytes()));
+    found.stale.sort_by(|a, b| {
+        a.location
+            .as_os_str()
+            .as_bytes()
+            .cmp(b.location.as_os_str().as_bytes())
+    });
     found.unreadable.sort();
     if let Some((runtime, unreadable)) = runtime {
         found.runtime = runtime;
@@ -362,7 +365,9 @@ impl Walker<'_> {
     fn walk(&self, dir: &Path, tree: Tree) -> Vec<Entry> {
         let opened = nix::fcntl::open(
             dir,
-            nix::fcntl::OFlag::O_RDONLY | nix::fcntl::OFlag::O_DIRECTORY | nix::fcntl::OFlag::O_CLOEXEC,
+            nix::fcntl::OFlag::O_RDONLY
+                | nix::fcntl::OFlag::O_DIRECTORY
+                | nix::fcntl::OFlag::O_CLOEXEC,
             nix::sys::stat::Mode::empty(),
         );
         let fd = match opened {
