@@ -10,7 +10,7 @@ use clap::Args;
 use nix_heft_core::gc::{Detail, RootsRequest};
 use nix_heft_format::nix_conf::{ConfEnv, NixConf};
 use nix_heft_report::TextOptions;
-use nix_heft_report::roots::{RootsReport, WhyRootsReport};
+use nix_heft_report::roots::{MarkedReport, RootsReport, WhyRootsReport};
 use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
 
 use super::Context;
@@ -55,6 +55,11 @@ pub struct RootsArgs {
     /// command (the 5,000 roots that free the most).
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     html: Option<PathBuf>,
+    /// Browse the roots in the terminal instead: mark roots with space and
+    /// see what removing them together frees; on leaving with q, the
+    /// commands that remove the marked ones are printed.
+    #[arg(long, conflicts_with = "html")]
+    browse: bool,
 }
 
 /// `30` or `30d`: a positive number of days.
@@ -68,6 +73,9 @@ fn days(s: &str) -> Result<u64, String> {
 
 /// Reads the roots and prints what each frees.
 pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
+    if args.browse {
+        return browse(ctx, args);
+    }
     let store = ctx.open_local()?;
     let top = (!args.all).then(|| args.top.unwrap_or(DEFAULT_TOP));
     let req = RootsRequest {
@@ -108,6 +116,49 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         },
     )
 }
+
+/// `roots --browse`: the terminal browser of roots; the commands for the
+/// marked ones printed on leaving.
+fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(nix_heft_types::Error::Usage(
+            "roots --browse needs a terminal; use roots or roots --json when piped".into(),
+        )
+        .into());
+    }
+    let store = ctx.open_local()?;
+    let req = RootsRequest {
+        older_than_days: args.older_than,
+        under: args.paths.iter().flat_map(|p| locations(p)).collect(),
+        disk: args.disk,
+        detail: Detail::Top(BROWSE_DETAIL),
+        ..request(ctx, &store)?
+    };
+    let pb = ctx.spinner(&format!(
+        "reading the roots of {}",
+        nix_heft_store::source::PathMetadata::describe(&store)
+    ));
+    let (analysis, collector) = nix_heft_core::gc::analyse_with(&store, &req)?;
+    pb.finish_and_clear();
+    let mut app = nix_heft_browse::roots::RootsApp::new(&analysis, &collector, !ctx.colour(true));
+    let commands = crate::browse_terminal::run_roots(&mut app)?;
+    if commands.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    ctx.emit(
+        &MarkedReport {
+            marked: app.marked.len(),
+            freed: app.joint,
+            commands,
+        },
+        ctx.text_options(),
+    )
+}
+
+/// Roots the browser gets closures and commands for (those further down
+/// show without).
+const BROWSE_DETAIL: usize = 2_000;
 
 /// `why --roots PATH`: the roots that keep PATH, with chains.
 pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {

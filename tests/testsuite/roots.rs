@@ -1031,3 +1031,129 @@ fn the_page_draws_the_roots_by_what_they_free() {
     let groups = b.dom.matches(r#"<div class="group">"#).count();
     assert_eq!(groups, report["groups"].as_array().unwrap().len());
 }
+
+/// `roots --browse`, drawn on ratatui's test backend over the library:
+/// marking roots updates the joint figure, which is what the collector
+/// deletes once the commands printed on leaving have run.
+#[test]
+fn browsing_marks_roots_and_gives_their_joint_figure_and_commands() {
+    use nix_heft_browse::key;
+    use nix_heft_browse::roots::{RootsApp, RootsOutcome, draw};
+    use ratatui::crossterm::event::KeyCode;
+    let s = store_copy("browse");
+    let t = template();
+    let o = opts(false, true);
+    let store = nix_heft_store::source::LocalStore::open(&s.chroot, Default::default()).unwrap();
+    let req = nix_heft_core::gc::RootsRequest {
+        keep_derivations: true,
+        store_arg: Some(s.chroot.display().to_string()),
+        options: vec![
+            ("keep-outputs".into(), "false".into()),
+            ("keep-derivations".into(), "true".into()),
+        ],
+        older_than_days: 30,
+        now: 2_000_000_000,
+        ..Default::default()
+    };
+    let (a, c) = nix_heft_core::gc::analyse_with(&store, &req).unwrap();
+    let screen = |app: &RootsApp| {
+        let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
+        term.draw(|f| draw(f, app)).unwrap();
+        let buf = term.backend().buffer();
+        let mut out = String::new();
+        for y in 0..buf.area.height {
+            for x in 0..buf.area.width {
+                out.push_str(buf[(x, y)].symbol());
+            }
+            out.push('\n');
+        }
+        out
+    };
+    let mut app = RootsApp::new(&a, &c, true);
+    assert!(screen(&app).contains("nothing marked"));
+    // Mark app-a's two roots: neither frees anything alone, both do.
+    let at = |l: &Path| a.roots.iter().position(|r| r.location == l).unwrap();
+    for l in [
+        s.links.join("proj-a/result"),
+        s.chroot.join("nix/var/nix/profiles/test-1-link"),
+    ] {
+        app.cursor = app.order.iter().position(|&i| i == at(&l)).unwrap();
+        assert_eq!(app.on_key(key(KeyCode::Char(' '))), RootsOutcome::Continue);
+    }
+    let shared = a
+        .shared
+        .iter()
+        .find(|sp| &*sp.store_path == t.out["appA"])
+        .unwrap();
+    assert_eq!(app.joint, shared.freed);
+    let sc = screen(&app);
+    assert!(
+        sc.contains(&format!(
+            "2 marked: together they free {}",
+            nix_heft_types::units::iec(shared.freed.nar_bytes)
+        )),
+        "{sc}"
+    );
+    assert!(sc.contains("[x]"), "{sc}");
+    // And a third, the direnv root: the figure is the collector's.
+    app.cursor = app
+        .order
+        .iter()
+        .position(|&i| i == at(&s.links.join("proj-b/.direnv/flake-profile-1-link")))
+        .unwrap();
+    app.on_key(key(KeyCode::Char(' ')));
+    let RootsOutcome::Quit(commands) = app.on_key(key(KeyCode::Char('q'))) else {
+        panic!("q does not quit");
+    };
+    assert_eq!(commands.last().unwrap(), &a.gc_command);
+    let got = dead_after(&s, &commands[..commands.len() - 1], &o);
+    let report = heft_json(&s, &o, &["roots", "--list-paths"]);
+    let mut want = predicted(&report, &Value::Null);
+    let joint = c.figures(&[&app.marked.iter().copied().collect::<Vec<_>>()], true);
+    want.extend(joint[0].1.iter().cloned());
+    same_sets(&want, &got, "the marked roots");
+    assert_eq!(joint[0].0, app.joint);
+}
+
+/// The real binary in tmux: space marks, q prints the commands.
+#[test]
+fn the_real_browser_prints_the_commands_of_the_marked_roots() {
+    use crate::browse::Tmux;
+    let s = store_copy("tmux");
+    let bin = assert_cmd::cargo::cargo_bin("nix-heft");
+    let cmd = format!(
+        "{} --store {} roots --browse; echo EXITED rc=$?; sleep 60",
+        bin.display(),
+        s.chroot.display(),
+    );
+    let t = Tmux::start("roots", 250, 30, &cmd);
+    t.wait("nothing marked");
+    t.keys("Space");
+    t.wait("1 marked: together they free");
+    t.keys("q");
+    let screen = t.wait("EXITED rc=0");
+    let printed: String = screen
+        .lines()
+        .skip_while(|l| !l.starts_with("# 1 root(s) marked"))
+        .take(3)
+        .map(|l| format!("{}\n", l.trim_end()))
+        .collect();
+    let report = heft_json(&s, &[], &["roots"]);
+    let first = &report["roots"][0];
+    let want = format!(
+        "# 1 root(s) marked: together they free {}\n{}\n{}\n",
+        sized_text(&first["freed"]),
+        first["command"].as_str().unwrap(),
+        report["gc_command"].as_str().unwrap()
+    );
+    assert_eq!(printed, want);
+}
+
+fn sized_text(f: &Value) -> String {
+    let paths = f["paths"].as_u64().unwrap();
+    format!(
+        "{} in {paths} {}",
+        nix_heft_types::units::iec(f["nar_bytes"].as_u64().unwrap()),
+        if paths == 1 { "path" } else { "paths" }
+    )
+}

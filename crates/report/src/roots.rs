@@ -535,3 +535,30 @@ mod tests {
         assert_eq!(super::age(-3), "0s");
     }
 }
+
+/// What `roots --browse` prints on leaving: the commands that remove the
+/// roots marked, and what removing them frees together.
+#[derive(Debug, Clone, Serialize)]
+pub struct MarkedReport {
+    /// How many roots were marked.
+    pub marked: usize,
+    /// What removing them frees together.
+    pub freed: Figure,
+    /// The commands that remove them, then the collector's.
+    pub commands: Vec<String>,
+}
+
+impl Report for MarkedReport {
+    fn render_text(&self, opts: &TextOptions) -> String {
+        let mut out = format!(
+            "# {} root(s) marked: together they free {}\n",
+            self.marked,
+            sized(&self.freed, opts.exact_bytes)
+        );
+        for c in &self.commands {
+            out.push_str(c);
+            out.push('\n');
+        }
+        out
+    }
+}
