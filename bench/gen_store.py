@@ -542,8 +542,8 @@ def write_roots(args, g, root, paths):
     (gcroots/per-user/hydra/hydra-roots, 30%, at most one per path),
     result links under work directories reached through gcroots/auto (40%,
     a fifth of them with the same target as the one before), direct links
-    (25%) and profiles of 50 generations each (5%), their ages spread over
-    a year. Targets are
+    (25%) and profiles of 500 generations each (5%), their ages spread
+    over a year. Targets are
     top-layer paths three times in four, any path otherwise."""
     rng = random.Random(args.seed * 31337 + 7)
     state = os.path.join(root, "nix", "var", "nix")
@@ -594,10 +594,11 @@ def write_roots(args, g, root, paths):
         os.symlink(target(), link)
         age(link)
     profiles = os.path.join(state, "profiles", "per-user")
-    for p in range(max(1, n_gens // 50)):
+    per = 500
+    for p in range(max(1, -(-n_gens // per))):
         d = os.path.join(profiles, "u%d" % p)
         os.makedirs(d, exist_ok=True)
-        gens = min(50, n_gens - p * 50)
+        gens = min(per, n_gens - p * per)
         if gens <= 0:
             break
         base = now - 365 * 86400

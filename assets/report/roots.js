@@ -171,6 +171,7 @@
     div.append(el("h3", {}, g.t));
     div.append(el("p", { class: "freed" }, g.m + " roots: frees " + sized(g.f) + (g.collects ? ", and the collector it runs deletes what is dead now" : "")));
     div.append(cmds(g.c.concat(g.collects ? [] : [D.gc_command])));
+    if (g.o) div.append(el("p", { class: "hint" }, "and " + g.o + " more links to remove (roots --json gives every command)"));
     gv.append(div);
   }
 

@@ -246,6 +246,12 @@ impl RootsReport {
                         .paths(&style::wrap_hanging(c, opts.width, "    $ ", "      ")),
                 );
             }
+            if g.left_out > 0 {
+                out.push_str(&format!(
+                    "    and {} more link(s) to remove (--json gives every command)\n",
+                    g.left_out
+                ));
+            }
         }
         if idle > 0 {
             out.push_str(&format!(

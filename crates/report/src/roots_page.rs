@@ -86,6 +86,8 @@ struct PageGroup {
     m: usize,
     f: Figure,
     c: Vec<String>,
+    /// Links the commands leave out.
+    o: usize,
     collects: bool,
 }
 
@@ -150,6 +152,7 @@ impl RootsPage {
                     m: g.members.len(),
                     f: g.freed,
                     c: g.commands.clone(),
+                    o: g.left_out,
                     collects: g.collects,
                 })
                 .collect(),

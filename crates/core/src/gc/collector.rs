@@ -38,6 +38,8 @@ pub struct Collector {
     by_node: Vec<Vec<usize>>,
     profiles: Vec<Profile>,
     store_arg: Option<String>,
+    /// Most links a group's commands name (a table shows a few).
+    max_links: Option<usize>,
 }
 
 impl Collector {
@@ -86,6 +88,10 @@ impl Collector {
             by_node: Vec::new(),
             profiles,
             store_arg: req.store_arg.clone(),
+            max_links: match req.detail {
+                super::Detail::All => None,
+                super::Detail::Top(_) => Some(super::TEXT_LINKS),
+            },
         }
     }
 
@@ -183,6 +189,7 @@ impl Collector {
             let r = &mut roots[i];
             if r.removable {
                 r.root.command = groups::remove_commands(&ctx, &[&r.root])
+                    .0
                     .into_iter()
                     .next()
                     .map(Box::from);
@@ -194,6 +201,7 @@ impl Collector {
     pub(super) fn context(&self) -> groups::Context<'_> {
         groups::Context {
             store_arg: self.store_arg.as_deref(),
+            max_links: self.max_links,
             profiles: &self.profiles,
         }
     }
@@ -209,59 +217,65 @@ impl Collector {
         }
         let (order, comp) = self.comps.get_or_init(|| self.live.components());
         let disk = self.disk.as_ref();
-        for batch in groups.chunks(64) {
-            let mut removed = vec![0u64; self.live.targets.len()];
-            for (i, members) in batch.iter().enumerate() {
-                let mut count: HashMap<u32, u32> = HashMap::new();
-                for &m in members.iter() {
-                    *count.entry(self.root_node[m]).or_default() += 1;
-                }
-                for (k, c) in count {
-                    if c == self.holders[k as usize] {
-                        removed[k as usize] |= 1 << i;
+        use rayon::prelude::*;
+        let batches: Vec<Vec<(Figure, Vec<String>)>> = groups
+            .par_chunks(64)
+            .map(|batch| {
+                let mut removed = vec![0u64; self.live.targets.len()];
+                for (i, members) in batch.iter().enumerate() {
+                    let mut count: HashMap<u32, u32> = HashMap::new();
+                    for &m in members.iter() {
+                        *count.entry(self.root_node[m]).or_default() += 1;
                     }
-                }
-            }
-            let freed = self.live.freed_by_groups(order, comp, &removed);
-            let mut figs = vec![
-                Figure {
-                    disk_bytes: disk.map(|_| 0),
-                    ..Figure::default()
-                };
-                batch.len()
-            ];
-            let mut lists: Vec<Vec<NodeId>> = vec![Vec::new(); batch.len()];
-            for (v, &bits) in freed.iter().enumerate().take(n) {
-                let mut bits = bits;
-                while bits != 0 {
-                    let i = bits.trailing_zeros() as usize;
-                    bits &= bits - 1;
-                    figs[i].paths += 1;
-                    figs[i].nar_bytes += self.g.nar_size(v as NodeId);
-                    if let (Some(d), Some(b)) = (disk, figs[i].disk_bytes.as_mut()) {
-                        *b += d.own[v];
-                    }
-                    if list {
-                        lists[i].push(v as NodeId);
-                    }
-                }
-            }
-            if let Some(d) = disk {
-                for (bytes, holders) in &d.shared {
-                    let mut bits = holders.iter().fold(u64::MAX, |a, &h| a & freed[h as usize]);
-                    while bits != 0 {
-                        let i = bits.trailing_zeros() as usize;
-                        bits &= bits - 1;
-                        if let Some(b) = figs[i].disk_bytes.as_mut() {
-                            *b += bytes;
+                    for (k, c) in count {
+                        if c == self.holders[k as usize] {
+                            removed[k as usize] |= 1 << i;
                         }
                     }
                 }
-            }
-            for (f, l) in figs.into_iter().zip(lists) {
-                out.push((f, names(&self.g, &l)));
-            }
-        }
+                let freed = self.live.freed_by_groups(order, comp, &removed);
+                let mut figs = vec![
+                    Figure {
+                        disk_bytes: disk.map(|_| 0),
+                        ..Figure::default()
+                    };
+                    batch.len()
+                ];
+                let mut lists: Vec<Vec<NodeId>> = vec![Vec::new(); batch.len()];
+                for (v, &bits) in freed.iter().enumerate().take(n) {
+                    let mut bits = bits;
+                    while bits != 0 {
+                        let i = bits.trailing_zeros() as usize;
+                        bits &= bits - 1;
+                        figs[i].paths += 1;
+                        figs[i].nar_bytes += self.g.nar_size(v as NodeId);
+                        if let (Some(d), Some(b)) = (disk, figs[i].disk_bytes.as_mut()) {
+                            *b += d.own[v];
+                        }
+                        if list {
+                            lists[i].push(v as NodeId);
+                        }
+                    }
+                }
+                if let Some(d) = disk {
+                    for (bytes, holders) in &d.shared {
+                        let mut bits = holders.iter().fold(u64::MAX, |a, &h| a & freed[h as usize]);
+                        while bits != 0 {
+                            let i = bits.trailing_zeros() as usize;
+                            bits &= bits - 1;
+                            if let Some(b) = figs[i].disk_bytes.as_mut() {
+                                *b += bytes;
+                            }
+                        }
+                    }
+                }
+                figs.into_iter()
+                    .zip(lists)
+                    .map(|(f, l)| (f, names(&self.g, &l)))
+                    .collect()
+            })
+            .collect();
+        out.extend(batches.into_iter().flatten());
         out
     }
 
@@ -281,7 +295,12 @@ impl Collector {
             .filter(|&&m| self.removable.get(m).copied().unwrap_or(false))
             .filter_map(|&m| roots.get(m))
             .collect();
-        groups::remove_commands(&self.context(), &rs)
+        // Every one: the browser prints them all.
+        let ctx = groups::Context {
+            max_links: None,
+            ..self.context()
+        };
+        groups::remove_commands(&ctx, &rs).0
     }
 
     /// The roots that keep `target`, each with a shortest chain, and the

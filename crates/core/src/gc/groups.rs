@@ -77,6 +77,8 @@ pub(super) struct Def {
     pub title: String,
     pub members: Vec<usize>,
     pub commands: Vec<String>,
+    /// Links the commands leave out (past `Context::max_links`).
+    pub left_out: usize,
     pub collects: bool,
 }
 
@@ -84,6 +86,9 @@ pub(super) struct Def {
 pub(super) struct Context<'a> {
     /// `--store ROOT` for a chroot store.
     pub store_arg: Option<&'a str>,
+    /// Most links a group's commands name (the rest counted): a text
+    /// report shows the first; `None`, every one.
+    pub max_links: Option<usize>,
     /// The profiles found.
     pub profiles: &'a [Profile],
 }
@@ -104,12 +109,30 @@ fn word(p: &Path) -> String {
 
 /// `rm -- PATHS…`.
 pub(super) fn rm_command(paths: &[PathBuf]) -> String {
+    rm_commands(paths).concat()
+}
+
+/// Longest command line `rm_commands` makes: far below the kernel's
+/// `ARG_MAX` (2 MiB with the environment), so every command runs.
+const MAX_COMMAND: usize = 100_000;
+
+/// `rm -- PATHS…`, as many commands as it takes to keep each within
+/// [`MAX_COMMAND`] bytes.
+fn rm_commands(paths: &[PathBuf]) -> Vec<String> {
+    let mut out = Vec::new();
     let mut s = String::from("rm --");
     for p in paths {
+        let w = word(p);
+        if s.len() + 1 + w.len() > MAX_COMMAND && s.len() > "rm --".len() {
+            out.push(std::mem::replace(&mut s, String::from("rm --")));
+        }
         s.push(' ');
-        s.push_str(&word(p));
+        s.push_str(&w);
     }
-    s
+    if s.len() > "rm --".len() {
+        out.push(s);
+    }
+    out
 }
 
 fn store_flag(ctx: &Context) -> String {
@@ -140,38 +163,44 @@ pub(super) fn gc_command(ctx: &Context, options: &[(String, String)]) -> String 
 /// The commands that remove `members` (removable roots): generations by
 /// `nix-env --delete-generations` with their numbers (a current one, which
 /// `nix-env` refuses, by removing the profile's link with it), the rest by
-/// `rm`.
-pub(super) fn remove_commands(ctx: &Context, members: &[&Root]) -> Vec<String> {
+/// `rm`; and how many links were left out past `ctx.max_links`.
+pub(super) fn remove_commands(ctx: &Context, members: &[&Root]) -> (Vec<String>, usize) {
     let mut by_profile: Vec<(PathBuf, Vec<u64>)> = Vec::new();
-    let mut links: Vec<PathBuf> = Vec::new();
+    let mut at: std::collections::HashMap<&[u8], usize> = Default::default();
+    let mut links: Vec<&std::path::Path> = Vec::new();
     for r in members {
         match (&r.generation, r.kind) {
             (Some(g), RootKind::Generation) if !g.current => {
-                match by_profile.iter_mut().find(|(p, _)| *p == g.profile) {
-                    Some((_, ns)) => ns.push(g.number),
-                    None => by_profile.push((g.profile.clone(), vec![g.number])),
+                match at.get(g.profile.as_os_str().as_bytes()) {
+                    Some(&k) => by_profile[k].1.push(g.number),
+                    None => {
+                        at.insert(g.profile.as_os_str().as_bytes(), by_profile.len());
+                        by_profile.push((g.profile.clone(), vec![g.number]));
+                    }
                 }
             }
             (Some(g), RootKind::Generation) => {
-                links.push(g.profile.clone());
-                links.push(r.location.clone());
+                links.push(&g.profile);
+                links.push(&r.location);
             }
-            _ => links.push(r.location.clone()),
+            _ => links.push(&r.location),
         }
     }
     let mut out = Vec::new();
-    by_profile.sort();
+    by_profile.sort_by(|a, b| a.0.as_os_str().as_bytes().cmp(b.0.as_os_str().as_bytes()));
     for (p, mut ns) in by_profile {
         ns.sort_unstable();
         let ns: Vec<String> = ns.iter().map(u64::to_string).collect();
         out.push(delete_generations(ctx, &p, &ns.join(" ")));
     }
-    if !links.is_empty() {
-        links.sort();
-        links.dedup();
-        out.push(rm_command(&links));
-    }
-    out
+    // By bytes: paths compared component by component are slow by the
+    // hundred thousand.
+    links.sort_unstable_by(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()));
+    links.dedup_by(|a, b| a.as_os_str() == b.as_os_str());
+    let shown = ctx.max_links.unwrap_or(usize::MAX).min(links.len());
+    let owned: Vec<PathBuf> = links[..shown].iter().map(|p| p.to_path_buf()).collect();
+    out.extend(rm_commands(&owned));
+    (out, links.len() - shown)
 }
 
 /// Nix's `deleteGenerationsOlderThan`: walking from the newest, the first
@@ -215,31 +244,46 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
     };
     let roots_of =
         |members: &[usize]| -> Vec<&Root> { members.iter().map(|&i| view[i].root).collect() };
-    let push =
-        |defs: &mut Vec<Def>, kind, title: String, members: Vec<usize>, commands, collects| {
-            if members.is_empty()
-                || defs
-                    .iter()
-                    .any(|d| d.members == members && d.collects == collects)
-            {
-                return;
-            }
-            defs.push(Def {
+    let push = |defs: &mut Vec<Def>,
                 kind,
-                title,
-                members,
-                commands,
-                collects,
-            });
-        };
+                title: String,
+                members: Vec<usize>,
+                commands: (Vec<String>, usize),
+                collects| {
+        if members.is_empty()
+            || defs
+                .iter()
+                .any(|d| d.members == members && d.collects == collects)
+        {
+            return;
+        }
+        defs.push(Def {
+            kind,
+            title,
+            members,
+            commands: commands.0,
+            left_out: commands.1,
+            collects,
+        });
+    };
     if !req.under.is_empty() {
         for u in &req.under {
-            let members = of(&|m| m.root.location.starts_with(u));
+            let u = u.as_os_str().as_bytes();
+            let members = of(&|m| {
+                m.root
+                    .location
+                    .as_os_str()
+                    .as_bytes()
+                    .strip_prefix(u)
+                    .is_some_and(|r| r.is_empty() || r[0] == b'/' || u.ends_with(b"/"))
+            });
             let commands = remove_commands(ctx, &roots_of(&members));
             push(
                 &mut defs,
-                GroupKind::Under { path: u.clone() },
-                format!("every root under {}", u.display()),
+                GroupKind::Under {
+                    path: PathBuf::from(std::ffi::OsStr::from_bytes(u)),
+                },
+                format!("every root under {}", String::from_utf8_lossy(u)),
                 members,
                 commands,
                 false,
@@ -283,7 +327,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
                 p.path.display()
             ),
             old,
-            vec![delete_generations(ctx, &p.path, "old")],
+            (vec![delete_generations(ctx, &p.path, "old")], 0),
             false,
         );
         push(
@@ -297,7 +341,10 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
                 p.path.display()
             ),
             older,
-            vec![delete_generations(ctx, &p.path, &format!("{days}d"))],
+            (
+                vec![delete_generations(ctx, &p.path, &format!("{days}d"))],
+                0,
+            ),
             false,
         );
     }
@@ -309,7 +356,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
             GroupKind::CollectOld,
             "every profile's old generations, then the collector".into(),
             collect_old,
-            vec!["nix-collect-garbage -d".into()],
+            (vec!["nix-collect-garbage -d".into()], 0),
             true,
         );
         push(
@@ -317,16 +364,19 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
             GroupKind::CollectOlderThan { days },
             format!("every profile's generations older than {days} days, then the collector"),
             collect_older,
-            vec![format!("nix-collect-garbage --delete-older-than {days}d")],
+            (
+                vec![format!("nix-collect-garbage --delete-older-than {days}d")],
+                0,
+            ),
             true,
         );
     }
+    // Paths as bytes below: a million roots' paths split into components
+    // for each group cost seconds.
     let results = of(&|m| {
-        m.root.via.is_some()
-            && m.root.location.file_name().is_some_and(|f| {
-                let f = f.as_bytes();
-                f == b"result" || f.starts_with(b"result-")
-            })
+        let l = m.root.location.as_os_str().as_bytes();
+        let f = &l[l.iter().rposition(|&b| b == b'/').map_or(0, |i| i + 1)..];
+        m.root.via.is_some() && (f == b"result" || f.starts_with(b"result-"))
     });
     let commands = remove_commands(ctx, &roots_of(&results));
     push(
@@ -338,10 +388,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
         false,
     );
     let direnv = of(&|m| {
-        m.root
-            .location
-            .components()
-            .any(|c| c.as_os_str() == ".direnv")
+        memchr::memmem::find(m.root.location.as_os_str().as_bytes(), b"/.direnv/").is_some()
     });
     let commands = remove_commands(ctx, &roots_of(&direnv));
     push(
@@ -355,7 +402,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
     let old = of(&|m| {
         m.mtime.is_some_and(|mt| mt < t)
             && !m.root.generation.as_ref().is_some_and(|g| g.current)
-            && !m.root.location.starts_with("/run")
+            && !m.root.location.as_os_str().as_bytes().starts_with(b"/run/")
     });
     let commands = remove_commands(ctx, &roots_of(&old));
     push(
@@ -375,12 +422,14 @@ pub(super) fn keeping(ctx: &Context, view: &[Member], members: &[usize], path: &
     members.sort_unstable();
     members.dedup();
     let roots: Vec<&Root> = members.iter().map(|&i| view[i].root).collect();
+    let (commands, left_out) = remove_commands(ctx, &roots);
     Def {
         kind: GroupKind::Keeping {
             path: path.to_string(),
         },
         title: format!("every removable root that keeps {path}"),
-        commands: remove_commands(ctx, &roots),
+        commands,
+        left_out,
         members,
         collects: false,
     }
@@ -417,13 +466,8 @@ mod tests {
         assert_eq!(older_than(&p, 15 * d), Vec::<u64>::new());
     }
 
-    #[test]
-    fn commands_quote_and_group_generations() {
-        let ctx = Context {
-            store_arg: Some("/tmp/a b"),
-            profiles: &[],
-        };
-        let root = |loc: &str, generation: Option<(u64, bool)>| Root {
+    fn root(loc: &str, generation: Option<(u64, bool)>) -> Root {
+        Root {
             kind: if generation.is_some() {
                 RootKind::Generation
             } else {
@@ -448,13 +492,22 @@ mod tests {
             closure: None,
             command: None,
             freed_paths: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn commands_quote_and_group_generations() {
+        let ctx = Context {
+            store_arg: Some("/tmp/a b"),
+            max_links: None,
+            profiles: &[],
         };
         let a = root("/home/u/my proj/result", None);
         let b = root("/home/u/p-3-link", Some((3, false)));
         let c = root("/home/u/p-1-link", Some((1, false)));
         let d = root("/home/u/p-4-link", Some((4, true)));
         assert_eq!(
-            remove_commands(&ctx, &[&a, &b, &c, &d]),
+            remove_commands(&ctx, &[&a, &b, &c, &d]).0,
             [
                 "nix-env --store '/tmp/a b' --profile /home/u/p --delete-generations 1 3",
                 "rm -- '/home/u/my proj/result' /home/u/p /home/u/p-4-link",
@@ -464,5 +517,44 @@ mod tests {
             gc_command(&ctx, &[("keep-outputs".into(), "true".into())]),
             "nix-store --store '/tmp/a b' --gc --option keep-outputs true"
         );
+    }
+
+    #[test]
+    fn many_links_make_several_commands_each_short_enough_to_run() {
+        let ctx = Context {
+            store_arg: None,
+            max_links: None,
+            profiles: &[],
+        };
+        let roots: Vec<Root> = (0..20_000)
+            .map(|i| root(&format!("/home/u/src/project-{i:05}/result"), None))
+            .collect();
+        let refs: Vec<&Root> = roots.iter().collect();
+        let (commands, left_out) = remove_commands(&ctx, &refs);
+        assert_eq!(left_out, 0);
+        assert!(commands.len() > 1, "{} command(s)", commands.len());
+        let mut named = 0;
+        for c in &commands {
+            assert!(c.len() <= MAX_COMMAND, "{} bytes", c.len());
+            let words: Vec<&str> = c.split(' ').collect();
+            assert_eq!(words[..2], ["rm", "--"]);
+            named += words.len() - 2;
+        }
+        assert_eq!(named, roots.len());
+
+        // A table names the first few and counts the rest.
+        let ctx = Context {
+            max_links: Some(3),
+            ..ctx
+        };
+        let (commands, left_out) = remove_commands(&ctx, &refs[..10]);
+        assert_eq!(
+            commands,
+            [
+                "rm -- /home/u/src/project-00000/result /home/u/src/project-00001/result \
+              /home/u/src/project-00002/result"
+            ]
+        );
+        assert_eq!(left_out, 7);
     }
 }

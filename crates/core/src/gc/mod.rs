@@ -35,6 +35,10 @@ pub use collector::Collector;
 pub use groups::GroupKind;
 pub use liveness::EdgeKind;
 
+/// Links a group's commands name in a text report (the rest counted; the
+/// JSON names every one).
+pub const TEXT_LINKS: usize = 50;
+
 /// What `roots` is asked.
 #[derive(Debug, Clone, Default)]
 pub struct RootsRequest {
@@ -225,8 +229,13 @@ pub struct Group {
     /// What removing them all frees (not the sum of theirs: what they
     /// share counts once, and what another root keeps not at all).
     pub freed: Figure,
-    /// The commands that remove them (Nix's own where it has one).
+    /// The commands that remove them (Nix's own where it has one), each
+    /// command line short enough to run.
     pub commands: Vec<String>,
+    /// Links the commands leave out: a text report names the first
+    /// [`TEXT_LINKS`].
+    #[serde(skip_serializing_if = "is_zero")]
+    pub left_out: usize,
     /// Whether the commands run the collector too
     /// (`nix-collect-garbage`), which also deletes what is dead now.
     pub collects: bool,
@@ -441,26 +450,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
     if !req.under.is_empty() {
         roots.retain(|r| req.under.iter().any(|u| r.root.location.starts_with(u)));
     }
-    roots.sort_by(|a, b| {
-        use std::os::unix::ffi::OsStrExt;
-        b.root
-            .freed
-            .nar_bytes
-            .cmp(&a.root.freed.nar_bytes)
-            .then_with(|| {
-                b.root
-                    .freed_with_same_path
-                    .nar_bytes
-                    .cmp(&a.root.freed_with_same_path.nar_bytes)
-            })
-            .then_with(|| {
-                a.root
-                    .location
-                    .as_os_str()
-                    .as_bytes()
-                    .cmp(b.root.location.as_os_str().as_bytes())
-            })
-    });
+    let mut roots = most_freed_first(roots);
     c.index_roots(&roots);
     if req.list_paths {
         c.list_freed(&mut roots);
@@ -491,6 +481,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
             members: d.members,
             freed,
             commands: d.commands,
+            left_out: d.left_out,
             collects: d.collects,
             freed_paths,
         })
@@ -526,6 +517,33 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         warnings,
     };
     Ok((analysis, c))
+}
+
+/// `roots` most freed first, then most freed with the other roots of
+/// their path, then by location (as bytes): sorted as indices, each root
+/// moved once.
+fn most_freed_first(roots: Vec<found::Found>) -> Vec<found::Found> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut order: Vec<u32> = (0..roots.len() as u32).collect();
+    let key = |i: u32| {
+        let r = &roots[i as usize].root;
+        (
+            std::cmp::Reverse(r.freed.nar_bytes),
+            std::cmp::Reverse(r.freed_with_same_path.nar_bytes),
+        )
+    };
+    order.sort_unstable_by(|&a, &b| {
+        key(a).cmp(&key(b)).then_with(|| {
+            let la = roots[a as usize].root.location.as_os_str().as_bytes();
+            let lb = roots[b as usize].root.location.as_os_str().as_bytes();
+            la.cmp(lb)
+        })
+    });
+    let mut slots: Vec<Option<found::Found>> = roots.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .map(|i| slots[i as usize].take().expect("each root once"))
+        .collect()
 }
 
 /// Store paths of `vs`, sorted.
@@ -586,8 +604,12 @@ fn shared_paths(c: &Collector, roots: &[found::Found], detailed: usize) -> Vec<S
     for s in out.iter_mut().take(detailed) {
         if s.roots.len() == s.all_roots as usize {
             let rs: Vec<&Root> = s.roots.iter().map(|&i| &roots[i].root).collect();
-            s.commands = groups::remove_commands(&c.context(), &rs);
+            s.commands = groups::remove_commands(&c.context(), &rs).0;
         }
     }
     out
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }

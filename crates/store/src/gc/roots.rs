@@ -155,7 +155,8 @@ pub struct TempRoots {
 /// Everything found.
 #[derive(Debug, Clone, Default)]
 pub struct Found {
-    /// Roots in the trees, each location once (sorted by location).
+    /// Roots in the trees, each location once (in the order walked: the
+    /// caller orders them by what they free).
     pub links: Vec<LinkRoot>,
     /// The profiles those roots are generations of.
     pub profiles: Vec<Profile>,
@@ -206,9 +207,8 @@ pub fn find(state: &Path, look: Look) -> Found {
     let walker = Walker { auto: &auto };
     let (trees, (runtime, temp)) = rayon::join(
         || {
-            let mut out = Vec::new();
-            out.extend(walker.walk(&gcroots, Tree::GcRoots));
-            out.extend(walker.walk(&state.join("profiles"), Tree::Profiles));
+            let mut out = walker.walk(&gcroots, Tree::GcRoots);
+            out.append(&mut walker.walk(&state.join("profiles"), Tree::Profiles));
             out
         },
         || {
@@ -219,12 +219,10 @@ pub fn find(state: &Path, look: Look) -> Found {
         },
     );
     let mut found = Found::default();
-    let mut links: Vec<LinkRoot> = Vec::new();
-    let mut queue = trees;
-    while let Some(e) = queue.pop() {
+    let Walked { roots, mut other } = trees;
+    let mut links: Vec<LinkRoot> = roots.concat();
+    while let Some(e) = other.pop() {
         match e {
-            Entry::Root(r) => links.push(r),
-            Entry::Nested(es) => queue.extend(es),
             Entry::Stale(s) => found.stale.push(s),
             Entry::Unreadable(p, e) => found.unreadable.push((p, e)),
             Entry::Warning(w) => found.warnings.push(w),
@@ -232,17 +230,21 @@ pub fn find(state: &Path, look: Look) -> Found {
     }
     // One root per location (Nix's root map is a set of links per path): a
     // profile's current generation is found as itself and through the
-    // profile's link to it.
-    // By bytes: a million paths compared component by component cost
-    // seconds.
-    links.par_sort_unstable_by(|a, b| {
-        a.location
-            .as_os_str()
-            .as_bytes()
-            .cmp(b.location.as_os_str().as_bytes())
-            .then_with(|| a.via.is_some().cmp(&b.via.is_some()))
-    });
-    links.dedup_by(|b, a| a.location == b.location);
+    // profile's link to it. The direct one is kept.
+    {
+        let mut seen: std::collections::HashSet<&[u8]> =
+            std::collections::HashSet::with_capacity(links.len());
+        let mut keep = vec![true; links.len()];
+        for pass in [false, true] {
+            for (i, l) in links.iter().enumerate() {
+                if l.via.is_some() == pass && !seen.insert(l.location.as_os_str().as_bytes()) {
+                    keep[i] = false;
+                }
+            }
+        }
+        let mut k = keep.iter();
+        links.retain(|_| *k.next().expect("one flag per link"));
+    }
     found.profiles = profiles_of(&mut links, &state.join("profiles"));
     found.links = links;
     found.stale.sort_by(|a, b| {
@@ -264,11 +266,29 @@ pub fn find(state: &Path, look: Look) -> Found {
     found
 }
 
-/// One entry of a root tree, as walked.
-enum Entry {
+/// What a walk found: roots, in chunks (a directory's each), and the rest.
+#[derive(Default)]
+struct Walked {
+    roots: Vec<Vec<LinkRoot>>,
+    other: Vec<Entry>,
+}
+
+impl Walked {
+    fn append(&mut self, other: &mut Walked) {
+        self.roots.append(&mut other.roots);
+        self.other.append(&mut other.other);
+    }
+}
+
+/// A root found, or one entry of a root tree that is no root.
+enum Found1 {
     Root(LinkRoot),
-    /// A directory's entries, when its type had to be looked up.
-    Nested(Vec<Entry>),
+    Other(Entry),
+    Dir(Walked),
+}
+
+/// One entry of a root tree that is no root, as walked.
+enum Entry {
     Stale(StaleLink),
     Unreadable(PathBuf, String),
     Warning(String),
@@ -362,7 +382,11 @@ impl Walker<'_> {
     /// `findRoots(dir)`: every entry below `dir`, the entries of each
     /// directory in parallel (a Hydra's `hydra-roots` holds a million
     /// files) and its subdirectories too.
-    fn walk(&self, dir: &Path, tree: Tree) -> Vec<Entry> {
+    fn walk(&self, dir: &Path, tree: Tree) -> Walked {
+        let failed = |e: Entry| Walked {
+            roots: Vec::new(),
+            other: vec![e],
+        };
         let opened = nix::fcntl::open(
             dir,
             nix::fcntl::OFlag::O_RDONLY
@@ -373,34 +397,50 @@ impl Walker<'_> {
         let fd = match opened {
             Ok(fd) => fd,
             // The tree itself may be missing (a fresh chroot store).
-            Err(nix::errno::Errno::ENOENT) => return Vec::new(),
-            Err(e) => return vec![self.unreadable_or_warn(dir, &io(e))],
+            Err(nix::errno::Errno::ENOENT) => return Walked::default(),
+            Err(e) => return failed(self.unreadable_or_warn(dir, &io(e))),
         };
         let d = Dir { path: dir, fd };
         let rd = match std::fs::read_dir(dir) {
             Ok(rd) => rd,
-            Err(e) => return vec![self.unreadable_or_warn(dir, &e)],
+            Err(e) => return failed(self.unreadable_or_warn(dir, &e)),
         };
         let mut entries: Vec<(OsString, Option<std::fs::FileType>)> = Vec::new();
         for e in rd {
             match e {
                 Ok(e) => entries.push((e.file_name(), e.file_type().ok())),
-                Err(e) => return vec![self.unreadable_or_warn(dir, &e)],
+                Err(e) => return failed(self.unreadable_or_warn(dir, &e)),
             }
         }
         let (dirs, rest): (Vec<_>, Vec<_>) = entries
             .into_iter()
             .partition(|(_, t)| t.is_some_and(|t| t.is_dir()));
-        let mut out: Vec<Entry> = rest
+        let (roots, others): (Vec<LinkRoot>, Vec<Found1>) = rest
             .into_par_iter()
             .with_min_len(1024)
             .filter_map(|(name, ty)| self.entry(&d, name, ty, tree))
-            .collect();
-        let below: Vec<Vec<Entry>> = dirs
+            .partition_map(|f| match f {
+                Found1::Root(r) => rayon::iter::Either::Left(r),
+                other => rayon::iter::Either::Right(other),
+            });
+        let mut out = Walked {
+            roots: vec![roots],
+            other: Vec::new(),
+        };
+        let below: Vec<Walked> = dirs
             .into_par_iter()
             .map(|(name, _)| self.walk(&dir.join(name), tree))
             .collect();
-        out.extend(below.into_iter().flatten());
+        for f in others {
+            match f {
+                Found1::Other(e) => out.other.push(e),
+                Found1::Dir(mut w) => out.append(&mut w),
+                Found1::Root(_) => {}
+            }
+        }
+        for mut w in below {
+            out.append(&mut w);
+        }
         out
     }
 
@@ -421,22 +461,26 @@ impl Walker<'_> {
         name: OsString,
         ty: Option<std::fs::FileType>,
         tree: Tree,
-    ) -> Option<Entry> {
+    ) -> Option<Found1> {
         let ty = match ty {
             Some(t) => t,
             None => match std::fs::symlink_metadata(d.path.join(&name)) {
                 Ok(m) => m.file_type(),
-                Err(e) => return Some(self.unreadable_or_warn(&d.path.join(&name), &e)),
+                Err(e) => {
+                    return Some(Found1::Other(
+                        self.unreadable_or_warn(&d.path.join(&name), &e),
+                    ));
+                }
             },
         };
         if ty.is_dir() {
             // Only when the directory listing did not give the type.
-            return Some(Entry::Nested(self.walk(&d.path.join(&name), tree)));
+            return Some(Found1::Dir(self.walk(&d.path.join(&name), tree)));
         }
         if ty.is_symlink() {
             return match self.link(d, name, tree) {
                 Ok(e) => e,
-                Err((path, e)) => Some(self.unreadable_or_warn(&path, &e)),
+                Err((path, e)) => Some(Found1::Other(self.unreadable_or_warn(&path, &e))),
             };
         }
         if ty.is_file() {
@@ -445,7 +489,7 @@ impl Walker<'_> {
             let sp = name
                 .to_str()
                 .and_then(|n| StorePath::from_base_name(STORE_DIR, n).ok())?;
-            return Some(Entry::Root(LinkRoot {
+            return Some(Found1::Root(LinkRoot {
                 mtime: d.mtime(&name),
                 location: d.path.join(name),
                 via: None,
@@ -466,13 +510,13 @@ impl Walker<'_> {
         d: &Dir,
         name: OsString,
         tree: Tree,
-    ) -> Result<Option<Entry>, (PathBuf, std::io::Error)> {
+    ) -> Result<Option<Found1>, (PathBuf, std::io::Error)> {
         let target = d.read_link(&name).map_err(|e| (d.path.join(&name), e))?;
         if in_store(target.as_bytes()) {
             let mtime = d.mtime(&name);
             let location = d.path.join(name);
             return Ok(Some(match to_store_path(target.as_bytes()) {
-                Some(sp) => Entry::Root(LinkRoot {
+                Some(sp) => Found1::Root(LinkRoot {
                     location,
                     via: None,
                     tree,
@@ -482,24 +526,30 @@ impl Walker<'_> {
                     mtime,
                     generation: None,
                 }),
-                None => Entry::Stale(StaleLink {
+                None => Found1::Other(Entry::Stale(StaleLink {
                     location,
                     via: None,
                     reason: StaleReason::NotAStorePath(target),
-                }),
+                })),
             }));
         }
         // Indirect: one more link, which must point into the store.
         let path = d.path.join(name);
         let at = absolute(Path::new(&target), d.path);
-        let in_auto = path.starts_with(self.auto) && path != self.auto;
+        // Below `auto/` (bytes: a path compared component by component a
+        // million times costs seconds).
+        let in_auto = path
+            .as_os_str()
+            .as_bytes()
+            .strip_prefix(self.auto.as_os_str().as_bytes())
+            .is_some_and(|r| r.first() == Some(&b'/'));
         let stale = |reason| {
             Ok(in_auto.then(|| {
-                Entry::Stale(StaleLink {
+                Found1::Other(Entry::Stale(StaleLink {
                     location: at.clone(),
                     via: Some(path.clone()),
                     reason,
-                })
+                }))
             }))
         };
         let meta = match std::fs::symlink_metadata(&at) {
@@ -520,7 +570,7 @@ impl Walker<'_> {
             return stale(StaleReason::TargetOutsideStore(target2));
         }
         Ok(Some(match to_store_path(target2.as_bytes()) {
-            Some(sp) => Entry::Root(LinkRoot {
+            Some(sp) => Found1::Root(LinkRoot {
                 location: at,
                 via: Some(path),
                 tree,
@@ -530,11 +580,11 @@ impl Walker<'_> {
                 mtime: Some(meta.mtime()),
                 generation: None,
             }),
-            None => Entry::Stale(StaleLink {
+            None => Found1::Other(Entry::Stale(StaleLink {
                 location: at,
                 via: Some(path),
                 reason: StaleReason::NotAStorePath(target2),
-            }),
+            })),
         }))
     }
 }
@@ -615,7 +665,30 @@ fn profiles_of(links: &mut [LinkRoot], state_profiles: &Path) -> Vec<Profile> {
         };
         l.generation = Some((k, number));
     }
-    out
+    // By path, whatever order the parallel walk found them in: the groups
+    // come in this order.
+    let mut order: Vec<usize> = (0..out.len()).collect();
+    order.sort_by(|&a, &b| {
+        out[a]
+            .path
+            .as_os_str()
+            .as_bytes()
+            .cmp(out[b].path.as_os_str().as_bytes())
+    });
+    let mut new_index = vec![0; out.len()];
+    for (new, &old) in order.iter().enumerate() {
+        new_index[old] = new;
+    }
+    for l in links.iter_mut() {
+        if let Some((k, _)) = l.generation.as_mut() {
+            *k = new_index[*k];
+        }
+    }
+    let mut slots: Vec<Option<Profile>> = out.into_iter().map(Some).collect();
+    order
+        .into_iter()
+        .map(|k| slots[k].take().expect("each profile once"))
+        .collect()
 }
 
 /// `findRuntimeRoots` on Linux: the run-time roots by store path, and how
@@ -980,7 +1053,7 @@ mod tests {
             [1, 2]
         );
         assert_eq!(f.links.iter().filter(|l| l.generation.is_some()).count(), 2);
-        let roots: Vec<(String, String, bool)> = f
+        let mut roots: Vec<(String, String, bool)> = f
             .links
             .iter()
             .map(|r| {
@@ -995,6 +1068,7 @@ mod tests {
                 )
             })
             .collect();
+        roots.sort();
         let s = |a: &str, b: &str, c| (a.to_string(), b.to_string(), c);
         assert_eq!(
             roots,
