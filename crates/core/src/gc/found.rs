@@ -132,8 +132,18 @@ pub(super) fn assemble(
     };
     let mut roots: Vec<Found> = Vec::with_capacity(links.len());
     let mut stale: Vec<Stale> = Vec::new();
-    for l in links {
-        let Some(node) = index.find(g.paths(), l.store_path.as_str()) else {
+    // The lookups (a hash and a comparison each, cache misses mostly) on
+    // every core; the rest in order.
+    let nodes: Vec<Option<NodeId>> = {
+        use rayon::prelude::*;
+        links
+            .par_iter()
+            .with_min_len(4096)
+            .map(|l| index.find(g.paths(), l.store_path.as_str()))
+            .collect()
+    };
+    for (l, node) in links.into_iter().zip(nodes) {
+        let Some(node) = node else {
             stale.push(Stale {
                 command: Some(groups::rm_command(std::slice::from_ref(&l.location))),
                 reason: format!(

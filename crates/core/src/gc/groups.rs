@@ -195,7 +195,8 @@ pub(super) fn remove_commands(ctx: &Context, members: &[&Root]) -> (Vec<String>,
     }
     // By bytes: paths compared component by component are slow by the
     // hundred thousand.
-    links.sort_unstable_by(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()));
+    use rayon::slice::ParallelSliceMut;
+    links.par_sort_unstable_by(|a, b| a.as_os_str().as_bytes().cmp(b.as_os_str().as_bytes()));
     links.dedup_by(|a, b| a.as_os_str() == b.as_os_str());
     let shown = ctx.max_links.unwrap_or(usize::MAX).min(links.len());
     let owned: Vec<PathBuf> = links[..shown].iter().map(|p| p.to_path_buf()).collect();

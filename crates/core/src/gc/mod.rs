@@ -532,7 +532,8 @@ fn most_freed_first(roots: Vec<found::Found>) -> Vec<found::Found> {
             std::cmp::Reverse(r.freed_with_same_path.nar_bytes),
         )
     };
-    order.sort_unstable_by(|&a, &b| {
+    use rayon::slice::ParallelSliceMut;
+    order.par_sort_unstable_by(|&a, &b| {
         key(a).cmp(&key(b)).then_with(|| {
             let la = roots[a as usize].root.location.as_os_str().as_bytes();
             let lb = roots[b as usize].root.location.as_os_str().as_bytes();

@@ -219,7 +219,14 @@ pub fn find(state: &Path, look: Look) -> Found {
         },
     );
     let mut found = Found::default();
-    let Walked { roots, mut other } = trees;
+    let Walked {
+        mut roots,
+        mut other,
+        pending,
+    } = trees;
+    let mut resolved = walker.resolve(pending);
+    roots.append(&mut resolved.roots);
+    other.append(&mut resolved.other);
     let mut links: Vec<LinkRoot> = roots.concat();
     while let Some(e) = other.pop() {
         match e {
@@ -266,18 +273,34 @@ pub fn find(state: &Path, look: Look) -> Found {
     found
 }
 
-/// What a walk found: roots, in chunks (a directory's each), and the rest.
+/// What a walk found: roots, in chunks (a directory's each), the rest,
+/// and the indirect links whose second link is still to read.
 #[derive(Default)]
 struct Walked {
     roots: Vec<Vec<LinkRoot>>,
     other: Vec<Entry>,
+    pending: Vec<Indirect>,
 }
 
 impl Walked {
     fn append(&mut self, other: &mut Walked) {
         self.roots.append(&mut other.roots);
         self.other.append(&mut other.other);
+        self.pending.append(&mut other.pending);
     }
+}
+
+/// An indirect link of a root tree (`auto/<hash>` → `~/proj/result`): the
+/// second link is read after the walk, all those of one directory from
+/// one descriptor of it.
+struct Indirect {
+    /// The entry of the tree.
+    path: PathBuf,
+    /// What it points to, absolute and normalised.
+    at: PathBuf,
+    tree: Tree,
+    /// Below `auto/`, where a link to nothing is stale.
+    in_auto: bool,
 }
 
 /// A root found, or one entry of a root tree that is no root.
@@ -285,6 +308,7 @@ enum Found1 {
     Root(LinkRoot),
     Other(Entry),
     Dir(Walked),
+    Indirect(Indirect),
 }
 
 /// One entry of a root tree that is no root, as walked.
@@ -364,13 +388,45 @@ struct Dir<'a> {
 
 impl Dir<'_> {
     fn read_link(&self, name: &std::ffi::OsStr) -> std::io::Result<OsString> {
-        nix::fcntl::readlinkat(&self.fd, name).map_err(io)
+        read_link_at(&self.fd, name)
     }
     fn mtime(&self, name: &std::ffi::OsStr) -> Option<i64> {
         nix::sys::stat::fstatat(&self.fd, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW)
             .ok()
             .map(|st| st.st_mtime)
     }
+}
+
+/// `readlinkat(2)` into a buffer on the stack, the target allocated once
+/// at its size: `nix::fcntl::readlinkat` allocates `PATH_MAX` bytes, then
+/// shrinks and copies, three allocations a link (a million and a half
+/// links here).
+fn read_link_at(
+    dir: &impl std::os::fd::AsRawFd,
+    name: &std::ffi::OsStr,
+) -> std::io::Result<OsString> {
+    let name = std::ffi::CString::new(name.as_bytes())
+        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    let mut buf = [0u8; libc::PATH_MAX as usize];
+    // SAFETY: `name` is NUL-terminated; the kernel writes at most
+    // `buf.len()` bytes into `buf`, which outlives the call.
+    let n = unsafe {
+        libc::readlinkat(
+            dir.as_raw_fd(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    if n < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let n = n as usize;
+    if n >= buf.len() {
+        // Possibly cut: no link Nix makes is this long.
+        return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    Ok(OsString::from_vec(buf[..n].to_vec()))
 }
 
 struct Walker<'a> {
@@ -384,8 +440,8 @@ impl Walker<'_> {
     /// files) and its subdirectories too.
     fn walk(&self, dir: &Path, tree: Tree) -> Walked {
         let failed = |e: Entry| Walked {
-            roots: Vec::new(),
             other: vec![e],
+            ..Walked::default()
         };
         let opened = nix::fcntl::open(
             dir,
@@ -405,36 +461,44 @@ impl Walker<'_> {
             Ok(rd) => rd,
             Err(e) => return failed(self.unreadable_or_warn(dir, &e)),
         };
-        let mut entries: Vec<(OsString, Option<std::fs::FileType>)> = Vec::new();
+        let mut entries: Vec<(u64, OsString, Option<std::fs::FileType>)> = Vec::new();
         for e in rd {
             match e {
-                Ok(e) => entries.push((e.file_name(), e.file_type().ok())),
+                Ok(e) => {
+                    use std::os::unix::fs::DirEntryExt;
+                    entries.push((e.ino(), e.file_name(), e.file_type().ok()))
+                }
                 Err(e) => return failed(self.unreadable_or_warn(dir, &e)),
             }
         }
+        // In inode order, not the directory's hash order: a cold cache
+        // then reads the inode tables front to back (the walk of a
+        // million links is otherwise bound by random reads).
+        entries.sort_unstable_by_key(|e| e.0);
         let (dirs, rest): (Vec<_>, Vec<_>) = entries
             .into_iter()
-            .partition(|(_, t)| t.is_some_and(|t| t.is_dir()));
+            .partition(|(_, _, t)| t.is_some_and(|t| t.is_dir()));
         let (roots, others): (Vec<LinkRoot>, Vec<Found1>) = rest
             .into_par_iter()
             .with_min_len(1024)
-            .filter_map(|(name, ty)| self.entry(&d, name, ty, tree))
+            .filter_map(|(_, name, ty)| self.entry(&d, name, ty, tree))
             .partition_map(|f| match f {
                 Found1::Root(r) => rayon::iter::Either::Left(r),
                 other => rayon::iter::Either::Right(other),
             });
         let mut out = Walked {
             roots: vec![roots],
-            other: Vec::new(),
+            ..Walked::default()
         };
         let below: Vec<Walked> = dirs
             .into_par_iter()
-            .map(|(name, _)| self.walk(&dir.join(name), tree))
+            .map(|(_, name, _)| self.walk(&dir.join(name), tree))
             .collect();
         for f in others {
             match f {
                 Found1::Other(e) => out.other.push(e),
                 Found1::Dir(mut w) => out.append(&mut w),
+                Found1::Indirect(i) => out.pending.push(i),
                 Found1::Root(_) => {}
             }
         }
@@ -533,7 +597,7 @@ impl Walker<'_> {
                 })),
             }));
         }
-        // Indirect: one more link, which must point into the store.
+        // Indirect: one more link, read after the walk (`resolve`).
         let path = d.path.join(name);
         let at = absolute(Path::new(&target), d.path);
         // Below `auto/` (bytes: a path compared component by component a
@@ -543,31 +607,126 @@ impl Walker<'_> {
             .as_bytes()
             .strip_prefix(self.auto.as_os_str().as_bytes())
             .is_some_and(|r| r.first() == Some(&b'/'));
-        let stale = |reason| {
+        Ok(Some(Found1::Indirect(Indirect {
+            path,
+            at,
+            tree,
+            in_auto,
+        })))
+    }
+
+    /// The second links of indirect roots: grouped by the directory they
+    /// are in (a `result` link's project), each directory opened once and
+    /// its links read from that descriptor (`fstatat` and `readlinkat` of
+    /// one name, not of a path resolved again from `/`), the directories
+    /// in parallel. Sorted by the link's path first (then by the entry
+    /// that leads to it): the order does not depend on the walk's.
+    fn resolve(&self, mut pending: Vec<Indirect>) -> Walked {
+        pending.par_sort_unstable_by(|a, b| {
+            (a.at.as_os_str().as_bytes(), a.path.as_os_str().as_bytes())
+                .cmp(&(b.at.as_os_str().as_bytes(), b.path.as_os_str().as_bytes()))
+        });
+        let parent = |i: &Indirect| i.at.parent().map(|p| p.as_os_str().as_bytes().to_vec());
+        let mut groups: Vec<Vec<Indirect>> = Vec::new();
+        let mut last: Option<Option<Vec<u8>>> = None;
+        for i in pending {
+            let p = parent(&i);
+            if last.as_ref() != Some(&p) {
+                groups.push(Vec::new());
+                last = Some(p);
+            }
+            groups.last_mut().expect("pushed above").push(i);
+        }
+        let done: Vec<(Vec<LinkRoot>, Vec<Entry>)> = groups
+            .into_par_iter()
+            .map(|g| self.resolve_dir(g))
+            .collect();
+        let mut out = Walked::default();
+        for (roots, mut other) in done {
+            out.roots.push(roots);
+            out.other.append(&mut other);
+        }
+        out
+    }
+
+    /// The indirect links `group` whose second links are all in one
+    /// directory.
+    fn resolve_dir(&self, group: Vec<Indirect>) -> (Vec<LinkRoot>, Vec<Entry>) {
+        let mut roots = Vec::with_capacity(group.len());
+        let mut other = Vec::new();
+        let dir = group
+            .first()
+            .and_then(|i| i.at.parent())
+            .map(|p| p.to_path_buf());
+        // `O_PATH`: a descriptor to look names up from, whatever the
+        // directory's permissions for reading.
+        let fd = dir.as_ref().map(|d| {
+            nix::fcntl::open(
+                d,
+                nix::fcntl::OFlag::O_PATH
+                    | nix::fcntl::OFlag::O_DIRECTORY
+                    | nix::fcntl::OFlag::O_CLOEXEC,
+                nix::sys::stat::Mode::empty(),
+            )
+            .map_err(io)
+        });
+        for i in group {
+            let name = i.at.file_name().map(|n| n.to_os_string());
+            let looked = match (&fd, &name) {
+                (Some(Ok(fd)), Some(name)) => second_link(fd, name),
+                (Some(Err(e)), _) => Err(std::io::Error::from_raw_os_error(
+                    e.raw_os_error().unwrap_or(libc::EIO),
+                )),
+                // `/` itself, or a path without a last name: no link.
+                _ => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
+            };
+            match self.indirect(i, looked) {
+                Ok(Some(Found1::Root(r))) => roots.push(r),
+                Ok(Some(Found1::Other(e))) => other.push(e),
+                Ok(_) => {}
+                Err((path, e)) => other.push(self.unreadable_or_warn(&path, &e)),
+            }
+        }
+        (roots, other)
+    }
+
+    /// An indirect root, from what its second link is: `Ok(None)` for a
+    /// path that is no symlink, else its mtime and target.
+    #[allow(clippy::result_large_err)]
+    fn indirect(
+        &self,
+        i: Indirect,
+        looked: std::io::Result<Option<(i64, OsString)>>,
+    ) -> Result<Option<Found1>, (PathBuf, std::io::Error)> {
+        let Indirect {
+            path,
+            at,
+            tree,
+            in_auto,
+        } = i;
+        let stale = |reason, at: PathBuf, path: PathBuf| {
             Ok(in_auto.then(|| {
                 Found1::Other(Entry::Stale(StaleLink {
-                    location: at.clone(),
-                    via: Some(path.clone()),
+                    location: at,
+                    via: Some(path),
                     reason,
                 }))
             }))
         };
-        let meta = match std::fs::symlink_metadata(&at) {
-            Ok(m) => m,
+        let (mtime, target2) = match looked {
+            Ok(Some(t)) => t,
+            Ok(None) => return stale(StaleReason::TargetNotALink, at, path),
             Err(e) if matches!(e.raw_os_error(), Some(libc::ENOENT) | Some(libc::ENOTDIR)) => {
-                return stale(StaleReason::TargetGone);
+                return stale(StaleReason::TargetGone, at, path);
             }
-            Err(e) => return Err((at.clone(), e)),
-        };
-        if !meta.file_type().is_symlink() {
-            return stale(StaleReason::TargetNotALink);
-        }
-        let target2 = match std::fs::read_link(&at) {
-            Ok(t) => t.into_os_string(),
-            Err(e) => return Err((at.clone(), e)),
+            // `/` as a target: an existing directory, no link.
+            Err(e) if e.raw_os_error() == Some(libc::EINVAL) => {
+                return stale(StaleReason::TargetNotALink, at, path);
+            }
+            Err(e) => return Err((at, e)),
         };
         if !in_store(target2.as_bytes()) {
-            return stale(StaleReason::TargetOutsideStore(target2));
+            return stale(StaleReason::TargetOutsideStore(target2), at, path);
         }
         Ok(Some(match to_store_path(target2.as_bytes()) {
             Some(sp) => Found1::Root(LinkRoot {
@@ -577,7 +736,7 @@ impl Walker<'_> {
                 inside: beyond(target2, &sp),
                 store_path: sp,
                 file: false,
-                mtime: Some(meta.mtime()),
+                mtime: Some(mtime),
                 generation: None,
             }),
             None => Found1::Other(Entry::Stale(StaleLink {
@@ -587,6 +746,20 @@ impl Walker<'_> {
             })),
         }))
     }
+}
+
+/// The entry `name` of the directory `dir`: `None` when it is no symlink,
+/// else its mtime (`lstat`'s) and what it says.
+fn second_link(
+    dir: &std::os::fd::OwnedFd,
+    name: &std::ffi::OsStr,
+) -> std::io::Result<Option<(i64, OsString)>> {
+    let st =
+        nix::sys::stat::fstatat(dir, name, nix::fcntl::AtFlags::AT_SYMLINK_NOFOLLOW).map_err(io)?;
+    if st.st_mode & libc::S_IFMT != libc::S_IFLNK {
+        return Ok(None);
+    }
+    Ok(Some((st.st_mtime, read_link_at(dir, name)?)))
 }
 
 /// `NAME-N-link` → (`NAME`, `N`): the name of a generation link, as
