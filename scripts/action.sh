@@ -121,8 +121,8 @@ heft() {
     local msg hint
     msg="$(sed -e 's/^nix-heft: error: //' -e 's/^error: //' "$err" | head -c 4000)"
     case "$what:$status" in
-    impact:2) hint="change the input it names: 'impact-before' and 'impact-after' are commits of the checkout or directories, 'attrs' attribute paths, rules take sizes (1GiB), percentages (10%) or globs" ;;
-    impact:*) hint="nix-heft could not evaluate or read what it needs: check that both sides evaluate, that 'before-store' holds the base's outputs and 'store' (or the local store) the head's" ;;
+    impact*:2) hint="change the input it names: 'impact-before' and 'impact-after' are commits of the checkout or directories, 'attrs' attribute paths, rules take sizes (1GiB), percentages (10%) or globs" ;;
+    impact*:*) hint="nix-heft could not evaluate or read what it needs: check that both sides evaluate, that 'before-store' holds the base's outputs and 'store' (or the local store) the head's" ;;
     *:2) hint="change the input it names: 'after' and 'before' must be built store paths or ./result links, rules take sizes (1GiB), percentages (10%) or globs" ;;
     *) hint="nix-heft could not read what it needs: check 'store' and 'before-store', and that 'after' was built in an earlier step" ;;
     esac
@@ -140,9 +140,8 @@ need_pull_request() {
 # One side of `impact` as an input names it ($1 the input's name, $2 its
 # value): a directory or a flake reference is nix-heft's to read; anything
 # else is a git revision of the checkout in the working directory, which
-# must have that commit. actions/checkout fetches only the pull request's
-# commit by default, so the base is missing unless the workflow fetched it:
-# said here, before nix-heft's worktree of it fails with git's words.
+# must have that commit: said here, before nix-heft's worktree of it fails
+# with git's words.
 impact_side() {
     local name="$1" side="$2"
     if [ -d "$side" ] || [[ "$side" == *:* ]]; then
@@ -151,7 +150,33 @@ impact_side() {
     git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
         die "'$name' is '$side': not a directory, so a git revision, but the working directory is no git checkout (run actions/checkout in an earlier step)"
     git cat-file -e "$side^{commit}" 2>/dev/null ||
-        die "'$name' is '$side', a commit this checkout does not have: actions/checkout fetches only the pull request's commit unless told otherwise; give it 'fetch-depth: 0' (or run 'git fetch origin $side' in an earlier step)"
+        die "'$name' is '$side', a commit this checkout does not have: fetch it in an earlier step (git fetch origin $side)"
+}
+
+# The base of a pull request: the first parent of the merge commit GitHub
+# made of it (refs/pull/N/merge, actions/checkout's default ref for a
+# pull_request event), whose second parent is the pull request's head.
+# Never pull_request.base.sha: GitHub does not move it when the base branch
+# moves, so comparing with it would blame this pull request for every
+# change merged into the base since it was opened.
+merge_parent() {
+    git rev-parse --is-inside-work-tree >/dev/null 2>&1 ||
+        die "the working directory is no git checkout: run actions/checkout in an earlier step (or give 'impact-before')"
+    local head parents
+    head="$(git rev-parse HEAD)"
+    read -r -a parents <<<"$(git rev-list --parents -n 1 HEAD)"
+    if [ "${#parents[@]}" -eq 1 ] && [ "$(git rev-parse --is-shallow-repository)" = true ]; then
+        die "the checkout holds the merge commit $head alone: its first parent, the base, was not fetched; give actions/checkout 'fetch-depth: 2' (the merge commit and both its parents)"
+    fi
+    if [ "${#parents[@]}" -ne 3 ]; then
+        die "HEAD ($head) is not a merge commit: the base is the first parent of GitHub's merge commit of the pull request (refs/pull/${PR_NUMBER:-N}/merge, what actions/checkout checks out for a pull_request event); check that out, or give 'impact-before'"
+    fi
+    if [ -n "${PR_HEAD_SHA:-}" ] && [ "${parents[2]}" != "$PR_HEAD_SHA" ]; then
+        die "HEAD ($head) merges ${parents[2]}, not the pull request's head $PR_HEAD_SHA: check out GitHub's merge commit of this pull request, or give 'impact-before'"
+    fi
+    git cat-file -e "${parents[1]}^{commit}" 2>/dev/null ||
+        die "the base ${parents[1]}, the merge commit's first parent, is not in the checkout: give actions/checkout 'fetch-depth: 2'"
+    printf '%s\n' "${parents[1]}"
 }
 
 # `nix-heft impact`: for every attribute the pull request changes, its
@@ -168,21 +193,32 @@ impact() {
         var="${var//-/_}"
         if [ -n "${!var:-}" ]; then
             case "$i" in
-            after | before) die "'$i' is an input of command closure: impact compares 'impact-before' (a commit or directory, default the pull request's base) with 'impact-after' (default the checkout)" ;;
-            *) die "'$i' is not a rule of command impact (its rules: max-growth, max-closure, forbid); remove it" ;;
+            after | before) die "'$i' is an input of command closure: impact compares 'impact-before' (a commit or directory, default the first parent of GitHub's merge commit) with 'impact-after' (default the checkout)" ;;
+            *) die "'$i' is not a rule of command impact (its rules: max-growth, max-closure, max-output, forbid); remove it" ;;
             esac
         fi
     done
     need_pull_request
-    local before="${INPUT_IMPACT_BEFORE:-${PR_BASE_SHA:-}}"
-    [ -n "$before" ] ||
-        die "'impact-before' is required outside a pull request: the base, a commit of the checked-out repository or a directory"
-    local after="${INPUT_IMPACT_AFTER:-}" review="${INPUT_NIXPKGS_REVIEW:-}"
+    local before="${INPUT_IMPACT_BEFORE:-}"
+    if [ -z "$before" ]; then
+        [[ "${PR_NUMBER:-}" =~ ^[1-9][0-9]*$ ]] ||
+            die "'impact-before' is required outside a pull request: the base, a commit of the checked-out repository or a directory"
+        before="$(merge_parent)" || exit 1
+    fi
+    local after="${INPUT_IMPACT_AFTER:-}" review="${INPUT_NIXPKGS_REVIEW:-}" build="${INPUT_BUILD:-false}"
     # The head is the checkout unless nixpkgs-review's result links say
     # what was built.
     [ -z "$after" ] && [ -z "$review" ] && after=.
     impact_side impact-before "$before"
     [ -n "$after" ] && impact_side impact-after "$after"
+    case "$build" in
+    true)
+        [ -z "$review" ] || die "'build: true' builds the head here; with 'nixpkgs-review' the head is what nixpkgs-review built: give one of them"
+        [ -d "$after" ] || die "'build: true' builds the head's attributes from its tree: 'impact-after' must be a directory (it is '$after')"
+        ;;
+    false) ;;
+    *) die "build: '$build' is not true or false" ;;
+    esac
 
     # Every value as --flag=VALUE, so that one starting with `-` is never
     # taken for a flag.
@@ -203,9 +239,47 @@ impact() {
             die "'nixpkgs-review' is '$review', which has no report.json: give the directory nixpkgs-review wrote (its report.json and results/), as built or downloaded in an earlier step"
         args+=("--nixpkgs-review=$review")
     fi
-    # No list given: every attribute whose out paths differ between the two
-    # evaluations, as nixpkgs' CI counts rebuilds.
-    if [ ${#list[@]} -eq 0 ] && [ -z "${INPUT_ATTR_FILE:-}" ] && [ -z "$review" ]; then
+    local global=()
+    [ -n "${INPUT_STORE:-}" ] && global+=("--store=$INPUT_STORE")
+    local dir status
+    dir="$(mktemp -d "${RUNNER_TEMP:-/tmp}/nix-heft.XXXXXX")"
+    : >"$dir/impact.md"
+    if [ "$build" = true ]; then
+        # One evaluation of both sides names the attributes to compare;
+        # the head's are built here, then compared (nothing else is
+        # built, and nothing of the base: Hydra built it).
+        [ ${#list[@]} -gt 0 ] || [ -n "${INPUT_ATTR_FILE:-}" ] || args+=(--changed)
+        heft "impact --list" "0" "$bin" "${global[@]}" impact "${args[@]}" --list >"$dir/attrs.txt"
+        if [ ! -s "$dir/attrs.txt" ]; then
+            # Nothing changed: nothing to build or to measure, said so.
+            echo "::notice title=nix-heft impact::no attribute's out path differs between the base ($before) and the head: impact compares nothing"
+            printf '%s\n### Closure impact: %s → %s\n\nNo attribute'"'"'s out path differs between the base and the head: nothing to compare.\n' \
+                '<!-- nix-heft -->' "$before" "$(git rev-parse HEAD 2>/dev/null || echo "$after")" >"$dir/impact.md"
+            finish "$dir" "$dir/impact.md" "0" ""
+            return
+        fi
+        local build_args=() n=0
+        while IFS= read -r a; do
+            build_args+=(-A "$a")
+            n=$((n + 1))
+        done <"$dir/attrs.txt"
+        echo "nix-heft: building the head's $n changed attribute(s)" >&2
+        # What fails to build is said by impact (not built, with the
+        # command that builds it); the build log is above.
+        nix-build "$after" --no-out-link --keep-going "${build_args[@]}" >&2 ||
+            echo "::warning title=nix-heft impact::some of the $n changed attributes did not build (see the log); impact says which"
+        # Compare exactly those: the named list, not a second --changed.
+        local named=()
+        for i in "${!args[@]}"; do
+            case "${args[$i]}" in
+            --changed | --attr=* | --attr-file=*) ;;
+            *) named+=("${args[$i]}") ;;
+            esac
+        done
+        args=("${named[@]}" "--attr-file=$dir/attrs.txt")
+    elif [ ${#list[@]} -eq 0 ] && [ -z "${INPUT_ATTR_FILE:-}" ] && [ -z "$review" ]; then
+        # No list given: every attribute whose out paths differ between
+        # the two evaluations, as nixpkgs' CI counts rebuilds.
         args+=(--changed)
     fi
     local stores=() s
@@ -215,18 +289,14 @@ impact() {
     done
     [ -n "${INPUT_MAX_CLOSURE:-}" ] && args+=("--max-closure=$INPUT_MAX_CLOSURE")
     [ -n "${INPUT_MAX_GROWTH:-}" ] && args+=("--max-growth=$INPUT_MAX_GROWTH")
+    [ -n "${INPUT_MAX_OUTPUT:-}" ] && args+=("--max-output=$INPUT_MAX_OUTPUT")
     local globs=() g
     lines "${INPUT_FORBID:-}" globs
     for g in "${globs[@]}"; do
         args+=("--forbid=$g")
     done
     [ -n "${INPUT_NIX_FILE:-}" ] && args+=("--nix-file=$INPUT_NIX_FILE")
-    local global=()
-    [ -n "${INPUT_STORE:-}" ] && global+=("--store=$INPUT_STORE")
 
-    local dir status
-    dir="$(mktemp -d "${RUNNER_TEMP:-/tmp}/nix-heft.XXXXXX")"
-    : >"$dir/impact.md"
     # The whole comment is impact's, less room for GitHub's own bytes.
     GITHUB_STEP_SUMMARY="$dir/impact.md" heft impact "0 3 4" \
         "$bin" "${global[@]}" impact "${args[@]}" \
@@ -361,7 +431,10 @@ comment() {
     [ -d "$art" ] || die "no report artifact at '$art': did the pull_request workflow run with 'mode: report' and upload it?"
     local f
     for f in pr-number comment.md; do
-        if [ ! -f "$art/$f" ] || [ -L "$art/$f" ]; then
+        if [ -L "$art/$f" ]; then
+            die "the report artifact's '$f' is a symlink, not a file: not posted (a report is written as a plain file)"
+        fi
+        if [ ! -f "$art/$f" ]; then
             die "the report artifact has no file '$f' (made by 'mode: report' of the same action version?)"
         fi
     done
@@ -373,20 +446,24 @@ comment() {
     [ "$chars" -le 65536 ] || die "the report is $chars characters, more than a comment takes (65536)"
     grep -q -x -F -- '<!-- nix-heft -->' "$art/comment.md" ||
         die "the report artifact's comment.md is not a nix-heft report (no marker line)"
-    if [ -n "${RUN_HEAD_SHA:-}" ]; then
-        # The pull request's head, asked of GitHub's API: it must be the
-        # commit the reporting workflow ran on.
-        local api="${GITHUB_API_URL:-https://api.github.com}" json head
-        json="$(curl -fsS --max-time 30 \
-            -H "Authorization: Bearer ${GITHUB_TOKEN:-}" \
-            -H 'Accept: application/vnd.github+json' \
-            "$api/repos/${GITHUB_REPOSITORY:-}/pulls/$pr")" ||
-            die "could not ask GitHub for pull request #$pr of ${GITHUB_REPOSITORY:-} (the token needs pull-requests: read)"
-        head="$(printf '%s' "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"]["sha"])')" ||
-            die "GitHub's answer for pull request #$pr has no head commit"
-        [ "$head" = "$RUN_HEAD_SHA" ] ||
-            die "pull request #$pr's head is $head, not $RUN_HEAD_SHA, the commit the report was made on: not posted (a newer push reports itself)"
-    fi
+    # The pull request, asked of GitHub's API (GET /repos/{owner}/{repo}/
+    # pulls/{number}): it must be open, and its head the commit the
+    # reporting workflow ran on (workflow_run.head_sha). A run that names
+    # no commit matches nothing.
+    local api="${GITHUB_API_URL:-https://api.github.com}" json state head
+    json="$(curl -fsS --max-time 30 \
+        -H "Authorization: Bearer ${GITHUB_TOKEN:-}" \
+        -H 'Accept: application/vnd.github+json' \
+        "$api/repos/${GITHUB_REPOSITORY:-}/pulls/$pr")" ||
+        die "could not ask GitHub for pull request #$pr of ${GITHUB_REPOSITORY:-} (the token needs pull-requests: read)"
+    state="$(printf '%s' "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["state"])')" ||
+        die "GitHub's answer for pull request #$pr has no state"
+    [ "$state" = open ] ||
+        die "pull request #$pr is $state: not posted (a closed pull request gets no new report)"
+    head="$(printf '%s' "$json" | python3 -c 'import json,sys; print(json.load(sys.stdin)["head"]["sha"])')" ||
+        die "GitHub's answer for pull request #$pr has no head commit"
+    [[ -n "${RUN_HEAD_SHA:-}" && "$head" == "$RUN_HEAD_SHA" ]] ||
+        die "pull request #$pr's head is $head, not '${RUN_HEAD_SHA:-}', the commit the report was made on: not posted (a newer push reports itself)"
     put "${GITHUB_OUTPUT:-}" number "$pr"
     put "${GITHUB_OUTPUT:-}" report "$art/comment.md"
     echo "nix-heft: the report goes to pull request #$pr"

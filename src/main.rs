@@ -57,7 +57,7 @@ struct Cli {
     #[arg(long, global = true)]
     no_require_sigs: bool,
     /// Requests in flight at once to an HTTP cache, as Nix's
-    /// `http-connections` (default: nix.conf's `http-connections`, else 128;
+    /// `http-connections` (default: nix.conf's `http-connections`, else 25, Nix's;
     /// 0 means no limit, capped at 256). Narinfos are fetched as a work
     /// queue: each path's references are asked for as soon as it arrives.
     /// Over https they are HTTP/2 streams where the server offers HTTP/2,
@@ -271,16 +271,20 @@ enum Command {
     Check(commands::check::CheckArgs),
     /// The closure impact of a change to a package set (a nixpkgs pull
     /// request): for every attribute it changes (or each --attr), its
-    /// closure before and after, the difference and why, with the paths
-    /// new in several attributes said once; the base read from a binary
-    /// cache, the head from the local store or a nixpkgs-review directory.
-    /// Nothing is built: an attribute a side lacks is "not built", with the
-    /// command that builds it. Exit code 4 when an attribute breaks
-    /// --max-growth, --max-closure or --forbid.
+    /// closure before and after, the difference and why (each package's
+    /// net change, the changes in several attributes said once), and which
+    /// attributes the change breaks or fixes the evaluation of; the base
+    /// read from a binary cache, the head from the local store or a
+    /// nixpkgs-review directory (any version's). Nothing is built: an
+    /// attribute a side lacks is "not built", with the command that builds
+    /// it. Exit code 4 when an attribute breaks --max-growth, --max-closure,
+    /// --max-output or --forbid; 1 when rules were given and no attribute
+    /// could be measured; 2 for a revision, checkout or --attr that names
+    /// nothing.
     ///
     /// When GITHUB_STEP_SUMMARY names a file, the markdown report is also
     /// appended to it, as diff's and check's are.
-    Impact(commands::impact::ImpactArgs),
+    Impact(Box<commands::impact::ImpactArgs>),
     /// Run CMD under a tracer (ptrace with a seccomp filter, following
     /// every thread, fork and exec) and record which store files it uses
     /// (opens, executes, maps) and looks at (stat, access, readlink,

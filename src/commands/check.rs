@@ -9,12 +9,10 @@ use std::process::ExitCode;
 use clap::Args;
 
 use nix_heft_core::check::{Baseline, BaselineFrom, Config, Settings};
-use nix_heft_report::Report;
 use nix_heft_report::check::CheckReport;
 use nix_heft_report::size::SizeReport;
 
 use super::Context;
-use super::context::partial_code;
 use super::review::{self, ReviewArgs};
 
 /// Exit code of `check` when a rule is broken.
@@ -176,7 +174,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         violations: checked.violations,
         problems: checked.problems,
     };
-    review::emit(
+    let partial = review::emit(
         ctx,
         src,
         &report,
@@ -185,7 +183,6 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
         at.as_ref(),
         &args.review.text_options(ctx),
     )?;
-    let partial = partial_code(report.problems());
     Ok(if report.ok {
         partial
     } else {

@@ -634,9 +634,11 @@ impl Progress for ReadBar<'_> {
 }
 
 /// The source's warnings (a locked database read immutable, a cache entry
-/// fetched again …) on stderr.
+/// fetched again …) on stderr, each once: those printed are taken from the
+/// log, so a run that reads twice (both sides of `diff`) does not print
+/// the first read's again.
 pub fn print_warnings(src: &dyn StoreSource) {
-    for w in src.log().warnings() {
+    for w in src.log().take_warnings() {
         eprintln!("nix-heft: warning: {w}");
     }
 }

@@ -7,10 +7,9 @@ use std::process::ExitCode;
 use clap::Args;
 
 use nix_heft_core::pipeline::CompareOptions;
-use nix_heft_report::{Report, TextOptions};
+use nix_heft_report::TextOptions;
 
 use super::Context;
-use super::context::partial_code;
 use super::review::{self, ReviewArgs};
 
 /// `diff`'s arguments.
@@ -118,6 +117,5 @@ fn compare(
             exact_bytes: args.bytes,
             ..args.review.text_options(ctx)
         },
-    )?;
-    Ok(partial_code(report.problems()))
+    )
 }

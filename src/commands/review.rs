@@ -81,7 +81,9 @@ impl ReviewArgs {
 
 /// Prints `report` as `format` asks, then appends its markdown to
 /// `$GITHUB_STEP_SUMMARY` when that is set (as GitHub's own steps do: the
-/// file collects every step's summary).
+/// file collects every step's summary). Returns the exit code of its
+/// problems (0, or 3 for a partial result), each printed once on stderr
+/// whatever the format.
 pub fn emit<R: Reviewed>(
     ctx: &Context,
     src: &dyn nix_heft_store::source::StoreSource,
@@ -90,23 +92,28 @@ pub fn emit<R: Reviewed>(
     args: &ReviewArgs,
     at: Option<&NixFile>,
     opts: &TextOptions,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<std::process::ExitCode> {
     let mut out = std::io::stdout().lock();
-    match format {
+    let code = match format {
         Format::Json | Format::Text => {
             // As every command prints them: the JSON with where each path
-            // came from (`origins`), the text with it under `--show-store`.
+            // came from (`origins`), the text with it under `--show-store`;
+            // the problems go to stderr there.
             let ctx = Context {
                 json: matches!(format, Format::Json),
                 ..ctx.clone()
             };
-            ctx.emit_from(src, report, *opts)?;
+            ctx.emit_from(src, report, *opts)?
         }
-        Format::Github => out.write_all(report.render_github(at).as_bytes())?,
+        Format::Github => {
+            out.write_all(report.render_github(at).as_bytes())?;
+            super::context::partial_code(report.problems())
+        }
         Format::Markdown => {
-            out.write_all(report.render_markdown(args.markdown_limit).as_bytes())?
+            out.write_all(report.render_markdown(args.markdown_limit).as_bytes())?;
+            super::context::partial_code(report.problems())
         }
-    }
+    };
     out.flush()?;
     if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
         let path = std::path::PathBuf::from(file);
@@ -120,5 +127,5 @@ pub fn emit<R: Reviewed>(
         };
         write().map_err(|source| nix_heft_types::Error::Io { path, source })?;
     }
-    Ok(())
+    Ok(code)
 }

@@ -1170,8 +1170,9 @@ fn advise_fetches_no_nar_that_no_question_needs() {
 /// 1,500-narinfo cache in the real narinfo format (bench/narinfo_cache.py,
 /// 12 levels) gives `size` exactly the file:// answer, which has Nix's
 /// closure of the root, with every narinfo asked once; at most
-/// `--http-connections` requests wait at once, more than the old fixed 16
-/// when more are allowed; and some path's narinfo is asked before every
+/// `--http-connections` requests wait at once (25 without it, Nix's
+/// default), more than the old fixed 16 when more are allowed; and some
+/// path's narinfo is asked before every
 /// narinfo of the level above it has arrived: no level waits for its
 /// slowest request.
 #[test]
@@ -1237,7 +1238,9 @@ fn narinfos_are_a_bounded_work_queue() {
         level = next;
     }
     assert!(depth.values().max().unwrap() >= &8);
-    for (n, delay) in [(4usize, 5), (64, 5)] {
+    // Without the flag, Nix's own default of `http-connections`: 25.
+    for (asked, delay) in [(Some(4usize), 5), (Some(64), 5), (None, 5)] {
+        let n = asked.unwrap_or(25);
         let server = Server::start(
             &dir,
             Faults {
@@ -1245,18 +1248,13 @@ fn narinfos_are_a_bounded_work_queue() {
                 ..Faults::default()
             },
         );
-        let o = run_in(
-            &fresh(&format!("queue-{n}")),
-            &server.url(),
-            &[
-                "--no-require-sigs",
-                "--http-connections",
-                &n.to_string(),
-                "--json",
-                "size",
-                &root,
-            ],
-        );
+        let flag = asked.map(|n| n.to_string());
+        let mut args = vec!["--no-require-sigs"];
+        if let Some(f) = &flag {
+            args.extend(["--http-connections", f]);
+        }
+        args.extend(["--json", "size", &root]);
+        let o = run_in(&fresh(&format!("queue-{n}")), &server.url(), &args);
         assert_eq!(o.code, 0, "{}", o.stderr);
         same(
             &o.stdout,

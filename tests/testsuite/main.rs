@@ -28,6 +28,7 @@ mod fuzz_corpus;
 mod http;
 mod http2;
 mod impact;
+mod impact_eval_jobs;
 mod installable;
 mod installable_cli;
 mod integrity;

@@ -488,7 +488,7 @@ pub fn nix_string(s: &str) -> String {
 
 /// `s` as one shell word, single-quoted when the shell would expand or
 /// split it.
-fn shell_word(s: &str) -> String {
+pub(crate) fn shell_word(s: &str) -> String {
     // `#` starts a comment only at the start of a word.
     if !s.is_empty()
         && !s.starts_with('#')

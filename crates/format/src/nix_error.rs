@@ -523,6 +523,49 @@ impl Derivations {
     }
 }
 
+/// An evaluation error that says an attribute is not there: Nix's
+/// `attribute '%1%' missing` (`EvalState::getAttr`/`ExprSelect::eval`,
+/// Nix 2.8 to 2.35), and where Nix says the selection that failed is
+/// written (the first `at FILE:LINE:COL:` line after the message).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MissingAttribute {
+    /// The attribute's name (one name, not a dotted path).
+    pub name: String,
+    /// The file of the selection, when Nix prints a position (`«string»`
+    /// and `«stdin»` for expressions given on the command line).
+    pub file: Option<String>,
+    /// Its line, counted from 1.
+    pub line: Option<u32>,
+}
+
+/// The first "attribute 'x' missing" error of Nix's text (ANSI colours
+/// and `\r` tolerated, as in [`parse`]). Callers that selected the
+/// attribute themselves tell "no such attribute" from an attribute whose
+/// own evaluation selects something missing by the file of the position.
+pub fn missing_attribute(text: &str) -> Option<MissingAttribute> {
+    let lines: Vec<String> = text.lines().map(|l| clean(l.as_bytes())).collect();
+    let (i, name) = lines.iter().enumerate().find_map(|(i, l)| {
+        let at = l.find("attribute '")?;
+        let rest = &l[at + "attribute '".len()..];
+        let end = rest.find("' missing")?;
+        // Nix quotes the name as it is: a name holding `'` ends at the
+        // last `' missing`, the only end this wording has.
+        let end = rest.rfind("' missing").filter(|&e| e >= end).unwrap_or(end);
+        Some((i, rest[..end].to_string()))
+    })?;
+    let position = lines[i + 1..].iter().find_map(|l| {
+        let p = l.trim().strip_prefix("at ")?.strip_suffix(':')?;
+        let (rest, _col) = p.rsplit_once(':')?;
+        let (file, line) = rest.rsplit_once(':')?;
+        Some((file.to_string(), line.parse::<u32>().ok()?))
+    });
+    Some(MissingAttribute {
+        name,
+        file: position.as_ref().map(|(f, _)| f.clone()),
+        line: position.map(|(_, l)| l),
+    })
+}
+
 /// A byte a store path's base name may hold (Nix's `checkName`).
 fn is_name_byte(b: u8) -> bool {
     b.is_ascii_alphanumeric() || matches!(b, b'+' | b'-' | b'.' | b'_' | b'?' | b'=')
@@ -537,6 +580,25 @@ mod tests {
     //! built from Nix's format strings, cited at each.
 
     use super::*;
+
+    /// Nix 2.8.0's text for `top."nosuch"` in a file (captured from
+    /// `nix-env -f chunk.nix -qaP --out-path --json`), and the same with
+    /// colours, as `nix-eval-jobs` passes Nix's message on.
+    #[test]
+    fn missing_attributes_with_their_position() {
+        let text = "error: attribute 'nosuch' missing\n\n       at /tmp/exp38/chunk.nix:6:8:\n\n            5|   p1 = top.\"alias\";\n            6|   p2 = top.\"nosuch\";\n             |        ^\n            7| }\n";
+        let m = missing_attribute(text).unwrap();
+        assert_eq!(m.name, "nosuch");
+        assert_eq!(m.file.as_deref(), Some("/tmp/exp38/chunk.nix"));
+        assert_eq!(m.line, Some(6));
+        let coloured = "\u{1b}[31;1merror:\u{1b}[0m attribute '\u{1b}[35;1mnosuch\u{1b}[0m' missing\n\n       at \u{1b}[35;1m/tmp/c.nix:2:3\u{1b}[0m:\n";
+        let m = missing_attribute(coloured).unwrap();
+        assert_eq!((m.name.as_str(), m.line), ("nosuch", Some(2)));
+        assert_eq!(m.file.as_deref(), Some("/tmp/c.nix"));
+        assert_eq!(missing_attribute("error: boom\n"), None);
+        let bare = missing_attribute("error: attribute 'x' missing").unwrap();
+        assert_eq!((bare.file, bare.line), (None, None));
+    }
 
     const STORE: &str = "/nix/store";
 

@@ -1,39 +1,48 @@
 //! A nixpkgs-review result directory: its `report.json` and the `results/`
 //! links to the outputs it built.
 //!
-//! Read from nixpkgs-review's source (github.com/Mic92/nixpkgs-review,
-//! `nixpkgs_review/report.py`, `nixpkgs_review/nix.py` and
-//! `nixpkgs_review/nix/evalAttrs.nix`, at commit
-//! `5daafbd3d2b23058ec75e323a7a92c3c0ba4b04b`, 3.9.0 plus 10 commits, and
-//! their history back to 2.6.0). `Report.write` writes, into the review
-//! directory:
+//! Read from nixpkgs-review's source (github.com/Mic92/nixpkgs-review:
+//! `nixpkgs_review/report.py`, `nix.py`, `review.py` and
+//! `nix/evalAttrs.nix` at every tag from 2.6.0, which first wrote
+//! `report.json` (commit `3a53a9a`), to 3.9.0, and commit `5daafbd` after
+//! it). `Report.write` leaves, in the review directory, `report.json`
+//! (`json.dumps(..., sort_keys=True, indent=4)`), `results/` (a symlink per
+//! built output), `failed_results/` (the same for failed builds) and
+//! `logs/`. Four writers, told apart by `report.json`'s keys ([`Version`]):
 //!
-//! - `report.json`, `json.dumps(..., sort_keys=True, indent=4)` of one of
-//!   two layouts:
-//!   - **single system** (2.6.0 to 2.10.x): `system`, `pr`, `checkout`,
-//!     `extra-nixpkgs-config` and, at the top level, the lists `broken`,
-//!     `non-existent` (spelled `non-existant` before 2.10.1), `blacklisted`,
-//!     `failed`, `built`, `tests`;
-//!   - **per system** (2.11.0 on): `systems` (a list), `pr`, `commit` (3.4.0
-//!     on), `checkout`, `extra-nixpkgs-config`, the package filters
-//!     (`only_packages`, `additional_packages`, `package_regex`,
-//!     `skip_packages`, `skip_packages_regex`), `pkgs`, and `result`: an
-//!     object from system to an object holding the six lists.
+//! | versions | `report.json` | entries | `results/` links |
+//! | --- | --- | --- | --- |
+//! | 2.6.0 – 2.8.x | `system`, `pr`, the six lists (`non-existant`) | one per attribute | `<attr>` → the default output (`"${pkg}"`, the first of `outputs`) |
+//! | 2.9.0 – 2.10.x | `extra-nixpkgs-config` added; `non-existent` from 2.10.1 (`32dd04b`); `checkout` from 2.10.5 | one per output (`evalAttrs.nix`: `<attr>` for `out`, `<attr>.<output>`) | `<entry>` → that output |
+//! | 2.11.0 – 3.7.x | `systems`, `result.<system>.<list>` (`598aa53`); `commit` from 3.4.0; package filters from 3.1.0 | one per output | `<entry>-<system>` |
+//! | 3.8.0 on | `pkgs` added (`c9153b5`), evaluation by nix-eval-jobs (`8ed3acf`) | one per attribute | `<attr>-<system>` for `out`, `<attr>.<output>-<system>` (`Attr.outputs_with_name`) |
 //!
-//!   Each list holds attribute names as strings, or, after 3.9.0 (commit
-//!   `dd1c072`, "Add package aliases to JSON report"), objects
-//!   `{"aliases": [...], "name": "..."}`. Both are read. There is no
-//!   `skipped` status in any version: what nixpkgs-review skips is `broken`,
-//!   `non-existent` or `blacklisted`.
-//! - `results/`, one symlink per output of each attribute that built, to
-//!   the output's store path (`_create_symlink_for_attr`). The link is named
-//!   after the attribute, `<attr>` for the `out` output and `<attr>.<output>`
-//!   for the others (`Attr.outputs_with_name`; before 2.9.0 one link to the
-//!   attribute's default output), followed by `-<system>` in the per-system
-//!   layout. Before 3.8.0 each output was its own entry in the report
-//!   (`hello` and `hello.dev`), from 3.8.0 on one entry has all the links.
-//!   `failed_results/` holds the same links for failed attributes and
-//!   `logs/` their logs (`<attr>-<system>.log`); neither is read here.
+//! Entries are attribute names, or after 3.9.0 (`dd1c072`, unreleased at
+//! 3.9.0) objects `{"aliases": [...], "name": "..."}`; both are read.
+//!
+//! **Statuses.** `Report`/`SystemReport` test, in this order: `broken`,
+//! `blacklisted`, `not exists` (`non-existent`), then `tests` before
+//! `failed` until 3.4.x and `failed` before `tests` from 3.5.0 (`0e35e8b`),
+//! else `built`. Every `evalAttrs.nix` marks an attribute missing from the
+//! checkout `exists = false; broken = true` (2.6.0: `broken = !exists ||
+//! …`; from 2.9.0 `pkg == null` gives `broken = true`; 3.8.0's `fake {
+//! inherit exists; broken = true; }`), so it lands in `broken`, and
+//! `non-existent` stays empty in every version: a `broken` entry is either
+//! broken (meta.broken, or its evaluation throws) or missing from the
+//! checkout, which the report cannot tell apart. Attributes that evaluate
+//! to the same derivation (2.6.0–3.7.x: the same out path; 3.8.0 on: the
+//! same `.drv`) are listed once, under the shortest name
+//! (`_nix_eval_filter`); the others are its aliases, in the report only
+//! after 3.9.0.
+//!
+//! [`ReviewDir::reviewed`] gives each attribute of a system with its
+//! status and its outputs by name, whatever the version: 2.9.0 to 3.7.x's
+//! per-output entries (`openssl`, `openssl.dev`) grouped back into one
+//! attribute (an entry `P.o` belongs to `P` when `P` is an entry too, as
+//! `evalAttrs.nix` lists no attribute inside a derivation, or when `o` is
+//! one of nixpkgs' output names), and 2.6.0 to 2.8.x's one link named by
+//! the output its target's name ends with (nixpkgs names a non-`out`
+//! output `<name>-<output>`).
 //!
 //! The reader reads link targets as strings (`readlink`) and never follows
 //! them: the directory is often an artifact from another machine (a CI
@@ -45,14 +54,14 @@
 //! the rest of the report. Whatever makes `report.json` unreadable is a
 //! [`ReviewDirError`].
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::fs;
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use crate::store_path::StorePath;
+use crate::store_path::{self, StorePath};
 
 /// Largest `report.json` read; nixpkgs-review's reports of PRs rebuilding
 /// every package stay far below this, and the cap keeps a corrupt or hostile
@@ -129,6 +138,57 @@ pub enum Layout {
     /// 2.11.0 on: `systems` and `result.<system>.<status>`, links named
     /// `results/<attr>-<system>`.
     PerSystem,
+}
+
+/// Which nixpkgs-review wrote a directory, as far as its `report.json`
+/// tells (see the module's table): what its entries and links mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Version {
+    /// 2.6.0 to 2.8.x: one system, an entry per attribute, one link to its
+    /// default output. No `extra-nixpkgs-config` key.
+    V2_6,
+    /// 2.9.0 to 2.10.x: one system, an entry per output.
+    V2_9,
+    /// 2.11.0 to 3.7.x: per system, an entry per output.
+    V2_11,
+    /// 3.8.0 on: per system, an entry per attribute with a link per
+    /// output. Has the `pkgs` key.
+    V3_8,
+}
+
+impl Version {
+    /// The versions of nixpkgs-review that write this format.
+    pub fn range(self) -> &'static str {
+        match self {
+            Version::V2_6 => "2.6.0 to 2.8.x",
+            Version::V2_9 => "2.9.0 to 2.10.x",
+            Version::V2_11 => "2.11.0 to 3.7.x",
+            Version::V3_8 => "3.8.0 or later",
+        }
+    }
+
+    /// Whether each output is an entry of its own (`hello.dev`).
+    pub fn entry_per_output(self) -> bool {
+        matches!(self, Version::V2_9 | Version::V2_11)
+    }
+}
+
+/// One attribute of a system as nixpkgs-review reviewed it, whatever the
+/// version: per-output entries grouped, links named by output.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Reviewed {
+    /// The attribute path.
+    pub name: String,
+    /// Its other names (after 3.9.0 only).
+    pub aliases: Vec<String>,
+    /// Its status; for an attribute of several entries (2.9.0 to 3.7.x),
+    /// `failed` when one of them failed, else the first entry's.
+    pub status: Status,
+    /// Output name → the path its link points to (built attributes and
+    /// tests only).
+    pub outputs: BTreeMap<String, StorePath>,
+    /// Output name → its link's file name in `results/`.
+    pub links: BTreeMap<String, String>,
 }
 
 /// What nixpkgs-review made of one attribute on one system.
@@ -303,6 +363,8 @@ pub struct ReviewDir {
     pub dir: PathBuf,
     /// Which `report.json` layout it has.
     pub layout: Layout,
+    /// Which nixpkgs-review versions write what it has.
+    pub version: Version,
     /// The PR reviewed (`pr`), absent for `nixpkgs-review rev` and `wip`.
     pub pr: Option<u64>,
     /// The nixpkgs commit reviewed (`commit`, 3.4.0 on).
@@ -346,6 +408,67 @@ impl ReviewDir {
     /// The results of one system.
     pub fn system(&self, system: &str) -> Option<&SystemResult> {
         self.systems.iter().find(|s| s.system == system)
+    }
+
+    /// Every attribute `system` lists, per-output entries grouped (see
+    /// [`Reviewed`]), in the report's order of first appearance; `None`
+    /// when the report has no such system.
+    pub fn reviewed(&self, system: &str) -> Option<Vec<Reviewed>> {
+        let sys = self.system(system)?;
+        let entries: Vec<(Status, &Attribute)> = Status::ALL
+            .into_iter()
+            .flat_map(|st| sys.attributes(st).iter().map(move |a| (st, a)))
+            .collect();
+        let names: HashSet<&str> = entries.iter().map(|(_, a)| a.name.as_str()).collect();
+        let mut out: Vec<Reviewed> = Vec::new();
+        let mut at: BTreeMap<String, usize> = BTreeMap::new();
+        for (status, a) in entries {
+            let (attr, output) = match a.name.rsplit_once('.') {
+                Some((p, o))
+                    if self.version.entry_per_output()
+                        && is_output_name(o)
+                        && (names.contains(p) || store_path::OUTPUT_NAMES.contains(&o)) =>
+                {
+                    (p.to_string(), Some(o.to_string()))
+                }
+                _ => (a.name.clone(), None),
+            };
+            let i = *at.entry(attr.clone()).or_insert_with(|| {
+                out.push(Reviewed {
+                    name: attr.clone(),
+                    aliases: Vec::new(),
+                    status,
+                    outputs: BTreeMap::new(),
+                    links: BTreeMap::new(),
+                });
+                out.len() - 1
+            });
+            let r = &mut out[i];
+            r.aliases.extend(a.aliases.iter().cloned());
+            if status == Status::Failed {
+                r.status = Status::Failed;
+            }
+            for link in &a.outputs {
+                let name = match (&output, &link.output) {
+                    // An entry of its own (2.9.0 to 3.7.x): its one link is
+                    // the output the entry names.
+                    (Some(o), None) => o.clone(),
+                    (_, Some(o)) => o.clone(),
+                    // 2.6.0 to 2.8.x link the default output, whichever it
+                    // is: nixpkgs names it in the path's suffix.
+                    (None, None) if self.version == Version::V2_6 => {
+                        store_path::split_output(link.path.name())
+                            .1
+                            .unwrap_or("out")
+                            .to_string()
+                    }
+                    (None, None) => "out".to_string(),
+                };
+                r.links.insert(name.clone(), link.link.clone());
+                r.outputs.insert(name, link.path.clone());
+            }
+        }
+        Some(out)
     }
 
     /// Every link problem, on all systems.
@@ -471,9 +594,19 @@ fn parse_report(dir: &Path, path: &Path, value: &Value) -> Result<ReviewDir, Rev
         ));
     };
 
+    // The keys each writer added (see the module's table): `pkgs` came
+    // with 3.8.0's entry per attribute, `extra-nixpkgs-config` with 2.9.0's
+    // entry per output.
+    let version = match layout {
+        Layout::PerSystem if top.contains_key("pkgs") => Version::V3_8,
+        Layout::PerSystem => Version::V2_11,
+        Layout::SingleSystem if top.contains_key("extra-nixpkgs-config") => Version::V2_9,
+        Layout::SingleSystem => Version::V2_6,
+    };
     Ok(ReviewDir {
         dir: dir.to_path_buf(),
         layout,
+        version,
         pr,
         commit,
         checkout,
@@ -1262,6 +1395,140 @@ mod tests {
                 .iter()
                 .all(|p| p.kind == LinkProblemKind::Missing)
         );
+    }
+
+    /// An attribute's name, status and (output, path) pairs.
+    type Outputs = (String, Status, Vec<(String, String)>);
+
+    fn reviewed_outputs(r: &ReviewDir, system: &str) -> Vec<Outputs> {
+        r.reviewed(system)
+            .unwrap()
+            .into_iter()
+            .map(|a| {
+                let outs = a
+                    .outputs
+                    .iter()
+                    .map(|(o, p)| (o.clone(), p.as_str().to_string()))
+                    .collect();
+                (a.name, a.status, outs)
+            })
+            .collect()
+    }
+
+    /// 2.6.0 to 2.8.x (report.py at 2.6.0, `Report.json` and
+    /// `write_error_logs`): one link per attribute, to `"${pkg}"`, the
+    /// default output, here `bin`; no `extra-nixpkgs-config`.
+    #[test]
+    fn version_2_6_links_the_default_output() {
+        let report = r#"{
+    "blacklisted": [],
+    "broken": [
+        "gone"
+    ],
+    "built": [
+        "tool"
+    ],
+    "failed": [],
+    "non-existant": [],
+    "pr": 12,
+    "system": "x86_64-linux",
+    "tests": []
+}"#;
+        let bin = sp('a', "tool-1.0-bin");
+        let dir = review_dir(report, &[("tool", &bin)]);
+        let r = ReviewDir::open(dir.path()).unwrap();
+        assert_eq!(r.version, Version::V2_6);
+        assert_eq!(
+            reviewed_outputs(&r, "x86_64-linux"),
+            [
+                ("gone".to_string(), Status::Broken, vec![]),
+                (
+                    "tool".to_string(),
+                    Status::Built,
+                    vec![("bin".to_string(), bin.clone())]
+                ),
+            ]
+        );
+        assert_eq!(r.reviewed("aarch64-linux"), None);
+    }
+
+    /// 2.9.0 to 2.10.x (evalAttrs.nix at 2.9.0: an entry per output,
+    /// `${name}.${output}`): the entries of one attribute are one
+    /// [`Reviewed`], a failed output making it failed; a nested attribute
+    /// whose last name is no output stays itself.
+    #[test]
+    fn version_2_9_groups_per_output_entries() {
+        let report = r#"{
+    "blacklisted": [],
+    "broken": [],
+    "built": [
+        "lib1",
+        "lib1.dev",
+        "lib2",
+        "python3Packages.foo",
+        "split.bin"
+    ],
+    "checkout": "merge",
+    "extra-nixpkgs-config": null,
+    "failed": [
+        "lib2.dev"
+    ],
+    "non-existent": [],
+    "pr": 7,
+    "system": "x86_64-linux",
+    "tests": []
+}"#;
+        let (l, ld, f, sb, l2) = (
+            sp('a', "lib1-1.0"),
+            sp('b', "lib1-1.0-dev"),
+            sp('c', "python3.12-foo-1.0"),
+            sp('d', "split-1.0-bin"),
+            sp('f', "lib2-1.0"),
+        );
+        let dir = review_dir(
+            report,
+            &[
+                ("lib1", &l),
+                ("lib1.dev", &ld),
+                ("python3Packages.foo", &f),
+                ("split.bin", &sb),
+                ("lib2", &l2),
+            ],
+        );
+        let r = ReviewDir::open(dir.path()).unwrap();
+        assert_eq!(r.version, Version::V2_9);
+        let got = reviewed_outputs(&r, "x86_64-linux");
+        let find = |n: &str| got.iter().find(|(a, _, _)| a == n).unwrap().clone();
+        assert_eq!(
+            find("lib1"),
+            (
+                "lib1".to_string(),
+                Status::Built,
+                vec![
+                    ("dev".to_string(), ld.clone()),
+                    ("out".to_string(), l.clone())
+                ]
+            )
+        );
+        assert_eq!(find("lib2").1, Status::Failed);
+        assert_eq!(find("lib2").2, vec![("out".to_string(), l2.clone())]);
+        assert_eq!(
+            find("python3Packages.foo").2,
+            vec![("out".to_string(), f.clone())]
+        );
+        // `split` has no `out` entry: `bin` is an output name all the same.
+        assert_eq!(find("split").2, vec![("bin".to_string(), sb.clone())]);
+        assert_eq!(got.len(), 4, "{got:?}");
+    }
+
+    #[test]
+    fn versions_are_told_by_their_keys() {
+        let dir = review_dir(REPORT_README, &[]);
+        assert_eq!(ReviewDir::open(dir.path()).unwrap().version, Version::V2_11);
+        let dir = review_dir(REPORT_3_9, &[]);
+        assert_eq!(ReviewDir::open(dir.path()).unwrap().version, Version::V3_8);
+        let dir = review_dir(REPORT_2_10, &[]);
+        assert_eq!(ReviewDir::open(dir.path()).unwrap().version, Version::V2_9);
     }
 
     #[test]

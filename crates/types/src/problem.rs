@@ -35,6 +35,9 @@ pub enum ProblemKind {
     /// The NAR's bytes do not hash to the narinfo's `NarHash`: it is not
     /// the path it claims to be, and nothing read from it is used.
     HashMismatch,
+    /// A nixpkgs-review result link that is missing, unreadable, not a
+    /// store path, or points to a path the store read does not hold.
+    ReviewLink,
 }
 
 impl ProblemKind {
@@ -51,6 +54,7 @@ impl ProblemKind {
             ProblemKind::NoContents => "no-contents",
             ProblemKind::Simulation => "simulation",
             ProblemKind::HashMismatch => "hash-mismatch",
+            ProblemKind::ReviewLink => "review-link",
         }
     }
 }

@@ -22,9 +22,10 @@ use std::process::{Command, Stdio};
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::cache_server::{CacheServer, Options};
+use super::review_writer;
 use super::{nix, nonce, repo, run, scratch_dir, signed_cache_url, test_key};
 
 /// Attributes whose closure grows from base to head, among those built on
@@ -52,7 +53,36 @@ pub const SHRUNK: &[&str] = &["editor", "viewer"];
 /// Attributes whose out path changes but whose closure size does not
 /// (Δ = 0, status `unchanged`): libver's bump 1.0 → 1.1 keeps every
 /// file's length.
-pub const SAME_SIZE: &[&str] = &["libver", "tools.a", "verclient", "verdaemon"];
+pub const SAME_SIZE: &[&str] = &[
+    "appimage-run-tests",
+    "libver",
+    "tools.a",
+    "verclient",
+    "verdaemon",
+];
+
+/// Evaluates at the base, throws at the head (as nixpkgs' meta checks
+/// throw for a package marked broken): broken by the change.
+pub const BROKEN: &[&str] = &["brokenpkg"];
+
+/// Throws at the base, evaluates at the head: fixed by the change.
+pub const FIXED: &[&str] = &["fixedpkg"];
+
+/// Evaluate only with nixpkgs-review's `config` ([`REVIEW_CONFIG`]):
+/// `unfreepkg` with its `allowUnfree`, `optinpkg` with the key its
+/// `--extra-nixpkgs-config` ([`REVIEW_EXTRA`]) sets. Use libver: changed,
+/// the same size.
+pub const CONFIGURED: &[&str] = &["optinpkg", "unfreepkg"];
+
+/// The `--extra-nixpkgs-config` of the fixture's reviews.
+pub const REVIEW_EXTRA: &str = "{ heftOptIn = true; }";
+
+/// What the fixture builds [`CONFIGURED`] with: nixpkgs-review's config
+/// with [`REVIEW_EXTRA`].
+pub const REVIEW_CONFIG: &str = "{ allowUnfree = true; heftOptIn = true; }";
+
+/// On nixpkgs-review's blacklist in every version (`nix.py`).
+pub const BLACKLISTED: &str = "appimage-run-tests";
 
 /// Attributes only the head has.
 pub const ADDED: &[&str] = &["newtool"];
@@ -88,10 +118,10 @@ pub const SPLIT_DROPPED: &str = "codegen";
 /// `tools.b`, `tools.c`.
 pub const NESTED: &str = "tools";
 
-/// In the nixpkgs-review directory: listed as failed (no results/ link,
-/// a log in logs/).
+/// In the nixpkgs-review directories: not built (so "failed", its outputs
+/// not valid), a log in logs/.
 pub const REVIEW_FAILED: &str = "app09";
-/// In the nixpkgs-review directory: absent from every list, as
+/// In the nixpkgs-review directories: absent from every list, as
 /// `--skip-package tools.b` leaves it (named in `skip_packages`).
 pub const REVIEW_SKIPPED: &str = "tools.b";
 
@@ -116,6 +146,9 @@ pub struct ImpactFixture {
     pub base_outputs: BTreeMap<String, Outputs>,
     /// Head evaluation: attr → outputs.
     pub head_outputs: BTreeMap<String, Outputs>,
+    /// Both evaluations with [`REVIEW_CONFIG`] (the [`CONFIGURED`]
+    /// attributes evaluate too): base, head.
+    pub configured_outputs: (BTreeMap<String, Outputs>, BTreeMap<String, Outputs>),
     /// Head attributes deliberately not built ([`NOT_BUILT`]).
     pub unbuilt: BTreeSet<String>,
     /// Base outputs the head does not share, deleted from the local store
@@ -135,8 +168,9 @@ pub struct ImpactFixture {
     /// The cache's public key, `nix-heft-test-1:BASE64`, for
     /// `--trusted-public-keys`.
     pub public_key: String,
-    /// The nixpkgs-review result directory of the head (layout of 3.9.0
-    /// and later: per system, `{"aliases", "name"}` entries).
+    /// The nixpkgs-review result directory of the head, as nixpkgs-review
+    /// after 3.9.0 writes it ([`review_writer`]; [`Self::review_dir`] for
+    /// other versions).
     pub review: PathBuf,
     /// How long making the fixture took (builds, export, deletion).
     pub build_time: Duration,
@@ -202,7 +236,7 @@ impl ImpactFixture {
 
     /// The designed `status` of a changed attribute as the impact JSON
     /// says it (`grown`, `shrunk`, `unchanged`, `added`, `removed`,
-    /// `not-built`); `None` for [`KEPT`] ones.
+    /// `not-built`, `broken`, `fixed`); `None` for [`KEPT`] ones.
     pub fn expected_status(attr: &str) -> Option<&'static str> {
         [
             (GROWN, "grown"),
@@ -211,10 +245,51 @@ impl ImpactFixture {
             (ADDED, "added"),
             (REMOVED, "removed"),
             (NOT_BUILT, "not-built"),
+            (BROKEN, "broken"),
+            (FIXED, "fixed"),
         ]
         .into_iter()
         .find(|(set, _)| set.contains(&attr))
         .map(|(_, s)| s)
+    }
+
+    /// The attributes a review of the head lists: those whose outputs
+    /// differ between the two evaluations with nixpkgs-review's config (as
+    /// GitHub's evaluation of the pull request names them), less
+    /// [`REVIEW_SKIPPED`].
+    pub fn review_attrs(&self) -> Vec<String> {
+        let (b, h) = &self.configured_outputs;
+        let mut a: Vec<String> = b
+            .keys()
+            .chain(h.keys())
+            .filter(|a| b.get(*a) != h.get(*a) && *a != REVIEW_SKIPPED)
+            .cloned()
+            .collect();
+        a.sort();
+        a.dedup();
+        a
+    }
+
+    /// A nixpkgs-review directory of the head as `version` writes it, in a
+    /// directory of its own (a new one per call).
+    pub fn review_dir(&self, version: review_writer::Version, extra: &str) -> PathBuf {
+        let dir = scratch_dir(&format!("impact-review-{}-", version.tag())).join("pr");
+        let attrs = self.review_attrs();
+        let skip = vec![REVIEW_SKIPPED.to_string()];
+        review_writer::write(
+            &review_writer::Review {
+                version,
+                head: &self.repo,
+                extra_nixpkgs_config: extra,
+                attrs: &attrs,
+                system: &self.system,
+                pr: Some(1234),
+                commit: &self.head,
+                skip_packages: &skip,
+            },
+            &dir,
+        );
+        dir
     }
 
     /// The `results/` link name nixpkgs-review gives `attr`'s `output`
@@ -306,45 +381,56 @@ fn git(dir: &Path, args: &[&str]) -> String {
 }
 
 /// `nix-env -qaP --out-path --json` of the set in `dir`, read-only (no
-/// derivation written), as nixpkgs' CI evaluates: attr → outputs.
-fn evaluate(dir: &Path) -> BTreeMap<String, Outputs> {
-    let out = run(Command::new("nix-env")
-        .args(["-qaP", "--out-path", "--json", "--readonly-mode", "-f"])
-        .arg(dir));
+/// derivation written), as nixpkgs' CI evaluates: attr → outputs. With
+/// `config`, the set's `config` argument. What throws is left out.
+fn evaluate(dir: &Path, config: Option<&str>) -> BTreeMap<String, Outputs> {
+    let mut c = Command::new("nix-env");
+    c.args(["-qaP", "--out-path", "--json", "--readonly-mode", "-f"])
+        .arg(dir);
+    if let Some(cfg) = config {
+        c.args(["--arg", "config", cfg]);
+    }
+    let out = run(&mut c);
     let v: Value = serde_json::from_str(&out).unwrap();
     v.as_object()
         .expect("nix-env's JSON is an object")
         .iter()
-        .map(|(attr, it)| {
-            let outs = it["outputs"]
+        // An attribute whose paths throw (what nixpkgs' meta checks do) is
+        // listed without `outputs`: it does not evaluate.
+        .filter_map(|(attr, it)| {
+            let outs = it
+                .get("outputs")?
                 .as_object()
                 .expect("outputs")
                 .iter()
                 .map(|(o, p)| (o.clone(), p.as_str().unwrap().to_string()))
                 .collect();
-            (attr.clone(), outs)
+            Some((attr.clone(), outs))
         })
         .collect()
 }
 
 /// Builds `attrs` of the set in `dir` (all their outputs) into the local
-/// store: sandbox off (the host's /bin/sh), no substituters, as root
-/// without build users, no GC root left behind.
+/// store, with nixpkgs-review's config: sandbox off (the host's /bin/sh),
+/// no substituters, as root without build users, no GC root left behind.
 fn build(dir: &Path, attrs: &[&String]) {
     let mut c = Command::new("nix-build");
-    c.arg(dir).arg("--no-out-link").args([
-        "--option",
-        "sandbox",
-        "false",
-        "--option",
-        "build-users-group",
-        "",
-        "--option",
-        "substituters",
-        "",
-        "--max-jobs",
-        "2",
-    ]);
+    c.arg(dir)
+        .arg("--no-out-link")
+        .args(["--arg", "config", REVIEW_CONFIG])
+        .args([
+            "--option",
+            "sandbox",
+            "false",
+            "--option",
+            "build-users-group",
+            "",
+            "--option",
+            "substituters",
+            "",
+            "--max-jobs",
+            "2",
+        ]);
     for a in attrs {
         c.args(["-A", a]);
     }
@@ -408,14 +494,26 @@ fn make() -> ImpactFixture {
         .arg(&base)
         .arg(&base_tree));
 
-    let base_outputs = evaluate(&base_tree);
-    let head_outputs = evaluate(&repo_dir);
-    let head_paths: BTreeSet<&String> = head_outputs.values().flat_map(|o| o.values()).collect();
+    let base_outputs = evaluate(&base_tree, None);
+    let head_outputs = evaluate(&repo_dir, None);
+    let configured_outputs = (
+        evaluate(&base_tree, Some(REVIEW_CONFIG)),
+        evaluate(&repo_dir, Some(REVIEW_CONFIG)),
+    );
+    let head_paths: BTreeSet<&String> = configured_outputs
+        .1
+        .values()
+        .flat_map(|o| o.values())
+        .collect();
 
     // The base: built, exported (its closure, signed), then its outputs
     // the head does not share deleted, as if Hydra had built them.
-    build(&base_tree, &base_outputs.keys().collect::<Vec<_>>());
-    let base_all: Vec<&String> = base_outputs.values().flat_map(|o| o.values()).collect();
+    build(&base_tree, &configured_outputs.0.keys().collect::<Vec<_>>());
+    let base_all: Vec<&String> = configured_outputs
+        .0
+        .values()
+        .flat_map(|o| o.values())
+        .collect();
     for p in &base_all {
         assert!(valid_locally(p), "the base build left {p} unbuilt");
     }
@@ -442,7 +540,8 @@ fn make() -> ImpactFixture {
     let unbuilt: BTreeSet<String> = NOT_BUILT.iter().map(|s| s.to_string()).collect();
     build(
         &repo_dir,
-        &head_outputs
+        &configured_outputs
+            .1
             .keys()
             .filter(|a| !unbuilt.contains(*a))
             .collect::<Vec<_>>(),
@@ -450,16 +549,7 @@ fn make() -> ImpactFixture {
 
     let server = CacheServer::start(Options::new(&cache)).expect("the cache server starts");
     let cache_url = server.url();
-    let review = top.join("nixpkgs-review");
-    write_review(&review, &system, &head, &base_outputs, &head_outputs);
-    let build_time = started.elapsed();
-    eprintln!(
-        "impact fixture: {} base and {} head attributes built, exported and deleted in {:.1} s",
-        base_outputs.len(),
-        head_outputs.len() - unbuilt.len(),
-        build_time.as_secs_f64()
-    );
-    ImpactFixture {
+    let mut f = ImpactFixture {
         repo: repo_dir,
         base,
         head,
@@ -468,110 +558,23 @@ fn make() -> ImpactFixture {
         system,
         base_outputs,
         head_outputs,
+        configured_outputs,
         unbuilt,
         deleted,
         cache,
         server,
         cache_url,
         public_key: test_key().public,
-        review,
-        build_time,
-    }
-}
-
-/// A nixpkgs-review result directory of the head, as `Report.write` of
-/// nixpkgs-review 3.9.0 and later leaves it (read from its report.py; see
-/// crates/format/src/nixpkgs_review.rs): `report.json` (sorted keys,
-/// indent 4, per-system lists of `{"aliases", "name"}`), `results/` links
-/// to each built attribute's outputs, `logs/` for the failed one. Its
-/// attributes are the changed ones: [`REVIEW_FAILED`] failed,
-/// [`REVIEW_SKIPPED`] skipped (`--skip-package`, so in no list), the
-/// removed ones non-existent, the rest built.
-fn write_review(
-    dir: &Path,
-    system: &str,
-    head: &str,
-    base_outputs: &BTreeMap<String, Outputs>,
-    head_outputs: &BTreeMap<String, Outputs>,
-) {
-    let results = dir.join("results");
-    let logs = dir.join("logs");
-    std::fs::create_dir_all(&results).unwrap();
-    std::fs::create_dir_all(&logs).unwrap();
-    let entry = |name: &str| json!({"aliases": [], "name": name});
-    let (mut built, mut failed, mut non_existent) = (Vec::new(), Vec::new(), Vec::new());
-    let attrs: BTreeSet<&String> = base_outputs.keys().chain(head_outputs.keys()).collect();
-    for attr in attrs {
-        let (b, h) = (base_outputs.get(attr), head_outputs.get(attr));
-        if b == h || attr == REVIEW_SKIPPED {
-            continue;
-        }
-        let Some(h) = h else {
-            non_existent.push(entry(attr));
-            continue;
-        };
-        if attr == REVIEW_FAILED {
-            failed.push(entry(attr));
-            std::fs::write(
-                logs.join(format!("{attr}-{system}.log")),
-                format!("building '{attr}' failed: builder exited with status 1\n"),
-            )
-            .unwrap();
-            continue;
-        }
-        built.push(entry(attr));
-        for (output, path) in h {
-            let link = if output == "out" {
-                format!("{attr}-{system}")
-            } else {
-                format!("{attr}.{output}-{system}")
-            };
-            std::os::unix::fs::symlink(path, results.join(link)).unwrap();
-        }
-    }
-    let report = json!({
-        "additional_packages": [],
-        "checkout": "commit",
-        "commit": head,
-        "extra-nixpkgs-config": "{ }",
-        "only_packages": [],
-        "package_regex": [],
-        "pkgs": null,
-        "pr": null,
-        "result": {
-            system: {
-                "blacklisted": [],
-                "broken": [],
-                "built": built,
-                "failed": failed,
-                "non-existent": non_existent,
-                "tests": [],
-            }
-        },
-        "skip_packages": [REVIEW_SKIPPED],
-        "skip_packages_regex": [],
-        "systems": [system],
-    });
-    // Python's `json.dumps(sort_keys=True, indent=4)`.
-    let mut text = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(
-        &mut text,
-        serde_json::ser::PrettyFormatter::with_indent(b"    "),
+        review: PathBuf::new(),
+        build_time: Duration::ZERO,
+    };
+    f.review = f.review_dir(review_writer::Version::After3_9_0, REVIEW_EXTRA);
+    f.build_time = started.elapsed();
+    eprintln!(
+        "impact fixture: {} base and {} head attributes built, exported and deleted in {:.1} s",
+        f.configured_outputs.0.len(),
+        f.configured_outputs.1.len() - f.unbuilt.len(),
+        f.build_time.as_secs_f64()
     );
-    serde::Serialize::serialize(&sorted(report), &mut ser).unwrap();
-    std::fs::write(dir.join("report.json"), text).unwrap();
-}
-
-/// `v` with every object's keys in sorted order (whatever serde_json's
-/// map keeps).
-fn sorted(v: Value) -> Value {
-    match v {
-        Value::Object(m) => {
-            let mut items: Vec<(String, Value)> = m.into_iter().collect();
-            items.sort_by(|a, b| a.0.cmp(&b.0));
-            Value::Object(items.into_iter().map(|(k, v)| (k, sorted(v))).collect())
-        }
-        Value::Array(a) => Value::Array(a.into_iter().map(sorted).collect()),
-        other => other,
-    }
+    f
 }

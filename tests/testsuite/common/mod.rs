@@ -17,6 +17,7 @@ pub mod commands;
 pub use commands::*;
 pub mod http_server;
 pub mod impact_fixture;
+pub mod review_writer;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};

@@ -18,7 +18,7 @@ use std::collections::{HashMap, HashSet};
 pub use closure_size::{closure_sizes, closures_of, dependents};
 pub use dominators::{Dominators, Flow, added_sizes};
 pub use per_root::{
-    Detail, GroupDiff, Picked, closure_sizes_of_groups, diff_groups, diff_groups_with,
+    Chooser, Detail, GroupDiff, Picked, closure_sizes_of_groups, diff_groups, diff_groups_with,
 };
 pub use request::ReadRequest;
 pub use sizes::Sizes;

@@ -88,7 +88,16 @@ pub struct Detail {
     /// Head paths to look for in each group's head closure (the paths a
     /// `--forbid` glob names).
     pub head_targets: Vec<NodeId>,
+    /// Which added and removed paths to pick, instead of the `top`
+    /// largest: given the base graph and the group's removed paths, the
+    /// head graph and its added paths, and `top`.
+    pub choose: Option<Chooser>,
 }
+
+/// Picks the paths a group's changes are explained by (see
+/// [`Detail::choose`]): `(added, removed)`, ids of the head and the base
+/// graph, each from the lists given.
+pub type Chooser = fn(&Graph, &[NodeId], &Graph, &[NodeId], usize) -> (Vec<NodeId>, Vec<NodeId>);
 
 /// One changed path of a group, and how the group's closure holds it.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -194,17 +203,15 @@ pub fn diff_groups_with(
                     if detail.top > 0 {
                         let hg = window(head_groups, lo, hi).get(i).map_or(&[][..], |v| v);
                         let bg = window(base_groups, lo, hi).get(i).map_or(&[][..], |v| v);
-                        d.added_top =
-                            pick(head, &head_depth, hg, head_bits, bit, &d.added, detail.top);
-                        d.removed_top = pick(
-                            base,
-                            &base_depth,
-                            bg,
-                            base_bits,
-                            bit,
-                            &d.removed,
-                            detail.top,
-                        );
+                        let (added, removed) = match detail.choose {
+                            Some(choose) => choose(base, &d.removed, head, &d.added, detail.top),
+                            None => (
+                                largest(head, &d.added, detail.top),
+                                largest(base, &d.removed, detail.top),
+                            ),
+                        };
+                        d.added_top = pick(head, &head_depth, hg, head_bits, bit, added);
+                        d.removed_top = pick(base, &base_depth, bg, base_bits, bit, removed);
                     }
                     d.reached = detail
                         .head_targets
@@ -220,19 +227,8 @@ pub fn diff_groups_with(
     batches.concat()
 }
 
-/// The `top` largest of `changed` (ids of `g`, which `bits` marks with
-/// `bit` for the group), ties by store path, each with its referrers in
-/// the group's closure and the chain down to each (see [`Picked`]).
-fn pick(
-    g: &Graph,
-    depth: &[u32],
-    group: &[NodeId],
-    bits: &[u64],
-    bit: u64,
-    changed: &[NodeId],
-    top: usize,
-) -> Vec<Picked> {
-    let inside = |v: NodeId| bits.get(v as usize).is_some_and(|b| b & bit != 0);
+/// The `top` largest of `changed`, ties by store path.
+fn largest(g: &Graph, changed: &[NodeId], top: usize) -> Vec<NodeId> {
     let mut largest = changed.to_vec();
     largest.sort_by(|&x, &y| {
         g.nar_size(y)
@@ -240,6 +236,22 @@ fn pick(
             .then_with(|| g.path(x).cmp(g.path(y)))
     });
     largest.truncate(top);
+    largest
+}
+
+/// Each of `chosen` (ids of `g`, which `bits` marks with `bit` for the
+/// group) with its referrers in the group's closure and the chain down to
+/// each (see [`Picked`]).
+fn pick(
+    g: &Graph,
+    depth: &[u32],
+    group: &[NodeId],
+    bits: &[u64],
+    bit: u64,
+    chosen: Vec<NodeId>,
+) -> Vec<Picked> {
+    let inside = |v: NodeId| bits.get(v as usize).is_some_and(|b| b & bit != 0);
+    let largest = chosen;
     let nearest = |x: &NodeId, y: &NodeId| {
         depth
             .get(*x as usize)
@@ -591,6 +603,7 @@ mod tests {
         let detail = Detail {
             top: 2,
             head_targets: vec![3, libbar],
+            choose: None,
         };
         let d = diff_groups_with(&base, &[vec![0]], &head, &[vec![0]], &detail);
         assert_eq!(d.len(), 1);

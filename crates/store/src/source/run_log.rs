@@ -41,6 +41,12 @@ impl RunLog {
         lock(&self.warnings).push(message.into());
     }
 
+    /// The warnings recorded since the last call, in order, taken from the
+    /// log: what prints them prints each once however often it is called.
+    pub fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *lock(&self.warnings))
+    }
+
     /// Every warning so far, in the order they were recorded.
     pub fn warnings(&self) -> Vec<String> {
         lock(&self.warnings).clone()

@@ -40,17 +40,20 @@ use crate::local_cache::LocalCache;
 use crate::source::{Downloads, OpenOptions, RunLog};
 use crate::store_path::StorePath;
 
-/// Requests in flight by default (`--http-connections` changes it): a
-/// closure is loaded as a work queue whose lookups these bound, so a
-/// closure of N paths over a round trip RTT costs about
-/// max(depth, N / this) × RTT. Measured against a server answering after
-/// 50 ms (BENCHMARKS.md, `bench/closure-queue.sh`): 9,137 narinfos took
-/// 32 s at 16, 9 s at 64, 4.3 s at 128 (HTTP/1.1 or HTTP/2 alike). Over
-/// HTTP/2 these are streams, 64 to a connection (a server caps the streams
-/// of one: CDNs at about 100); over HTTP/1.1 each needs a connection of its
-/// own, kept alive. Only narinfos and listings use them all: NARs are read
-/// a few at a time.
-pub const DEFAULT_HTTP_CONNECTIONS: usize = 128;
+/// Requests in flight by default (`--http-connections` changes it): Nix's
+/// own default of `http-connections`, as its manual gives it. A closure is
+/// loaded as a work queue whose lookups these bound, so a closure of N
+/// paths over a round trip RTT costs about max(depth, N / this) × RTT:
+/// against a CDN-like server answering after 50 ms (BENCHMARKS.md,
+/// `bench/closure-queue.sh`) 9,137 narinfos took 32 s at 16, 9 s at 64,
+/// 4.3 s at 128, so a user of such a cache raises it; but a small server
+/// (a self-hosted cache) answers fewer at once, and 128 against one took
+/// 63 to 71 s where 25 took 2.9 s (issue 38), so the default is Nix's.
+/// Over HTTP/2 these are streams, 64 to a connection (a server caps the
+/// streams of one: CDNs at about 100); over HTTP/1.1 each needs a
+/// connection of its own, kept alive. Only narinfos and listings use them
+/// all: NARs are read a few at a time.
+pub const DEFAULT_HTTP_CONNECTIONS: usize = 25;
 /// Most requests in flight whatever is asked (nix.conf's 0, Nix's "no
 /// limit", asks for this): each is a thread.
 pub const MAX_HTTP_CONNECTIONS: usize = 256;
@@ -550,7 +553,17 @@ fn host_of(url: &str) -> &str {
 
 #[cfg(test)]
 mod tests {
-    use super::{confine, host_of};
+    use super::{MAX_HTTP_CONNECTIONS, confine, host_of, http_connections};
+
+    /// Nix's default of `http-connections` (its manual: 25), 0 its "no
+    /// limit", capped.
+    #[test]
+    fn http_connections_default_to_nixs() {
+        assert_eq!(http_connections(None), 25);
+        assert_eq!(http_connections(Some(0)), MAX_HTTP_CONNECTIONS);
+        assert_eq!(http_connections(Some(10_000)), MAX_HTTP_CONNECTIONS);
+        assert_eq!(http_connections(Some(7)), 7);
+    }
 
     #[test]
     fn user_info_is_taken_out_of_the_url() {

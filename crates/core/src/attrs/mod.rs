@@ -5,9 +5,10 @@
 //!
 //! Evaluation runs the user's own tools ([`Evaluator`]):
 //! - `nix-eval-jobs` when it is on `PATH`: one run over all attributes,
-//!   in parallel (`--workers`, `--max-memory-size`), read line by line
-//!   (its documented JSON lines: `attr`/`attrPath`, `drvPath`, `outputs`,
-//!   or `error` for an attribute that failed);
+//!   with `--workers` (a worker per core: the tool's own default is one)
+//!   and `--max-memory-size`, read line by line ([`eval_jobs`]: its flags
+//!   and lines in every version, v2.9.0's error lines for values that are
+//!   no derivation left out);
 //! - else `nix-env -qaP --out-path --json` in chunks of attributes, as
 //!   nixpkgs' `ci/eval` does: first the attribute paths are listed
 //!   (`nix-instantiate --eval --strict --json` of a walk like `ci/eval`'s
@@ -15,12 +16,24 @@
 //!   `recurseForDerivations = true`, each step under `tryEval`, so an
 //!   attribute that fails is listed and reported rather than aborting the
 //!   whole side), then each chunk is one `nix-env` over an expression that
-//!   names the chunk's attributes (`ci/eval`'s `chunk.nix`).
+//!   names the chunk's attributes (`ci/eval`'s `chunk.nix`). `nix-env`
+//!   lists a derivation once: an attribute it leaves out is asked about
+//!   alone, so an alias of a listed one gets its outputs too.
 //!
-//! Neither builds nor substitutes: `nix-env` and `nix-instantiate` run
-//! with `--readonly-mode`, so not even a `.drv` file is written;
-//! `nix-eval-jobs` has no such mode and writes the `.drv` files it
-//! instantiates, as it always does (no garbage collector roots are asked
+//! Before either, one `nix-instantiate` checks that the side evaluates to
+//! a set ([`AttrsError::Unevaluable`], [`AttrsError::NotASet`]): a side
+//! that does not evaluate is an error of the run, never every attribute
+//! failed. An attribute asked for by name that the side does not have
+//! (Nix's "attribute 'x' missing" at nix-heft's own selection of it,
+//! [`nix_heft_format::nix_error::missing_attribute`]) is left out of the
+//! side's [`Evaluation`]; a set with `recurseForDerivations` stands for
+//! the derivations inside it ([`Evaluation::stands_for`]).
+//!
+//! Nothing is built or substituted: `nix-env` and `nix-instantiate` run
+//! with `--readonly-mode`, so not even a `.drv` file is written, and so
+//! does `nix-eval-jobs` from v2.31.0 (`--no-instantiate`, passed when its
+//! `--help` lists it); older versions write the `.drv` of each derivation
+//! they evaluate, as they always do (no garbage collector roots asked
 //! for).
 //!
 //! Both evaluate a small generated file (in a temporary directory, never in
@@ -35,7 +48,8 @@
 //! A side is a directory, or a git revision of a local checkout
 //! ([`GitSide`]): a detached worktree made in a temporary directory and
 //! removed when dropped, so the user's working tree and index are never
-//! touched.
+//! touched. [`side`] says which a command-line argument names and how to
+//! build an attribute of it.
 //!
 //! Attribute paths are dotted strings (`set.c`); a name that itself holds a
 //! dot cannot be asked for by [`evaluate`]'s list, but is reported as Nix
@@ -43,7 +57,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::ffi::OsString;
-use std::io::{BufRead, BufReader};
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
@@ -52,21 +66,21 @@ use serde::Deserialize;
 use crate::installable::{AutoArg, Options, nix_string};
 use crate::store_path::StorePath;
 
+pub mod eval_jobs;
+mod git;
+pub mod side;
+
+pub use eval_jobs::{EvalJobs, read_lines as read_eval_jobs};
+pub use git::{GitError, GitSide};
+
 /// The chunk size nixpkgs' `ci/eval` uses by default.
 pub const DEFAULT_CHUNK_SIZE: usize = 5000;
 
 /// Which tool evaluates the attributes.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Evaluator {
-    /// `nix-eval-jobs`, in parallel.
-    NixEvalJobs {
-        /// The program, found on `PATH` unless it has a `/`.
-        program: OsString,
-        /// `--workers N`; its own default (one per hardware thread) if none.
-        workers: Option<usize>,
-        /// `--max-memory-size MIB` per worker; its own default if none.
-        max_memory_size: Option<u64>,
-    },
+    /// `nix-eval-jobs`, in parallel (see [`eval_jobs`]).
+    NixEvalJobs(EvalJobs),
     /// `nix-env -qaP --out-path --json`, chunk by chunk.
     NixEnv {
         /// The `nix-env` program.
@@ -83,11 +97,7 @@ impl Evaluator {
     /// nixpkgs' chunk size.
     pub fn detect() -> Evaluator {
         if on_path("nix-eval-jobs") {
-            Evaluator::NixEvalJobs {
-                program: "nix-eval-jobs".into(),
-                workers: None,
-                max_memory_size: None,
-            }
+            Evaluator::NixEvalJobs(EvalJobs::new("nix-eval-jobs"))
         } else {
             Evaluator::nix_env()
         }
@@ -105,10 +115,41 @@ impl Evaluator {
     /// The tool's name, for messages.
     pub fn name(&self) -> &'static str {
         match self {
-            Evaluator::NixEvalJobs { .. } => "nix-eval-jobs",
+            Evaluator::NixEvalJobs(_) => "nix-eval-jobs",
             Evaluator::NixEnv { .. } => "nix-env",
         }
     }
+
+    /// The `nix-instantiate` that checks a side evaluates before its
+    /// attributes are (and, with `nix-env`, lists them).
+    fn nix_instantiate(&self) -> OsString {
+        match self {
+            Evaluator::NixEnv {
+                nix_instantiate, ..
+            } => nix_instantiate.clone(),
+            Evaluator::NixEvalJobs(_) => "nix-instantiate".into(),
+        }
+    }
+}
+
+/// Nix's name for this machine (`x86_64-linux`, `aarch64-darwin`):
+/// `builtins.currentSystem` as the user's `nix-instantiate` says it (which
+/// honours nix.conf's `system`), as nixpkgs-review asks it. Never from
+/// `uname`, whose names differ (`-macos`).
+pub fn current_system(nix_instantiate: &OsString) -> Result<String, AttrsError> {
+    let mut cmd = Command::new(nix_instantiate);
+    cmd.args(["--eval", "--json", "--expr", "builtins.currentSystem"]);
+    let what = || {
+        format!(
+            "{} --eval builtins.currentSystem",
+            nix_instantiate.to_string_lossy()
+        )
+    };
+    let out = output(cmd, what)?;
+    serde_json::from_slice(&out).map_err(|e| AttrsError::Output {
+        program: what(),
+        detail: e.to_string(),
+    })
 }
 
 /// Whether an executable file called `name` is in a `PATH` directory.
@@ -140,11 +181,30 @@ pub enum Outcome {
     Failed(String),
 }
 
-/// One side's attributes, by dotted attribute path.
+/// One side's attributes, by dotted attribute path. An attribute asked
+/// for that the side does not have is not in the map.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Evaluation {
     /// Attribute path → what it evaluated to.
     pub attrs: BTreeMap<String, Outcome>,
+}
+
+impl Evaluation {
+    /// The attributes `name` stands for on this side: itself, or, for a
+    /// set with `recurseForDerivations` (whose derivations were evaluated
+    /// in its place), the attributes inside it; empty when the side has
+    /// neither.
+    pub fn stands_for(&self, name: &str) -> Vec<String> {
+        if self.attrs.contains_key(name) {
+            return vec![name.to_string()];
+        }
+        let inside = format!("{name}.");
+        self.attrs
+            .range(inside.clone()..)
+            .take_while(|(k, _)| k.starts_with(&inside))
+            .map(|(k, _)| k.clone())
+            .collect()
+    }
 }
 
 /// The attributes whose out paths differ between two evaluations.
@@ -234,6 +294,13 @@ pub enum AttrsError {
     /// `--expr` was given: a side is a file or directory.
     #[error("--expr cannot name a side to evaluate; give a directory or --file")]
     Expr,
+    /// The side's expression does not evaluate at all (before any
+    /// attribute): Nix's message.
+    #[error("does not evaluate: {0}")]
+    Unevaluable(String),
+    /// The side evaluates to something else than a set of attributes.
+    #[error("evaluates to a {0}, not an attribute set of packages")]
+    NotASet(String),
     /// A temporary directory or file could not be made.
     #[error("cannot make a temporary file: {0}")]
     Temp(std::io::Error),
@@ -403,45 +470,45 @@ fn evaluate_target(
         .prefix("nix-heft-attrs-")
         .tempdir()
         .map_err(AttrsError::Temp)?;
-    let target = target.to_string();
+    // The side as a whole first: a side that does not evaluate (a syntax
+    // error, a `throw` at the top) is the run's error, not a failure of
+    // every attribute (nor, listing with `nix-env`, an attribute named "").
+    probe_top(&evaluator.nix_instantiate(), tmp.path(), target, opts)?;
     let requested: Option<Vec<Vec<String>>> = attrs.map(|a| {
         a.iter()
             .map(|s| s.split('.').map(String::from).collect())
             .collect()
     });
     match evaluator {
-        Evaluator::NixEvalJobs {
-            program,
-            workers,
-            max_memory_size,
-        } => {
+        Evaluator::NixEvalJobs(ej) => {
             let body = match &requested {
                 Some(paths) => chunk_body(paths),
                 None => "top".to_string(),
             };
-            let file = write_entry(tmp.path(), "all.nix", &entry(&target, &body))?;
-            let mut cmd = Command::new(program);
-            if let Some(w) = workers {
-                cmd.args(["--workers", &w.to_string()]);
-            }
-            if let Some(m) = max_memory_size {
-                cmd.args(["--max-memory-size", &m.to_string()]);
-            }
-            cmd.args(eval_flags(opts, true)).arg(&file);
-            let mut eval = run_eval_jobs(cmd, program, &opts.store_dir)?;
+            let file = write_entry(tmp.path(), "all.nix", &entry(target, &body))?;
+            let mut cmd = Command::new(&ej.program);
+            cmd.args(ej.flags()?)
+                .args(eval_flags(opts, true))
+                .arg(&file);
+            let mut eval = eval_jobs::run(cmd, &ej.program, &opts.store_dir)?;
             if let Some(paths) = &requested {
                 let mut keyed = Evaluation::default();
+                let mut absent = BTreeSet::new();
                 for (key, outcome) in std::mem::take(&mut eval.attrs) {
                     let attr = unchunk(&key, paths).ok_or_else(|| AttrsError::Output {
-                        program: program.to_string_lossy().into(),
+                        program: ej.program.to_string_lossy().into(),
                         detail: format!("an attribute not asked for: {key}"),
                     })?;
-                    keyed.attrs.insert(attr, outcome);
+                    if is_missing(&outcome, &attr, &file) {
+                        absent.insert(attr);
+                    } else {
+                        keyed.attrs.insert(attr, outcome);
+                    }
                 }
                 eval = keyed;
                 for p in paths {
                     let attr = p.join(".");
-                    if !covered(&eval, &attr) {
+                    if !covered(&eval, &attr) && !absent.contains(&attr) {
                         eval.attrs
                             .insert(attr, Outcome::Failed(NOT_A_DERIVATION.into()));
                     }
@@ -456,7 +523,7 @@ fn evaluate_target(
         } => {
             let paths = match requested {
                 Some(p) => p,
-                None => list(nix_instantiate, tmp.path(), &target, opts)?,
+                None => list(nix_instantiate, tmp.path(), target, opts)?,
             };
             let mut eval = Evaluation::default();
             for chunk in paths.chunks((*chunk_size).max(1)) {
@@ -464,7 +531,7 @@ fn evaluate_target(
                     nix_env,
                     nix_instantiate,
                     tmp.path(),
-                    &target,
+                    target,
                     chunk,
                     opts,
                     &mut eval,
@@ -472,6 +539,50 @@ fn evaluate_target(
             }
             Ok(eval)
         }
+    }
+}
+
+/// Whether `outcome` says `attr` is not there: Nix's "attribute 'x'
+/// missing" for one of its names, at the selection in nix-heft's own
+/// generated `file` (an attribute whose own evaluation selects something
+/// missing elsewhere has failed, it is not absent).
+fn is_missing(outcome: &Outcome, attr: &str, file: &Path) -> bool {
+    let Outcome::Failed(message) = outcome else {
+        return false;
+    };
+    nix_heft_format::nix_error::missing_attribute(message).is_some_and(|m| {
+        attr.split('.').any(|n| n == m.name) && m.file.as_deref().map(Path::new) == Some(file)
+    })
+}
+
+/// Checks that the side evaluates to a set of attributes
+/// (`builtins.typeOf` of it, one `nix-instantiate`).
+fn probe_top(
+    nix_instantiate: &OsString,
+    tmp: &Path,
+    target: &str,
+    opts: &Options,
+) -> Result<(), AttrsError> {
+    let file = write_entry(tmp, "top.nix", &entry(target, "builtins.typeOf top"))?;
+    let mut cmd = Command::new(nix_instantiate);
+    cmd.args(["--readonly-mode", "--eval", "--json"])
+        .args(eval_flags(opts, false))
+        .args(AUTO_CALL)
+        .arg(&file);
+    match output(cmd, || nix_instantiate.to_string_lossy().into()) {
+        Ok(out) => {
+            let t: String = serde_json::from_slice(&out).map_err(|e| AttrsError::Output {
+                program: nix_instantiate.to_string_lossy().into(),
+                detail: e.to_string(),
+            })?;
+            if t == "set" {
+                Ok(())
+            } else {
+                Err(AttrsError::NotASet(t))
+            }
+        }
+        Err(AttrsError::Failed { stderr, .. }) => Err(AttrsError::Unevaluable(stderr)),
+        Err(e) => Err(e),
     }
 }
 
@@ -503,7 +614,7 @@ fn write_entry(dir: &Path, name: &str, text: &str) -> Result<PathBuf, AttrsError
 
 /// Runs `cmd`, returning its standard output, or its standard error as
 /// the error when it fails.
-fn output(mut cmd: Command, what: impl Fn() -> String) -> Result<Vec<u8>, AttrsError> {
+pub(super) fn output(mut cmd: Command, what: impl Fn() -> String) -> Result<Vec<u8>, AttrsError> {
     let out = cmd
         .stdin(Stdio::null())
         .output()
@@ -576,7 +687,13 @@ fn nix_env_chunk(
         Ok(out) => out,
         Err(AttrsError::Failed { stderr, .. }) => {
             if let [one] = chunk {
-                eval.attrs.insert(one.join("."), Outcome::Failed(stderr));
+                let attr = one.join(".");
+                let failed = Outcome::Failed(stderr);
+                // Not there at all: absent from the evaluation, as the
+                // side does not have it.
+                if !is_missing(&failed, &attr, &file) {
+                    eval.attrs.insert(attr, failed);
+                }
                 return Ok(());
             }
             let (a, b) = chunk.split_at(chunk.len() / 2);
@@ -597,6 +714,17 @@ fn nix_env_chunk(
             program: what(),
             detail: format!("an attribute not asked for: {key}"),
         })?;
+        // nix-env lists a derivation whose paths throw (what nixpkgs' meta
+        // checks do to a package marked broken) without `outputs`: it is
+        // asked about alone, for Nix's message.
+        if item.outputs.is_empty() {
+            if key.contains('.') {
+                let path: Vec<String> = attr.split('.').map(String::from).collect();
+                let what = why_missing(nix_instantiate, tmp, target, &path, opts)?;
+                eval.attrs.insert(attr, what);
+            }
+            continue;
+        }
         let outcome = outcome(item.drv_path.as_deref(), &item.outputs, &opts.store_dir).map_err(
             |detail| AttrsError::Output {
                 program: what(),
@@ -608,40 +736,61 @@ fn nix_env_chunk(
     for p in chunk {
         let attr = p.join(".");
         if !covered(eval, &attr) {
-            let why = why_missing(nix_instantiate, tmp, target, p, opts)?;
-            eval.attrs.insert(attr, Outcome::Failed(why));
+            let what = why_missing(nix_instantiate, tmp, target, p, opts)?;
+            eval.attrs.insert(attr, what);
         }
     }
     Ok(())
 }
 
-/// Why `nix-env` left `path` out: the error its evaluation gives, or that
-/// it is not a derivation.
+/// What `path` is, when `nix-env` left it out: a derivation it listed
+/// under another name (nix-env lists a derivation once, so an alias's is
+/// dropped), with its outputs (and, as what `nix-env` lists, no `.drv`);
+/// else the error its evaluation gives, or that it is not a derivation.
 fn why_missing(
     nix_instantiate: &OsString,
     tmp: &Path,
     target: &str,
     path: &[String],
     opts: &Options,
-) -> Result<String, AttrsError> {
+) -> Result<Outcome, AttrsError> {
     let body = format!(
         "let v = {}; in\n\
-         if builtins.isAttrs v && (v.type or null) == \"derivation\"\n\
-         then builtins.seq v.outPath \"derivation\" else \"other\"",
+         if builtins.isAttrs v && (v.type or null) == \"derivation\" then {{\n  \
+           outputs = builtins.listToAttrs (map (o: {{ name = o; value = v.${{o}}.outPath; }})\n    \
+             (v.outputs or [ \"out\" ]));\n\
+         }} else \"other\"",
         select(path)
     );
     let file = write_entry(tmp, "probe.nix", &entry(target, &body))?;
     let mut cmd = Command::new(nix_instantiate);
-    cmd.args(["--readonly-mode", "--eval", "--strict"])
+    cmd.args(["--readonly-mode", "--eval", "--strict", "--json"])
         .args(eval_flags(opts, false))
         .args(AUTO_CALL)
         .arg(&file);
-    match output(cmd, || nix_instantiate.to_string_lossy().into()) {
-        Ok(out) if String::from_utf8_lossy(&out).trim() == "\"derivation\"" => {
-            Ok("nix-env did not list it".into())
+    let what = || nix_instantiate.to_string_lossy().to_string();
+    match output(cmd, what) {
+        Ok(out) => {
+            let v: serde_json::Value =
+                serde_json::from_slice(&out).map_err(|e| AttrsError::Output {
+                    program: what(),
+                    detail: e.to_string(),
+                })?;
+            if v.is_string() {
+                return Ok(Outcome::Failed(NOT_A_DERIVATION.into()));
+            }
+            let item: NixEnvItem = serde_json::from_value(v).map_err(|e| AttrsError::Output {
+                program: what(),
+                detail: e.to_string(),
+            })?;
+            outcome(item.drv_path.as_deref(), &item.outputs, &opts.store_dir).map_err(|detail| {
+                AttrsError::Output {
+                    program: what(),
+                    detail,
+                }
+            })
         }
-        Ok(_) => Ok(NOT_A_DERIVATION.into()),
-        Err(AttrsError::Failed { stderr, .. }) => Ok(stderr),
+        Err(AttrsError::Failed { stderr, .. }) => Ok(Outcome::Failed(stderr)),
         Err(e) => Err(e),
     }
 }
@@ -659,262 +808,6 @@ fn outcome(
         .map(|(name, path)| Ok((name.clone(), parse(path)?)))
         .collect::<Result<_, String>>()?;
     Ok(Outcome::Evaluated { drv_path, outputs })
-}
-
-/// One line of `nix-eval-jobs`' output, the part read here.
-#[derive(Deserialize)]
-struct EvalJobsLine {
-    attr: Option<String>,
-    /// The path as a list (newer versions): exact where `attr` would need
-    /// quoting.
-    #[serde(rename = "attrPath")]
-    attr_path: Option<Vec<String>>,
-    #[serde(rename = "drvPath")]
-    drv_path: Option<String>,
-    #[serde(default)]
-    outputs: BTreeMap<String, Option<String>>,
-    error: Option<String>,
-}
-
-/// Reads `nix-eval-jobs`' JSON lines: per attribute its outputs and
-/// `.drv`, or its `error`. Blank lines are skipped; an output without a
-/// path (a content-addressed derivation's) is left out.
-pub fn read_eval_jobs(input: impl BufRead, store_dir: &str) -> Result<Evaluation, String> {
-    let mut eval = Evaluation::default();
-    for (n, line) in input.lines().enumerate() {
-        let line = line.map_err(|e| e.to_string())?;
-        if line.trim().is_empty() {
-            continue;
-        }
-        let item: EvalJobsLine =
-            serde_json::from_str(&line).map_err(|e| format!("line {}: {e}", n + 1))?;
-        let attr = match (item.attr_path, item.attr) {
-            (Some(p), _) => p.join("."),
-            (None, Some(a)) => a,
-            (None, None) => return Err(format!("line {}: no attribute", n + 1)),
-        };
-        let outcome = match item.error {
-            Some(e) => Outcome::Failed(e),
-            None => {
-                let outputs: BTreeMap<String, String> = item
-                    .outputs
-                    .into_iter()
-                    .filter_map(|(k, v)| Some((k, v?)))
-                    .collect();
-                outcome(item.drv_path.as_deref(), &outputs, store_dir)
-                    .map_err(|e| format!("line {}: {e}", n + 1))?
-            }
-        };
-        eval.attrs.insert(attr, outcome);
-    }
-    Ok(eval)
-}
-
-/// Runs `nix-eval-jobs`, reading its lines as they come.
-fn run_eval_jobs(
-    mut cmd: Command,
-    program: &OsString,
-    store_dir: &str,
-) -> Result<Evaluation, AttrsError> {
-    let name = || program.to_string_lossy().to_string();
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|source| AttrsError::Spawn {
-            program: name(),
-            source,
-        })?;
-    // Standard error is drained on its own thread, so that a chatty
-    // evaluation cannot fill its pipe while standard output is read.
-    let stderr = child.stderr.take().map(|mut e| {
-        std::thread::spawn(move || {
-            let mut s = String::new();
-            let _ = std::io::Read::read_to_string(&mut e, &mut s);
-            s
-        })
-    });
-    let read = match child.stdout.take() {
-        Some(out) => read_eval_jobs(BufReader::new(out), store_dir),
-        None => Err("no standard output".into()),
-    };
-    let status = child.wait().map_err(|source| AttrsError::Spawn {
-        program: name(),
-        source,
-    })?;
-    let stderr = stderr
-        .and_then(|h| h.join().ok())
-        .unwrap_or_default()
-        .trim()
-        .to_string();
-    let eval = match read {
-        Ok(eval) => eval,
-        // A run that failed as a whole says why on standard error rather
-        // than in what it printed before.
-        Err(_) if !status.success() => {
-            return Err(AttrsError::Failed {
-                program: name(),
-                stderr,
-            });
-        }
-        Err(detail) => {
-            return Err(AttrsError::Output {
-                program: name(),
-                detail,
-            });
-        }
-    };
-    // Versions differ on the exit status when attributes fail (their own
-    // tests do not check it): a failed run that reported failed attributes
-    // is those failures; one that reported none failed as a whole (a
-    // worker that died, an expression that does not evaluate).
-    let reported_failures = eval.attrs.values().any(|o| matches!(o, Outcome::Failed(_)));
-    if !status.success() && !reported_failures {
-        return Err(AttrsError::Failed {
-            program: name(),
-            stderr,
-        });
-    }
-    Ok(eval)
-}
-
-/// A git revision of a local checkout, checked out as a detached worktree
-/// in a temporary directory outside the user's tree (`git worktree add
-/// --detach`, hooks off), and removed when dropped. The user's working
-/// tree and index are never touched; only git's list of worktrees holds
-/// it while it lives.
-#[derive(Debug)]
-pub struct GitSide {
-    repo: PathBuf,
-    commit: String,
-    dir: PathBuf,
-    // Kept for its drop: removes whatever `git worktree remove` left.
-    _tmp: tempfile::TempDir,
-}
-
-/// Why a git side could not be made.
-#[derive(Debug, thiserror::Error)]
-pub enum GitError {
-    /// `git` could not be started.
-    #[error("cannot run git: {0}")]
-    Spawn(std::io::Error),
-    /// `git` failed.
-    #[error("git {what} failed: {stderr}")]
-    Failed {
-        /// What was asked.
-        what: String,
-        /// Its standard error, trimmed.
-        stderr: String,
-    },
-    /// A temporary directory could not be made.
-    #[error("cannot make a temporary directory: {0}")]
-    Temp(std::io::Error),
-}
-
-impl From<GitError> for AttrsError {
-    fn from(e: GitError) -> AttrsError {
-        match e {
-            GitError::Spawn(source) => AttrsError::Spawn {
-                program: "git".into(),
-                source,
-            },
-            GitError::Failed { what, stderr } => AttrsError::Failed {
-                program: format!("git {what}"),
-                stderr,
-            },
-            GitError::Temp(e) => AttrsError::Temp(e),
-        }
-    }
-}
-
-/// `git -C repo ARGS`, hooks off, its trimmed standard output.
-fn git(repo: &Path, args: &[&std::ffi::OsStr]) -> Result<String, GitError> {
-    let out = Command::new("git")
-        .arg("-C")
-        .arg(repo)
-        .args(["-c", "core.hooksPath=/dev/null"])
-        .args(args)
-        .stdin(Stdio::null())
-        .output()
-        .map_err(GitError::Spawn)?;
-    if out.status.success() {
-        Ok(String::from_utf8_lossy(&out.stdout).trim().to_string())
-    } else {
-        Err(GitError::Failed {
-            what: args
-                .iter()
-                .map(|a| a.to_string_lossy())
-                .collect::<Vec<_>>()
-                .join(" "),
-            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
-        })
-    }
-}
-
-impl GitSide {
-    /// Checks out `rev` (anything `git rev-parse` takes) of the repository
-    /// at `repo`.
-    pub fn checkout(repo: &Path, rev: &str) -> Result<GitSide, GitError> {
-        let commit = git(
-            repo,
-            &[
-                "rev-parse".as_ref(),
-                "--verify".as_ref(),
-                "--end-of-options".as_ref(),
-                format!("{rev}^{{commit}}").as_ref(),
-            ],
-        )?;
-        let tmp = tempfile::Builder::new()
-            .prefix("nix-heft-side-")
-            .tempdir()
-            .map_err(GitError::Temp)?;
-        let dir = tmp.path().join("tree");
-        git(
-            repo,
-            &[
-                "worktree".as_ref(),
-                "add".as_ref(),
-                "--detach".as_ref(),
-                "--quiet".as_ref(),
-                dir.as_os_str(),
-                commit.as_ref(),
-            ],
-        )?;
-        Ok(GitSide {
-            repo: repo.to_path_buf(),
-            commit,
-            dir,
-            _tmp: tmp,
-        })
-    }
-
-    /// The checked-out tree.
-    pub fn path(&self) -> &Path {
-        &self.dir
-    }
-
-    /// The commit checked out, in full.
-    pub fn commit(&self) -> &str {
-        &self.commit
-    }
-}
-
-impl Drop for GitSide {
-    fn drop(&mut self) {
-        // A failure here leaves a stale worktree entry that `git worktree
-        // prune` clears once the directory is gone (the temporary directory
-        // is removed right after); nothing to report from a drop.
-        let _ = git(
-            &self.repo,
-            &[
-                "worktree".as_ref(),
-                "remove".as_ref(),
-                "--force".as_ref(),
-                self.dir.as_os_str(),
-            ],
-        );
-    }
 }
 
 #[cfg(test)]
@@ -1081,8 +974,9 @@ let
     builder = "/bin/sh";
     args = [ "-c" "echo ${{salt}} > $out" ];
   }} // extra);
-in {{
+in rec {{
   a = mk "a-{a_version}" {{ }};
+  alias = a;
   b = mk "b-1" {{ outputs = [ "out" "dev" ]; args = [ "-c" "echo > $out; echo > $dev" ]; }};
   set = {{ recurseForDerivations = true; c = mk "c-1" {{ }}; d = mk "d-1" {{ }}; }};
   hidden = {{ e = mk "e-1" {{ }}; }};
@@ -1239,11 +1133,18 @@ in {{
 
         // Every attribute nix-env lists, with the same outputs; `hidden` is
         // not recursed into; `bad` is reported with its message.
-        assert_eq!(outputs_of(&base), base_hand);
-        assert_eq!(outputs_of(&head), head_hand);
+        // nix-env lists a derivation once: `alias`, which is `a`, is not in
+        // its own answer, and is found all the same.
+        for (mine, hand) in [(&base, &base_hand), (&head, &head_hand)] {
+            let mut mine = outputs_of(mine);
+            let alias = mine.remove("alias").expect("alias is evaluated");
+            assert!(!hand.contains_key("alias"));
+            assert_eq!(alias, hand["a"]);
+            assert_eq!(&mine, hand);
+        }
         assert_eq!(
             head.attrs.keys().map(String::as_str).collect::<Vec<_>>(),
-            ["a", "b", "bad", "new", "set.c", "set.d"]
+            ["a", "alias", "b", "bad", "new", "set.c", "set.d"]
         );
         let Outcome::Failed(why) = &head.attrs["bad"] else {
             panic!("bad: {:?}", head.attrs["bad"]);
@@ -1257,13 +1158,14 @@ in {{
         let set = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<BTreeSet<_>>();
         assert_eq!(c.added, set(&["new"]));
         assert_eq!(c.removed, set(&["gone"]));
-        assert_eq!(c.changed, set(&["a"]));
+        assert_eq!(c.changed, set(&["a", "alias"]));
         // The same, from the test's own evaluations.
         let hand_changed: BTreeSet<String> = base_hand
             .keys()
             .chain(head_hand.keys())
             .filter(|k| base_hand.get(*k) != head_hand.get(*k))
             .cloned()
+            .chain(["alias".to_string()])
             .collect();
         assert_eq!(c.all(), hand_changed.iter().map(String::as_str).collect());
 
@@ -1276,23 +1178,38 @@ in {{
             nix_instantiate: "nix-instantiate".into(),
             chunk_size: 2,
         };
-        let asked: Vec<String> = ["a", "set", "bad", "nope", "b", "hidden"]
-            .iter()
-            .map(|s| s.to_string())
-            .collect();
+        let asked: Vec<String> = [
+            "a", "set", "bad", "nope", "b", "hidden", "alias", "set.nope",
+        ]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
         let some = evaluate(&chunked, &dir, Some(&asked), &opts).unwrap();
+        // A name the side does not have is not there (`nope`, `set.nope`).
         assert_eq!(
             some.attrs.keys().map(String::as_str).collect::<Vec<_>>(),
-            ["a", "b", "bad", "hidden", "nope", "set.c", "set.d"]
+            ["a", "alias", "b", "bad", "hidden", "set.c", "set.d"]
         );
-        for k in ["a", "b", "set.c", "set.d"] {
+        for k in ["a", "alias", "b", "set.c", "set.d"] {
             assert_eq!(some.attrs[k], head.attrs[k], "{k}");
         }
         assert!(matches!(&some.attrs["bad"], Outcome::Failed(m) if m.contains("boom")));
-        assert!(matches!(&some.attrs["nope"], Outcome::Failed(m) if m.contains("nope")));
         assert_eq!(
             some.attrs["hidden"],
             Outcome::Failed(NOT_A_DERIVATION.into())
         );
+        assert_eq!(some.stands_for("set"), ["set.c", "set.d"]);
+        assert_eq!(some.stands_for("a"), ["a"]);
+        assert!(some.stands_for("nope").is_empty());
+
+        // A side that does not evaluate at all (the user's work in
+        // progress) is an error of the side, whichever way it is asked.
+        for asked in [None, Some(&asked[..])] {
+            let e = evaluate(&evaluator, &repo, asked, &opts).unwrap_err();
+            assert!(
+                matches!(&e, AttrsError::Unevaluable(m) if m.contains("work in progress")),
+                "{e}"
+            );
+        }
     }
 }
