@@ -1083,7 +1083,7 @@ fn browsing_marks_roots_and_gives_their_joint_figure_and_commands() {
     let shared = a
         .shared
         .iter()
-        .find(|sp| &*sp.store_path == t.out["appA"])
+        .find(|sp| *sp.store_path == t.out["appA"])
         .unwrap();
     assert_eq!(app.joint, shared.freed);
     let sc = screen(&app);

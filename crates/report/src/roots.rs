@@ -215,7 +215,7 @@ impl RootsReport {
         // Those that free nothing are counted (the JSON lists them).
         let mut gs: Vec<&Group> = a.groups.iter().filter(|g| g.freed.paths > 0).collect();
         let idle = a.groups.len() - gs.len();
-        gs.sort_by(|x, y| y.freed.nar_bytes.cmp(&x.freed.nar_bytes));
+        gs.sort_by_key(|x| std::cmp::Reverse(x.freed.nar_bytes));
         let mut out = opts
             .style
             .heading("\nremoved together (what they share counted once):\n");

@@ -705,13 +705,11 @@ impl Walker<'_> {
             in_auto,
         } = i;
         let stale = |reason, at: PathBuf, path: PathBuf| {
-            Ok(in_auto.then(|| {
-                Found1::Other(Entry::Stale(StaleLink {
-                    location: at,
-                    via: Some(path),
-                    reason,
-                }))
-            }))
+            Ok(in_auto.then_some(Found1::Other(Entry::Stale(StaleLink {
+                location: at,
+                via: Some(path),
+                reason,
+            }))))
         };
         let (mtime, target2) = match looked {
             Ok(Some(t)) => t,
@@ -874,8 +872,7 @@ fn find_runtime() -> (Vec<RuntimeRoot>, usize) {
             .collect(),
         Err(_) => return (Vec::new(), 0),
     };
-    let per_pid: Vec<(Vec<(Vec<u8>, String)>, bool)> =
-        pids.par_iter().map(|&pid| process_refs(pid)).collect();
+    let per_pid: Vec<ProcessRefs> = pids.par_iter().map(|&pid| process_refs(pid)).collect();
     let mut unreadable = 0;
     let mut by_path: HashMap<StorePath, (Vec<String>, Vec<u32>)> = HashMap::new();
     let mut add = |target: &[u8], holder: String, pid: Option<u32>| {
@@ -929,11 +926,15 @@ fn comm(pid: u32) -> String {
         .unwrap_or_default()
 }
 
+/// A process's candidate run-time roots (target, holder) and whether some
+/// of it was forbidden.
+type ProcessRefs = (Vec<(Vec<u8>, String)>, bool);
+
 /// One process's candidate run-time roots (targets, with what holds
 /// each), and whether some of it was forbidden. The order and the skips
 /// are Nix's: a process whose `fd/` cannot be listed is skipped whole, and
 /// its `environ` is read only after its `maps`.
-fn process_refs(pid: u32) -> (Vec<(Vec<u8>, String)>, bool) {
+fn process_refs(pid: u32) -> ProcessRefs {
     let mut out = Vec::new();
     let mut blocked = false;
     let mut proc_link =
