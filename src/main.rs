@@ -301,6 +301,17 @@ enum Command {
     /// references and every edge's evidence, the advice, search and a
     /// sortable table. Opens from disk; no network.
     Report(commands::report::ReportArgs),
+    /// What removing each garbage-collector root of a local or chroot
+    /// store would free, exactly as Nix's collector counts it: every root
+    /// (links in gcroots and profiles, result links, generations, run-time
+    /// and temporary roots) with where it is, what it keeps, its age, its
+    /// closure and what removing it alone frees; stale links; groups
+    /// removed together (a profile's old generations, result links, direnv
+    /// roots, roots older than --older-than), counted jointly; what is dead
+    /// now; and the commands that do it. Honours nix.conf's keep-outputs
+    /// and keep-derivations (and --option). Reads only: nix-heft deletes
+    /// nothing.
+    Roots(commands::roots::RootsArgs),
     /// Browse the closure in the terminal (like nix-tree): referrers |
     /// references | details; sizes at once, evidence filling in from a
     /// background read; `w` why-chains with the files holding each edge,
@@ -385,6 +396,7 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => commands::trace::run(&ctx, args),
         Command::Report(args) => commands::report::run(&ctx, args),
         Command::Browse(args) => commands::browse::run(&ctx, args),
+        Command::Roots(args) => commands::roots::run(&ctx, args),
         Command::Completions(args) => commands::completions::completions(args, command()),
         Command::Man(args) => commands::man::run(args, command()),
     }

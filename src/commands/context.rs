@@ -140,6 +140,12 @@ impl Context {
         self.opener.open().map_err(open_error)
     }
 
+    /// The one local or chroot store `--store` names, as itself (what
+    /// reads the store's database and state directory: `roots`).
+    pub fn open_local(&self) -> nix_heft_types::Result<source::LocalStore> {
+        self.opener.open_local().map_err(open_error)
+    }
+
     /// The stores `stores` names (`--before-store` repeated), read as one
     /// with the run's signature policy, HTTP options and no substituters:
     /// the run's own stores are replaced, not added to.

@@ -18,20 +18,20 @@ use serde_json::Value;
 
 /// Where this test keeps its pages and screenshots (kept after the run,
 /// as CI artefacts, under target/).
-fn out_dir() -> PathBuf {
+pub(crate) fn out_dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-struct Browser {
-    dom: String,
-    console: Vec<String>,
+pub(crate) struct Browser {
+    pub(crate) dom: String,
+    pub(crate) console: Vec<String>,
 }
 
 /// Runs Debian's chromium headless on `url` with a fresh profile; with
 /// `screenshot`, saves a PNG there instead of dumping the DOM.
-fn chromium(url: &str, screenshot: Option<&Path>) -> Browser {
+pub(crate) fn chromium(url: &str, screenshot: Option<&Path>) -> Browser {
     let profile = tempfile::tempdir().unwrap();
     let mut c = Command::new("chromium");
     c.args([
@@ -70,7 +70,7 @@ fn chromium(url: &str, screenshot: Option<&Path>) -> Browser {
 
 /// The page loaded cleanly: the script ran to its end, nothing was logged
 /// and no error was caught.
-fn assert_clean(b: &Browser) {
+pub(crate) fn assert_clean(b: &Browser) {
     assert!(
         b.dom.contains(r#"data-ready="true""#),
         "script did not finish"

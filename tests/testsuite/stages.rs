@@ -43,8 +43,10 @@ const CORE_LAYERS: &[&[&str]] = &[
     &["diff", "check", "refusal"],
     &["pipeline"],
     // Many attributes' closures compared (issue 32): looks outputs up and
-    // loads the graphs itself, then runs the pipeline's read once.
-    &["impact"],
+    // loads the graphs itself, then runs the pipeline's read once. The
+    // collector's view of a whole store (issue 41): the graph's dominators
+    // over every root, the plan's shell quoting for its commands.
+    &["impact", "gc"],
 ];
 
 /// The stages that compute from what they are given: no I/O.

@@ -17,6 +17,7 @@ pub(crate) use nix_heft_format::store_path;
 pub(crate) use nix_heft_report as report;
 pub(crate) use nix_heft_types::{evidence, units};
 
+pub mod roots;
 pub mod ui;
 
 use std::collections::HashSet;

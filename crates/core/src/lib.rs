@@ -19,6 +19,7 @@ pub mod check;
 pub mod classify;
 pub mod diff;
 pub mod explain;
+pub mod gc;
 pub mod graph;
 pub mod impact;
 pub mod installable;

@@ -614,7 +614,7 @@ impl HtmlReport {
 }
 
 /// Escapes text for HTML element content.
-fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")

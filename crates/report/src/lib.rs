@@ -33,7 +33,7 @@
 //! ```
 #![warn(missing_docs)]
 
-pub(crate) use nix_heft_core::{classify, explain, graph, plan, roots};
+pub(crate) use nix_heft_core::{classify, explain, graph, plan};
 pub(crate) use nix_heft_format::{StorePath, nar, nixbase32, store_path};
 pub(crate) use nix_heft_types::{Error, Result, evidence, problem, units};
 
@@ -49,6 +49,8 @@ pub mod partition;
 pub mod refs;
 pub mod refused;
 pub mod review;
+pub mod roots;
+pub mod roots_page;
 pub mod size;
 pub mod split;
 pub mod style;

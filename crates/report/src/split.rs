@@ -33,7 +33,7 @@ pub struct OutputReport {
     pub existing: Option<String>,
     /// How that existing output was found (`deriver`, or `name`: assumed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub found_by: Option<crate::roots::FoundBy>,
+    pub found_by: Option<nix_heft_core::roots::FoundBy>,
 }
 
 /// A root's closure before and after.

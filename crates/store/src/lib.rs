@@ -9,6 +9,7 @@
 
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gc;
 pub mod local_cache;
 pub mod open;
 pub mod source;

@@ -123,6 +123,32 @@ impl Opener {
         }
     }
 
+    /// The one local or chroot store named, as itself: what needs the
+    /// store's database and state directory (`roots`). Several stores,
+    /// substituters or a store of another kind are an
+    /// [`Error::UnsupportedStore`].
+    pub fn open_local(&self) -> std::result::Result<source::LocalStore, OpenError> {
+        let s = &self.spec;
+        let named = s.stores.first().map(String::as_str);
+        let refuse = |reason: &str| {
+            OpenError::Store(Error::UnsupportedStore {
+                spec: named.unwrap_or("local").to_string(),
+                reason: reason.to_string(),
+            })
+        };
+        if s.stores.len() > 1 || s.substituters.is_some() {
+            return Err(refuse("this reads one local or chroot store, not several"));
+        }
+        let root = source::local_root(named).ok_or_else(|| {
+            refuse("this reads a local or chroot store (its database and state directory)")
+        })?;
+        let db = root.join("nix/var/nix/db/db.sqlite");
+        if std::fs::symlink_metadata(&db).is_err() {
+            return Err(OpenError::Store(Error::NoLocalStore(db)));
+        }
+        Ok(source::LocalStore::open(&root, Default::default())?.with_verify(s.options.verify))
+    }
+
     /// Every store named, read as one: a single store as itself, several
     /// as a [`source::Layered`] (the stores named first, in order, then
     /// the substituters; for `auto`, nix.conf's list by priority, lower

@@ -456,10 +456,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         ));
     }
     if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
-        let root = query
-            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
-            .unwrap_or("/");
-        return open_local_root(Path::new(root), opts);
+        return open_local_root(&local_scheme_root(query), opts);
     }
     if scheme_part.contains("://") {
         return Err(unsupported(
@@ -483,6 +480,39 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         ));
     }
     Ok(Box::new(PathInfoJson::open(p, log)?))
+}
+
+/// The root directory of a `local`/`auto`/`daemon`/`unix` store URL:
+/// its `root=` parameter, else `/`.
+fn local_scheme_root(query: Option<&str>) -> PathBuf {
+    PathBuf::from(
+        query
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
+            .unwrap_or("/"),
+    )
+}
+
+/// The root directory of the local or chroot store `spec` names (in
+/// [`open_with`]'s grammar; `None` is the local store), or `None` when it
+/// names another kind of store: what needs a store's files and state
+/// directory, not only its paths (the collector's view, `roots`), opens
+/// it with [`LocalStore::open`].
+pub fn local_root(spec: Option<&str>) -> Option<PathBuf> {
+    let Some(spec) = spec else {
+        return Some(PathBuf::from("/"));
+    };
+    let (scheme_part, query) = match spec.split_once('?') {
+        Some((a, b)) => (a, Some(b)),
+        None => (spec, None),
+    };
+    if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
+        return Some(local_scheme_root(query));
+    }
+    if scheme_part.contains("://") {
+        return None;
+    }
+    let p = Path::new(spec);
+    (p.is_dir() && p.join("nix/var/nix/db/db.sqlite").exists()).then(|| p.to_path_buf())
 }
 
 fn open_local_root(root: &Path, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {

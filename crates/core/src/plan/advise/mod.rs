@@ -16,7 +16,7 @@ mod bin_output;
 mod dead_runpath;
 mod partition_targets;
 mod remove_references_to;
-mod snippet;
+pub(crate) mod snippet;
 mod split_outputs;
 mod strip_debug;
 
