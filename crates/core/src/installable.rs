@@ -35,7 +35,7 @@
 //! is never written (`--no-write-lock-file`); such a failure is told apart
 //! ([`InstallableError::ImportFromDerivation`]) with the command that builds
 //! only what the evaluation imports. `.drv` installables need no
-//! evaluation: their outputs come from the file ([`crate::derivation`]).
+//! evaluation: their outputs come from the file ([`nix_heft_format::derivation`]).
 //!
 //! `--arg`, `--argstr`, `-I` and `--show-trace` go to `nix` as given.
 //! `nix eval` calls the functions along an attribute path with the
@@ -57,8 +57,8 @@ use std::process::Command;
 
 use serde::Deserialize;
 
-use crate::derivation::{Derivation, ReadDrvError};
-use crate::store_path::StorePath;
+use nix_heft_format::derivation::{Derivation, ReadDrvError};
+use nix_heft_format::store_path::StorePath;
 
 /// How installables are read and evaluated: the `nix` flags that shape
 /// them, passed through to `nix` as given.

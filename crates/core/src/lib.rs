@@ -29,8 +29,3 @@ pub mod refusal;
 pub mod resolve;
 pub mod roots;
 pub mod unregistered;
-
-pub(crate) use nix_heft_format::{StorePath, derivation, elf, nar, nixbase32, relpath, store_path};
-pub(crate) use nix_heft_store::{local_cache, source};
-pub(crate) use nix_heft_trace as trace;
-pub(crate) use nix_heft_types::{Error, Result, error, evidence, problem, units};

@@ -13,8 +13,9 @@
 
 use crate::graph::{Graph, NodeId};
 use crate::installable::{self, Evaluated, Installable, InstallableError, Options};
-use crate::source::StoreSource;
-use crate::{Error, StorePath};
+use nix_heft_format::StorePath;
+use nix_heft_store::source::StoreSource;
+use nix_heft_types::Error;
 
 /// An output path read as the derivation that built it (with the build
 /// graph), as `nix path-info --derivation` maps it.
@@ -87,7 +88,7 @@ impl Resolve<'_> {
         if args.iter().any(|a| Installable::parse(a, &opts).is_some()) {
             // Where a chroot store's files are, when not at its store
             // directory.
-            opts.real_store_dir = crate::source::files_dir(self.src)
+            opts.real_store_dir = nix_heft_store::source::files_dir(self.src)
                 .filter(|d| d.as_os_str() != self.src.store_dir());
         }
         if opts.file.is_some() && opts.expr.is_some() {

@@ -5,7 +5,7 @@
 //!
 //! The command layer reads `substituters` (`--substituters auto`),
 //! `trusted-public-keys` and `require-sigs` (the signature policy) from
-//! here, and `source::netrc` reads `netrc-file`.
+//! here, and `netrc` reads `netrc-file`.
 //!
 //! The rules, as Nix 2.8 applies them (`loadConfFile` and
 //! `getUserConfigFiles` in libstore/globals.cc, `AbstractConfig::applyConfig`

@@ -13,8 +13,3 @@ pub mod local_cache;
 pub mod open;
 pub mod source;
 mod test_hooks;
-
-pub(crate) use nix_heft_format::{
-    StorePath, derivation, elf, nar, nix_conf, nixbase32, store_path,
-};
-pub(crate) use nix_heft_types::{Error, Result, error, units};

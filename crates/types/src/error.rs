@@ -188,7 +188,7 @@ pub enum Error {
         file: PathBuf,
         /// What is wrong with it, as the NAR reader says.
         #[source]
-        source: crate::nar::NarError,
+        source: nix_heft_format::nar::NarError,
     },
     /// A path whose file contents were needed but could not be read (the
     /// source has none, or reading failed; the problems say which).

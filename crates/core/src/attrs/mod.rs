@@ -64,7 +64,7 @@ use std::process::{Command, Stdio};
 use serde::Deserialize;
 
 use crate::installable::{AutoArg, Options, nix_string};
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
 
 pub mod eval_jobs;
 mod git;

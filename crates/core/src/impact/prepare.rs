@@ -20,8 +20,8 @@ use super::{Note, SideInput};
 use crate::attrs::side::{BuildHow, EvaluatedSide, SideError, SideSpec, evaluate_side};
 use crate::attrs::{self, Evaluation, Evaluator, Outcome};
 use crate::installable::{AutoArg, Options};
-use crate::problem::Problem;
-use crate::source::StoreSource;
+use nix_heft_store::source::StoreSource;
+use nix_heft_types::problem::Problem;
 
 /// How the command line named the sides.
 pub struct Sides<'a> {

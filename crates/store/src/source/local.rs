@@ -40,8 +40,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use super::{
     DEFAULT_STORE_DIR, Nar, PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource,
 };
-use crate::error::{Error, Result, io_err};
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result, io_err};
 
 /// How long a read waits for a writer's lock. Nix holds its write lock for
 /// one registration at a time; a few seconds covers a busy machine.
@@ -746,7 +746,7 @@ impl PathContents for LocalStore {
     /// hashes. No compressed file stands behind it to check.
     fn nar(&self, path: &StorePath, _check_file: bool) -> Result<Option<Nar>> {
         let real = self.root.join(path.as_str().trim_start_matches('/'));
-        let reader = crate::nar::dump::reader(&real).map_err(io_err(&real))?;
+        let reader = nix_heft_format::nar::dump::reader(&real).map_err(io_err(&real))?;
         Ok(Some(Nar {
             reader,
             file_check: None,

@@ -6,7 +6,7 @@ use super::{Action, ActionKind, Advisor, Safety, files_of, full_name};
 use crate::graph::NodeId;
 use crate::plan::split::{Existing, Move, nixpkgs_preset, simulate};
 use crate::plan::whatif::WhatIf;
-use crate::problem::Problem;
+use nix_heft_types::problem::Problem;
 
 /// The action splitting `p`, whose build or documentation files hold some
 /// reference; `None`, with a problem, when the split cannot be simulated.
