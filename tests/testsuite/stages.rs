@@ -1,7 +1,7 @@
 //! What the compiler cannot keep of docs/ARCHITECTURE.md's rules.
 //!
-//! The crates are the layers (format → types → trace, store → core →
-//! report → browse → the binary): a crate cannot name a crate above it,
+//! The crates are the layers (format → types → trace, store, eval → core
+//! → report → browse → the binary): a crate cannot name a crate above it,
 //! because it does not depend on it, so no check is needed for that. Left
 //! here are the rules that live inside one crate or outside the code:
 //! - the stages inside `nix-heft-core` (graph → roots → resolve → read → classify →
@@ -10,7 +10,9 @@
 //! - the pure stages (classify, explain, plan, diff, check) touch no file,
 //!   process or socket;
 //! - no library crate prints or depends on the command line's crates
-//!   (clap, indicatif, anyhow), which is a rule of the manifests.
+//!   (clap, indicatif, anyhow), which is a rule of the manifests;
+//! - no library crate re-exports or renames another (`pub(crate) use
+//!   nix_heft_store::source;`): a path says which crate holds its code.
 //!
 //! The check reads the code as the compiler would see it: comments and
 //! string literals blanked (so a `"file://…"` or a `// crate::x` is not
@@ -23,12 +25,6 @@ use std::path::{Path, PathBuf};
 /// The stages inside nix-heft-core, lowest first. A module may use modules
 /// of lower layers only.
 const CORE_LAYERS: &[&[&str]] = &[
-    // Installables evaluated by the user's nix: below everything, names
-    // only the format crate.
-    &["installable"],
-    // Attributes of a nixpkgs-shaped tree evaluated to out paths by the
-    // user's nix-eval-jobs or nix-env: uses only installable's options.
-    &["attrs"],
     &["graph"],
     &["roots"],
     // Arguments as `nix` takes them: installables and roots together.

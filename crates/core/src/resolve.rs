@@ -1,7 +1,7 @@
 //! ROOT and DEP arguments as `nix` users write them → store paths: the
 //! one way every caller (the command line, and what comes after it)
 //! resolves them. Installables (`nixpkgs#hello`, `-f FILE ATTR`, `--expr`,
-//! `DRV^out`) are evaluated by the user's `nix` ([`crate::installable`]),
+//! `DRV^out`) are evaluated by the user's `nix` ([`nix_heft_eval::installable`]),
 //! never built, each output required valid in the store read; store paths,
 //! `./result` links, names and globs go to [`crate::roots`]. In the build
 //! graph an installable means its `.drv` and an output path its deriver,
@@ -12,7 +12,7 @@
 //! nothing.
 
 use crate::graph::{Graph, NodeId};
-use crate::installable::{self, Evaluated, Installable, InstallableError, Options};
+use nix_heft_eval::installable::{self, Evaluated, Installable, InstallableError, Options};
 use nix_heft_format::StorePath;
 use nix_heft_store::source::StoreSource;
 use nix_heft_types::Error;

@@ -3,7 +3,7 @@
 //! (issues 32 and 38).
 //!
 //! Each side is a map of attributes to what they evaluated to
-//! ([`crate::attrs::Outcome`]), what a nixpkgs-review directory says of
+//! ([`nix_heft_eval::attrs::Outcome`]), what a nixpkgs-review directory says of
 //! those it did not build ([`Note`]), and the store its outputs are looked
 //! up in (the base usually a binary cache, the head the local store). The
 //! run:
@@ -36,11 +36,11 @@ use std::collections::{BTreeMap, HashMap};
 
 use globset::GlobMatcher;
 
-use crate::attrs::Outcome;
 use crate::check::Growth;
 use crate::classify::Classified;
 use crate::graph::{Detail, Graph, NodeId, Picked, ReadRequest, diff_groups_with, request};
 use crate::pipeline::{Progress, classified};
+use nix_heft_eval::attrs::Outcome;
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::StoreSource;
 

@@ -11,7 +11,9 @@ const KEYWORDS: &[&str] = &[
 
 /// `s` as a Nix double-quoted string: the one escaper, shared with the
 /// installables' expressions.
-pub(crate) use crate::installable::nix_string as string;
+pub(crate) fn string(s: &str) -> String {
+    nix_heft_eval::installable::nix_string(s)
+}
 
 /// A Nix list of strings: `[ "a" "b" ]` (elements are separated by
 /// spaces, never commas).

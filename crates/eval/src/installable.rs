@@ -9,7 +9,7 @@
 //! path, and a `.drv` path with `^OUTPUTS` (Nix ≥ 2.13) or `!OUTPUTS` (the
 //! form Nix 2.8's `nix-instantiate` prints) or none names the derivation's
 //! outputs. Anything else (store paths, `./result` links, names) is left to
-//! [`crate::roots`]: a bare `nixpkgs` or `.` is a flake reference to `nix`,
+//! core's `roots`: a bare `nixpkgs` or `.` is a flake reference to `nix`,
 //! but a package name to nix-heft, so a flake needs its `#`.
 //!
 //! Output selection (`^out,dev`, `^*`) is parsed here, as Nix ≥ 2.9's
@@ -353,7 +353,7 @@ fn split_outputs(s: &str, sep: char) -> (&str, OutputsSpec) {
 /// Whether `arg` is a flake reference that says its type (`path:/dir`,
 /// `github:o/r`, `git+file:///dir`, `flake:nixpkgs`, a tarball's
 /// `https://…`): Nix's input schemes. Without a type (`nixpkgs`, `.`,
-/// `./dir`) an argument stays a name or a path for [`crate::roots`]; no
+/// `./dir`) an argument stays a name or a path for core's `roots`; no
 /// store path, link or package name starts with a URL scheme.
 fn is_typed_flake_ref(arg: &str) -> bool {
     let Some((scheme, rest)) = arg.split_once(':') else {
@@ -372,7 +372,7 @@ fn is_typed_flake_ref(arg: &str) -> bool {
 
 impl Installable {
     /// `arg` as an installable, or `None` for the ROOT forms
-    /// [`crate::roots`] resolves (store paths, `./result` links, names; see
+    /// core's `roots` resolves (store paths, `./result` links, names; see
     /// the module docs).
     pub fn parse(arg: &str, opts: &Options) -> Option<Installable> {
         if opts.file.is_some() || opts.expr.is_some() {
