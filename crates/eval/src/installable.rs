@@ -58,6 +58,7 @@ use std::process::Command;
 use serde::Deserialize;
 
 use nix_heft_format::derivation::{Derivation, ReadDrvError};
+use nix_heft_format::quote;
 use nix_heft_format::store_path::StorePath;
 
 /// How installables are read and evaluated: the `nix` flags that shape
@@ -453,52 +454,14 @@ fn apply(auto_args: &[(String, AutoArg)]) -> String {
             continue;
         }
         set.push_str("\n  ");
-        set.push_str(&nix_string(name));
+        set.push_str(&quote::nix_string(name));
         match value {
             AutoArg::Expr(e) => set.push_str(&format!(" = (\n{e}\n);")),
-            AutoArg::Str(v) => set.push_str(&format!(" = {};", nix_string(v))),
+            AutoArg::Str(v) => set.push_str(&format!(" = {};", quote::nix_string(v))),
         }
     }
     set.push_str("\n}");
     format!("let autoArgs = {set}; in\n{APPLY}")
-}
-
-/// `s` as a Nix double-quoted string literal: `"`, `\` and `${` escaped
-/// (and the control characters Nix has escapes for). Also what advise's
-/// snippets quote with.
-pub fn nix_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            // `${` would start an antiquotation; a lone `$` is literal.
-            '$' if chars.peek() == Some(&'{') => out.push_str("\\$"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// `s` as one shell word, single-quoted when the shell would expand or
-/// split it.
-pub(crate) fn shell_word(s: &str) -> String {
-    // `#` starts a comment only at the start of a word.
-    if !s.is_empty()
-        && !s.starts_with('#')
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"/._-+=:,@%#".contains(&c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The flags of `opts` the user gave for `nix`, in `nix`'s spelling and
@@ -711,7 +674,7 @@ fn eval_error(
         words.push(if target.is_empty() { "." } else { target }.to_string());
         let build = words
             .iter()
-            .map(|w| shell_word(w))
+            .map(|w| quote::shell(w))
             .collect::<Vec<_>>()
             .join(" ");
         return InstallableError::ImportFromDerivation {
@@ -1050,14 +1013,5 @@ mod tests {
         ] {
             assert_eq!(import_from_derivation(&other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn shell_words() {
-        assert_eq!(shell_word("path:/tmp/x#a"), "path:/tmp/x#a");
-        assert_eq!(shell_word("nix-command flakes"), "'nix-command flakes'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word("#x"), "'#x'");
-        assert_eq!(shell_word(""), "''");
     }
 }

@@ -63,7 +63,8 @@ use std::process::{Command, Stdio};
 
 use serde::Deserialize;
 
-use crate::installable::{AutoArg, Options, nix_string};
+use crate::installable::{AutoArg, Options};
+use nix_heft_format::quote::nix_string;
 use nix_heft_format::store_path::StorePath;
 
 pub mod eval_jobs;

@@ -115,8 +115,8 @@ fn entry_pattern(d: &str) -> String {
         Some(tail) => format!(
             "*/{}{}",
             "?".repeat(nix_heft_format::store_path::HASH_LEN),
-            snippet::single_quoted(tail)
+            nix_heft_format::quote::single_quoted(tail)
         ),
-        None => snippet::single_quoted(d),
+        None => nix_heft_format::quote::single_quoted(d),
     }
 }

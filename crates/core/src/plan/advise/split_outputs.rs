@@ -163,7 +163,7 @@ fn snippet(names: &[&str], existing: &[Existing], preset: &[Move], unmatched: &[
             // Quoted as nixpkgs writes it (`moveToOutput "lib/cmake"
             // "$dev"`): the hook expands the glob itself.
             let pattern = if m.pattern.contains(['$', '`', '"', '\\', '!']) {
-                super::snippet::single_quoted(&m.pattern)
+                nix_heft_format::quote::single_quoted(&m.pattern)
             } else {
                 format!("\"{}\"", m.pattern)
             };
