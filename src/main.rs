@@ -174,8 +174,8 @@ struct InstallableFlags {
 impl InstallableFlags {
     /// The options for `nix`; `matches` gives the order in which `--arg`
     /// and `--argstr` came, which Nix keeps (the last of a name wins).
-    fn options(&self, matches: &clap::ArgMatches) -> nix_heft_core::installable::Options {
-        use nix_heft_core::installable::AutoArg;
+    fn options(&self, matches: &clap::ArgMatches) -> nix_heft_eval::installable::Options {
+        use nix_heft_eval::installable::AutoArg;
         let pairs = |v: &[String]| {
             v.chunks_exact(2)
                 .map(|c| (c[0].clone(), c[1].clone()))
@@ -196,7 +196,7 @@ impl InstallableFlags {
             auto_args.push((i, n, AutoArg::Str(v)));
         }
         auto_args.sort_by_key(|(i, _, _)| *i);
-        nix_heft_core::installable::Options {
+        nix_heft_eval::installable::Options {
             file: self.file.clone(),
             expr: self.expr.clone(),
             impure: self.impure,

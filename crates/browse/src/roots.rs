@@ -14,9 +14,9 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
 
-use crate::units::iec;
 use nix_heft_core::gc::{Collector, Figure, RootsAnalysis};
 use nix_heft_report::roots::{age, root_label};
+use nix_heft_types::units::iec;
 
 /// The order of the list.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

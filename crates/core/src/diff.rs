@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::classify::Classified;
 use crate::graph::{Graph, NodeId, ReadRequest};
-use crate::store_path::split_name_like_diff_closures;
+use nix_heft_format::store_path::split_name_like_diff_closures;
 
 pub mod derivation;
 
@@ -514,8 +514,8 @@ fn packages(before: &Graph, after: &Graph) -> Vec<PackageChange> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::RawClosure;
-    use crate::store_path::StorePath;
+    use nix_heft_format::store_path::StorePath;
+    use nix_heft_store::source::RawClosure;
 
     fn graph(nodes: &[(&str, u64, &[usize])], roots: usize) -> Graph {
         let mut raw = RawClosure::default();

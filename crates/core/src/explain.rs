@@ -6,9 +6,9 @@
 //! and advice whose cut references stay.
 
 use crate::classify::Classified;
-use crate::evidence::Verdict;
 use crate::graph::chains::best_chain;
 use crate::graph::{Graph, NodeId};
+use nix_heft_types::evidence::Verdict;
 
 /// Order of verdicts as ranks, strongest first; an edge without evidence
 /// (unread, unreadable, or registered but not found) counts as `unknown`.
@@ -133,13 +133,13 @@ pub struct EdgeSummary {
     /// path-info JSON file), so nothing could be looked at.
     pub unavailable: bool,
     /// Number of occurrences by kind.
-    pub kinds: std::collections::BTreeMap<crate::evidence::Kind, usize>,
+    pub kinds: std::collections::BTreeMap<nix_heft_types::evidence::Kind, usize>,
     /// Files holding it, in order, each once.
     pub files: Vec<String>,
     /// True when every occurrence is a dead RUNPATH entry.
     pub dead: bool,
     /// The strongest verdict of its evidence (`None` when none was found).
-    pub verdict: Option<crate::evidence::Verdict>,
+    pub verdict: Option<nix_heft_types::evidence::Verdict>,
     /// The reason of the evidence that gives that verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -150,10 +150,10 @@ pub struct EdgeSummary {
     /// With `--trace`: `used` when the workload used any of its holds,
     /// `not used` when some hold's file was never touched and none was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traced: Option<crate::evidence::Traced>,
+    pub traced: Option<nix_heft_types::evidence::Traced>,
     /// Every occurrence (with `--evidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<Vec<crate::evidence::Evidence>>,
+    pub evidence: Option<Vec<nix_heft_types::evidence::Evidence>>,
 }
 
 /// Summarises one edge's evidence: what `refs` shows of it, and what the
@@ -166,7 +166,7 @@ pub fn summarise(
     keep: bool,
 ) -> EdgeSummary {
     let pe = scan.paths.get(&from);
-    let ev: &[crate::evidence::Evidence] = pe
+    let ev: &[nix_heft_types::evidence::Evidence] = pe
         .and_then(|p| p.by_reference.get(&to))
         .map(Vec::as_slice)
         .unwrap_or(&[]);

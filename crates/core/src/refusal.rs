@@ -17,7 +17,7 @@ use serde::Deserialize;
 
 use crate::classify::Classified;
 use crate::graph::{Graph, NodeId, ReadRequest, chains, request};
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
 
 /// One of the four output checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
@@ -154,7 +154,7 @@ impl BuildSpec {
     /// gets it (`__json` holds the structured attributes).
     pub fn from_drv(
         store_dir: &str,
-        drv: &crate::derivation::Derivation,
+        drv: &nix_heft_format::derivation::Derivation,
     ) -> Result<BuildSpec, String> {
         let mut vars: BTreeMap<String, String> = drv.env.iter().cloned().collect();
         let structured = vars.remove("__json");
@@ -222,7 +222,7 @@ fn structured_checks(s: &Structured) -> BTreeMap<String, Checks> {
 fn store_paths_in(store_dir: &str, texts: &[&str]) -> Vec<StorePath> {
     let mut out = Vec::new();
     for t in texts {
-        let mut w = crate::store_path::WrittenPaths::new(store_dir);
+        let mut w = nix_heft_format::store_path::WrittenPaths::new(store_dir);
         w.feed(t.as_bytes(), true);
         out.extend(w.into_paths());
     }
@@ -407,7 +407,7 @@ mod tests {
     }
 
     fn graph(entries: &[(&str, &[&str])], roots: usize) -> Graph {
-        let mut raw = crate::source::RawClosure::default();
+        let mut raw = nix_heft_store::source::RawClosure::default();
         for (p, _) in entries {
             raw.push(StorePath::parse("/nix/store", p).unwrap(), 100);
         }

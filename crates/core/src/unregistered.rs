@@ -25,9 +25,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::read::hash_finder::{HashFinder, Hit};
-use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
-use crate::store_path::{HASH_LEN, StorePath, WrittenPaths, is_name_byte};
-use crate::{Error, Result};
+use nix_heft_format::store_path::{HASH_LEN, StorePath, WrittenPaths, is_name_byte};
+use nix_heft_store::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
+use nix_heft_types::{Error, Result};
 
 /// A tree given to be read as the store path it is meant to become.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub fn placeholder_path(store_dir: &str, dir: &Path) -> StorePath {
     use sha2::Digest;
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let digest = sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes());
-    let hash = crate::nixbase32::encode(&digest[..20]);
+    let hash = nix_heft_format::nixbase32::encode(&digest[..20]);
     let raw = abs
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -217,7 +217,7 @@ impl<'a> Scanned<'a> {
                 size: 0,
             },
         );
-        let done = crate::nar::dump::dump(dir, &mut sink).and_then(|()| sink.flush());
+        let done = nix_heft_format::nar::dump::dump(dir, &mut sink).and_then(|()| sink.flush());
         done.map_err(|source| Error::Io {
             path: dir.to_path_buf(),
             source,
@@ -343,7 +343,7 @@ impl PathContents for Scanned<'_> {
         let Some(dir) = self.files_of(path) else {
             return Ok(None);
         };
-        let reader = crate::nar::dump::reader(&dir).map_err(|source| Error::Io {
+        let reader = nix_heft_format::nar::dump::reader(&dir).map_err(|source| Error::Io {
             path: dir.clone(),
             source,
         })?;
@@ -354,7 +354,7 @@ impl PathContents for Scanned<'_> {
         }))
     }
 
-    fn listing(&self, path: &StorePath) -> Result<Option<crate::nar::tree::FileTree>> {
+    fn listing(&self, path: &StorePath) -> Result<Option<nix_heft_format::nar::tree::FileTree>> {
         match self.base {
             Some(b) if !self.trees.contains_key(path) => b.listing(path),
             _ => Ok(None),
@@ -407,7 +407,7 @@ mod tests {
         assert_eq!(info.references, vec![dep.clone(), me.clone()]);
         // The length of the NAR serialisation, as Nix registers it.
         let mut nar = Vec::new();
-        crate::nar::dump::dump(&dir, &mut nar).unwrap();
+        nix_heft_format::nar::dump::dump(&dir, &mut nar).unwrap();
         assert_eq!(info.nar_size, nar.len() as u64);
         // A candidate neither in a store nor on disk is a leaf.
         let leaf = s.path_info(&other).unwrap().unwrap();

@@ -6,7 +6,7 @@
 //! The command layer reads `substituters` (`--substituters auto`),
 //! `trusted-public-keys` and `require-sigs` (the signature policy) and the
 //! collector's `keep-outputs` and `keep-derivations` (`roots`) from here,
-//! and `source::netrc` reads `netrc-file`.
+//! and `netrc` reads `netrc-file`.
 //!
 //! The rules, as Nix 2.8 applies them (`loadConfFile` and
 //! `getUserConfigFiles` in libstore/globals.cc, `AbstractConfig::applyConfig`

@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gc;
@@ -14,8 +15,3 @@ pub mod local_cache;
 pub mod open;
 pub mod source;
 mod test_hooks;
-
-pub(crate) use nix_heft_format::{
-    StorePath, derivation, elf, nar, nix_conf, nixbase32, store_path,
-};
-pub(crate) use nix_heft_types::{Error, Result, error, units};

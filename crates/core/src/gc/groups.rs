@@ -23,7 +23,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 
 use super::{Root, RootKind, RootsRequest};
-use crate::plan::advise::snippet::shell_word;
+use nix_heft_format::quote;
 use nix_heft_store::gc::roots::Profile;
 
 /// What a group is.
@@ -104,7 +104,7 @@ pub(super) struct Member<'a> {
 }
 
 fn word(p: &Path) -> String {
-    shell_word(&String::from_utf8_lossy(p.as_os_str().as_bytes()))
+    quote::shell(&String::from_utf8_lossy(p.as_os_str().as_bytes()))
 }
 
 /// `rm -- PATHS…`.
@@ -137,7 +137,7 @@ fn rm_commands(paths: &[PathBuf]) -> Vec<String> {
 
 fn store_flag(ctx: &Context) -> String {
     ctx.store_arg
-        .map(|s| format!(" --store {}", shell_word(s)))
+        .map(|s| format!(" --store {}", quote::shell(s)))
         .unwrap_or_default()
 }
 
@@ -155,7 +155,11 @@ fn delete_generations(ctx: &Context, profile: &Path, what: &str) -> String {
 pub(super) fn gc_command(ctx: &Context, options: &[(String, String)]) -> String {
     let mut s = format!("nix-store{} --gc", store_flag(ctx));
     for (k, v) in options {
-        s.push_str(&format!(" --option {} {}", shell_word(k), shell_word(v)));
+        s.push_str(&format!(
+            " --option {} {}",
+            quote::shell(k),
+            quote::shell(v)
+        ));
     }
     s
 }

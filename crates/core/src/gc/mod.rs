@@ -25,11 +25,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result, io_err};
 use crate::graph::{Graph, NodeId, closures_of};
-use crate::source::LocalStore;
 use nix_heft_store::gc::roots::{self as found_roots, Look};
 use nix_heft_store::gc::{self as store_gc, WholeStore};
+use nix_heft_store::source::LocalStore;
+use nix_heft_types::error::{Error, Result, io_err};
 
 pub use collector::Collector;
 pub use groups::GroupKind;
@@ -342,7 +342,7 @@ pub fn analyse(store: &LocalStore, req: &RootsRequest) -> Result<RootsAnalysis> 
 /// about the same roots (what marking several frees together, for the
 /// browser).
 pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnalysis, Collector)> {
-    use crate::source::PathMetadata;
+    use nix_heft_store::source::PathMetadata;
     let root_dir = store.root().to_path_buf();
     let state = store_gc::state_dir(&root_dir);
     let real = store_gc::real_store_dir(&root_dir);
@@ -404,7 +404,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         .map(|e| {
             let s = format!(
                 "{}/{}",
-                crate::source::DEFAULT_STORE_DIR,
+                nix_heft_store::source::DEFAULT_STORE_DIR,
                 e.to_string_lossy()
             );
             index.find(c.g.paths(), &s)
@@ -438,7 +438,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
             warnings.push(format!(
                 "{} on disk are hard-linked from outside the store's paths and .links, and \
                  are freed by no deletion",
-                crate::units::iec(d.outside)
+                nix_heft_types::units::iec(d.outside)
             ));
         }
     }
@@ -495,7 +495,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         .map(|(e, _)| {
             format!(
                 "{}/{}",
-                crate::source::DEFAULT_STORE_DIR,
+                nix_heft_store::source::DEFAULT_STORE_DIR,
                 e.to_string_lossy()
             )
         })

@@ -23,9 +23,9 @@ pub use per_root::{
 pub use request::ReadRequest;
 pub use sizes::Sizes;
 
-use crate::error::{Error, Result};
-use crate::source::{PathMetadata, RawClosure};
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_store::source::{PathMetadata, RawClosure};
+use nix_heft_types::error::{Error, Result};
 
 /// Dense id of a path in a [`Graph`].
 pub type NodeId = u32;
@@ -354,7 +354,7 @@ impl Graph {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::PathInfoJson;
+    use nix_heft_store::source::PathInfoJson;
 
     /// `/nix/store/<hash>-<name>` with a hash made of one repeated base-32
     /// character.

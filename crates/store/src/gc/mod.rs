@@ -22,7 +22,7 @@ pub mod roots;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
 
 /// Where a store keeps its state (`nix/var/nix` under its root): the
 /// database, `gcroots/`, `profiles/`, `temproots/`. Nix 2.8's `stateDir`

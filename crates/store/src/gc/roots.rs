@@ -37,7 +37,7 @@ use std::path::{Component, Path, PathBuf};
 
 use rayon::prelude::*;
 
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
 
 /// The logical store directory every root names.
 const STORE_DIR: &str = crate::source::DEFAULT_STORE_DIR;

@@ -16,9 +16,7 @@ mod binary_cache;
 pub mod build_graph;
 mod closure;
 mod layered;
-pub use nix_heft_format::listing;
 mod local;
-pub use nix_heft_format::netrc;
 mod run_log;
 mod transport;
 
@@ -38,11 +36,11 @@ pub use path_info_json::PathInfoJson;
 pub use run_log::{Downloads, RunLog};
 pub use transport::http::http_connections;
 
-use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
-use crate::nar::hash::{HashHandle, HashingReader, NarHash};
-use crate::nar::tree::FileTree;
-use crate::store_path::StorePath;
+use nix_heft_format::nar::hash::{HashHandle, HashingReader, NarHash};
+use nix_heft_format::nar::tree::FileTree;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result};
 
 /// The default store directory.
 pub const DEFAULT_STORE_DIR: &str = "/nix/store";
@@ -83,7 +81,7 @@ pub(crate) fn read_capped(file: &Path, max: u64, what: &str) -> std::io::Result<
 pub(crate) fn too_large(what: &str, max: u64) -> String {
     format!(
         "larger than the {} limit for {what}; refusing to read it",
-        crate::units::iec(max)
+        nix_heft_types::units::iec(max)
     )
 }
 
