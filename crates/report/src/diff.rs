@@ -162,13 +162,7 @@ impl DiffReport {
         read_before: Classified,
         read_after: Classified,
     ) -> DiffReport {
-        let chains = ClosureDiff::chains(after, &d.added);
-        let changed = |this: &Graph,
-                       other: &Graph,
-                       c: &Classified,
-                       pc: &PathChange,
-                       new: bool,
-                       chain: &[crate::graph::NodeId]| {
+        let changed = |this: &Graph, other: &Graph, c: &Classified, pc: &PathChange, new: bool| {
             let (edge, evidence, groups, unavailable) = match (pc.referrer, pc.edge) {
                 (None, _) => (Edge::Root, Vec::new(), Vec::new(), false),
                 (Some(_), EdgeChange::Renamed) => (Edge::Renamed, Vec::new(), Vec::new(), false),
@@ -204,8 +198,9 @@ impl DiffReport {
                         .map(|&n| this.path(n).to_string())
                         .collect(),
                     // A root's chain is itself: nothing to say.
-                    chain: if chain.len() > 1 {
-                        chain.iter().map(|&n| this.path(n).to_string()).collect()
+                    chain: if pc.chain.len() > 1 {
+                        pc.chain
+                            .iter().map(|&n| this.path(n).to_string()).collect()
                     } else {
                         Vec::new()
                     },
@@ -216,13 +211,12 @@ impl DiffReport {
         let added = d
             .added
             .iter()
-            .zip(&chains)
-            .map(|(pc, chain)| changed(after, before, &read_after, pc, true, chain))
+            .map(|pc| changed(after, before, &read_after, pc, true))
             .collect();
         let removed = d
             .removed
             .iter()
-            .map(|pc| changed(before, after, &read_before, pc, false, &[]))
+            .map(|pc| changed(before, after, &read_before, pc, false))
             .collect();
         let packages = d
             .packages
