@@ -324,14 +324,12 @@ pub fn diff(before: &Graph, after: &Graph) -> ClosureDiff {
     set_chains(after, &mut added);
     added.sort_by(|x, y| order(after, x, y));
     removed.sort_by(|x, y| order(before, x, y));
-    let before_all: Vec<bool> = vec![true; before.len()];
-    let after_all: Vec<bool> = vec![true; after.len()];
     ClosureDiff {
         packages: packages(before, after),
         added,
         removed,
-        closure_size_before: before.size_of(&before_all),
-        closure_size_after: after.size_of(&after_all),
+        closure_size_before: before.total_size(),
+        closure_size_after: after.total_size(),
         paths_before: before.len(),
         paths_after: after.len(),
     }

@@ -199,8 +199,7 @@ impl DiffReport {
                         .collect(),
                     // A root's chain is itself: nothing to say.
                     chain: if pc.chain.len() > 1 {
-                        pc.chain
-                            .iter().map(|&n| this.path(n).to_string()).collect()
+                        pc.chain.iter().map(|&n| this.path(n).to_string()).collect()
                     } else {
                         Vec::new()
                     },

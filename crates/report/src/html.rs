@@ -352,8 +352,10 @@ impl HtmlReport {
         for &r in g.roots() {
             is_root[r as usize] = true;
         }
-        // Strongest verdict over each path's incoming edges.
-        let mut holding: Vec<Option<Verdict>> = vec![None; g.len()];
+        let holding = c.map_or_else(
+            || vec![None; g.len()],
+            |c| nix_heft_core::explain::holding(g, c),
+        );
         let mut edges = Vec::new();
         let mut read_any = false;
         let mut blind_any = false;
@@ -387,10 +389,6 @@ impl HtmlReport {
                     // rest is cut.
                     sorted.sort_by_key(|e| (e.verdict, e.traced != Some(Traced::Used)));
                     let strongest = sorted.first().map(|e| e.verdict);
-                    if let Some(v) = strongest {
-                        let h = &mut holding[to as usize];
-                        *h = Some(h.map_or(v, |h| h.min(v)));
-                    }
                     edges.push(EdgeNode {
                         from,
                         to,

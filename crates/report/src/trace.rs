@@ -92,12 +92,11 @@ impl TraceReport {
                 .then_with(|| a.path.cmp(&b.path))
         });
         let mut untouched = Vec::new();
-        let mut closure_size = 0;
+        let closure_size = g.map_or(0, |g| g.total_size());
         if let Some(g) = g {
             // `g` is the touched paths' closure (`Graph::load` reads
             // nothing else), so each of its paths is in it.
             for (v, p) in (0..).zip(g.paths()) {
-                closure_size += g.nar_size(v);
                 if !t.paths.contains_key(p.as_str()) {
                     untouched.push(TracedPath {
                         path: p.to_string(),
