@@ -5,13 +5,13 @@
 use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Table};
-use super::{Report, TextOptions, review};
-use crate::classify::Classified;
-use crate::evidence::{Evidence, EvidenceGroup};
-use crate::graph::Graph;
-use crate::problem::Problem;
-use crate::units::{iec, iec_delta};
+use super::{Report, TextOptions, plural, review};
+use nix_heft_core::classify::Classified;
 use nix_heft_core::diff::{ClosureDiff, Drag, EdgeChange, PathChange};
+use nix_heft_core::graph::Graph;
+use nix_heft_types::evidence::{Evidence, EvidenceGroup};
+use nix_heft_types::problem::Problem;
+use nix_heft_types::units::{iec, iec_delta};
 
 /// How a changed path's referrer relates to it, as `diff --json` names it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -447,7 +447,7 @@ fn reason_key(c: &ChangedPath) -> Option<ReasonKey> {
 fn common_pattern(paths: &[&ChangedPath]) -> Option<String> {
     let names: Vec<&str> = paths
         .iter()
-        .map(|c| crate::store_path::name_of(&c.path))
+        .map(|c| nix_heft_format::store_path::name_of(&c.path))
         .collect();
     let first = *names.first()?;
     let mut n = first.len();
@@ -764,8 +764,8 @@ impl DiffReport {
             Entry::Changed(c, old) => {
                 let d = e.impact();
                 let same = old.len() == 1
-                    && crate::store_path::name_of(&old[0].path)
-                        == crate::store_path::name_of(&c.path);
+                    && nix_heft_format::store_path::name_of(&old[0].path)
+                        == nix_heft_format::store_path::name_of(&c.path);
                 // Both builds by their display names (the hash tells them
                 // apart), the old one said to be old.
                 let head = if same {
@@ -1076,15 +1076,6 @@ impl DiffReport {
             );
         }
         out
-    }
-}
-
-/// `1 path`, `2 paths`.
-pub(super) fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("{n} {what}")
-    } else {
-        format!("{n} {what}s")
     }
 }
 

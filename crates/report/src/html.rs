@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::classify::Classified;
 use crate::diff::{DiffReport, Package};
-use crate::evidence::{Evidence, Kind, Traced, Verdict};
-use crate::graph::{Graph, NodeId, Sizes};
-use crate::plan::advise::Action;
-use crate::problem::Problem;
-use crate::store_path::{OutputKind, name_of};
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, NodeId, Sizes};
+use nix_heft_core::plan::advise::Action;
+use nix_heft_format::store_path::{OutputKind, name_of};
+use nix_heft_types::evidence::{Evidence, Kind, Traced, Verdict};
+use nix_heft_types::problem::Problem;
 
 /// Most pieces of evidence kept per edge in the page; the rest are
 /// counted (`more`) and `nix-heft refs --evidence` lists them all. Keeps a
@@ -444,7 +444,7 @@ impl HtmlReport {
             .collect();
         let index = g.index();
         let id_of = |s: &str| {
-            crate::StorePath::parse(g.path(0).store_dir(), s)
+            nix_heft_format::StorePath::parse(g.path(0).store_dir(), s)
                 .ok()
                 .and_then(|p| index.get(&p).copied())
         };
@@ -486,7 +486,7 @@ impl HtmlReport {
     pub fn set_diff(&mut self, g: &Graph, d: DiffReport) {
         let index = g.index();
         let id_of = |s: &str| {
-            crate::StorePath::parse(g.path(0).store_dir(), s)
+            nix_heft_format::StorePath::parse(g.path(0).store_dir(), s)
                 .ok()
                 .and_then(|p| index.get(&p).copied())
         };
@@ -621,7 +621,7 @@ fn html_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::testgraph::random_dag;
+    use nix_heft_core::graph::testgraph::random_dag;
 
     #[test]
     fn added_sizes_nest_under_dominators_and_data_is_embedded_once() {

@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use crate::graph::Graph;
-use crate::problem::Problem;
-use crate::units::iec;
+use nix_heft_core::graph::Graph;
 use nix_heft_trace::file::{PathTrace, TraceFile};
+use nix_heft_types::problem::Problem;
+use nix_heft_types::units::iec;
 
 /// One store path of the closure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +65,7 @@ impl TraceReport {
         g: Option<&Graph>,
         problems: Vec<Problem>,
     ) -> TraceReport {
-        let index: std::collections::HashMap<&str, crate::graph::NodeId> = g
+        let index: std::collections::HashMap<&str, nix_heft_core::graph::NodeId> = g
             .map(|g| {
                 g.index()
                     .into_iter()
