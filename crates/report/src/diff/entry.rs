@@ -228,148 +228,23 @@ impl DiffReport {
         code: fn(&str) -> String,
         size: &dyn Fn(u64) -> String,
     ) -> String {
-        let drags = |c: &ChangedPath, new: bool| match c.drags {
-            Some(d) if new => format!("; drags in {} path(s), {}", d.paths, size(d.bytes)),
-            Some(d) => format!("; {} path(s), {} gone with it", d.paths, size(d.bytes)),
-            None => String::new(),
-        };
         match e {
             Entry::Added(c) => format!(
                 "{} (+{}{}) {}",
                 name(&c.path),
                 size(c.nar_size),
-                drags(c, true),
+                drags_note(c, true, size),
                 c.explain(true, name, code)
             ),
             Entry::Removed(c) => format!(
                 "{} (-{}{}) {}",
                 name(&c.path),
                 size(c.nar_size),
-                drags(c, false),
+                drags_note(c, false, size),
                 c.explain(false, name, code)
             ),
-            Entry::Group(g) => {
-                let first = g.members[0];
-                let what = match &g.pattern {
-                    Some(p) => format!("{} {} paths", g.members.len(), code(p)),
-                    None => format!("{} paths", g.members.len()),
-                };
-                let each: Vec<Vec<EvidenceGroup>> = g
-                    .members
-                    .iter()
-                    .map(|c| review::groups_of(&c.why.groups, &c.why.evidence))
-                    .collect();
-                let links = each.iter().flatten().all(|x| x.kind.as_str() == "symlink");
-                let parts: Vec<String> = each[0]
-                    .iter()
-                    .take(review::SHOWN_GROUPS)
-                    .map(|x| {
-                        let holds: Vec<usize> = each
-                            .iter()
-                            .filter_map(|gs| {
-                                gs.iter()
-                                    .find(|y| {
-                                        y.kind == x.kind && y.verdict == x.verdict && y.dir == x.dir
-                                    })
-                                    .map(|y| y.holds)
-                            })
-                            .collect();
-                        let (lo, hi) = (
-                            holds.iter().min().copied().unwrap_or(0),
-                            holds.iter().max().copied().unwrap_or(0),
-                        );
-                        let n = if lo == hi {
-                            lo.to_string()
-                        } else {
-                            format!("{lo}–{hi}")
-                        };
-                        let dir = if x.dir.is_empty() {
-                            "./".to_string()
-                        } else {
-                            format!("{}/", x.dir)
-                        };
-                        format!(
-                            "{n} {} hold{} each in {}, {}",
-                            x.kind.as_str(),
-                            if hi == 1 { "" } else { "s" },
-                            code(&dir),
-                            x.verdict.as_str()
-                        )
-                    })
-                    .collect();
-                let mut more = String::new();
-                if each[0].len() > review::SHOWN_GROUPS {
-                    more = format!(
-                        "; and {} more groups (--evidence lists all)",
-                        each[0].len() - review::SHOWN_GROUPS
-                    );
-                }
-                let total: u64 = g
-                    .members
-                    .iter()
-                    .map(|c| c.nar_size)
-                    .fold(0, u64::saturating_add);
-                let r = name(first.why.referrer.as_deref().unwrap_or_default());
-                if g.new {
-                    format!(
-                        "{what} (+{}) are new: {r} {}, {}{more}",
-                        size(total),
-                        if links {
-                            "links to them"
-                        } else {
-                            "references them"
-                        },
-                        parts.join("; ")
-                    )
-                } else {
-                    format!(
-                        "{what} (-{}) left: {r} no longer {} (before, {}{more})",
-                        size(total),
-                        if links {
-                            "links to them"
-                        } else {
-                            "references them"
-                        },
-                        parts.join("; ")
-                    )
-                }
-            }
-            Entry::Changed(c, old) => {
-                let d = e.impact();
-                let same = old.len() == 1
-                    && nix_heft_format::store_path::name_of(&old[0].path)
-                        == nix_heft_format::store_path::name_of(&c.path);
-                // Both builds by their display names (the hash tells them
-                // apart), the old one said to be old.
-                let head = if same {
-                    format!(
-                        "{} ({}{}) is a rebuild of {}",
-                        name(&c.path),
-                        signed(size, d),
-                        drags(c, true),
-                        name(&old[0].path)
-                    )
-                } else {
-                    let was: Vec<String> = if old.is_empty() {
-                        c.why.renamed.iter().map(|p| name(p)).collect()
-                    } else {
-                        old.iter().map(|o| name(&o.path)).collect()
-                    };
-                    format!(
-                        "{} ({}{}) replaces {}",
-                        name(&c.path),
-                        signed(size, d),
-                        drags(c, true),
-                        was.join(", ")
-                    )
-                };
-                let why = match (c.why.referrer.as_deref(), c.why.edge) {
-                    (None, _) => "the root".to_string(),
-                    (Some(r), Edge::Renamed) => format!("{} references it as before", name(r)),
-                    (Some(r), _) => format!("{} now references it {}", name(r), c.held(code)),
-                };
-                format!("{head}: {why}")
-            }
+            Entry::Group(g) => group_line(g, name, code, size),
+            Entry::Changed(c, old) => changed_line(c, old, e.impact(), name, code, size),
         }
     }
 
@@ -383,4 +258,150 @@ impl DiffReport {
         let it = if e.paths() > 1 { "them" } else { "it" };
         format!("; chain: {} → {it}", shown.join(" → "))
     }
+}
+
+/// What a change drags in (`diff --derivation`), after its size:
+/// `; drags in 3 path(s), 1.0 MiB`, or nothing.
+fn drags_note(c: &ChangedPath, new: bool, size: &dyn Fn(u64) -> String) -> String {
+    match c.drags {
+        Some(d) if new => format!("; drags in {} path(s), {}", d.paths, size(d.bytes)),
+        Some(d) => format!("; {} path(s), {} gone with it", d.paths, size(d.bytes)),
+        None => String::new(),
+    }
+}
+
+/// Paths added or gone together: how many (and their glob), their bytes,
+/// the referrer and the holds they share.
+fn group_line(
+    g: &PathGroup,
+    name: &dyn Fn(&str) -> String,
+    code: fn(&str) -> String,
+    size: &dyn Fn(u64) -> String,
+) -> String {
+    let what = match &g.pattern {
+        Some(p) => format!("{} {} paths", g.members.len(), code(p)),
+        None => format!("{} paths", g.members.len()),
+    };
+    let each: Vec<Vec<EvidenceGroup>> = g
+        .members
+        .iter()
+        .map(|c| review::groups_of(&c.why.groups, &c.why.evidence))
+        .collect();
+    let links = each.iter().flatten().all(|x| x.kind.as_str() == "symlink");
+    let parts: Vec<String> = each[0]
+        .iter()
+        .take(review::SHOWN_GROUPS)
+        .map(|x| shared_hold(x, &each, code))
+        .collect();
+    let mut more = String::new();
+    if each[0].len() > review::SHOWN_GROUPS {
+        more = format!(
+            "; and {} more groups (--evidence lists all)",
+            each[0].len() - review::SHOWN_GROUPS
+        );
+    }
+    let total: u64 = g
+        .members
+        .iter()
+        .map(|c| c.nar_size)
+        .fold(0, u64::saturating_add);
+    let r = name(g.members[0].why.referrer.as_deref().unwrap_or_default());
+    let verb = if links {
+        "links to them"
+    } else {
+        "references them"
+    };
+    if g.new {
+        format!(
+            "{what} (+{}) are new: {r} {verb}, {}{more}",
+            size(total),
+            parts.join("; ")
+        )
+    } else {
+        format!(
+            "{what} (-{}) left: {r} no longer {verb} (before, {}{more})",
+            size(total),
+            parts.join("; ")
+        )
+    }
+}
+
+/// One group of holds `x` (kind, verdict, directory) as the members of a
+/// group share it, with the range of their counts: `12 symlink holds
+/// each in lib/, runtime`, `2–4 …`.
+fn shared_hold(x: &EvidenceGroup, each: &[Vec<EvidenceGroup>], code: fn(&str) -> String) -> String {
+    let holds: Vec<usize> = each
+        .iter()
+        .filter_map(|gs| {
+            gs.iter()
+                .find(|y| y.kind == x.kind && y.verdict == x.verdict && y.dir == x.dir)
+                .map(|y| y.holds)
+        })
+        .collect();
+    let (lo, hi) = (
+        holds.iter().min().copied().unwrap_or(0),
+        holds.iter().max().copied().unwrap_or(0),
+    );
+    let n = if lo == hi {
+        lo.to_string()
+    } else {
+        format!("{lo}–{hi}")
+    };
+    let dir = if x.dir.is_empty() {
+        "./".to_string()
+    } else {
+        format!("{}/", x.dir)
+    };
+    format!(
+        "{n} {} hold{} each in {}, {}",
+        x.kind.as_str(),
+        if hi == 1 { "" } else { "s" },
+        code(&dir),
+        x.verdict.as_str()
+    )
+}
+
+/// A path that replaces paths of its package (`d` the bytes it changes):
+/// a rebuild of one build, or what it replaces, then who references it.
+fn changed_line(
+    c: &ChangedPath,
+    old: &[&ChangedPath],
+    d: i128,
+    name: &dyn Fn(&str) -> String,
+    code: fn(&str) -> String,
+    size: &dyn Fn(u64) -> String,
+) -> String {
+    let same = old.len() == 1
+        && nix_heft_format::store_path::name_of(&old[0].path)
+            == nix_heft_format::store_path::name_of(&c.path);
+    // Both builds by their display names (the hash tells them apart), the
+    // old one said to be old.
+    let head = if same {
+        format!(
+            "{} ({}{}) is a rebuild of {}",
+            name(&c.path),
+            signed(size, d),
+            drags_note(c, true, size),
+            name(&old[0].path)
+        )
+    } else {
+        let was: Vec<String> = if old.is_empty() {
+            c.why.renamed.iter().map(|p| name(p)).collect()
+        } else {
+            old.iter().map(|o| name(&o.path)).collect()
+        };
+        format!(
+            "{} ({}{}) replaces {}",
+            name(&c.path),
+            signed(size, d),
+            drags_note(c, true, size),
+            was.join(", ")
+        )
+    };
+    let why = match (c.why.referrer.as_deref(), c.why.edge) {
+        (None, _) => "the root".to_string(),
+        (Some(r), Edge::Renamed) => format!("{} references it as before", name(r)),
+        (Some(r), _) => format!("{} now references it {}", name(r), c.held(code)),
+    };
+    format!("{head}: {why}")
 }

@@ -171,80 +171,17 @@ impl DiffReport {
         read_before: Classified,
         read_after: Classified,
     ) -> DiffReport {
-        let changed = |this: &Graph, other: &Graph, c: &Classified, pc: &PathChange, new: bool| {
-            let (edge, evidence, groups, unavailable) = match (pc.referrer, pc.edge) {
-                (None, _) => (Edge::Root, Vec::new(), Vec::new(), false),
-                (Some(_), EdgeChange::Renamed) => (Edge::Renamed, Vec::new(), Vec::new(), false),
-                (Some(r), EdgeChange::Changed) => (
-                    if new { Edge::New } else { Edge::Gone },
-                    c.evidence(r, pc.node).to_vec(),
-                    c.groups(r, pc.node),
-                    c.paths.get(&r).is_none_or(|p| !p.available),
-                ),
-            };
-            ChangedPath {
-                path: this.path(pc.node).to_string(),
-                nar_size: this.nar_size(pc.node),
-                why: Why {
-                    referrer: pc.referrer.map(|r| this.path(r).to_string()),
-                    edge,
-                    renamed: pc
-                        .counterparts
-                        .iter()
-                        .map(|&o| other.path(o).to_string())
-                        .collect(),
-                    evidence,
-                    groups,
-                    unavailable,
-                    left_with: if pc.left_with.is_empty() {
-                        None
-                    } else {
-                        pc.referrer.map(|r| this.path(r).to_string())
-                    },
-                    left_chain: pc
-                        .left_with
-                        .iter()
-                        .map(|&n| this.path(n).to_string())
-                        .collect(),
-                    // A root's chain is itself: nothing to say.
-                    chain: if pc.chain.len() > 1 {
-                        pc.chain.iter().map(|&n| this.path(n).to_string()).collect()
-                    } else {
-                        Vec::new()
-                    },
-                },
-                drags: pc.drags,
-            }
-        };
         let added = d
             .added
             .iter()
-            .map(|pc| changed(after, before, &read_after, pc, true))
+            .map(|pc| changed_path(after, before, &read_after, pc, true))
             .collect();
         let removed = d
             .removed
             .iter()
-            .map(|pc| changed(before, after, &read_before, pc, false))
+            .map(|pc| changed_path(before, after, &read_before, pc, false))
             .collect();
-        let packages = d
-            .packages
-            .into_iter()
-            .map(|p| Package {
-                transition: if p.rebuilt {
-                    "(rebuilt)".into()
-                } else {
-                    format!(
-                        "{} → {}",
-                        show_versions(&p.versions_before),
-                        show_versions(&p.versions_after)
-                    )
-                },
-                name: p.name,
-                versions_before: p.versions_before,
-                versions_after: p.versions_after,
-                size_delta: p.size_delta,
-            })
-            .collect();
+        let packages = d.packages.into_iter().map(package).collect();
         let mut problems = read_before.problems;
         problems.extend(read_after.problems);
         DiffReport {
@@ -268,6 +205,79 @@ impl DiffReport {
             problems,
             derivations: None,
         }
+    }
+}
+
+/// One changed path of `this` side (`other` the other side), with what
+/// `c` read of the edge that explains it.
+fn changed_path(
+    this: &Graph,
+    other: &Graph,
+    c: &Classified,
+    pc: &PathChange,
+    new: bool,
+) -> ChangedPath {
+    let (edge, evidence, groups, unavailable) = match (pc.referrer, pc.edge) {
+        (None, _) => (Edge::Root, Vec::new(), Vec::new(), false),
+        (Some(_), EdgeChange::Renamed) => (Edge::Renamed, Vec::new(), Vec::new(), false),
+        (Some(r), EdgeChange::Changed) => (
+            if new { Edge::New } else { Edge::Gone },
+            c.evidence(r, pc.node).to_vec(),
+            c.groups(r, pc.node),
+            c.paths.get(&r).is_none_or(|p| !p.available),
+        ),
+    };
+    ChangedPath {
+        path: this.path(pc.node).to_string(),
+        nar_size: this.nar_size(pc.node),
+        why: Why {
+            referrer: pc.referrer.map(|r| this.path(r).to_string()),
+            edge,
+            renamed: pc
+                .counterparts
+                .iter()
+                .map(|&o| other.path(o).to_string())
+                .collect(),
+            evidence,
+            groups,
+            unavailable,
+            left_with: if pc.left_with.is_empty() {
+                None
+            } else {
+                pc.referrer.map(|r| this.path(r).to_string())
+            },
+            left_chain: pc
+                .left_with
+                .iter()
+                .map(|&n| this.path(n).to_string())
+                .collect(),
+            // A root's chain is itself: nothing to say.
+            chain: if pc.chain.len() > 1 {
+                pc.chain.iter().map(|&n| this.path(n).to_string()).collect()
+            } else {
+                Vec::new()
+            },
+        },
+        drags: pc.drags,
+    }
+}
+
+/// A package's transition in words.
+fn package(p: nix_heft_core::diff::PackageChange) -> Package {
+    Package {
+        transition: if p.rebuilt {
+            "(rebuilt)".into()
+        } else {
+            format!(
+                "{} → {}",
+                show_versions(&p.versions_before),
+                show_versions(&p.versions_after)
+            )
+        },
+        name: p.name,
+        versions_before: p.versions_before,
+        versions_after: p.versions_after,
+        size_delta: p.size_delta,
     }
 }
 

@@ -17,77 +17,14 @@ impl DiffReport {
                 iec(b)
             }
         };
-        let delta = self.closure_size_after as i128 - self.closure_size_before as i128;
         // BEFORE and AFTER often share names: the hash tells them apart,
         // wherever a name is shown twice.
         let names = self.names();
         let name_of = |p: &'_ str| names.get(p).to_string();
-        let (n_added, n_changed, n_removed) = self.counts();
-        let mut out = crate::style::wrap_hanging(&self.roots_line(&name_of), opts.width, "", "  ");
-        out.push_str(&crate::style::wrap_hanging(
-            &format!(
-                "paths {} → {}, closure {} → {} ({}): {n_added} added, {n_changed} changed, \
-                 {n_removed} removed",
-                self.paths_before,
-                self.paths_after,
-                size(self.closure_size_before),
-                size(self.closure_size_after),
-                iec_delta(delta)
-            ),
-            opts.width,
-            "",
-            "  ",
-        ));
-        if self.packages.is_empty() {
-            out.push_str("\nno package changed\n");
-        } else {
-            let mut t = Table::new(&[
-                ("PACKAGE", Align::Left),
-                ("VERSIONS", Align::Left),
-                ("SIZE Δ", Align::Right),
-            ]);
-            t.keep(0).wrap(1);
-            for p in &self.packages {
-                t.row(vec![
-                    p.name.clone(),
-                    p.transition.clone(),
-                    iec_delta(p.size_delta),
-                ]);
-            }
-            out.push('\n');
-            out.push_str(&t.render_fit(opts.width, opts.style));
-        }
+        let mut out = self.text_head(opts, &name_of, &size);
+        out.push_str(&self.packages_table(opts));
         let (added, changed, removed) = self.entries();
-        let every = |out: &mut String, c: &ChangedPath, indent: &str| {
-            if opts.every_line && !c.why.evidence.is_empty() {
-                for l in crate::evidence_lines(&c.why.evidence, &c.why.groups, opts).lines() {
-                    out.push_str(&format!("{indent}{l}\n"));
-                }
-            }
-        };
-        let line = |out: &mut String, e: &Entry| {
-            let text = self.entry_line(e, &name_of, review::plain, &size);
-            out.push_str(&opts.style.paths(&crate::style::wrap_hanging(
-                &text, opts.width, "  ", "      ",
-            )));
-            match e {
-                Entry::Added(c) | Entry::Removed(c) | Entry::Changed(c, _) => every(out, c, "    "),
-                // Every path of a group with `--evidence`; the line alone
-                // says it otherwise.
-                Entry::Group(g) if opts.every_line => {
-                    for c in &g.members {
-                        out.push_str(&opts.style.paths(&format!(
-                            "    {} ({}{})\n",
-                            name_of(&c.path),
-                            if g.new { "+" } else { "-" },
-                            size(c.nar_size)
-                        )));
-                        every(out, c, "      ");
-                    }
-                }
-                Entry::Group(_) => {}
-            }
-        };
+        let (n_added, n_changed, n_removed) = self.counts();
         // Ranked by drag (diff --derivation), the order says so.
         let ranked = self
             .added
@@ -114,7 +51,7 @@ impl DiffReport {
             }
             out.push_str(&format!("\n{n} path(s) {what}{ord}:\n"));
             for e in list {
-                line(&mut out, e);
+                out.push_str(&self.entry_text(e, opts, &name_of, &size));
             }
         }
         if let Some(d) = &self.derivations {
@@ -123,4 +60,98 @@ impl DiffReport {
         crate::refs::append_problems(&mut out, &self.problems, opts.width);
         out
     }
+
+    /// The roots, then paths and closure before → after with the counts.
+    fn text_head(
+        &self,
+        opts: &TextOptions,
+        name: &dyn Fn(&str) -> String,
+        size: &dyn Fn(u64) -> String,
+    ) -> String {
+        let delta = self.closure_size_after as i128 - self.closure_size_before as i128;
+        let (n_added, n_changed, n_removed) = self.counts();
+        let mut out = crate::style::wrap_hanging(&self.roots_line(name), opts.width, "", "  ");
+        out.push_str(&crate::style::wrap_hanging(
+            &format!(
+                "paths {} → {}, closure {} → {} ({}): {n_added} added, {n_changed} changed, \
+                 {n_removed} removed",
+                self.paths_before,
+                self.paths_after,
+                size(self.closure_size_before),
+                size(self.closure_size_after),
+                iec_delta(delta)
+            ),
+            opts.width,
+            "",
+            "  ",
+        ));
+        out
+    }
+
+    /// The changed packages as a table, or that none changed.
+    fn packages_table(&self, opts: &TextOptions) -> String {
+        if self.packages.is_empty() {
+            return "\nno package changed\n".into();
+        }
+        let mut t = Table::new(&[
+            ("PACKAGE", Align::Left),
+            ("VERSIONS", Align::Left),
+            ("SIZE Δ", Align::Right),
+        ]);
+        t.keep(0).wrap(1);
+        for p in &self.packages {
+            t.row(vec![
+                p.name.clone(),
+                p.transition.clone(),
+                iec_delta(p.size_delta),
+            ]);
+        }
+        format!("\n{}", t.render_fit(opts.width, opts.style))
+    }
+
+    /// One entry's line, wrapped; with `--evidence`, every hold under it
+    /// (and a group's every path).
+    fn entry_text(
+        &self,
+        e: &Entry,
+        opts: &TextOptions,
+        name: &dyn Fn(&str) -> String,
+        size: &dyn Fn(u64) -> String,
+    ) -> String {
+        let text = self.entry_line(e, name, review::plain, size);
+        let mut out = opts.style.paths(&crate::style::wrap_hanging(
+            &text, opts.width, "  ", "      ",
+        ));
+        match e {
+            Entry::Added(c) | Entry::Removed(c) | Entry::Changed(c, _) => {
+                out.push_str(&every_hold(c, opts, "    "))
+            }
+            // Every path of a group with `--evidence`; the line alone says
+            // it otherwise.
+            Entry::Group(g) if opts.every_line => {
+                for c in &g.members {
+                    out.push_str(&opts.style.paths(&format!(
+                        "    {} ({}{})\n",
+                        name(&c.path),
+                        if g.new { "+" } else { "-" },
+                        size(c.nar_size)
+                    )));
+                    out.push_str(&every_hold(c, opts, "      "));
+                }
+            }
+            Entry::Group(_) => {}
+        }
+        out
+    }
+}
+
+/// With `--evidence`, every hold of `c`'s edge, indented.
+fn every_hold(c: &ChangedPath, opts: &TextOptions, indent: &str) -> String {
+    let mut out = String::new();
+    if opts.every_line && !c.why.evidence.is_empty() {
+        for l in crate::evidence_lines(&c.why.evidence, &c.why.groups, opts).lines() {
+            out.push_str(&format!("{indent}{l}\n"));
+        }
+    }
+    out
 }
