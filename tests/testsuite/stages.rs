@@ -487,10 +487,6 @@ fn no_library_crate_prints() {
     assert!(found.is_empty(), "a library crate prints: {found:?}");
 }
 
-/// Crates whose aliases are being removed on another branch (issue 40's
-/// part C, the report crate); empty once it is merged.
-const ALIASES_PENDING: &[&str] = &["report"];
-
 /// Every re-export or renaming of a nix-heft crate in `code` (already
 /// blanked): `pub(crate) use nix_heft_store::source;`, `pub use
 /// nix_heft_format::netrc;`, `use nix_heft_report as report;`. Each makes
@@ -549,10 +545,6 @@ fn no_library_crate_aliases_another() {
     // in core, never `crate::source` through a re-export.
     let mut found = Vec::new();
     for krate in library_crates() {
-        let name = krate.file_name().unwrap().to_string_lossy().to_string();
-        if ALIASES_PENDING.contains(&name.as_str()) {
-            continue;
-        }
         let src = krate.join("src");
         for m in modules(&src).into_iter().chain(["lib".to_string()]) {
             for f in rs_files(&src, &m) {

@@ -510,7 +510,7 @@ pub fn compare(
         None if opts.no_evidence => Classified::default(),
         None => classified(asrc, ag, &wa, None, progress.1),
     };
-    d.prefer_strongest(&before, &after);
+    d.prefer_strongest(ag, &before, &after);
     Compared {
         diff: d,
         before,

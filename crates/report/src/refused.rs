@@ -5,13 +5,13 @@
 
 use serde::Serialize;
 
-use crate::classify::Classified;
-use crate::evidence::{Evidence, EvidenceGroup, Verdict};
-use crate::graph::{Graph, NodeId};
 use crate::names::Names;
-use crate::problem::Problem;
 use crate::{Report, TextOptions};
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, NodeId};
 use nix_heft_core::refusal::Refusal;
+use nix_heft_types::evidence::{Evidence, EvidenceGroup, Verdict};
+use nix_heft_types::problem::Problem;
 
 /// One edge of a chain, with its evidence.
 #[derive(Debug, Clone, Serialize)]
@@ -159,7 +159,7 @@ fn remedy(e: &Edge, output: &str, output_path: &str) -> Vec<String> {
     let mut shrink: Vec<&str> = e
         .evidence
         .iter()
-        .filter(|h| h.dead && h.kind == crate::evidence::Kind::ElfRunpath)
+        .filter(|h| h.dead && h.kind == nix_heft_types::evidence::Kind::ElfRunpath)
         .map(|h| h.file.as_str())
         .collect();
     shrink.dedup();

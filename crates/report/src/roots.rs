@@ -7,8 +7,8 @@ use serde::Serialize;
 
 use super::table::{Align, Cell, Paint, Table};
 use super::{Names, Report, TextOptions, style};
-use crate::units::iec;
 use nix_heft_core::gc::{EdgeKind, Figure, Group, Root, RootKind, RootsAnalysis};
+use nix_heft_types::units::iec;
 
 /// Roots named under a store path several keep (the JSON has them all).
 const SHARED_SHOWN: usize = 4;

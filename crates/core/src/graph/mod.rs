@@ -349,6 +349,11 @@ impl Graph {
             .map(|(_, s)| s)
             .sum()
     }
+
+    /// Sum of every path's NAR size: the closure of the roots.
+    pub fn total_size(&self) -> u64 {
+        self.nar_sizes.iter().sum()
+    }
 }
 
 #[cfg(test)]
