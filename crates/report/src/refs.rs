@@ -6,11 +6,11 @@ use super::table::{Align, Cell, Paint, Table};
 use super::{Report, TextOptions};
 use nix_heft_core::classify::Classified;
 use nix_heft_core::graph::{Graph, NodeId};
-use nix_heft_format::store_path::name_of as name;
+use nix_heft_format::store_path::name_of;
 use nix_heft_types::problem::Problem;
 
 /// One edge with its evidence summarised (computed by `explain`).
-pub use nix_heft_core::explain::EdgeSummary;
+use nix_heft_core::explain::EdgeSummary;
 use nix_heft_core::explain::summarise;
 
 /// The whole report; also the `--json` document.
@@ -39,7 +39,8 @@ impl RefsReport {
             }
         }
         edges.sort_by(|a, b| {
-            (name(&a.referrer), name(&a.reference)).cmp(&(name(&b.referrer), name(&b.reference)))
+            (name_of(&a.referrer), name_of(&a.reference))
+                .cmp(&(name_of(&b.referrer), name_of(&b.reference)))
         });
         RefsReport {
             roots: g.roots().iter().map(|&r| g.path(r).to_string()).collect(),

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::{Figure, Generation, Held, Root, RootKind, Stale, groups};
 use crate::graph::{Graph, NodeId};
 use nix_heft_store::gc::PathIndex;
-use nix_heft_store::gc::roots::{self as store_roots, Profile, StaleReason, Tree};
+use nix_heft_store::gc::roots::{Profile, StaleReason, Tree};
 
 /// A root before its figures, with what the figures need.
 pub(super) struct Found {
@@ -99,12 +99,12 @@ fn stale_reason(r: &StaleReason) -> String {
 /// counted from `now`. Consumes what was found, so that a million links
 /// are not held twice.
 pub(super) fn assemble(
-    found: store_roots::Found,
+    found: nix_heft_store::gc::roots::Found,
     g: &Graph,
     index: &PathIndex,
     now: i64,
 ) -> Assembled {
-    let store_roots::Found {
+    let nix_heft_store::gc::roots::Found {
         links,
         profiles,
         stale: found_stale,

@@ -26,8 +26,8 @@ use std::sync::Arc;
 use serde::Serialize;
 
 use crate::graph::{Graph, NodeId, closures_of};
-use nix_heft_store::gc::roots::{self as found_roots, Look};
-use nix_heft_store::gc::{self as store_gc, WholeStore};
+use nix_heft_store::gc::WholeStore;
+use nix_heft_store::gc::roots::Look;
 use nix_heft_store::source::LocalStore;
 use nix_heft_types::error::{Error, Result, io_err};
 
@@ -344,8 +344,8 @@ pub fn analyse(store: &LocalStore, req: &RootsRequest) -> Result<RootsAnalysis> 
 pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnalysis, Collector)> {
     use nix_heft_store::source::PathMetadata;
     let root_dir = store.root().to_path_buf();
-    let state = store_gc::state_dir(&root_dir);
-    let real = store_gc::real_store_dir(&root_dir);
+    let state = nix_heft_store::gc::state_dir(&root_dir);
+    let real = nix_heft_store::gc::real_store_dir(&root_dir);
     let derivers = req.keep_outputs || req.keep_derivations;
     // The database on this thread; the root trees, /proc and the store
     // directory on the others.
@@ -353,8 +353,8 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         || store.whole_store(derivers),
         || {
             rayon::join(
-                || found_roots::find(&state, Look::default()),
-                || store_gc::disk::entries(&real),
+                || nix_heft_store::gc::roots::find(&state, Look::default()),
+                || nix_heft_store::gc::disk::entries(&real),
             )
         },
     );
@@ -427,7 +427,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         .map(|(e, v)| v.is_none() && !found::temp_rooted(e, &temp_hashes))
         .collect();
     if req.disk {
-        let usage = store_gc::disk::disk_use(&real, &entries);
+        let usage = nix_heft_store::gc::disk::disk_use(&real, &entries);
         for p in usage.problems.iter().take(20) {
             warnings.push(format!("on disk: {p}"));
         }
