@@ -434,6 +434,29 @@ def write_db(args, g, db_path):
                 for _ in range(86)) + "=="
         rows.append((i + 1, paths[i], h, t0 + i * 7, deriver, sizes[i], None, sigs, None))
 
+    # Valid derivations for a fraction of the paths (--drvs): each built
+    # path's deriver, its `DerivationOutputs` row, and references to the
+    # derivations of its references (their inputDrvs), as Nix registers
+    # them; what keep-outputs and keep-derivations follow.
+    drv_rows, drv_refs, drv_outputs = [], [], []
+    if args.drvs > 0:
+        drng = random.Random(args.seed * 104729 + 3)
+        built = sorted(i for i in range(g["n_base"], N) if drng.random() < args.drvs)
+        drv_id = {}
+        for k, i in enumerate(built):
+            drv_id[i] = N + 1 + k
+        for i in built:
+            d = drv_id[i]
+            dpath = "/nix/store/%s-%s.drv" % (nix_hash_part(drng), g["names"][i])
+            drv_rows.append((d, dpath, "sha256:%064x" % drng.getrandbits(256),
+                             t0 + i * 7 - 1, None, nar_size(drng, 2000, 0.6), None, None, None))
+            drv_outputs.append((d, "out", paths[i]))
+            drv_refs.extend((d, drv_id[j]) for j in sorted(g["refs"][i]) if j in drv_id)
+            row = rows[i]
+            rows[i] = row[:4] + (dpath,) + row[5:]
+        g["drv_count"] = len(built)
+        g["drv_paths"] = [r[1] for r in drv_rows]
+
     conn = sqlite3.connect(db_path)
     conn.execute("pragma foreign_keys = 1")
     conn.execute("pragma synchronous = off")
@@ -448,6 +471,13 @@ def write_db(args, g, db_path):
         conn.executemany(
             "insert into Refs (referrer, reference) values (?, ?)",
             ((i + 1, j + 1) for i in range(N) for j in sorted(g["refs"][i])))
+        if drv_rows:
+            conn.executemany(
+                "insert into ValidPaths (id, path, hash, registrationTime, deriver, "
+                "narSize, ultimate, sigs, ca) values (?,?,?,?,?,?,?,?,?)", drv_rows)
+            conn.executemany("insert into Refs (referrer, reference) values (?, ?)", drv_refs)
+            conn.executemany(
+                "insert into DerivationOutputs (drv, id, path) values (?, ?, ?)", drv_outputs)
     conn.execute("pragma wal_checkpoint(TRUNCATE)")
     conn.close()
     return paths, sizes
@@ -506,7 +536,82 @@ def stats(args, g, paths, sizes, gen_secs):
     )
 
 
-GEN_VERSION = 1
+def write_roots(args, g, root, paths):
+    """A gcroots tree of --roots roots in the real formats, as a busy
+    machine accumulates them: Hydra-style files named after store paths
+    (gcroots/per-user/hydra/hydra-roots, 30%, at most one per path),
+    result links under work directories reached through gcroots/auto (40%,
+    a fifth of them with the same target as the one before), direct links
+    (25%) and profiles of 500 generations each (5%), their ages spread
+    over a year. Targets are
+    top-layer paths three times in four, any path otherwise."""
+    rng = random.Random(args.seed * 31337 + 7)
+    state = os.path.join(root, "nix", "var", "nix")
+    n = args.roots
+    top = g["top_ids"]
+    N = len(paths)
+    now = time.time()
+
+    def target():
+        i = rng.choice(top) if rng.random() < 0.75 else rng.randrange(N)
+        return paths[i]
+
+    def age(p):
+        t = now - rng.random() * 365 * 86400
+        os.utime(p, (t, t), follow_symlinks=False)
+
+    n_files, n_results, n_direct = int(n * 0.30), int(n * 0.40), int(n * 0.25)
+    n_gens = n - n_files - n_results - n_direct
+    hydra = os.path.join(state, "gcroots", "per-user", "hydra", "hydra-roots")
+    os.makedirs(hydra, exist_ok=True)
+    made = set()
+    while len(made) < min(n_files, N):
+        base = os.path.basename(target())
+        if base in made:
+            continue
+        made.add(base)
+        f = os.path.join(hydra, base)
+        open(f, "w").close()
+        age(f)
+    auto = os.path.join(state, "gcroots", "auto")
+    os.makedirs(auto, exist_ok=True)
+    work = os.path.join(root, "work")
+    last = None
+    for k in range(n_results):
+        d = os.path.join(work, "p%d" % (k // 100))
+        if k % 100 == 0:
+            os.makedirs(d, exist_ok=True)
+        link = os.path.join(d, "result" if k % 100 == 0 else "result-%d" % (k % 100))
+        t = last if (last and rng.random() < 0.2) else target()
+        last = t
+        os.symlink(t, link)
+        age(link)
+        os.symlink(link, os.path.join(auto, "%032x" % rng.getrandbits(128)))
+    direct = os.path.join(state, "gcroots", "per-user", "ci")
+    os.makedirs(direct, exist_ok=True)
+    for k in range(n_direct):
+        link = os.path.join(direct, "build-%d" % k)
+        os.symlink(target(), link)
+        age(link)
+    profiles = os.path.join(state, "profiles", "per-user")
+    per = 500
+    for p in range(max(1, -(-n_gens // per))):
+        d = os.path.join(profiles, "u%d" % p)
+        os.makedirs(d, exist_ok=True)
+        gens = min(per, n_gens - p * per)
+        if gens <= 0:
+            break
+        base = now - 365 * 86400
+        for k in range(1, gens + 1):
+            link = os.path.join(d, "profile-%d-link" % k)
+            os.symlink(target(), link)
+            t = base + k * (365 * 86400 / gens)
+            os.utime(link, (t, t), follow_symlinks=False)
+        os.symlink("profile-%d-link" % gens, os.path.join(d, "profile"))
+    return dict(files=len(made), result_links=n_results, direct=n_direct, generations=n_gens)
+
+
+GEN_VERSION = 2
 
 
 def main():
@@ -542,6 +647,10 @@ def main():
                     help="fraction of each layer that is a popular library")
     ap.add_argument("--nar-median", type=int, default=250_000)
     ap.add_argument("--nar-sigma", type=float, default=2.3)
+    ap.add_argument("--drvs", type=float, default=0.0,
+                    help="fraction of paths with a valid .drv (added to the paths)")
+    ap.add_argument("--roots", type=int, default=0,
+                    help="write a gcroots tree and profiles with this many roots")
     ap.add_argument("--mkdirs", action="store_true",
                     help="also create empty ROOT/nix/store/<basename> dirs (not needed)")
     ap.add_argument("--no-nix-init", action="store_true",
@@ -563,14 +672,18 @@ def main():
     paths, sizes = write_db(args, g, db_path)
     t_db = time.monotonic()
     if args.mkdirs:
-        for p in paths:
+        for p in paths + g.get("drv_paths", []):
             os.makedirs(root + p, exist_ok=True)
+    roots_made = write_roots(args, g, root, paths) if args.roots else None
 
     with open(os.path.join(root, "roots.txt"), "w") as f:
         for i in g["top_ids"]:
             f.write(paths[i] + "\n")
     st = stats(args, g, paths, sizes, t_db - t_start)
     st["schema_from"] = how
+    st["derivations"] = g.get("drv_count", 0)
+    if roots_made:
+        st["gc_roots"] = roots_made
     st["seconds"] = dict(graph=round(t_gen - t_start, 1), sqlite=round(t_db - t_gen, 1),
                          stats=round(time.monotonic() - t_db, 1))
     with open(os.path.join(root, "one-root.txt"), "w") as f:

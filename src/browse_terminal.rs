@@ -109,6 +109,29 @@ pub fn run(
     result
 }
 
+/// Runs the browser of roots until the user quits; the commands to print
+/// (those that remove the marked roots, when left with `q`).
+pub fn run_roots(app: &mut nix_heft_browse::roots::RootsApp) -> std::io::Result<Vec<String>> {
+    use nix_heft_browse::roots::RootsOutcome;
+    let mut terminal = ratatui::try_init()?;
+    let result = (|| -> std::io::Result<Vec<String>> {
+        loop {
+            terminal.draw(|f| nix_heft_browse::roots::draw(f, app))?;
+            match event::read()? {
+                Event::Key(k) if k.kind != KeyEventKind::Release => {
+                    if let RootsOutcome::Quit(commands) = app.on_key(k) {
+                        return Ok(commands);
+                    }
+                }
+                Event::Resize(..) => terminal.autoresize()?,
+                _ => {}
+            }
+        }
+    })();
+    ratatui::try_restore()?;
+    result
+}
+
 #[cfg(test)]
 mod tests {
     #[test]

@@ -174,8 +174,8 @@ struct InstallableFlags {
 impl InstallableFlags {
     /// The options for `nix`; `matches` gives the order in which `--arg`
     /// and `--argstr` came, which Nix keeps (the last of a name wins).
-    fn options(&self, matches: &clap::ArgMatches) -> nix_heft_core::installable::Options {
-        use nix_heft_core::installable::AutoArg;
+    fn options(&self, matches: &clap::ArgMatches) -> nix_heft_eval::installable::Options {
+        use nix_heft_eval::installable::AutoArg;
         let pairs = |v: &[String]| {
             v.chunks_exact(2)
                 .map(|c| (c[0].clone(), c[1].clone()))
@@ -196,7 +196,7 @@ impl InstallableFlags {
             auto_args.push((i, n, AutoArg::Str(v)));
         }
         auto_args.sort_by_key(|(i, _, _)| *i);
-        nix_heft_core::installable::Options {
+        nix_heft_eval::installable::Options {
             file: self.file.clone(),
             expr: self.expr.clone(),
             impure: self.impure,
@@ -302,6 +302,17 @@ enum Command {
     /// references and every edge's evidence, the advice, search and a
     /// sortable table. Opens from disk; no network.
     Report(commands::report::ReportArgs),
+    /// What removing each garbage-collector root of a local or chroot
+    /// store would free, exactly as Nix's collector counts it: every root
+    /// (links in gcroots and profiles, result links, generations, run-time
+    /// and temporary roots) with where it is, what it keeps, its age, its
+    /// closure and what removing it alone frees; stale links; groups
+    /// removed together (a profile's old generations, result links, direnv
+    /// roots, roots older than --older-than), counted jointly; what is dead
+    /// now; and the commands that do it. Honours nix.conf's keep-outputs
+    /// and keep-derivations (and --option). Reads only: nix-heft deletes
+    /// nothing.
+    Roots(commands::roots::RootsArgs),
     /// Browse the closure in the terminal (like nix-tree): referrers |
     /// references | details; sizes at once, evidence filling in from a
     /// background read; `w` why-chains with the files holding each edge,
@@ -386,6 +397,7 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
         Command::Trace(args) => commands::trace::run(&ctx, args),
         Command::Report(args) => commands::report::run(&ctx, args),
         Command::Browse(args) => commands::browse::run(&ctx, args),
+        Command::Roots(args) => commands::roots::run(&ctx, args),
         Command::Completions(args) => commands::completions::completions(args, command()),
         Command::Man(args) => commands::man::run(args, command()),
     }

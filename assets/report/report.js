@@ -435,6 +435,10 @@
           (DF ? "\n" + CHANGE_TEXT[changeOf(i)] : ""),
       });
       if (w > 28 && h > 11) cell.append(el("span", { class: "lbl", text: label }));
+      cell.addEventListener("mouseenter", () => showTip(i, cell));
+      cell.addEventListener("focus", () => showTip(i, cell));
+      cell.addEventListener("mouseleave", hideTip);
+      cell.addEventListener("blur", hideTip);
       const activate = (ev) => {
         ev.stopPropagation();
         select(i, false);
@@ -448,7 +452,35 @@
       });
       frag.append(cell);
     }
+    frag.append(tipEl);
     mapEl.replaceChildren(frag);
+    // Redrawn under a pointer that did not move (a resize, a zoom): the
+    // label stays with its path while its cell is drawn.
+    const again = tipFor >= 0 && mapEl.querySelector('[data-path="' + CSS.escape(P[tipFor].p) + '"]');
+    if (again) showTip(tipFor, again);
+    else hideTip();
+  }
+  // The hover label: a small cell's label is cut or missing ("…s…"), so
+  // its name and size are said beside the pointer, inside the map.
+  const tipEl = el("div", { id: "map-tip", role: "tooltip", hidden: true });
+  let tipFor = -1;
+  function showTip(i, cell) {
+    tipFor = i;
+    const p = P[i];
+    const change = DF && isNew(i) ? " · " + CHANGE_TEXT[changeOf(i)] : "";
+    tipEl.replaceChildren(el("strong", { text: p.n }), " " + iec(p.a) + " added · " + VERDICT_TEXT[p.v] + change);
+    tipEl.hidden = false;
+    const W = mapEl.clientWidth || 800;
+    const x = Math.min(cell.offsetLeft, Math.max(0, W - 320));
+    const below = cell.offsetTop + cell.offsetHeight + 2;
+    const y = below + 40 > (mapEl.clientHeight || 500) ? Math.max(0, cell.offsetTop - 40) : below;
+    tipEl.style.left = x + "px";
+    tipEl.style.top = y + "px";
+    cell.setAttribute("aria-describedby", "map-tip");
+  }
+  function hideTip() {
+    tipFor = -1;
+    tipEl.hidden = true;
   }
   function zoomTo(i) {
     zoom = i;
@@ -546,8 +578,10 @@
     if (!quiet) writeHash();
     const p = P[i];
     const chain = strongestChain(i);
-    const rootPath = P[chain[0]].p;
-    const whyCmd = (D.why_command || ["nix-heft", "why"]).concat([rootPath, p.p]).map(shellWord).join(" ");
+    // `why ROOT ROOT` answers nothing: a root is offered no command.
+    const whyCmd = chain.length > 1
+      ? (D.why_command || ["nix-heft", "why"]).concat([P[chain[0]].p, p.p]).map(shellWord).join(" ")
+      : null;
     const parts = [
       el("h2", { id: "detail-name", text: p.n }),
       el("p", null, el("code", { id: "detail-path", text: p.p }), " ", copyButton(p.p, "Copy path")),
@@ -576,7 +610,9 @@
       }
       ch.append(li);
     });
-    parts.push(ch, el("p", null, el("code", { id: "detail-why", text: whyCmd }), " ", copyButton(whyCmd, "Copy why command")));
+    parts.push(ch, whyCmd
+      ? el("p", null, el("code", { id: "detail-why", text: whyCmd }), " ", copyButton(whyCmd, "Copy why command"))
+      : el("p", { class: "hint", id: "detail-why-root", text: "A root: nothing holds it. Select a dependency to copy the why command that explains it." }));
     const refs = referrers[i].slice().sort((a, b) => (P[a].n < P[b].n ? -1 : 1));
     parts.push(el("h3", { text: "Referrers: edges holding it (" + refs.length + ")" }));
     if (noEvidence) parts.push(el("p", { class: "hint", text: "Evidence unavailable: the report was made without file contents." }));
@@ -602,6 +638,14 @@
     const i = indexOf.get(path);
     return i === undefined ? path : P[i].n;
   }
+  // Text with `code spans`, as advise writes its reasons: the spans as
+  // <code>, the rest as text (never parsed as HTML).
+  function inlineCode(t) {
+    const parts = (t || "").split("`");
+    // An unpaired backtick stays text.
+    if (parts.length % 2 === 0) { const last = parts.pop(); parts[parts.length - 1] += "`" + last; }
+    return parts.map((part, k) => (k % 2 ? el("code", { text: part }) : part)).filter((x) => x !== "");
+  }
   function adviceBlock(a) {
     const i = indexOf.get(a.package);
     const saving = a.saving === null || a.saving === undefined
@@ -610,7 +654,7 @@
     const box = el("div", { class: "advice", "data-kind": a.kind },
       el("div", null, el("span", { class: "saving", text: saving }), " · ", el("strong", { text: a.kind }), " · ",
         i === undefined ? a.package : pathLink(i), " · safety: ", el("span", { text: a.safety })),
-      el("p", { text: a.reason }));
+      el("p", { class: "reason" }, ...inlineCode(a.reason)));
     if (a.cuts.length) box.append(el("p", null, "Cuts: " + a.cuts.map(nameOf).join(", ")));
     if (a.removes.length) box.append(el("p", null, "Removes: " + a.removes.map(nameOf).join(", ")));
     for (const s of a.stays || []) {
@@ -633,6 +677,27 @@
     }
     D.advice.forEach((a) => parts.push(adviceBlock(a)));
     v.replaceChildren(...parts);
+  }
+  // The paths advice acts on, listed beside the map: on a large closure
+  // their cells are a few MiB, too small for a label.
+  function drawActionable() {
+    const box = document.getElementById("actionable");
+    const seen = new Map();
+    D.advice.forEach((a) => {
+      const i = indexOf.get(a.package);
+      if (i === undefined) return;
+      if (!seen.has(i)) seen.set(i, []);
+      seen.get(i).push(a);
+    });
+    if (!seen.size) return;
+    const ul = el("ul", { class: "plain", id: "actionable-list" });
+    for (const [i, acts] of seen) {
+      const best = acts.reduce((m, a) => Math.max(m, a.saving || 0), 0);
+      ul.append(el("li", { "data-path": P[i].p, "data-bytes": P[i].a }, pathLink(i), " " + iec(P[i].a) + " · " +
+        acts.map((a) => a.kind).join(", ") + (best ? " · saves up to " + iec(best) : "")));
+    }
+    box.replaceChildren(el("h3", { text: "Actionable paths (" + seen.size + ")" }), ul);
+    box.hidden = false;
   }
   function drawProblems() {
     const v = document.getElementById("view-problems");
@@ -829,7 +894,7 @@
     drawMap();
   });
 
-  // ---- URL hash: #select=PATH-or-NAME&search=TEXT&zoom=PATH&view=TAB&click=PATH
+  // ---- URL hash: #select=PATH-or-NAME&search=TEXT&zoom=PATH&view=TAB&click=PATH&hover=PATH
   function find(s) {
     if (indexOf.has(s)) return indexOf.get(s);
     const exact = P.findIndex((p) => p.n === s);
@@ -867,11 +932,19 @@
       if (cell) cell.click();
       else recordError("click: no drawn cell for " + h.get("click"));
     }
+    // The pointer over a drawn cell, through its own handler.
+    if (h.has("hover")) {
+      const i = find(h.get("hover"));
+      const cell = i >= 0 && mapEl.querySelector('[data-path="' + CSS.escape(P[i].p) + '"]');
+      if (cell) cell.dispatchEvent(new MouseEvent("mouseenter"));
+      else recordError("hover: no drawn cell for " + h.get("hover"));
+    }
   }
   window.addEventListener("hashchange", readHash);
 
   drawLegend();
   drawAdvice();
+  drawActionable();
   drawProblems();
   if (DF) drawChanges();
   drawMap();

@@ -11,10 +11,10 @@ use indicatif::{ProgressBar, ProgressStyle};
 use nix_heft_core::classify::Classified;
 use nix_heft_core::graph::NodeId;
 use nix_heft_core::graph::{Graph, ReadRequest};
-use nix_heft_core::installable::Options;
 use nix_heft_core::pipeline::{self, Progress};
 pub use nix_heft_core::resolve::Mapped;
 use nix_heft_core::resolve::{Resolve, ResolveError, Watch};
+use nix_heft_eval::installable::Options;
 use nix_heft_format::StorePath;
 use nix_heft_report::{Report, TextOptions};
 use nix_heft_store::open::{OpenError, Opener};
@@ -138,6 +138,12 @@ impl Context {
     /// policy: [`Opener::open`].
     pub fn open(&self) -> nix_heft_types::Result<Box<dyn StoreSource>> {
         self.opener.open().map_err(open_error)
+    }
+
+    /// The one local or chroot store `--store` names, as itself (what
+    /// reads the store's database and state directory: `roots`).
+    pub fn open_local(&self) -> nix_heft_types::Result<source::LocalStore> {
+        self.opener.open_local().map_err(open_error)
     }
 
     /// The stores `stores` names (`--before-store` repeated), read as one

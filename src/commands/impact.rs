@@ -9,8 +9,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::attrs::{EvalJobs, Evaluator};
 use nix_heft_core::impact::{self, Prepared, Request, Rules, Side, Sides, Status};
+use nix_heft_eval::attrs::{EvalJobs, Evaluator};
 use nix_heft_format::nixpkgs_review::ReviewDir;
 use nix_heft_report::TextOptions;
 use nix_heft_report::impact::{ImpactReport, SideMeta};

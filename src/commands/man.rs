@@ -155,7 +155,8 @@ const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
         "NIX_CONFIG, NIX_CONF_DIR, NIX_USER_CONF_FILES, XDG_CONFIG_HOME, XDG_CONFIG_DIRS",
         None,
         "Where nix.conf is, and extra settings, as Nix 2.8 reads them: substituters (--substituters \
-         auto), trusted-public-keys, require-sigs, netrc-file, http-connections.",
+         auto), trusted-public-keys, require-sigs, netrc-file, http-connections, and the collector's \
+         keep-outputs and keep-derivations (roots, why --roots).",
     ),
     (
         "HOME",

@@ -20,6 +20,7 @@ pub mod refs;
 pub mod refused;
 pub mod report;
 pub mod review;
+pub mod roots;
 pub mod size;
 pub mod split;
 pub mod trace;

@@ -269,7 +269,7 @@ fn page(
 
 /// Writes `bytes` to `output` through a temporary file beside it, renamed
 /// over it: a failed run never leaves half a report where the last one was.
-fn write_beside(output: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+pub(super) fn write_beside(output: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
     let dir = match output.parent() {
         Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
         _ => std::path::PathBuf::from("."),

@@ -32,6 +32,13 @@ pub struct WhyArgs {
     /// in one directory.
     #[arg(long)]
     evidence: bool,
+    /// Which garbage-collector roots keep ROOT alive (a store path, a path
+    /// inside one, a link to one, a name), each with a shortest chain from
+    /// the root and what removing it frees, and what removing them all
+    /// frees, as Nix's collector counts it (a local or chroot store; see
+    /// `roots`).
+    #[arg(long, conflicts_with_all = ["all", "derivation", "dep", "dir"])]
+    roots: bool,
     /// The build-time graph (as `nix why-depends --derivation`): ROOT and
     /// DEP are derivations (an installable its `.drv`), the chains run
     /// through `inputDrvs` and `inputSrcs`, and each edge's evidence is
@@ -47,6 +54,9 @@ pub struct WhyArgs {
 /// Reads every edge on some chain from ROOT to DEP, so that chains can be
 /// ranked by verdict, and prints the strongest (or all).
 pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
+    if args.roots {
+        return super::roots::why(ctx, &args.root);
+    }
     if args.derivation {
         let ctx = &ctx.for_derivations();
         let Some(dep) = &args.dep else {

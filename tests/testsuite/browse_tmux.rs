@@ -19,13 +19,13 @@ fn tmux(args: &[&str]) -> String {
 
 /// A tmux session on a private server socket (so the test never touches
 /// anyone's tmux) running one command; the server is killed when dropped.
-struct Tmux {
+pub(crate) struct Tmux {
     sock: String,
     session: String,
 }
 
 impl Tmux {
-    fn start(name: &str, columns: u16, rows: u16, cmd: &str) -> Tmux {
+    pub(crate) fn start(name: &str, columns: u16, rows: u16, cmd: &str) -> Tmux {
         let t = Tmux {
             sock: format!("heft-test-{name}-{}", std::process::id()),
             session: format!("heft-{name}-{}", std::process::id()),
@@ -45,19 +45,19 @@ impl Tmux {
         t
     }
 
-    fn tmux(&self, a: &[&str]) -> String {
+    pub(crate) fn tmux(&self, a: &[&str]) -> String {
         let mut v = vec!["-L", self.sock.as_str()];
         v.extend_from_slice(a);
         tmux(&v)
     }
 
     /// Sends `key` to the session.
-    fn keys(&self, key: &str) {
+    pub(crate) fn keys(&self, key: &str) {
         self.tmux(&["send-keys", "-t", &self.session, key]);
     }
 
     /// The screen once `done` holds of it, within `secs` seconds.
-    fn until(&self, secs: u64, what: &str, done: impl Fn(&str) -> bool) -> String {
+    pub(crate) fn until(&self, secs: u64, what: &str, done: impl Fn(&str) -> bool) -> String {
         let start = Instant::now();
         loop {
             let s = self.tmux(&["capture-pane", "-p", "-t", &self.session]);
@@ -70,7 +70,7 @@ impl Tmux {
     }
 
     /// The screen once it shows `needle`.
-    fn wait(&self, needle: &str) -> String {
+    pub(crate) fn wait(&self, needle: &str) -> String {
         self.until(30, &format!("{needle:?} never shown"), |s| {
             s.contains(needle)
         })

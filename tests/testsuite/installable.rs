@@ -11,7 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::common::{ExampleCopy, example_copy, in_child, is_child, run};
-use nix_heft_core::installable::{Evaluated, Installable, InstallableError, Options, evaluate};
+use nix_heft_eval::installable::{Evaluated, Installable, InstallableError, Options, evaluate};
 
 struct Dir {
     path: PathBuf,
@@ -443,7 +443,7 @@ fn nix_out_path(file: &str, attr: &str, flags: &[&str]) -> String {
 
 #[test]
 fn arg_argstr_and_include_reach_the_function_and_the_search_path() {
-    use nix_heft_core::installable::AutoArg;
+    use nix_heft_eval::installable::AutoArg;
     let nonce = &dir().nonce;
     let greet = dir().path.join("greet.nix").display().to_string();
     let with = |auto_args: Vec<(&str, AutoArg)>| Options {

@@ -4,7 +4,7 @@
 //! evaluates are tests/testsuite/installable.rs.
 
 use crate::common::{in_child, is_child};
-use nix_heft_core::installable::{Installable, InstallableError, Options, evaluate};
+use nix_heft_eval::installable::{Installable, InstallableError, Options, evaluate};
 
 /// PATH is the process's, so the check runs in a child process with a
 /// PATH of one empty directory.

@@ -69,6 +69,7 @@ nix_tier! {
     refused
     report
     review
+    roots
     runpath
     signatures
     size

@@ -321,7 +321,7 @@ fn verdicts_per_evidence_and_edge() {
             .find(|e| e.referrer.ends_with(a) && e.reference.ends_with(b))
             .unwrap_or_else(|| panic!("{a} -> {b}"))
     };
-    use nix_heft_core::classify::verdict::Verdict;
+    use nix_heft_types::evidence::Verdict;
     let farm = edge("-rocblas-5.7.1", "-rocblas-tensile-gfx90a-5.7.1");
     assert_eq!(farm.verdict, Some(Verdict::Runtime));
     let ev = &farm.evidence.as_ref().unwrap()[0];

@@ -18,20 +18,20 @@ use serde_json::Value;
 
 /// Where this test keeps its pages and screenshots (kept after the run,
 /// as CI artefacts, under target/).
-fn out_dir() -> PathBuf {
+pub(crate) fn out_dir() -> PathBuf {
     let d = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("report");
     std::fs::create_dir_all(&d).unwrap();
     d
 }
 
-struct Browser {
-    dom: String,
-    console: Vec<String>,
+pub(crate) struct Browser {
+    pub(crate) dom: String,
+    pub(crate) console: Vec<String>,
 }
 
 /// Runs Debian's chromium headless on `url` with a fresh profile; with
 /// `screenshot`, saves a PNG there instead of dumping the DOM.
-fn chromium(url: &str, screenshot: Option<&Path>) -> Browser {
+pub(crate) fn chromium(url: &str, screenshot: Option<&Path>) -> Browser {
     let profile = tempfile::tempdir().unwrap();
     let mut c = Command::new("chromium");
     c.args([
@@ -70,7 +70,7 @@ fn chromium(url: &str, screenshot: Option<&Path>) -> Browser {
 
 /// The page loaded cleanly: the script ran to its end, nothing was logged
 /// and no error was caught.
-fn assert_clean(b: &Browser) {
+pub(crate) fn assert_clean(b: &Browser) {
     assert!(
         b.dom.contains(r#"data-ready="true""#),
         "script did not finish"
@@ -1421,4 +1421,146 @@ fn a_diff_page_gives_paths_added_together_one_line() {
     assert_eq!(tensile(&outside), 0, "{outside}");
     // The rest are lines of their own: rocsparse, the three rebuilt.
     assert_eq!(outside.matches("<li data-change=").count(), 4, "{outside}");
+}
+
+/// The detail pane offers `why ROOT DEP` for a dependency only: a root
+/// (selected on load) would give `why ROOT ROOT`, which answers nothing,
+/// so it gets a hint instead; a dependency's command names the root and
+/// the dependency, two paths.
+#[test]
+fn the_why_command_is_offered_for_a_dependency_only() {
+    let (page, _cache, root) = example_page();
+    let b = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&b);
+    assert_eq!(by_id(&b.dom, "detail-path"), root);
+    assert!(
+        !b.dom.contains(r#"id="detail-why""#),
+        "a root's why command"
+    );
+    assert_eq!(b.dom.matches(">Copy why command</button>").count(), 0);
+    assert_eq!(b.dom.matches(r#"id="detail-why-root""#).count(), 1);
+    let data = page_data(&page);
+    let dep = data["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["p"].as_str().unwrap())
+        .find(|p| p.ends_with("-rocblas-5.7.1"))
+        .unwrap()
+        .to_string();
+    let (cmd, chain) = copied_why(&page, &dep);
+    let words: Vec<&str> = cmd.split(' ').collect();
+    assert_eq!(words[words.len() - 2..], [chain[0].as_str(), dep.as_str()]);
+    assert_ne!(chain[0], dep);
+}
+
+/// advise writes its reasons with code spans (`out`): the Advice view
+/// shows them as code, never as raw backticks.
+#[test]
+fn advice_reasons_show_code_spans_as_code() {
+    let (page, cache, root) = example_page();
+    let advice = json(&heft_run(Some(&cache), &["--json", "advise", &root]));
+    let b = chromium(&format!("file://{}#view=advice", page.display()), None);
+    assert_clean(&b);
+    let view = element(&b.dom, "id", "view-advice");
+    let reasons: Vec<String> = regex::Regex::new(r#"<p class="reason">(.*?)</p>"#)
+        .unwrap()
+        .captures_iter(view)
+        .map(|c| unescape(&c[1]))
+        .collect();
+    let actions = advice["actions"].as_array().unwrap();
+    assert_eq!(reasons.len(), actions.len());
+    let mut spans = 0;
+    for (a, shown) in actions.iter().zip(&reasons) {
+        let reason = a["reason"].as_str().unwrap();
+        assert!(!shown.contains('`'), "raw backticks: {shown}");
+        // The reason with each `span` as <code>span</code>.
+        let mut want = String::new();
+        for (k, part) in reason.split('`').enumerate() {
+            if k % 2 == 1 {
+                spans += 1;
+                want.push_str(&format!("<code>{part}</code>"));
+            } else {
+                want.push_str(part);
+            }
+        }
+        assert_eq!(shown, &want);
+    }
+    assert!(spans > 0, "no reason of the example has a code span");
+}
+
+/// Small treemap cells (an actionable path's is a few MiB: its label cut
+/// to nothing telling) say their name and size on hover, and the paths
+/// advice acts on are listed beside the map with `size`'s added bytes.
+#[test]
+fn small_cells_say_their_name_on_hover_and_actionable_paths_are_listed() {
+    let (page, cache, root) = example_page();
+    let sizes = json(&heft_run(Some(&cache), &["--json", "size", &root]));
+    let advice = json(&heft_run(Some(&cache), &["--json", "advise", &root]));
+    let added: BTreeMap<&str, u64> = sizes["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            (
+                p["path"].as_str().unwrap(),
+                p["added_size"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    let data = page_data(&page);
+    let name_of: BTreeMap<&str, &str> = data["paths"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["p"].as_str().unwrap(), p["n"].as_str().unwrap()))
+        .collect();
+    let b = chromium(&format!("file://{}", page.display()), None);
+    assert_clean(&b);
+    // The list: each package advice acts on, once, in advice's order.
+    let mut want: Vec<&str> = Vec::new();
+    for a in advice["actions"].as_array().unwrap() {
+        let p = a["package"].as_str().unwrap();
+        if !want.contains(&p) {
+            want.push(p);
+        }
+    }
+    assert!(!want.is_empty());
+    let list = element(&b.dom, "id", "actionable-list");
+    let listed: Vec<(String, u64)> =
+        regex::Regex::new(r#"<li data-path="([^"]+)" data-bytes="(\d+)">"#)
+            .unwrap()
+            .captures_iter(list)
+            .map(|c| (c[1].to_string(), c[2].parse().unwrap()))
+            .collect();
+    assert_eq!(
+        listed.iter().map(|l| l.0.as_str()).collect::<Vec<_>>(),
+        want
+    );
+    for (p, bytes) in &listed {
+        assert_eq!(Some(bytes), added.get(p.as_str()), "{p}");
+        assert!(list.contains(&nix_heft_types::units::iec(*bytes)), "{p}");
+    }
+    // The smallest drawn cell whose label does not hold its whole name.
+    let drawn = cells(&b.dom);
+    let (small, (bytes, label)) = drawn
+        .iter()
+        .filter(|(p, (_, l))| !l.contains(name_of[p.as_str()]))
+        .min_by_key(|(_, (a, _))| *a)
+        .expect("no cell with a cut label");
+    let h = chromium(&format!("file://{}#hover={small}", page.display()), None);
+    assert_clean(&h);
+    let tip = element(&h.dom, "id", "map-tip");
+    let open = &tip[..tip.find('>').unwrap()];
+    assert!(!open.contains("hidden"), "tooltip hidden: {tip}");
+    let text = unescape(&regex::Regex::new("<[^>]+>").unwrap().replace_all(tip, ""));
+    assert!(
+        text.starts_with(&format!(
+            "{} {} added",
+            name_of[small.as_str()],
+            nix_heft_types::units::iec(*bytes)
+        )),
+        "{small} (label {label:?}): tooltip {text:?}"
+    );
+    assert_eq!(h.dom.matches(r#"aria-describedby="map-tip""#).count(), 1);
 }

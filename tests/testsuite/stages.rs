@@ -1,7 +1,7 @@
 //! What the compiler cannot keep of docs/ARCHITECTURE.md's rules.
 //!
-//! The crates are the layers (format → types → trace, store → core →
-//! report → browse → the binary): a crate cannot name a crate above it,
+//! The crates are the layers (format → types → trace, store, eval → core
+//! → report → browse → the binary): a crate cannot name a crate above it,
 //! because it does not depend on it, so no check is needed for that. Left
 //! here are the rules that live inside one crate or outside the code:
 //! - the stages inside `nix-heft-core` (graph → roots → resolve → read → classify →
@@ -10,7 +10,9 @@
 //! - the pure stages (classify, explain, plan, diff, check) touch no file,
 //!   process or socket;
 //! - no library crate prints or depends on the command line's crates
-//!   (clap, indicatif, anyhow), which is a rule of the manifests.
+//!   (clap, indicatif, anyhow), which is a rule of the manifests;
+//! - no library crate re-exports or renames another (`pub(crate) use
+//!   nix_heft_store::source;`): a path says which crate holds its code.
 //!
 //! The check reads the code as the compiler would see it: comments and
 //! string literals blanked (so a `"file://…"` or a `// crate::x` is not
@@ -23,12 +25,6 @@ use std::path::{Path, PathBuf};
 /// The stages inside nix-heft-core, lowest first. A module may use modules
 /// of lower layers only.
 const CORE_LAYERS: &[&[&str]] = &[
-    // Installables evaluated by the user's nix: below everything, names
-    // only the format crate.
-    &["installable"],
-    // Attributes of a nixpkgs-shaped tree evaluated to out paths by the
-    // user's nix-eval-jobs or nix-env: uses only installable's options.
-    &["attrs"],
     &["graph"],
     &["roots"],
     // Arguments as `nix` takes them: installables and roots together.
@@ -43,8 +39,10 @@ const CORE_LAYERS: &[&[&str]] = &[
     &["diff", "check", "refusal"],
     &["pipeline"],
     // Many attributes' closures compared (issue 32): looks outputs up and
-    // loads the graphs itself, then runs the pipeline's read once.
-    &["impact"],
+    // loads the graphs itself, then runs the pipeline's read once. The
+    // collector's view of a whole store (issue 41): the graph's dominators
+    // over every root, the plan's shell quoting for its commands.
+    &["impact", "gc"],
 ];
 
 /// The stages that compute from what they are given: no I/O.
@@ -367,7 +365,7 @@ fn pure_stages_touch_no_file_process_or_socket() {
                 "std::process",
                 "Command::new",
                 "std::net",
-                "crate::source",
+                "nix_heft_store::",
             ] {
                 if code.contains(needle) {
                     found.push(format!("{}: {needle}", f.display()));
@@ -421,6 +419,11 @@ fn no_library_crate_depends_on_the_command_lines_crates() {
         for dep in pkg["dependencies"].as_array().unwrap() {
             let d = dep["name"].as_str().unwrap();
             let dev = dep["kind"].as_str() == Some("dev");
+            // The shared error type names no store's dependency: SQLite's
+            // and rayon's errors are the store crate's own.
+            if name == "nix-heft-types" && !dev && ["rusqlite", "rayon"].contains(&d) {
+                broken.push(format!("{name} depends on {d}"));
+            }
             if !dev
                 && [
                     "clap",
@@ -482,4 +485,75 @@ fn no_library_crate_prints() {
         }
     }
     assert!(found.is_empty(), "a library crate prints: {found:?}");
+}
+
+/// Every re-export or renaming of a nix-heft crate in `code` (already
+/// blanked): `pub(crate) use nix_heft_store::source;`, `pub use
+/// nix_heft_format::netrc;`, `use nix_heft_report as report;`. Each makes
+/// a path (`crate::source`) that hides which crate holds the code.
+fn crate_aliases(code: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    for stmt in code.split(';') {
+        let words: Vec<&str> = stmt.split_whitespace().collect();
+        let Some(u) = words.iter().position(|w| *w == "use") else {
+            continue;
+        };
+        let Some(path) = words.get(u + 1) else {
+            continue;
+        };
+        if !path.starts_with("nix_heft_") {
+            continue;
+        }
+        let public = u > 0 && words[u - 1].starts_with("pub");
+        let renamed = words.get(u + 2) == Some(&"as");
+        if public || renamed {
+            let start = if public { u - 1 } else { u };
+            out.push(words[start..].join(" "));
+        }
+    }
+    out
+}
+
+#[test]
+fn the_alias_check_finds_each_form() {
+    let code = code_of(concat!(
+        "use nix_heft_store::source::RunLog;\n",
+        "pub(crate) use nix_heft_store::{local_cache, source};\n",
+        "pub use nix_heft_format::netrc;\n",
+        "pub(crate)\n    use nix_heft_types::error;\n",
+        "use nix_heft_report as report;\n",
+        "// pub(crate) use nix_heft_core::graph;\n",
+        "#[cfg(test)]\npub(crate) use nix_heft_core::plan;\n",
+        "pub use self::x::Y;\n",
+        "fn f() {}\npub use nix_heft_core::diff;\n",
+    ));
+    assert_eq!(
+        crate_aliases(&code),
+        [
+            "pub(crate) use nix_heft_store::{local_cache, source}",
+            "pub use nix_heft_format::netrc",
+            "pub(crate) use nix_heft_types::error",
+            "use nix_heft_report as report",
+            "pub use nix_heft_core::diff",
+        ]
+    );
+}
+
+#[test]
+fn no_library_crate_aliases_another() {
+    // A path says where its code lives: `nix_heft_store::source::RunLog`
+    // in core, never `crate::source` through a re-export.
+    let mut found = Vec::new();
+    for krate in library_crates() {
+        let src = krate.join("src");
+        for m in modules(&src).into_iter().chain(["lib".to_string()]) {
+            for f in rs_files(&src, &m) {
+                let code = code_of(&std::fs::read_to_string(&f).unwrap());
+                for a in crate_aliases(&code) {
+                    found.push(format!("{}: {a}", f.display()));
+                }
+            }
+        }
+    }
+    assert!(found.is_empty(), "crate aliases: {found:#?}");
 }

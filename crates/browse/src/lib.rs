@@ -12,20 +12,16 @@
 
 #![warn(missing_docs)]
 
-pub(crate) use nix_heft_core::{classify, explain, graph, plan};
-pub(crate) use nix_heft_format::store_path;
-pub(crate) use nix_heft_report as report;
-pub(crate) use nix_heft_types::{evidence, units};
-
+pub mod roots;
 pub mod ui;
 
 use std::collections::HashSet;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use crate::classify::Classified;
-use crate::graph::{Graph, NodeId, added_sizes, closure_sizes};
-use crate::plan::advise::Action;
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, NodeId, added_sizes, closure_sizes};
+use nix_heft_core::plan::advise::Action;
 
 /// Evidence and advice, once the background read is done.
 #[derive(Debug, Default)]
@@ -191,7 +187,7 @@ impl<'g> App<'g> {
     /// sizes (the slow part on a large closure) come later through
     /// [`App::set_closure_sizes`].
     pub fn without_closure_sizes(g: &'g Graph, no_color: bool) -> App<'g> {
-        let names = crate::report::display_names(g.paths().iter().map(|p| p.as_str()));
+        let names = nix_heft_report::display_names(g.paths().iter().map(|p| p.as_str()));
         let names = g
             .paths()
             .iter()
@@ -507,15 +503,20 @@ impl<'g> App<'g> {
         if let Some(l) = &self.loaded
             && l.available
         {
-            return crate::explain::best_chains(self.g, &l.classified, self.g.roots(), &[v])
-                .into_iter()
-                .map(|e| e.chain)
-                .collect();
+            return nix_heft_core::explain::best_chains(
+                self.g,
+                &l.classified,
+                self.g.roots(),
+                &[v],
+            )
+            .into_iter()
+            .map(|e| e.chain)
+            .collect();
         }
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for &r in self.g.roots() {
-            let (_, mut ch) = crate::graph::chains::chains(self.g, r, &[v], false);
+            let (_, mut ch) = nix_heft_core::graph::chains::chains(self.g, r, &[v], false);
             if let Some(c) = ch.pop()
                 && seen.insert(c.clone())
             {

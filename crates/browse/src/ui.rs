@@ -9,9 +9,9 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
 
 use super::{App, Focus, Mode};
-use crate::evidence::Verdict;
-use crate::graph::NodeId;
-use crate::units::iec;
+use nix_heft_core::graph::NodeId;
+use nix_heft_types::evidence::Verdict;
+use nix_heft_types::units::iec;
 
 /// The key help, one line per key.
 pub const HELP: &[(&str, &str)] = &[
@@ -375,7 +375,7 @@ fn advice_lines(app: &App, v: NodeId) -> Vec<Line<'static>> {
                 .iter()
                 .position(|p| p.as_str() == a.package)
                 .map_or_else(
-                    || crate::store_path::name_of(&a.package).to_string(),
+                    || nix_heft_format::store_path::name_of(&a.package).to_string(),
                     |i| app.names[i].clone()
                 ),
             a.saving.map_or("?".to_string(), iec),

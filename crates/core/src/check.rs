@@ -22,11 +22,11 @@ use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Classified;
-use crate::error::{Error, Result};
-use crate::evidence::{Evidence, EvidenceGroup, Verdict};
 use crate::graph::{Graph, NodeId, ReadRequest, added_sizes, request};
 use crate::plan::advise::Action;
-use crate::problem::{Problem, ProblemKind};
+use nix_heft_types::error::{Error, Result};
+use nix_heft_types::evidence::{Evidence, EvidenceGroup, Verdict};
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 /// A growth limit: bytes, or a percentage of the baseline's closure.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -53,7 +53,7 @@ impl Growth {
             }
             return Ok(Growth::Percent(v));
         }
-        crate::units::parse_size(s).map(Growth::Bytes)
+        nix_heft_types::units::parse_size(s).map(Growth::Bytes)
     }
 
     /// The limit in bytes over a baseline of `base` bytes.
@@ -262,7 +262,7 @@ pub fn prepare(
         v.truncate(TOP_CONTRIBUTORS);
         v
     };
-    use crate::units::iec;
+    use nix_heft_types::units::iec;
     if let Some(max) = rules.max_closure
         && closure_size > max
     {
@@ -298,7 +298,7 @@ pub fn prepare(
                 rule: Rule::MaxGrowth,
                 detail: format!(
                     "closure grew by {}{pct}, from {} ({}) to {}, more than the allowed {shown}",
-                    crate::units::iec_delta(grew),
+                    nix_heft_types::units::iec_delta(grew),
                     iec(base.closure_size),
                     base.label,
                     iec(closure_size)
@@ -367,12 +367,12 @@ pub fn prepare(
 /// graph.
 fn added_since(g: &Graph, base_paths: &HashSet<String>) -> Vec<Listed> {
     let key = |name: &str| {
-        let n = crate::store_path::split_name_like_diff_closures(name);
+        let n = nix_heft_format::store_path::split_name_like_diff_closures(name);
         (n.name.to_string(), n.output.unwrap_or("").to_string())
     };
     let base_keys: HashSet<(String, String)> = base_paths
         .iter()
-        .map(|p| key(crate::store_path::name_of(p)))
+        .map(|p| key(nix_heft_format::store_path::name_of(p)))
         .collect();
     // Each path's package looked up once, not once per comparison.
     let in_base: Vec<bool> = (0..g.len() as NodeId)
@@ -618,14 +618,14 @@ pub fn check(
                     "{OVERLAP_NOTE}; all {} non-breaking actions together (advise's plan) give \
                      {} → {}, {} the budget of {}",
                     pl.actions.len(),
-                    crate::units::iec(pl.closure_before),
-                    crate::units::iec(pl.closure_after),
+                    nix_heft_types::units::iec(pl.closure_before),
+                    nix_heft_types::units::iec(pl.closure_after),
                     if pl.closure_after <= budget {
                         "within"
                     } else {
                         "still over"
                     },
-                    crate::units::iec(budget)
+                    nix_heft_types::units::iec(budget)
                 ),
                 _ => OVERLAP_NOTE.to_string(),
             }),
@@ -663,7 +663,7 @@ pub fn check(
     }
     if !rules.forbid_verdict.is_empty() {
         // The edge to the largest path first, as for forbidden paths.
-        let mut edges: Vec<(NodeId, NodeId, &Vec<crate::evidence::Evidence>)> = Vec::new();
+        let mut edges: Vec<(NodeId, NodeId, &Vec<nix_heft_types::evidence::Evidence>)> = Vec::new();
         for (&from, pe) in &c.paths {
             for (&to, evs) in &pe.by_reference {
                 edges.push((from, to, evs));
@@ -857,7 +857,7 @@ impl Settings {
         let rules = Rules {
             max_closure: max_closure
                 .as_deref()
-                .map(crate::units::parse_size)
+                .map(nix_heft_types::units::parse_size)
                 .transpose()?,
             max_growth: max_growth.as_deref().map(Growth::parse).transpose()?,
             forbid: forbid

@@ -14,7 +14,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
 
 use crate::classify::Classified;
 use crate::graph::{Graph, NodeId, ReadRequest};
-use crate::store_path::split_name_like_diff_closures;
+use nix_heft_format::store_path::split_name_like_diff_closures;
 
 pub mod derivation;
 
@@ -110,6 +110,12 @@ pub struct PathChange {
     /// What the change drags in, once [`ClosureDiff::rank_by_drag`] has
     /// run; `None` before.
     pub drags: Option<Drag>,
+    /// For an added path: the chain from AFTER's root down to it, ending
+    /// at it, through the referrer chosen for each changed path on the way
+    /// (kept in step with `referrer` by [`diff`] and
+    /// [`ClosureDiff::prefer_strongest`]); a root's chain is itself. Empty
+    /// for a removed path.
+    pub chain: Vec<NodeId>,
 }
 
 /// The part of one side's closure that a changed path drags in: the paths
@@ -183,8 +189,14 @@ impl ClosureDiff {
     /// becomes the candidate whose hold is strongest (runtime first, then
     /// the order of preference), as `why` ranks holds, so "comgr references
     /// rocm-llvm at run time" is said rather than a dead RUNPATH entry of
-    /// the root that also points there.
-    pub fn prefer_strongest(&mut self, before: &Classified, after: &Classified) {
+    /// the root that also points there. The added paths' chains follow the
+    /// new referrers (`after_graph` is AFTER's graph).
+    pub fn prefer_strongest(
+        &mut self,
+        after_graph: &Graph,
+        before: &Classified,
+        after: &Classified,
+    ) {
         for (changes, c) in [(&mut self.removed, before), (&mut self.added, after)] {
             for ch in changes.iter_mut() {
                 if ch.candidates.len() > 1 {
@@ -192,51 +204,45 @@ impl ClosureDiff {
                 }
             }
         }
+        set_chains(after_graph, &mut self.added);
     }
 }
 
-impl ClosureDiff {
-    /// For each of `changes` (one side's, in `g`), the chain from a root
-    /// down to the path, ending at it: through the referrer this comparison
-    /// chose for each changed path (the strongest hold once
-    /// [`ClosureDiff::prefer_strongest`] ran), and above a path on both
-    /// sides through the referrer nearest the roots. What a reader wants
-    /// beside a new path: how the root gets to it (`llama → ggml → rocblas
-    /// → tensile-gfx942`).
-    pub fn chains(g: &Graph, changes: &[PathChange]) -> Vec<Vec<NodeId>> {
-        let chosen: HashMap<NodeId, Option<NodeId>> =
-            changes.iter().map(|c| (c.node, c.referrer)).collect();
-        let depth = crate::graph::chains::depths_from_roots(g);
-        let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
-        changes
-            .iter()
-            .map(|c| {
-                let mut chain = vec![c.node];
-                let mut seen: HashSet<NodeId> = HashSet::from([c.node]);
-                let mut cur = c.node;
-                while !roots.contains(&cur) {
-                    let up = match chosen.get(&cur) {
-                        Some(r) => *r,
-                        None => g.referrers(cur).iter().copied().min_by(|x, y| {
-                            depth[*x as usize]
-                                .cmp(&depth[*y as usize])
-                                .then_with(|| g.path(*x).cmp(g.path(*y)))
-                        }),
-                    };
-                    // A closure has no cycles but self-references: a
-                    // referrer seen already would loop, so the chain ends.
-                    match up {
-                        Some(u) if seen.insert(u) => {
-                            chain.push(u);
-                            cur = u;
-                        }
-                        _ => break,
-                    }
+/// Sets each of `changes`' chain (one side's, in `g`): from a root down to
+/// the path, ending at it, through the referrer this comparison chose for
+/// each changed path, and above a path on both sides through the referrer
+/// nearest the roots. What a reader wants beside a new path: how the root
+/// gets to it (`llama → ggml → rocblas → tensile-gfx942`).
+fn set_chains(g: &Graph, changes: &mut [PathChange]) {
+    let chosen: HashMap<NodeId, Option<NodeId>> =
+        changes.iter().map(|c| (c.node, c.referrer)).collect();
+    let depth = crate::graph::chains::depths_from_roots(g);
+    let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
+    for c in changes.iter_mut() {
+        let mut chain = vec![c.node];
+        let mut seen: HashSet<NodeId> = HashSet::from([c.node]);
+        let mut cur = c.node;
+        while !roots.contains(&cur) {
+            let up = match chosen.get(&cur) {
+                Some(r) => *r,
+                None => g.referrers(cur).iter().copied().min_by(|x, y| {
+                    depth[*x as usize]
+                        .cmp(&depth[*y as usize])
+                        .then_with(|| g.path(*x).cmp(g.path(*y)))
+                }),
+            };
+            // A closure has no cycles but self-references: a referrer seen
+            // already would loop, so the chain ends.
+            match up {
+                Some(u) if seen.insert(u) => {
+                    chain.push(u);
+                    cur = u;
                 }
-                chain.reverse();
-                chain
-            })
-            .collect()
+                _ => break,
+            }
+        }
+        chain.reverse();
+        c.chain = chain;
     }
 }
 
@@ -315,16 +321,15 @@ pub fn diff(before: &Graph, after: &Graph) -> ClosureDiff {
     let a_edges = a.key_edges(&keys_of(&b, &removed));
     let mut added = explain(&a, &b, &added, &b_edges, &removed, false);
     let mut removed = explain(&b, &a, &removed, &a_edges, &added_ids(&added), true);
+    set_chains(after, &mut added);
     added.sort_by(|x, y| order(after, x, y));
     removed.sort_by(|x, y| order(before, x, y));
-    let before_all: Vec<bool> = vec![true; before.len()];
-    let after_all: Vec<bool> = vec![true; after.len()];
     ClosureDiff {
         packages: packages(before, after),
         added,
         removed,
-        closure_size_before: before.size_of(&before_all),
-        closure_size_after: after.size_of(&after_all),
+        closure_size_before: before.total_size(),
+        closure_size_after: after.total_size(),
         paths_before: before.len(),
         paths_after: after.len(),
     }
@@ -376,6 +381,7 @@ fn explain(
                     counterparts,
                     left_with: Vec::new(),
                     drags: None,
+                    chain: Vec::new(),
                 };
             }
             // Prefer a referrer whose package is on both sides (the package
@@ -417,6 +423,7 @@ fn explain(
                 counterparts,
                 left_with,
                 drags: None,
+                chain: Vec::new(),
             }
         })
         .collect()
@@ -514,8 +521,8 @@ fn packages(before: &Graph, after: &Graph) -> Vec<PackageChange> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::RawClosure;
-    use crate::store_path::StorePath;
+    use nix_heft_format::store_path::StorePath;
+    use nix_heft_store::source::RawClosure;
 
     fn graph(nodes: &[(&str, u64, &[usize])], roots: usize) -> Graph {
         let mut raw = RawClosure::default();
@@ -534,6 +541,33 @@ mod tests {
     const H1: &str = "11111111111111111111111111111111";
     const H2: &str = "22222222222222222222222222222222";
     const H3: &str = "33333333333333333333333333333333";
+
+    #[test]
+    fn each_added_path_has_its_chain_from_a_root_through_the_chosen_referrers() {
+        use crate::graph::testgraph::random_dag;
+        for (nb, na) in [(45, 60), (30, 80), (10, 40)] {
+            let before = random_dag(3, nb, 2);
+            let after = random_dag(4, na, 3);
+            let mut d = diff(&before, &after);
+            d.prefer_strongest(&after, &Classified::default(), &Classified::default());
+            assert!(!d.added.is_empty());
+            let chosen: HashMap<NodeId, Option<NodeId>> =
+                d.added.iter().map(|c| (c.node, c.referrer)).collect();
+            for c in &d.added {
+                assert_eq!(c.chain.last(), Some(&c.node));
+                assert!(after.roots().contains(&c.chain[0]), "{:?}", c.chain);
+                for w in c.chain.windows(2) {
+                    // Each step is an edge of AFTER, and a changed path's
+                    // step is the referrer the comparison chose.
+                    assert!(after.references(w[0]).contains(&w[1]));
+                    if let Some(r) = chosen.get(&w[1]) {
+                        assert_eq!(*r, Some(w[0]));
+                    }
+                }
+            }
+            assert!(d.removed.iter().all(|c| c.chain.is_empty()));
+        }
+    }
 
     #[test]
     fn changes_rank_by_what_they_drag_in() {

@@ -6,9 +6,9 @@
 //! and advice whose cut references stay.
 
 use crate::classify::Classified;
-use crate::evidence::Verdict;
 use crate::graph::chains::best_chain;
 use crate::graph::{Graph, NodeId};
+use nix_heft_types::evidence::Verdict;
 
 /// Order of verdicts as ranks, strongest first; an edge without evidence
 /// (unread, unreadable, or registered but not found) counts as `unknown`.
@@ -95,6 +95,26 @@ pub fn chain_verdict(c: &Classified, chain: &[NodeId]) -> Verdict {
     )
 }
 
+/// Each path's strongest hold over the edges into it that were read (the
+/// strongest verdict of any one edge's holds), `None` where no read edge
+/// holds it: how strongly the closure keeps each path, as the page colours
+/// it. An edge's own verdict is its strongest hold, as `refs` gives it.
+pub fn holding(g: &Graph, c: &Classified) -> Vec<Option<Verdict>> {
+    let mut out: Vec<Option<Verdict>> = vec![None; g.len()];
+    for (&from, pe) in &c.paths {
+        if !pe.available {
+            continue;
+        }
+        for &to in g.references(from) {
+            if let Some(v) = c.evidence(from, to).iter().map(|e| e.verdict).min() {
+                let h = &mut out[to as usize];
+                *h = Some(h.map_or(v, |h| h.min(v)));
+            }
+        }
+    }
+    out
+}
+
 /// Of `referrers` of `dep`, given in the caller's order of preference, the
 /// one whose hold is strongest (runtime first, a dead or build-only hold
 /// last); the first of those on a tie. The reason a path is present is
@@ -133,13 +153,13 @@ pub struct EdgeSummary {
     /// path-info JSON file), so nothing could be looked at.
     pub unavailable: bool,
     /// Number of occurrences by kind.
-    pub kinds: std::collections::BTreeMap<crate::evidence::Kind, usize>,
+    pub kinds: std::collections::BTreeMap<nix_heft_types::evidence::Kind, usize>,
     /// Files holding it, in order, each once.
     pub files: Vec<String>,
     /// True when every occurrence is a dead RUNPATH entry.
     pub dead: bool,
     /// The strongest verdict of its evidence (`None` when none was found).
-    pub verdict: Option<crate::evidence::Verdict>,
+    pub verdict: Option<nix_heft_types::evidence::Verdict>,
     /// The reason of the evidence that gives that verdict.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
@@ -150,10 +170,10 @@ pub struct EdgeSummary {
     /// With `--trace`: `used` when the workload used any of its holds,
     /// `not used` when some hold's file was never touched and none was used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub traced: Option<crate::evidence::Traced>,
+    pub traced: Option<nix_heft_types::evidence::Traced>,
     /// Every occurrence (with `--evidence`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub evidence: Option<Vec<crate::evidence::Evidence>>,
+    pub evidence: Option<Vec<nix_heft_types::evidence::Evidence>>,
 }
 
 /// Summarises one edge's evidence: what `refs` shows of it, and what the
@@ -166,7 +186,7 @@ pub fn summarise(
     keep: bool,
 ) -> EdgeSummary {
     let pe = scan.paths.get(&from);
-    let ev: &[crate::evidence::Evidence] = pe
+    let ev: &[nix_heft_types::evidence::Evidence] = pe
         .and_then(|p| p.by_reference.get(&to))
         .map(Vec::as_slice)
         .unwrap_or(&[]);
@@ -198,5 +218,69 @@ pub fn summarise(
         kinds,
         files,
         evidence: keep.then(|| ev.to_vec()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::classify::PathEvidence;
+    use nix_heft_types::evidence::{Evidence, Kind};
+
+    fn ev(verdict: Verdict) -> Evidence {
+        let mut e = Evidence::new(b"f", Kind::Text, 0, String::new());
+        e.verdict = verdict;
+        e
+    }
+
+    #[test]
+    fn holding_is_the_strongest_read_hold_into_each_path() {
+        let g = crate::graph::testgraph::random_dag(1, 5, 1);
+        let mut c = Classified::default();
+        let edges: Vec<(NodeId, NodeId)> = (0..g.len() as NodeId)
+            .flat_map(|v| g.references(v).iter().map(move |&t| (v, t)))
+            .filter(|(v, t)| v != t)
+            .collect();
+        assert!(edges.len() >= 2, "{edges:?}");
+        // The first edge held at build time and docs, the second at run
+        // time, the rest dead; one referrer's contents unavailable.
+        let verdicts = [
+            vec![Verdict::Docs, Verdict::Build],
+            vec![Verdict::Runtime, Verdict::Dead],
+        ];
+        for (k, &(from, to)) in edges.iter().enumerate() {
+            let evs = verdicts
+                .get(k)
+                .cloned()
+                .unwrap_or_else(|| vec![Verdict::Dead]);
+            c.paths
+                .entry(from)
+                .or_insert_with(|| PathEvidence {
+                    by_reference: Default::default(),
+                    available: true,
+                })
+                .by_reference
+                .insert(to, evs.into_iter().map(ev).collect());
+        }
+        let h = holding(&g, &c);
+        for t in 0..g.len() as NodeId {
+            let want = edges
+                .iter()
+                .filter(|e| e.1 == t)
+                .map(|e| {
+                    c.evidence(e.0, e.1)
+                        .iter()
+                        .map(|x| x.verdict)
+                        .min()
+                        .unwrap()
+                })
+                .min();
+            assert_eq!(h[t as usize], want, "{t}");
+        }
+        // An unavailable referrer's edges count for nothing.
+        let (from, to) = edges[1];
+        c.paths.get_mut(&from).unwrap().available = false;
+        let h = holding(&g, &c);
+        assert_ne!(h[to as usize], Some(Verdict::Runtime));
     }
 }

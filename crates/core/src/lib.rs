@@ -1,27 +1,26 @@
 //! nix-heft's analysis, from roots to answers. [`resolve`] turns
-//! arguments into store paths ([`installable`]s by the user's nix, the
-//! rest by [`roots`]); [`graph`] holds the
-//! closure, its sizes and dominators, and says which edges a question needs
-//! read; [`read`] reads each needed store path once (file tree and raw
-//! holds); [`classify`] turns holds into evidence with verdicts;
+//! arguments into store paths (installables evaluated by
+//! [`nix_heft_eval::installable`], the rest by [`roots`]); [`graph`] holds
+//! the closure, its sizes and dominators, and says which edges a question
+//! needs read; [`read`] reads each needed store path once (file tree and
+//! raw holds); [`classify`] turns holds into evidence with verdicts;
 //! [`explain`] finds the chains that hold a dependency; [`plan`] simulates
 //! splits, partitions and advice from those alone; [`diff`] compares two
 //! closures and [`check`] is the CI gate's rules over them; [`pipeline`]
-//! runs the stages after the graph in order for every caller; [`attrs`]
-//! evaluates a nixpkgs-shaped tree's attributes to out paths, with the
-//! user's `nix-eval-jobs` or `nix-env`, and says which changed. Only
-//! `roots`, `graph::Graph::load` and `read` touch a store.
+//! runs the stages after the graph in order for every caller; [`impact`]
+//! compares many attributes' closures across two sides evaluated by
+//! [`nix_heft_eval::attrs`]. Only `roots`, `graph::Graph::load` and `read`
+//! touch a store.
 
 #![warn(missing_docs)]
 
-pub mod attrs;
 pub mod check;
 pub mod classify;
 pub mod diff;
 pub mod explain;
+pub mod gc;
 pub mod graph;
 pub mod impact;
-pub mod installable;
 pub mod pipeline;
 pub mod plan;
 pub mod read;
@@ -29,8 +28,3 @@ pub mod refusal;
 pub mod resolve;
 pub mod roots;
 pub mod unregistered;
-
-pub(crate) use nix_heft_format::{StorePath, derivation, elf, nar, nixbase32, relpath, store_path};
-pub(crate) use nix_heft_store::{local_cache, source};
-pub(crate) use nix_heft_trace as trace;
-pub(crate) use nix_heft_types::{Error, Result, error, evidence, problem, units};

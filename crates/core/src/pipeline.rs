@@ -19,9 +19,9 @@ use crate::graph::{Graph, NodeId, ReadRequest, request};
 use crate::plan::advise::{Action, ActionKind};
 use crate::plan::joint::Plan;
 use crate::plan::prune::Pruning;
-use crate::problem::{Problem, ProblemKind};
-use crate::source::StoreSource;
-use crate::trace::file::TraceSet;
+use nix_heft_store::source::StoreSource;
+use nix_heft_trace::file::TraceSet;
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 /// What a read reports while it runs; the CLI draws a progress bar from it.
 /// Any `Fn(u64) + Sync` closure is one that counts bytes only.
@@ -150,7 +150,8 @@ fn advice(
     if let Some(read) = consumers_read {
         candidates.retain(|v| read.contains(v));
     }
-    let paths: Vec<crate::StorePath> = candidates.iter().map(|&v| g.path(v).clone()).collect();
+    let paths: Vec<nix_heft_format::StorePath> =
+        candidates.iter().map(|&v| g.path(v).clone()).collect();
     let mut existing = crate::plan::advise::ExistingOutputs::new();
     if !paths.is_empty() {
         match crate::roots::sibling_outputs_many(src, &paths) {
@@ -275,14 +276,14 @@ pub enum ReadFor {
 /// must be able to reach `min_saving` for that to matter). Then advise's
 /// actions on the examined referrers and their joint plan.
 ///
-/// Fails with [`crate::Error::NothingToAdvise`] when the source had no file
+/// Fails with [`nix_heft_types::Error::NothingToAdvise`] when the source had no file
 /// contents at all, and with a usage error for a target no partition keeps.
 pub fn advise(
     src: &dyn StoreSource,
     g: &Graph,
     req: &AdviseRequest,
     progress: &dyn Progress,
-) -> crate::Result<Advised> {
+) -> nix_heft_types::Result<Advised> {
     let all = request::all_edges(g);
     let mut pruning = Pruning::new(g, &all, req.min_saving);
     // Trees that cost no NAR (listings, the disk) settle what they can
@@ -326,7 +327,7 @@ pub fn advise(
     let read_for = reasons(&wants, &examined, &consumers, &reads);
     let c = judged(src, g, reads, req.traces);
     if !c.paths.is_empty() && !readable(&c) {
-        return Err(crate::Error::NothingToAdvise {
+        return Err(nix_heft_types::Error::NothingToAdvise {
             store: src.describe(),
         });
     }
@@ -374,7 +375,7 @@ fn reasons(
     for (&from, pr) in &reads.paths {
         for h in &pr.holds {
             if let crate::read::Site::Elf {
-                hold: crate::read::ElfHold::Runpath { .. },
+                hold: nix_heft_format::elf::ElfHold::Runpath { .. },
                 ..
             } = h.site
             {
@@ -477,9 +478,9 @@ pub struct CompareOptions {
 
 /// The two sides' closures, loaded at once (they are independent).
 pub fn load_pair(
-    before: (&dyn StoreSource, &[crate::StorePath]),
-    after: (&dyn StoreSource, &[crate::StorePath]),
-) -> (crate::Result<Graph>, crate::Result<Graph>) {
+    before: (&dyn StoreSource, &[nix_heft_format::StorePath]),
+    after: (&dyn StoreSource, &[nix_heft_format::StorePath]),
+) -> (nix_heft_types::Result<Graph>, nix_heft_types::Result<Graph>) {
     rayon::join(
         || Graph::load(before.0, before.1),
         || Graph::load(after.0, after.1),
@@ -511,7 +512,7 @@ pub fn compare(
         None if opts.no_evidence => Classified::default(),
         None => classified(asrc, ag, &wa, None, progress.1),
     };
-    d.prefer_strongest(&before, &after);
+    d.prefer_strongest(ag, &before, &after);
     Compared {
         diff: d,
         before,

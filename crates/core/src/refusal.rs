@@ -36,10 +36,11 @@ use std::collections::{BTreeMap, HashSet};
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Classified;
-use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId, ReadRequest, chains, request};
 use crate::plan::advise::snippet;
-use crate::store_path::StorePath;
+use nix_heft_format::quote;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::evidence::{Evidence, Kind, Verdict};
 
 /// One of the four output checks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
@@ -169,7 +170,7 @@ impl BuildSpec {
     /// outputs name them).
     pub fn from_drv(
         store_dir: &str,
-        drv: &crate::derivation::Derivation,
+        drv: &nix_heft_format::derivation::Derivation,
     ) -> Result<BuildSpec, String> {
         let mut vars: BTreeMap<String, String> = drv.env.iter().cloned().collect();
         let structured = vars.remove("__json");
@@ -331,7 +332,7 @@ fn structured_checks(s: &Structured) -> Result<BTreeMap<String, Checks>, String>
 fn store_paths_in(store_dir: &str, texts: &[&str]) -> Vec<StorePath> {
     let mut out = Vec::new();
     for t in texts {
-        let mut w = crate::store_path::WrittenPaths::new(store_dir);
+        let mut w = nix_heft_format::store_path::WrittenPaths::new(store_dir);
         w.feed(t.as_bytes(), true);
         out.extend(w.into_paths());
     }
@@ -826,7 +827,7 @@ fn move_lines(
         }
         let what = MOVED_WHOLE
             .iter()
-            .find(|d| crate::relpath::is_under(e.file.as_bytes(), d.as_bytes()))
+            .find(|d| nix_heft_format::relpath::is_under(e.file.as_bytes(), d.as_bytes()))
             .map_or(e.file.clone(), |d| d.to_string());
         moves.insert(what, to.to_string());
     }
@@ -835,7 +836,7 @@ fn move_lines(
     }
     let mut lines: Vec<String> = moves
         .iter()
-        .map(|(what, to)| format!("moveToOutput {} \"${to}\"", snippet::shell_word(what)))
+        .map(|(what, to)| format!("moveToOutput {} \"${to}\"", quote::shell(what)))
         .collect();
     lines.extend(script_lines(g, &r.output, &rest)?);
     Some(lines)
@@ -885,9 +886,11 @@ pub fn cycle_remedies(
                     }
                     let what = MOVED_WHOLE
                         .iter()
-                        .find(|d| crate::relpath::is_under(e.file.as_bytes(), d.as_bytes()))
+                        .find(|d| {
+                            nix_heft_format::relpath::is_under(e.file.as_bytes(), d.as_bytes())
+                        })
                         .map_or(e.file.clone(), |d| d.to_string());
-                    let line = format!("moveToOutput {} \"${to}\"", snippet::shell_word(&what));
+                    let line = format!("moveToOutput {} \"${to}\"", quote::shell(&what));
                     if !lines.contains(&line) {
                         lines.push(line);
                     }
@@ -984,7 +987,7 @@ mod tests {
     }
 
     fn graph(entries: &[(&str, &[&str])], roots: usize) -> Graph {
-        let mut raw = crate::source::RawClosure::default();
+        let mut raw = nix_heft_store::source::RawClosure::default();
         for (p, _) in entries {
             raw.push(StorePath::parse("/nix/store", p).unwrap(), 100);
         }
@@ -1094,7 +1097,8 @@ mod tests {
             r#"Derive([("out","{OUT}","","")],[],[],"x86_64-linux","/bin/bash",[],[("__json",{}),("out","{OUT}")])"#,
             serde_json::to_string(&json).unwrap()
         );
-        let drv = crate::derivation::Derivation::parse("/nix/store", drv_text.as_bytes()).unwrap();
+        let drv = nix_heft_format::derivation::Derivation::parse("/nix/store", drv_text.as_bytes())
+            .unwrap();
         let spec = BuildSpec::from_drv("/nix/store", &drv).unwrap();
         assert!(spec.structured);
         assert_eq!(spec.outputs["out"].as_str(), OUT);

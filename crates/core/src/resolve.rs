@@ -1,7 +1,7 @@
 //! ROOT and DEP arguments as `nix` users write them → store paths: the
 //! one way every caller (the command line, and what comes after it)
 //! resolves them. Installables (`nixpkgs#hello`, `-f FILE ATTR`, `--expr`,
-//! `DRV^out`) are evaluated by the user's `nix` ([`crate::installable`]),
+//! `DRV^out`) are evaluated by the user's `nix` ([`nix_heft_eval::installable`]),
 //! never built, each output required valid in the store read; store paths,
 //! `./result` links, names and globs go to [`crate::roots`]. In the build
 //! graph an installable means its `.drv` and an output path its deriver,
@@ -12,9 +12,10 @@
 //! nothing.
 
 use crate::graph::{Graph, NodeId};
-use crate::installable::{self, Evaluated, Installable, InstallableError, Options};
-use crate::source::StoreSource;
-use crate::{Error, StorePath};
+use nix_heft_eval::installable::{self, Evaluated, Installable, InstallableError, Options};
+use nix_heft_format::StorePath;
+use nix_heft_store::source::StoreSource;
+use nix_heft_types::Error;
 
 /// An output path read as the derivation that built it (with the build
 /// graph), as `nix path-info --derivation` maps it.
@@ -87,7 +88,7 @@ impl Resolve<'_> {
         if args.iter().any(|a| Installable::parse(a, &opts).is_some()) {
             // Where a chroot store's files are, when not at its store
             // directory.
-            opts.real_store_dir = crate::source::files_dir(self.src)
+            opts.real_store_dir = nix_heft_store::source::files_dir(self.src)
                 .filter(|d| d.as_os_str() != self.src.store_dir());
         }
         if opts.file.is_some() && opts.expr.is_some() {

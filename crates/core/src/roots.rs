@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::error::{Error, Result, io_err};
-use crate::source::PathMetadata;
-use crate::store_path::{StorePath, output_suffix, package_name, split_output};
+use nix_heft_format::store_path::{StorePath, output_suffix, package_name, split_output};
+use nix_heft_store::source::PathMetadata;
+use nix_heft_types::error::{Error, Result, io_err};
 
 /// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
 const MAX_SYMLINKS: usize = 40;
@@ -178,7 +178,7 @@ fn describe_candidates(src: &dyn PathMetadata, hits: &[StorePath]) -> Vec<String
                 .path_info(p)
                 .ok()
                 .flatten()
-                .map(|i| crate::units::iec(i.nar_size));
+                .map(|i| nix_heft_types::units::iec(i.nar_size));
             let time = src.registration_time(p).ok().flatten();
             let mut extra: Vec<String> = size.into_iter().collect();
             if let Some(t) = time.and_then(format_time) {

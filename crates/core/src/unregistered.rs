@@ -25,9 +25,9 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use crate::read::hash_finder::{HashFinder, Hit};
-use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
-use crate::store_path::{HASH_LEN, StorePath, WrittenPaths, is_name_byte};
-use crate::{Error, Result};
+use nix_heft_format::store_path::{HASH_LEN, StorePath, WrittenPaths, is_name_byte};
+use nix_heft_store::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
+use nix_heft_types::{Error, Result};
 
 /// A tree given to be read as the store path it is meant to become.
 #[derive(Debug, Clone)]
@@ -47,7 +47,7 @@ pub fn placeholder_path(store_dir: &str, dir: &Path) -> StorePath {
     use sha2::Digest;
     let abs = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
     let digest = sha2::Sha256::digest(abs.as_os_str().as_encoded_bytes());
-    let hash = crate::nixbase32::encode(&digest[..20]);
+    let hash = nix_heft_format::nixbase32::encode(&digest[..20]);
     let raw = abs
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())
@@ -217,7 +217,7 @@ impl<'a> Scanned<'a> {
                 size: 0,
             },
         );
-        let done = crate::nar::dump::dump(dir, &mut sink).and_then(|()| sink.flush());
+        let done = nix_heft_format::nar::dump::dump(dir, &mut sink).and_then(|()| sink.flush());
         done.map_err(|source| Error::Io {
             path: dir.to_path_buf(),
             source,
@@ -343,7 +343,7 @@ impl PathContents for Scanned<'_> {
         let Some(dir) = self.files_of(path) else {
             return Ok(None);
         };
-        let reader = crate::nar::dump::reader(&dir).map_err(|source| Error::Io {
+        let reader = nix_heft_format::nar::dump::reader(&dir).map_err(|source| Error::Io {
             path: dir.clone(),
             source,
         })?;
@@ -354,7 +354,7 @@ impl PathContents for Scanned<'_> {
         }))
     }
 
-    fn listing(&self, path: &StorePath) -> Result<Option<crate::nar::tree::FileTree>> {
+    fn listing(&self, path: &StorePath) -> Result<Option<nix_heft_format::nar::tree::FileTree>> {
         match self.base {
             Some(b) if !self.trees.contains_key(path) => b.listing(path),
             _ => Ok(None),
@@ -483,7 +483,7 @@ fn given_candidates(store_dir: &str, req: &TreeRequest) -> Result<Vec<StorePath>
 /// Where the files of `p` are in `base` (or at its own path without a
 /// store that has files on disk).
 fn files_in(base: Option<&dyn StoreSource>, p: &StorePath) -> PathBuf {
-    base.and_then(crate::source::files_dir)
+    base.and_then(nix_heft_store::source::files_dir)
         .map(|d| d.join(p.base_name()))
         .unwrap_or_else(|| PathBuf::from(p.as_str()))
 }
@@ -518,7 +518,7 @@ impl Opened {
             (Some((path, dir)), base) => {
                 let store_dir = base
                     .as_deref()
-                    .map_or(crate::source::DEFAULT_STORE_DIR, |b| b.store_dir());
+                    .map_or(nix_heft_store::source::DEFAULT_STORE_DIR, |b| b.store_dir());
                 let s = Scanned::new(
                     base.as_deref(),
                     store_dir,
@@ -636,13 +636,15 @@ pub fn derivation_of(
 pub fn read_derivation(
     base: &dyn StoreSource,
     drv: &StorePath,
-) -> Result<crate::derivation::Derivation> {
+) -> Result<nix_heft_format::derivation::Derivation> {
     let file = base
         .real_path(drv)
         .unwrap_or_else(|| PathBuf::from(drv.as_str()));
-    crate::derivation::Derivation::read(base.store_dir(), &file).map_err(|e| Error::BadDerivation {
-        path: drv.to_string(),
-        reason: e.to_string(),
+    nix_heft_format::derivation::Derivation::read(base.store_dir(), &file).map_err(|e| {
+        Error::BadDerivation {
+            path: drv.to_string(),
+            reason: e.to_string(),
+        }
     })
 }
 
@@ -682,7 +684,7 @@ mod tests {
         assert_eq!(info.references, vec![dep.clone(), me.clone()]);
         // The length of the NAR serialisation, as Nix registers it.
         let mut nar = Vec::new();
-        crate::nar::dump::dump(&dir, &mut nar).unwrap();
+        nix_heft_format::nar::dump::dump(&dir, &mut nar).unwrap();
         assert_eq!(info.nar_size, nar.len() as u64);
         // A candidate neither in a store nor on disk is a leaf.
         let leaf = s.path_info(&other).unwrap().unwrap();

@@ -10,7 +10,8 @@
 //! a byte; [`relpath`] is the one set of relative-path helpers;
 //! [`nixpkgs_review`] reads a nixpkgs-review result directory;
 //! [`nix_error`] finds Nix's refusals of a build's outputs (forbidden
-//! references, cycles, sizes) in its error text.
+//! references, cycles, sizes) in its error text; [`quote`] writes a shell
+//! word or a Nix string, the one quoting of every command and snippet.
 
 #![warn(missing_docs)]
 
@@ -23,6 +24,7 @@ pub mod nix_conf;
 pub mod nix_error;
 pub mod nixbase32;
 pub mod nixpkgs_review;
+pub mod quote;
 pub mod relpath;
 pub mod store_path;
 #[cfg(any(test, feature = "testutil"))]

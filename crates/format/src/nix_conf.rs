@@ -4,8 +4,9 @@
 //! what they mean to `nix`.
 //!
 //! The command layer reads `substituters` (`--substituters auto`),
-//! `trusted-public-keys` and `require-sigs` (the signature policy) from
-//! here, and `source::netrc` reads `netrc-file`.
+//! `trusted-public-keys` and `require-sigs` (the signature policy) and the
+//! collector's `keep-outputs` and `keep-derivations` (`roots`) from here,
+//! and `netrc` reads `netrc-file`.
 //!
 //! The rules, as Nix 2.8 applies them (`loadConfFile` and
 //! `getUserConfigFiles` in libstore/globals.cc, `AbstractConfig::applyConfig`
@@ -73,6 +74,8 @@ pub enum Origin {
     File(PathBuf),
     /// The `NIX_CONFIG` environment variable.
     Env,
+    /// A command's `--option NAME VALUE`.
+    CommandLine,
 }
 
 impl fmt::Display for Origin {
@@ -80,6 +83,7 @@ impl fmt::Display for Origin {
         match self {
             Origin::File(p) => write!(f, "{}", p.display()),
             Origin::Env => f.write_str("NIX_CONFIG"),
+            Origin::CommandLine => f.write_str("--option"),
         }
     }
 }
@@ -349,6 +353,8 @@ const ALIASES: &[(&str, &str)] = &[
     ("binary-caches", "substituters"),
     ("binary-cache-public-keys", "trusted-public-keys"),
     ("trusted-binary-caches", "trusted-substituters"),
+    ("gc-keep-outputs", "keep-outputs"),
+    ("gc-keep-derivations", "keep-derivations"),
 ];
 
 fn canonical(name: &str) -> &str {
@@ -450,8 +456,10 @@ impl Loader<'_> {
     ) -> Result<(), NixConfError> {
         let path = match origin {
             Origin::File(f) => normalise(&f.parent().unwrap_or(Path::new("/")).join(written)),
-            Origin::Env if written.starts_with('/') => normalise(Path::new(written)),
-            Origin::Env => {
+            Origin::Env | Origin::CommandLine if written.starts_with('/') => {
+                normalise(Path::new(written))
+            }
+            Origin::Env | Origin::CommandLine => {
                 return Err(NixConfError::RelativeInclude {
                     origin: origin.clone(),
                     line,
@@ -553,6 +561,21 @@ impl NixConf {
         &self.assignments
     }
 
+    /// This configuration with `options` (`--option NAME VALUE`, in the
+    /// order given) applied after everything read, as Nix applies a
+    /// command's `--option`s.
+    pub fn with_options(mut self, options: &[(String, String)]) -> NixConf {
+        for (name, value) in options {
+            self.assignments.push(Assignment {
+                name: name.clone(),
+                value: value.split_ascii_whitespace().collect::<Vec<_>>().join(" "),
+                origin: Origin::CommandLine,
+                line: 0,
+            });
+        }
+        self
+    }
+
     /// Every file read, includes too, in the order read.
     pub fn files(&self) -> &[PathBuf] {
         &self.files
@@ -616,8 +639,28 @@ impl NixConf {
     /// `require-sigs`, true unless set otherwise (Nix's default); a value
     /// other than Nix's `true/yes/1/false/no/0` is an error naming the line.
     pub fn require_sigs(&self) -> Result<bool, NixConfError> {
-        let Some(a) = self.last("require-sigs") else {
-            return Ok(true);
+        self.boolean("require-sigs", true)
+    }
+
+    /// `keep-outputs` (old name `gc-keep-outputs`), false unless set: the
+    /// garbage collector keeps the outputs of a live derivation.
+    pub fn keep_outputs(&self) -> Result<bool, NixConfError> {
+        self.boolean("keep-outputs", false)
+    }
+
+    /// `keep-derivations` (old name `gc-keep-derivations`), true unless
+    /// set (Nix's default): the collector keeps the derivation a live
+    /// path was built by.
+    pub fn keep_derivations(&self) -> Result<bool, NixConfError> {
+        self.boolean("keep-derivations", true)
+    }
+
+    /// A boolean setting as Nix 2.8 parses one (`true/yes/1`,
+    /// `false/no/0`), `default` when no line sets it; any other value is an
+    /// error naming the line.
+    fn boolean(&self, name: &str, default: bool) -> Result<bool, NixConfError> {
+        let Some(a) = self.last(name) else {
+            return Ok(default);
         };
         match a.value.as_str() {
             "true" | "yes" | "1" => Ok(true),
@@ -791,6 +834,23 @@ mod tests {
         assert_eq!(c.substituters(), ["x", "y", "z"]);
         assert_eq!(c.trusted_public_keys(), ["k:1", "k:2"]);
         assert_eq!(c.get("substituters"), Some("x"));
+    }
+
+    #[test]
+    fn the_collector_s_settings_with_their_old_names() {
+        let (_d, c) = load(&[]);
+        let c = c.unwrap();
+        assert!(!c.keep_outputs().unwrap());
+        assert!(c.keep_derivations().unwrap());
+        let (_d, c) = load(&[("nix.conf", "gc-keep-outputs = yes\nkeep-derivations = 0\n")]);
+        let c = c.unwrap();
+        assert!(c.keep_outputs().unwrap());
+        assert!(!c.keep_derivations().unwrap());
+        let c = c.with_options(&[("keep-derivations".into(), "true".into())]);
+        assert!(c.keep_derivations().unwrap());
+        let (_d, c) = load(&[("nix.conf", "keep-outputs = maybe\n")]);
+        let e = c.unwrap().keep_outputs().unwrap_err();
+        assert!(matches!(e, NixConfError::BadBool { line: 1, .. }), "{e}");
     }
 
     #[test]

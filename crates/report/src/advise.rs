@@ -4,9 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions};
-use crate::plan::advise::Action;
+use nix_heft_core::plan::advise::Action;
 
-use crate::problem::Problem;
+use nix_heft_types::problem::Problem;
 
 /// The `advise` report; also its `--json` document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -19,12 +19,12 @@ pub struct AdviceReport {
     pub actions: Vec<Action>,
     /// Every non-breaking action applied together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<crate::plan::joint::Plan>,
+    pub plan: Option<nix_heft_core::plan::joint::Plan>,
     /// The `--min-saving` threshold in bytes: referrers whose bound is
     /// below it were not read.
     pub min_saving: u64,
     /// Referrers not read because no action on them could save
-    /// `min_saving` ([`crate::graph::bounds`]), largest bound first.
+    /// `min_saving` ([`nix_heft_core::graph::bounds`]), largest bound first.
     pub not_examined: Vec<NotExamined>,
     /// Actions on referrers read that were not simulated because even
     /// with every unread consumer keeping only `out` they could not save
@@ -85,7 +85,7 @@ impl Report for AdviceReport {
     /// `--all`), saying what keeps the path.
     fn render_text(&self, opts: &TextOptions) -> String {
         use super::style::{wrap, wrap_hanging};
-        use crate::units::iec;
+        use nix_heft_types::units::iec;
         let st = opts.style;
         let plan_paths = self.plan.iter().flat_map(|p| {
             p.actions.iter().map(|s| &s.package).chain(

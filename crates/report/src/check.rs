@@ -5,10 +5,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions, review};
-use crate::problem::Problem;
-use crate::store_path::name_of;
-use crate::units::{iec, iec_delta};
 use nix_heft_core::check::{Baseline, Rule, Violation};
+use nix_heft_format::store_path::name_of;
+use nix_heft_types::problem::Problem;
+use nix_heft_types::units::{iec, iec_delta};
 
 pub use super::review::Format;
 
@@ -140,7 +140,7 @@ impl CheckReport {
                 out.push(format!("  and {} more {what}", n - few));
             }
         };
-        let held = |out: &mut Vec<String>, evs: &[crate::evidence::Evidence]| {
+        let held = |out: &mut Vec<String>, evs: &[nix_heft_types::evidence::Evidence]| {
             if let Some(opts) = every {
                 for l in super::evidence_lines(evs, &[], opts).lines() {
                     out.push(format!("  {l}"));

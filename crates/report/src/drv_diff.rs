@@ -8,9 +8,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::diff::plural;
 use super::review;
-use super::{Names, TextOptions};
+use super::{Names, TextOptions, plural};
 use nix_heft_core::diff::derivation::{DiffLine, DrvComparison, OwnChange, Tag};
 
 /// A root cause: a derivation whose own attributes differ.
@@ -77,7 +76,7 @@ const NOTICE_CAUSES: usize = 5;
 impl DrvDiffReport {
     /// The report of a comparison.
     pub fn new(c: &DrvComparison) -> DrvDiffReport {
-        let s = |p: &crate::store_path::StorePath| p.to_string();
+        let s = |p: &nix_heft_format::store_path::StorePath| p.to_string();
         DrvDiffReport {
             root_causes: c
                 .root_causes
@@ -186,7 +185,7 @@ fn weight(r: &RootCauseEntry) -> String {
     if r.bytes > 0 {
         s.push_str(&format!(
             "; {} of outputs with it",
-            crate::units::iec(r.bytes)
+            nix_heft_types::units::iec(r.bytes)
         ));
         if r.unknown_size > 0 {
             s.push_str(&format!(", {} of unknown size", r.unknown_size));

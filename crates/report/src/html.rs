@@ -14,13 +14,13 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
-use crate::classify::Classified;
 use crate::diff::{DiffReport, Package};
-use crate::evidence::{Evidence, Kind, Traced, Verdict};
-use crate::graph::{Graph, NodeId, Sizes};
-use crate::plan::advise::Action;
-use crate::problem::Problem;
-use crate::store_path::{OutputKind, name_of};
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, NodeId, Sizes};
+use nix_heft_core::plan::advise::Action;
+use nix_heft_format::store_path::{OutputKind, name_of};
+use nix_heft_types::evidence::{Evidence, Kind, Traced, Verdict};
+use nix_heft_types::problem::Problem;
 
 /// Most pieces of evidence kept per edge in the page; the rest are
 /// counted (`more`) and `nix-heft refs --evidence` lists them all. Keeps a
@@ -352,8 +352,10 @@ impl HtmlReport {
         for &r in g.roots() {
             is_root[r as usize] = true;
         }
-        // Strongest verdict over each path's incoming edges.
-        let mut holding: Vec<Option<Verdict>> = vec![None; g.len()];
+        let holding = c.map_or_else(
+            || vec![None; g.len()],
+            |c| nix_heft_core::explain::holding(g, c),
+        );
         let mut edges = Vec::new();
         let mut read_any = false;
         let mut blind_any = false;
@@ -387,10 +389,6 @@ impl HtmlReport {
                     // rest is cut.
                     sorted.sort_by_key(|e| (e.verdict, e.traced != Some(Traced::Used)));
                     let strongest = sorted.first().map(|e| e.verdict);
-                    if let Some(v) = strongest {
-                        let h = &mut holding[to as usize];
-                        *h = Some(h.map_or(v, |h| h.min(v)));
-                    }
                     edges.push(EdgeNode {
                         from,
                         to,
@@ -446,7 +444,7 @@ impl HtmlReport {
             .collect();
         let index = g.index();
         let id_of = |s: &str| {
-            crate::StorePath::parse(g.path(0).store_dir(), s)
+            nix_heft_format::StorePath::parse(g.path(0).store_dir(), s)
                 .ok()
                 .and_then(|p| index.get(&p).copied())
         };
@@ -488,7 +486,7 @@ impl HtmlReport {
     pub fn set_diff(&mut self, g: &Graph, d: DiffReport) {
         let index = g.index();
         let id_of = |s: &str| {
-            crate::StorePath::parse(g.path(0).store_dir(), s)
+            nix_heft_format::StorePath::parse(g.path(0).store_dir(), s)
                 .ok()
                 .and_then(|p| index.get(&p).copied())
         };
@@ -614,7 +612,7 @@ impl HtmlReport {
 }
 
 /// Escapes text for HTML element content.
-fn html_escape(s: &str) -> String {
+pub(crate) fn html_escape(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
@@ -623,7 +621,7 @@ fn html_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::graph::testgraph::random_dag;
+    use nix_heft_core::graph::testgraph::random_dag;
 
     #[test]
     fn added_sizes_nest_under_dominators_and_data_is_embedded_once() {

@@ -15,16 +15,17 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::classify::Classified;
-use crate::evidence::EvidenceGroup;
-use crate::graph::{Graph, NodeId};
 use crate::names::Names;
-use crate::problem::Problem;
+use crate::plural;
 use crate::review::{self, Annotation, Fitter, MARKER, NixFile};
 use crate::table::{Align, Table};
-use crate::units::{iec, iec_delta};
 use crate::{Report, TextOptions};
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, NodeId};
 use nix_heft_core::impact::{AttrImpact, AttrSide, Broken, Change, Impact, Side, Status};
+use nix_heft_types::evidence::EvidenceGroup;
+use nix_heft_types::problem::Problem;
+use nix_heft_types::units::{iec, iec_delta};
 
 /// How a side was given.
 #[derive(Debug, Clone, Default, Serialize, Deserialize, PartialEq, Eq)]
@@ -785,14 +786,6 @@ fn same_story(
             ""
         }
     )
-}
-
-fn plural(n: usize, what: &str) -> String {
-    if n == 1 {
-        format!("1 {what}")
-    } else {
-        format!("{n} {what}s")
-    }
 }
 
 fn size_of(s: &Option<SideRow>, fmt: &dyn Fn(u64) -> String) -> String {

@@ -3,8 +3,8 @@
 //! and rendered as text otherwise (the same struct, so the two never
 //! disagree). Formatting only: reports never compute closures, sizes,
 //! chains or dominators, and never read the store. Their constructors take
-//! what earlier stages computed (the graph's [`crate::graph::Sizes`],
-//! [`crate::explain`]'s chains, plans, a [`nix_heft_core::diff::ClosureDiff`]) and
+//! what earlier stages computed (the graph's [`nix_heft_core::graph::Sizes`],
+//! [`nix_heft_core::explain`]'s chains, plans, a [`nix_heft_core::diff::ClosureDiff`]) and
 //! only select, sort and name it.
 
 //!
@@ -33,10 +33,6 @@
 //! ```
 #![warn(missing_docs)]
 
-pub(crate) use nix_heft_core::{classify, explain, graph, plan, roots};
-pub(crate) use nix_heft_format::{StorePath, nar, nixbase32, store_path};
-pub(crate) use nix_heft_types::{Error, Result, evidence, problem, units};
-
 pub mod advise;
 pub mod check;
 pub mod diff;
@@ -49,6 +45,8 @@ pub mod partition;
 pub mod refs;
 pub mod refused;
 pub mod review;
+pub mod roots;
+pub mod roots_page;
 pub mod size;
 pub mod split;
 pub mod style;
@@ -60,7 +58,7 @@ use std::collections::HashMap;
 
 use serde::Serialize;
 
-use crate::problem::Problem;
+use nix_heft_types::problem::Problem;
 
 /// How to render text.
 #[derive(Debug, Clone, Copy, Default)]
@@ -90,20 +88,20 @@ pub trait Report: Serialize {
 /// Evidence as text, by file: each occurrence's kind, line, offset and
 /// excerpt, then its verdict and reason. Without
 /// [`TextOptions::every_line`], a group of more than [`GROUP_AT`] holds of
-/// one kind and verdict in one directory ([`crate::evidence::group`]: the
+/// one kind and verdict in one directory ([`nix_heft_types::evidence::group`]: the
 /// one way every command and format shows evidence) becomes one line, in
 /// the words of [`review::group_phrase`] ("51 symlink holds in
 /// lib/rocblas/library/ (51 files, 2.0 KiB, runtime; e.g. …)"); `groups`
 /// are the report's groups with the holding files' bytes (grouped here,
 /// without bytes, when empty). The JSON always has every hold.
 pub fn evidence_lines(
-    evs: &[crate::evidence::Evidence],
-    groups: &[crate::evidence::EvidenceGroup],
+    evs: &[nix_heft_types::evidence::Evidence],
+    groups: &[nix_heft_types::evidence::EvidenceGroup],
     opts: &TextOptions,
 ) -> String {
-    use crate::evidence::Evidence;
+    use nix_heft_types::evidence::Evidence;
     let dir_of = |f: &str| f.rfind('/').map_or("", |i| &f[..i]).to_string();
-    let grouped: Vec<crate::evidence::EvidenceGroup> = if opts.every_line {
+    let grouped: Vec<nix_heft_types::evidence::EvidenceGroup> = if opts.every_line {
         Vec::new()
     } else {
         review::groups_of(groups, evs)
@@ -167,7 +165,7 @@ pub fn evidence_lines(
         out.push_str(&opts.style.paths(&line));
         out.push('\n');
         out.push_str(&verdict_line(e));
-        if e.traced == Some(crate::evidence::Traced::NotUsed) {
+        if e.traced == Some(nix_heft_types::evidence::Traced::NotUsed) {
             out.push_str(&style::wrap(
                 "traced: not used (never touched in the trace)",
                 opts.width,
@@ -179,6 +177,16 @@ pub fn evidence_lines(
         }
     }
     out
+}
+
+/// `1 path`, `2 paths`: a count and a regular English noun, the one way
+/// every report counts things.
+pub fn plural(n: usize, what: &str) -> String {
+    if n == 1 {
+        format!("{n} {what}")
+    } else {
+        format!("{n} {what}s")
+    }
 }
 
 /// More occurrences than this of one kind in one directory are grouped.

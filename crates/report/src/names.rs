@@ -9,7 +9,7 @@
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Range;
 
-use crate::store_path::name_of;
+use nix_heft_format::store_path::name_of;
 
 /// How one path is shown.
 #[derive(Debug, Clone, PartialEq, Eq)]

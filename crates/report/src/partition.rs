@@ -6,11 +6,11 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::table::{Align, Cell, Paint, Table};
 use super::{Report, TextOptions};
-use crate::graph::{Graph, NodeId};
-use crate::plan::partition::Partition;
-use crate::problem::Problem;
-use crate::store_path::name_of as name;
-use crate::units::iec;
+use nix_heft_core::graph::{Graph, NodeId};
+use nix_heft_core::plan::partition::Partition;
+use nix_heft_format::store_path::name_of;
+use nix_heft_types::problem::Problem;
+use nix_heft_types::units::iec;
 
 /// One group of a partition.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -178,7 +178,7 @@ impl PartitionReport {
                         group: k.group.clone(),
                         reason: format!(
                             "links into {}, which stays: needed by {}",
-                            name(&into),
+                            name_of(&into),
                             needed_text(&needed_by, k.needed_by.len())
                         ),
                         links_into: into,

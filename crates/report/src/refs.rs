@@ -4,14 +4,14 @@ use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Cell, Paint, Table};
 use super::{Report, TextOptions};
-use crate::classify::Classified;
-use crate::graph::{Graph, NodeId};
-use crate::problem::Problem;
-use crate::store_path::name_of as name;
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, NodeId};
+use nix_heft_format::store_path::name_of;
+use nix_heft_types::problem::Problem;
 
 /// One edge with its evidence summarised (computed by `explain`).
-pub use crate::explain::EdgeSummary;
-use crate::explain::summarise;
+use nix_heft_core::explain::EdgeSummary;
+use nix_heft_core::explain::summarise;
 
 /// The whole report; also the `--json` document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -39,7 +39,8 @@ impl RefsReport {
             }
         }
         edges.sort_by(|a, b| {
-            (name(&a.referrer), name(&a.reference)).cmp(&(name(&b.referrer), name(&b.reference)))
+            (name_of(&a.referrer), name_of(&a.reference))
+                .cmp(&(name_of(&b.referrer), name_of(&b.reference)))
         });
         RefsReport {
             roots: g.roots().iter().map(|&r| g.path(r).to_string()).collect(),
@@ -88,8 +89,10 @@ impl Report for RefsReport {
                     s.push("(dead)".into());
                 }
                 match e.traced {
-                    Some(crate::evidence::Traced::Used) => s.push("(traced: used)".into()),
-                    Some(crate::evidence::Traced::NotUsed) => s.push("(traced: not used)".into()),
+                    Some(nix_heft_types::evidence::Traced::Used) => s.push("(traced: used)".into()),
+                    Some(nix_heft_types::evidence::Traced::NotUsed) => {
+                        s.push("(traced: not used)".into())
+                    }
                     None => {}
                 }
                 s.join(", ")

@@ -7,15 +7,15 @@
 
 use serde::Serialize;
 
-use crate::classify::Classified;
-use crate::evidence::{Evidence, EvidenceGroup};
-use crate::graph::{Graph, NodeId};
 use crate::names::Names;
-use crate::problem::Problem;
 use crate::{Report, TextOptions};
+use nix_heft_core::classify::Classified;
+use nix_heft_core::graph::{Graph, NodeId};
 use nix_heft_core::pipeline::refused::{Left, Refused, RefusedLog};
 use nix_heft_core::refusal::{Fix, Held, Remedy};
 use nix_heft_format::nix_error;
+use nix_heft_types::evidence::{Evidence, EvidenceGroup};
+use nix_heft_types::problem::Problem;
 
 /// One edge of a chain, with its evidence.
 #[derive(Debug, Clone, Serialize)]

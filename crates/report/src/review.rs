@@ -4,8 +4,8 @@
 //! characters, the least important parts cut first by [`Fitter`]) and
 //! GitHub workflow commands ([`Annotation`], escaped as GitHub requires).
 
-use crate::evidence::{Evidence, EvidenceGroup};
-use crate::units::iec;
+use nix_heft_types::evidence::{Evidence, EvidenceGroup};
+use nix_heft_types::units::iec;
 
 /// Output formats of `diff` and `check`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,14 +22,14 @@ pub enum Format {
 
 impl Format {
     /// Parses `text`, `json`, `github` or `markdown`.
-    pub fn parse(s: &str) -> crate::Result<Format> {
+    pub fn parse(s: &str) -> nix_heft_types::Result<Format> {
         Ok(match s {
             "text" => Format::Text,
             "json" => Format::Json,
             "github" => Format::Github,
             "markdown" => Format::Markdown,
             _ => {
-                return Err(crate::Error::Usage(format!(
+                return Err(nix_heft_types::Error::Usage(format!(
                     "unknown format '{s}': use text, json, github or markdown"
                 )));
             }
@@ -62,7 +62,7 @@ pub const ANNOTATIONS_PER_LEVEL: usize = 10;
 pub const SHOWN_GROUPS: usize = 3;
 
 /// Up to this many files a group names them all (no more than
-/// [`crate::evidence::EXAMPLES`]); above it, it is counted and its
+/// [`nix_heft_types::evidence::EXAMPLES`]); above it, it is counted and its
 /// [`EvidenceGroup::examples`] named.
 const LIST_AT: usize = 3;
 
@@ -70,7 +70,7 @@ const LIST_AT: usize = 3;
 /// without them) grouped here without sizes.
 pub fn groups_of(groups: &[EvidenceGroup], evs: &[Evidence]) -> Vec<EvidenceGroup> {
     if groups.is_empty() && !evs.is_empty() {
-        crate::evidence::group(evs, |_| None)
+        nix_heft_types::evidence::group(evs, |_| None)
     } else {
         groups.to_vec()
     }
@@ -428,17 +428,18 @@ pub struct NixFile {
 
 impl NixFile {
     /// Parses `FILE` or `FILE:LINE`.
-    pub fn parse(s: &str) -> crate::Result<NixFile> {
+    pub fn parse(s: &str) -> nix_heft_types::Result<NixFile> {
         if let Some((f, l)) = s.rsplit_once(':')
             && !l.is_empty()
             && l.bytes().all(|b| b.is_ascii_digit())
         {
-            let line =
-                l.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
-                    crate::Error::Usage(format!("--nix-file {s}: bad line number"))
-                })?;
+            let line = l.parse::<u64>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                nix_heft_types::Error::Usage(format!("--nix-file {s}: bad line number"))
+            })?;
             if f.is_empty() {
-                return Err(crate::Error::Usage(format!("--nix-file {s}: no file")));
+                return Err(nix_heft_types::Error::Usage(format!(
+                    "--nix-file {s}: no file"
+                )));
             }
             return Ok(NixFile {
                 file: f.to_string(),
@@ -446,7 +447,7 @@ impl NixFile {
             });
         }
         if s.is_empty() {
-            return Err(crate::Error::Usage("--nix-file: no file".into()));
+            return Err(nix_heft_types::Error::Usage("--nix-file: no file".into()));
         }
         Ok(NixFile {
             file: s.to_string(),
@@ -550,7 +551,7 @@ mod tests {
 
     #[test]
     fn phrases_name_few_files_and_count_many() {
-        use crate::evidence::{EvidenceGroup, Kind, Verdict};
+        use nix_heft_types::evidence::{EvidenceGroup, Kind, Verdict};
         let g = |files: usize, holds: usize| EvidenceGroup {
             kind: Kind::Symlink,
             verdict: Verdict::Runtime,

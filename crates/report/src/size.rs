@@ -5,8 +5,8 @@ use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use crate::graph::{Graph, NodeId, Sizes};
-use crate::units::iec;
+use nix_heft_core::graph::{Graph, NodeId, Sizes};
+use nix_heft_types::units::iec;
 
 /// Sizes of one path.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -72,8 +72,8 @@ impl UnknownOutputs {
     /// Each output comes labelled (`OutputSize::label`: `name path`, or
     /// `name`).
     pub fn of(
-        unknown: Vec<(crate::store_path::StorePath, Vec<String>)>,
-        g: &crate::graph::Graph,
+        unknown: Vec<(nix_heft_format::store_path::StorePath, Vec<String>)>,
+        g: &nix_heft_core::graph::Graph,
     ) -> Vec<UnknownOutputs> {
         let index = g.index();
         unknown

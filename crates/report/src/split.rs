@@ -6,10 +6,10 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use crate::graph::{Graph, NodeId};
-use crate::plan::split::{Move, SplitPlan};
-use crate::problem::Problem;
-use crate::units::iec;
+use nix_heft_core::graph::{Graph, NodeId};
+use nix_heft_core::plan::split::{Move, SplitPlan};
+use nix_heft_types::problem::Problem;
+use nix_heft_types::units::iec;
 
 /// One simulated output.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -33,7 +33,7 @@ pub struct OutputReport {
     pub existing: Option<String>,
     /// How that existing output was found (`deriver`, or `name`: assumed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub found_by: Option<crate::roots::FoundBy>,
+    pub found_by: Option<nix_heft_core::roots::FoundBy>,
 }
 
 /// A root's closure before and after.
@@ -98,7 +98,7 @@ impl SplitReport {
                     .map(|&r| g.path(r).to_string())
                     .collect();
                 references.sort_by(|a, b| {
-                    let name = crate::store_path::name_of;
+                    let name = nix_heft_format::store_path::name_of;
                     name(a).cmp(name(b)).then_with(|| a.cmp(b))
                 });
                 references.extend(
@@ -113,7 +113,9 @@ impl SplitReport {
                         .tree
                         .entries
                         .iter()
-                        .filter(|e| !matches!(e.node, crate::nar::tree::TreeNode::Directory))
+                        .filter(|e| {
+                            !matches!(e.node, nix_heft_format::nar::tree::TreeNode::Directory)
+                        })
                         .map(|e| String::from_utf8_lossy(&e.path).into_owned())
                         .collect(),
                     nar_size: o.nar_size,

@@ -5,9 +5,9 @@
 
 use anstyle::{AnsiColor, Effects, Style as Ansi};
 
-use crate::evidence::Verdict;
-use crate::nixbase32::IS_BASE32;
-use crate::store_path::HASH_LEN;
+use nix_heft_format::nixbase32::IS_BASE32;
+use nix_heft_format::store_path::HASH_LEN;
+use nix_heft_types::evidence::Verdict;
 
 /// How text is painted.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::ops::Range;
 
 use super::names::{Names, Shown, shorten_path};
 use super::style::{Style, truncate};
-use crate::evidence::Verdict;
+use nix_heft_types::evidence::Verdict;
 
 /// Column alignment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -7,10 +7,10 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use crate::graph::Graph;
-use crate::problem::Problem;
-use crate::units::iec;
+use nix_heft_core::graph::Graph;
 use nix_heft_trace::file::{PathTrace, TraceFile};
+use nix_heft_types::problem::Problem;
+use nix_heft_types::units::iec;
 
 /// One store path of the closure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -65,7 +65,7 @@ impl TraceReport {
         g: Option<&Graph>,
         problems: Vec<Problem>,
     ) -> TraceReport {
-        let index: std::collections::HashMap<&str, crate::graph::NodeId> = g
+        let index: std::collections::HashMap<&str, nix_heft_core::graph::NodeId> = g
             .map(|g| {
                 g.index()
                     .into_iter()
@@ -92,12 +92,11 @@ impl TraceReport {
                 .then_with(|| a.path.cmp(&b.path))
         });
         let mut untouched = Vec::new();
-        let mut closure_size = 0;
+        let closure_size = g.map_or(0, |g| g.total_size());
         if let Some(g) = g {
             // `g` is the touched paths' closure (`Graph::load` reads
             // nothing else), so each of its paths is in it.
             for (v, p) in (0..).zip(g.paths()) {
-                closure_size += g.nar_size(v);
                 if !t.paths.contains_key(p.as_str()) {
                     untouched.push(TracedPath {
                         path: p.to_string(),

@@ -7,11 +7,11 @@ use serde::{Deserialize, Serialize};
 
 use super::refs::append_problems;
 use super::{Report, TextOptions};
-use crate::classify::Classified;
-use crate::evidence::{Evidence, EvidenceGroup, Verdict};
-use crate::explain::Explained;
-use crate::graph::{Graph, NodeId};
-use crate::problem::Problem;
+use nix_heft_core::classify::Classified;
+use nix_heft_core::explain::Explained;
+use nix_heft_core::graph::{Graph, NodeId};
+use nix_heft_types::evidence::{Evidence, EvidenceGroup, Verdict};
+use nix_heft_types::problem::Problem;
 
 /// One edge on a chain with its evidence.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -26,7 +26,7 @@ pub struct WhyEdge {
     /// Every occurrence.
     pub evidence: Vec<Evidence>,
     /// The occurrences grouped by kind, verdict and directory, with the
-    /// holding files' bytes ([`crate::evidence::group`]), as every
+    /// holding files' bytes ([`nix_heft_types::evidence::group`]), as every
     /// command shows evidence.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub groups: Vec<EvidenceGroup>,
@@ -63,7 +63,7 @@ pub struct WhyReport {
     /// edge is strongest (runtime first), then the shortest.
     pub best: Vec<BestChain>,
     /// The chains shown: the best one per dependency, or all with `--all`
-    /// (up to [`crate::graph::chains::MAX_CHAINS`], strongest first).
+    /// (up to [`nix_heft_core::graph::chains::MAX_CHAINS`], strongest first).
     pub chains: Vec<Vec<String>>,
     /// Every edge on the chains shown, with evidence.
     pub edges: Vec<WhyEdge>,

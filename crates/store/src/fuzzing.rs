@@ -14,9 +14,9 @@ const MAX_DECODED: u64 = 16 << 20;
 
 /// The NAR reader, on raw (uncompressed) bytes.
 pub fn nar(data: &[u8]) {
-    let _ = crate::nar::tree::tree_of_nar(data);
-    let _ = crate::nar::walk_nar(data, &mut |_, node| {
-        if let crate::nar::NarNode::Regular { contents, .. } = node {
+    let _ = nix_heft_format::nar::tree::tree_of_nar(data);
+    let _ = nix_heft_format::nar::walk_nar(data, &mut |_, node| {
+        if let nix_heft_format::nar::NarNode::Regular { contents, .. } = node {
             let mut sink = Vec::new();
             let _ = contents.take(1 << 16).read_to_end(&mut sink);
         }
@@ -34,7 +34,7 @@ pub fn narinfo(data: &[u8]) {
 
 /// The `.ls` NAR listing parser.
 pub fn listing(data: &[u8]) {
-    let _ = crate::source::listing::parse(data);
+    let _ = nix_heft_format::listing::parse(data);
 }
 
 /// The path-info JSON reader, every shape.
@@ -45,28 +45,31 @@ pub fn path_info_json(data: &[u8]) {
 
 /// The ELF classifier: any bytes as an ELF file, every offset asked about.
 pub fn elf(data: &[u8]) {
-    if let Ok(l) = crate::elf::ElfLayout::parse(data) {
+    if let Ok(l) = nix_heft_format::elf::ElfLayout::parse(data) {
         for off in (0..data.len() as u64).step_by(97) {
             let _ = l.classify(off);
         }
-        let _ =
-            crate::elf::runpath_serves(&["libc.so.6".into()], l.needed(), l.dlopen_candidates());
+        let _ = nix_heft_format::elf::runpath_serves(
+            &["libc.so.6".into()],
+            l.needed(),
+            l.dlopen_candidates(),
+        );
     }
 }
 
 /// The store path parser.
 pub fn store_path(data: &[u8]) {
     if let Ok(s) = std::str::from_utf8(data) {
-        let _ = crate::StorePath::parse("/nix/store", s);
-        let _ = crate::StorePath::from_path_inside("/nix/store", s);
-        let _ = crate::nar::hash::NarHash::parse(s);
+        let _ = nix_heft_format::StorePath::parse("/nix/store", s);
+        let _ = nix_heft_format::StorePath::from_path_inside("/nix/store", s);
+        let _ = nix_heft_format::nar::hash::NarHash::parse(s);
     }
 }
 
 /// The decompression front end, each compression a narinfo can name.
 pub fn decompress(data: &[u8]) {
     for c in ["xz", "zstd", "bzip2", "none"] {
-        if let Ok(r) = crate::nar::decompress(c, data) {
+        if let Ok(r) = nix_heft_format::nar::decompress(c, data) {
             let mut sink = Vec::new();
             let _ = r.take(MAX_DECODED).read_to_end(&mut sink);
         }
@@ -75,7 +78,7 @@ pub fn decompress(data: &[u8]) {
 
 /// The `.drv` (ATerm) parser, and its result's accessors.
 pub fn derivation(data: &[u8]) {
-    if let Ok(d) = crate::derivation::Derivation::parse("/nix/store", data) {
+    if let Ok(d) = nix_heft_format::derivation::Derivation::parse("/nix/store", data) {
         let _ = d.is_fixed_output();
         let _ = d.output("out");
     }
@@ -84,7 +87,7 @@ pub fn derivation(data: &[u8]) {
 /// The nix.conf reader: the bytes as `NIX_CONFIG` and as every file,
 /// includes resolved in memory (`nix_conf::fuzz`).
 pub fn nix_conf(data: &[u8]) {
-    crate::nix_conf::fuzz(data);
+    nix_heft_format::nix_conf::fuzz(data);
 }
 
 /// A fuzz target's entry point.

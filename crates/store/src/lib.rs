@@ -7,14 +7,11 @@
 
 #![warn(missing_docs)]
 
+pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod gc;
 pub mod local_cache;
 pub mod open;
 pub mod source;
 mod test_hooks;
-
-pub(crate) use nix_heft_format::{
-    StorePath, derivation, elf, nar, nix_conf, nixbase32, store_path,
-};
-pub(crate) use nix_heft_types::{Error, Result, error, units};

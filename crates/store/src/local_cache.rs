@@ -24,7 +24,7 @@
 use std::io::Write;
 use std::path::{Path, PathBuf};
 
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
 
 /// Bumped whenever the layout or the meaning of an entry changes (2: the
 /// checked header line).

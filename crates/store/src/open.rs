@@ -10,10 +10,10 @@
 
 use std::sync::{Arc, OnceLock};
 
-use crate::Error;
-use crate::nix_conf::{ConfEnv, NixConf};
 use crate::source::signature::{SigPolicy, TrustedKeys};
 use crate::source::{self, OpenOptions, RunLog, StoreSource};
+use nix_heft_format::nix_conf::{ConfEnv, NixConf};
+use nix_heft_types::Error;
 
 /// What a run names to read, as the user said it.
 #[derive(Debug, Clone, Default)]
@@ -121,6 +121,32 @@ impl Opener {
             Err(e) if store.has_provenance() => Err(e),
             _ => Ok(store),
         }
+    }
+
+    /// The one local or chroot store named, as itself: what needs the
+    /// store's database and state directory (`roots`). Several stores,
+    /// substituters or a store of another kind are an
+    /// [`Error::UnsupportedStore`].
+    pub fn open_local(&self) -> std::result::Result<source::LocalStore, OpenError> {
+        let s = &self.spec;
+        let named = s.stores.first().map(String::as_str);
+        let refuse = |reason: &str| {
+            OpenError::Store(Error::UnsupportedStore {
+                spec: named.unwrap_or("local").to_string(),
+                reason: reason.to_string(),
+            })
+        };
+        if s.stores.len() > 1 || s.substituters.is_some() {
+            return Err(refuse("this reads one local or chroot store, not several"));
+        }
+        let root = source::local_root(named).ok_or_else(|| {
+            refuse("this reads a local or chroot store (its database and state directory)")
+        })?;
+        let db = root.join("nix/var/nix/db/db.sqlite");
+        if std::fs::symlink_metadata(&db).is_err() {
+            return Err(OpenError::Store(Error::NoLocalStore(db)));
+        }
+        Ok(source::LocalStore::open(&root, Default::default())?.with_verify(s.options.verify))
     }
 
     /// Every store named, read as one: a single store as itself, several

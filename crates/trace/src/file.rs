@@ -26,7 +26,7 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
+use nix_heft_types::error::{Error, Result};
 
 /// The trace format's version; readers refuse any other.
 pub const VERSION: u32 = 1;

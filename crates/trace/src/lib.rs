@@ -9,8 +9,6 @@
 
 #![warn(missing_docs)]
 
-pub(crate) use nix_heft_types::error;
-
 pub mod file;
 pub mod ptrace;
 pub mod resolve;
@@ -24,7 +22,7 @@ use std::time::{Instant, SystemTime};
 use file::{ExitInfo, FileTrace, Op, PathTrace, TraceFile, VERSION};
 use ptrace::{Ended, Run};
 
-use crate::error::Result;
+use nix_heft_types::error::Result;
 
 /// A finished trace: the file to write, and how the first process ended.
 #[derive(Debug)]

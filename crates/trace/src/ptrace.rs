@@ -31,7 +31,7 @@ use seccompiler::{
 };
 
 use super::file::Op;
-use crate::error::{Error, Result};
+use nix_heft_types::error::{Error, Result};
 
 /// One recorded access, before symlinks are resolved: the path as the
 /// process named it, made absolute against its working directory or

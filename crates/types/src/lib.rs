@@ -11,5 +11,3 @@ pub mod problem;
 pub mod units;
 
 pub use error::{Error, Result};
-
-pub(crate) use nix_heft_format::nar;

@@ -4,9 +4,9 @@
 //! `rocblas/library`. A file whose directory an ELF file of the same path
 //! names is therefore used at run time, wherever it sits.
 
-use crate::evidence::Evidence;
 use crate::graph::NodeId;
 use crate::read::{PathRead, lookup_needle};
+use nix_heft_types::evidence::Evidence;
 
 /// The first ELF file of `pr` whose strings hold `needle`.
 pub(crate) fn finder<'a>(pr: &'a PathRead, needle: &str) -> Option<&'a [u8]> {

@@ -2,7 +2,7 @@
 //! with a [`Kind`], RUNPATH entries are judged against the directory they
 //! name (in the referenced path's tree, from the same read), files that a
 //! program of their own path finds by relative directory become run-time
-//! data, and every piece of evidence gets its [`Verdict`](crate::evidence::Verdict).
+//! data, and every piece of evidence gets its [`Verdict`](nix_heft_types::evidence::Verdict).
 //!
 //! Pure: it never touches the store. Everything it needs is in [`Reads`].
 
@@ -13,11 +13,12 @@ pub mod verdict;
 
 use std::collections::BTreeMap;
 
-use crate::evidence::{Evidence, Kind};
 use crate::graph::{Graph, NodeId};
-use crate::nar::tree::FileTree;
-use crate::problem::{Problem, ProblemKind};
-use crate::read::{ElfHold, PathRead, Reads, Site};
+use crate::read::{PathRead, Reads, Site};
+use nix_heft_format::elf::ElfHold;
+use nix_heft_format::nar::tree::FileTree;
+use nix_heft_types::evidence::{Evidence, Kind};
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 /// Evidence found in one referrer, by reference.
 #[derive(Debug, Default, Clone)]
@@ -52,7 +53,7 @@ impl Classified {
     /// The size of `file` (raw, relative) in `v`, when `v`'s tree was
     /// read: a regular file's bytes, a symlink's target length.
     pub fn file_size(&self, v: NodeId, file: &[u8]) -> Option<u64> {
-        use crate::nar::tree::TreeNode;
+        use nix_heft_format::nar::tree::TreeNode;
         let e = self.trees.get(&v)?.under(file).next()?;
         if e.path != file {
             return None;
@@ -65,9 +66,9 @@ impl Classified {
     }
 
     /// `from`'s evidence for `to`, grouped for a reviewer
-    /// ([`crate::evidence::group`]), with the holding files' sizes.
-    pub fn groups(&self, from: NodeId, to: NodeId) -> Vec<crate::evidence::EvidenceGroup> {
-        crate::evidence::group(self.evidence(from, to), |e| {
+    /// ([`nix_heft_types::evidence::group`]), with the holding files' sizes.
+    pub fn groups(&self, from: NodeId, to: NodeId) -> Vec<nix_heft_types::evidence::EvidenceGroup> {
+        nix_heft_types::evidence::group(self.evidence(from, to), |e| {
             self.file_size(from, &e.file_raw)
         })
     }
@@ -107,7 +108,7 @@ fn classify_path(
     for h in &pr.holds {
         let mut ev = Evidence::new(&h.file, Kind::Binary, h.offset, h.context.clone());
         ev.pointed = h.pointed.clone();
-        let nix_support = crate::relpath::is_under(&h.file, b"nix-support");
+        let nix_support = nix_heft_format::relpath::is_under(&h.file, b"nix-support");
         match &h.site {
             Site::FileName => ev.kind = Kind::FileName,
             Site::Symlink => ev.kind = Kind::Symlink,

@@ -3,12 +3,12 @@
 //! dlopen()ed libraries through exactly such entries. The directory's
 //! listing comes from the referenced path's tree, read in the same pass.
 
-use crate::elf::runpath_serves;
-use crate::evidence::Evidence;
 use crate::graph::{Graph, NodeId};
-use crate::nar::tree::{FileTree, TreeNode};
 use crate::read::ElfFacts;
-use crate::relpath;
+use nix_heft_format::elf::runpath_serves;
+use nix_heft_format::nar::tree::{FileTree, TreeNode};
+use nix_heft_format::relpath;
+use nix_heft_types::evidence::Evidence;
 
 /// Most symlinks followed resolving one directory, as the kernel's limit.
 const MAX_LINKS: usize = 40;
@@ -129,7 +129,7 @@ fn resolve(tree: &FileTree, base: &str, sub: &[u8]) -> Result<Vec<u8>, Missing> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nar::tree::TreeEntry;
+    use nix_heft_format::nar::tree::TreeEntry;
 
     fn t(entries: &[(&str, Option<&str>)]) -> FileTree {
         FileTree::from_entries(

@@ -12,9 +12,9 @@
 //! directory).
 //! Opening a program does not make every string in it run-time.
 
-use crate::evidence::{Evidence, Kind, Traced, Verdict};
 use crate::graph::Graph;
-use crate::trace::file::TraceSet;
+use nix_heft_trace::file::TraceSet;
+use nix_heft_types::evidence::{Evidence, Kind, Traced, Verdict};
 
 use super::Classified;
 
@@ -88,7 +88,7 @@ fn used_through(traces: &TraceSet, referrer: &str, target: &str, ev: &Evidence) 
                 "{}: {} loaded {}/{lib}",
                 trace.display(),
                 ev.file,
-                crate::store_path::name_of(target)
+                nix_heft_format::store_path::name_of(target)
             ))
         }
         _ => {

@@ -7,8 +7,8 @@
 //! documentation to `man`/`doc`/`info`/`devdoc`; whatever the hook leaves in
 //! `out` (bin, lib, libexec, share data, etc) is what programs load.
 
-pub use crate::evidence::Verdict;
-use crate::evidence::{Evidence, Kind};
+use nix_heft_types::evidence::Verdict;
+use nix_heft_types::evidence::{Evidence, Kind};
 
 /// Prefixes (relative to the store path) that nixpkgs' `_multioutDevs` and
 /// the dev conventions send to `dev`.
@@ -33,7 +33,7 @@ pub const DOC_PREFIXES: &[&str] = &[
 
 /// True when `file` is `prefix` or lies below it.
 pub fn under(file: &str, prefix: &str) -> bool {
-    crate::relpath::is_under(file.as_bytes(), prefix.as_bytes())
+    nix_heft_format::relpath::is_under(file.as_bytes(), prefix.as_bytes())
 }
 
 /// Location class of a file, from its path inside the store path.

@@ -35,8 +35,8 @@ use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 
 use serde::{Deserialize, Serialize};
 
-use crate::derivation::Derivation;
-use crate::store_path::{StorePath, package_name};
+use nix_heft_format::derivation::Derivation;
+use nix_heft_format::store_path::{StorePath, package_name};
 
 /// Unchanged words kept either side of a change in a one-line value.
 const WORD_CONTEXT: usize = 3;
@@ -912,7 +912,7 @@ fn cap(mut lines: Vec<DiffLine>) -> Vec<DiffLine> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::derivation::DrvOutput;
+    use nix_heft_format::derivation::DrvOutput;
 
     fn sp(hash: char, name: &str) -> StorePath {
         StorePath::parse(

@@ -97,18 +97,26 @@ pub(super) fn push_down(g: &Graph, order: &[NodeId], bits: &mut [u64]) {
 
 /// Closure size of every path in `g`, indexed by id.
 pub fn closure_sizes(g: &Graph) -> Vec<u64> {
+    let all: Vec<NodeId> = (0..g.len() as NodeId).collect();
+    closures_of(g, &all).into_iter().map(|(_, b)| b).collect()
+}
+
+/// The closure of each of `nodes`: how many paths it holds and their
+/// summed NAR size (what `nix path-info -S` prints), in the order given;
+/// the same walks as [`closure_sizes`], for a few paths of a large graph.
+pub fn closures_of(g: &Graph, nodes: &[NodeId]) -> Vec<(u64, u64)> {
     let n = g.len();
     let hubs = Hubs::choose(g);
     let k = hubs.members.len();
     let words = k.div_ceil(64).max(1);
-    (0..n as NodeId)
-        .into_par_iter()
+    nodes
+        .par_iter()
         .with_min_len(256)
         .map_init(
             || (vec![0u32; n], 0u32, Vec::<NodeId>::new(), vec![0u64; words]),
-            |(stamp, epoch, stack, acc), v| {
+            |(stamp, epoch, stack, acc), &v| {
                 if let Some(h) = hubs.slot(v) {
-                    return hubs.closure_size[h];
+                    return (hubs.closure_count[h], hubs.closure_size[h]);
                 }
                 *epoch += 1;
                 let e = *epoch;
@@ -119,8 +127,10 @@ pub fn closure_sizes(g: &Graph) -> Vec<u64> {
                 // disjoint bitset, so `sum` stays below the graph's total NAR
                 // size, which construction checked fits in a u64.
                 let mut sum = 0u64;
+                let mut count = 0u64;
                 while let Some(u) = stack.pop() {
                     sum += g.nar_size(u);
+                    count += 1;
                     for &w in g.references(u) {
                         if stamp[w as usize] != e {
                             stamp[w as usize] = e;
@@ -135,7 +145,8 @@ pub fn closure_sizes(g: &Graph) -> Vec<u64> {
                         }
                     }
                 }
-                sum + hubs.sum_bits(acc)
+                let hub_count: u64 = acc.iter().map(|w| u64::from(w.count_ones())).sum();
+                (count + hub_count, sum + hubs.sum_bits(acc))
             },
         )
         .collect()
@@ -152,6 +163,8 @@ struct Hubs {
     words: usize,
     /// Closure size of each hub.
     closure_size: Vec<u64>,
+    /// Paths in the closure of each hub.
+    closure_count: Vec<u64>,
     nar: Vec<u64>,
 }
 
@@ -241,9 +254,13 @@ impl Hubs {
             bits,
             words,
             closure_size: Vec::new(),
+            closure_count: Vec::new(),
             nar,
         };
         hubs.closure_size = (0..k).map(|h| hubs.sum_bits(hubs.bits(h))).collect();
+        hubs.closure_count = (0..k)
+            .map(|h| hubs.bits(h).iter().map(|w| u64::from(w.count_ones())).sum())
+            .collect();
         hubs
     }
 
@@ -301,9 +318,14 @@ mod tests {
         for (seed, n) in [(0, 50), (1, 200), (2, 200), (3, 1000), (4, 3000), (5, 5000)] {
             let g = random_dag(seed, n, 3);
             let sizes = closure_sizes(&g);
-            for v in 0..g.len() as NodeId {
-                let naive = g.size_of(&g.closure_of(&[v]));
+            let all: Vec<NodeId> = (0..g.len() as NodeId).rev().collect();
+            let closures = closures_of(&g, &all);
+            for (k, &v) in all.iter().enumerate() {
+                let set = g.closure_of(&[v]);
+                let naive = g.size_of(&set);
                 assert_eq!(sizes[v as usize], naive, "seed {seed} node {v}");
+                let count = set.iter().filter(|&&b| b).count() as u64;
+                assert_eq!(closures[k], (count, naive), "seed {seed} node {v}");
             }
         }
     }

@@ -23,20 +23,61 @@ use super::{Graph, NodeId};
 
 const UNDEF: u32 = u32::MAX;
 
+/// A directed graph as the dominator computation walks it: nodes
+/// `0..node_count()`, the nodes a virtual root points to (`starts`), and
+/// each node's successors and predecessors. [`Graph`] is one (its roots
+/// and references); the collector's liveness graph (`crate::gc`, with root
+/// nodes and `keep-outputs`/`keep-derivations` edges) is another.
+pub trait Flow {
+    /// Number of nodes.
+    fn node_count(&self) -> usize;
+    /// The nodes the virtual root points to.
+    fn starts(&self) -> &[NodeId];
+    /// The nodes `v` points to.
+    fn successors(&self, v: NodeId) -> &[NodeId];
+    /// The nodes that point to `v` (the virtual root not included).
+    fn predecessors(&self, v: NodeId) -> &[NodeId];
+}
+
+impl Flow for Graph {
+    fn node_count(&self) -> usize {
+        self.len()
+    }
+    fn starts(&self) -> &[NodeId] {
+        self.roots()
+    }
+    fn successors(&self, v: NodeId) -> &[NodeId] {
+        self.references(v)
+    }
+    fn predecessors(&self, v: NodeId) -> &[NodeId] {
+        self.referrers(v)
+    }
+}
+
 /// The dominator tree of a graph under a virtual root over its roots.
 #[derive(Debug, Clone)]
 pub struct Dominators {
-    /// Immediate dominator of each node; `None` for a root's virtual parent.
+    /// Immediate dominator of each node; `None` for a root's virtual parent
+    /// (and for a node the virtual root does not reach).
     idom: Vec<Option<NodeId>>,
-    /// Nodes in depth-first postorder (dominated before dominator).
+    /// Reachable nodes in depth-first postorder (dominated before
+    /// dominator).
     postorder: Vec<NodeId>,
+    /// Whether the virtual root reaches each node.
+    reached: Vec<bool>,
 }
 
 impl Dominators {
-    /// Computes the tree. Precondition: every node is reachable from a root
-    /// (true of any graph loaded as a closure).
+    /// Computes the tree of a closure. Precondition: every node is
+    /// reachable from a root (true of any graph loaded as a closure).
     pub fn compute(g: &Graph) -> Dominators {
-        let n = g.len();
+        Dominators::compute_flow(g)
+    }
+
+    /// Computes the tree of any [`Flow`]; nodes the starts do not reach
+    /// are left out of it ([`Dominators::is_reached`] says which).
+    pub fn compute_flow(g: &impl Flow) -> Dominators {
+        let n = g.node_count();
         let vroot = n as u32; // virtual root's id
         // Iterative DFS from the virtual root, recording postorder numbers.
         let mut po_num = vec![UNDEF; n + 1];
@@ -46,9 +87,9 @@ impl Dominators {
         let mut cyclic = false;
         let succ = |v: u32| -> &[NodeId] {
             if v == vroot {
-                g.roots()
+                g.starts()
             } else {
-                g.references(v)
+                g.successors(v)
             }
         };
         let mut stack: Vec<(u32, usize)> = vec![(vroot, 0)];
@@ -73,8 +114,9 @@ impl Dominators {
                 stack.pop();
             }
         }
+        drop(on_stack);
         let mut is_root = vec![false; n];
-        for &r in g.roots() {
+        for &r in g.starts() {
             is_root[r as usize] = true;
         }
         let mut idom = vec![UNDEF; n + 1];
@@ -97,7 +139,7 @@ impl Dominators {
                     continue;
                 }
                 let mut new = if is_root[b as usize] { vroot } else { UNDEF };
-                for &p in g.referrers(b) {
+                for &p in g.predecessors(b) {
                     if idom[p as usize] == UNDEF {
                         continue;
                     }
@@ -117,19 +159,32 @@ impl Dominators {
             }
         }
         postorder.pop(); // the virtual root finishes last
+        visited.truncate(n);
         Dominators {
             idom: idom[..n]
                 .iter()
                 .map(|&d| (d != vroot && d != UNDEF).then_some(d))
                 .collect(),
             postorder,
+            reached: visited,
         }
     }
 
     /// The immediate dominator of `v`, or `None` when only the virtual root
-    /// dominates it (a root, or a path shared by several roots' closures).
+    /// dominates it (a root, or a path shared by several roots' closures),
+    /// or when it is not reached.
     pub fn idom(&self, v: NodeId) -> Option<NodeId> {
         self.idom[v as usize]
+    }
+
+    /// Whether the starts reach `v` (always, for a closure's graph).
+    pub fn is_reached(&self, v: NodeId) -> bool {
+        self.reached[v as usize]
+    }
+
+    /// The reached nodes, each after every node it dominates.
+    pub fn postorder(&self) -> &[NodeId] {
+        &self.postorder
     }
 
     /// Summed NAR size of every node's dominator subtree.
@@ -138,13 +193,20 @@ impl Dominators {
     /// nodes of one subtree, so it is at most the sum over the whole graph,
     /// which [`Graph::try_from_raw`] checked fits in a `u64`.
     pub fn subtree_sizes(&self, g: &Graph) -> Vec<u64> {
-        let mut acc: Vec<u64> = (0..g.len() as NodeId).map(|v| g.nar_size(v)).collect();
+        let own: Vec<u64> = (0..g.len() as NodeId).map(|v| g.nar_size(v)).collect();
+        self.subtree_sums(own)
+    }
+
+    /// Every node's dominator subtree summed over `weights` (one per
+    /// node, taken as the accumulator); a node not reached keeps its own.
+    /// The caller bounds the total so that no sum wraps.
+    pub fn subtree_sums(&self, mut weights: Vec<u64>) -> Vec<u64> {
         for &v in &self.postorder {
             if let Some(d) = self.idom[v as usize] {
-                acc[d as usize] += acc[v as usize];
+                weights[d as usize] += weights[v as usize];
             }
         }
-        acc
+        weights
     }
 }
 

@@ -15,17 +15,17 @@ mod sizes;
 
 use std::collections::{HashMap, HashSet};
 
-pub use closure_size::{closure_sizes, dependents};
-pub use dominators::{Dominators, added_sizes};
+pub use closure_size::{closure_sizes, closures_of, dependents};
+pub use dominators::{Dominators, Flow, added_sizes};
 pub use per_root::{
     Chooser, Detail, GroupDiff, Picked, closure_sizes_of_groups, diff_groups, diff_groups_with,
 };
 pub use request::ReadRequest;
 pub use sizes::Sizes;
 
-use crate::error::{Error, Result};
-use crate::source::{PathMetadata, RawClosure};
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_store::source::{PathMetadata, RawClosure};
+use nix_heft_types::error::{Error, Result};
 
 /// Dense id of a path in a [`Graph`].
 pub type NodeId = u32;
@@ -171,6 +171,62 @@ impl Graph {
         }
     }
 
+    /// A graph over every path of a store read at once (the collector's
+    /// view, [`crate::gc`]): references given as compressed adjacency
+    /// (`refs[ref_offsets[i]..ref_offsets[i + 1]]`, ascending, each once,
+    /// self references left out, so none is flagged), and `roots` among
+    /// the paths (none: every path is a candidate). Fails, as
+    /// [`Graph::try_from_raw`] does, when the NAR sizes add up to more
+    /// than a `u64` holds.
+    pub fn from_adjacency(
+        paths: Vec<StorePath>,
+        nar_sizes: Vec<u64>,
+        ref_offsets: Vec<u32>,
+        refs: Vec<NodeId>,
+        roots: Vec<NodeId>,
+    ) -> Result<Graph> {
+        let total: u128 = nar_sizes.iter().map(|&s| s as u128).sum();
+        if total > u64::MAX as u128 {
+            let (largest, &largest_size) = nar_sizes
+                .iter()
+                .enumerate()
+                .max_by_key(|&(_, s)| *s)
+                .expect("a non-zero total has a path");
+            return Err(Error::ClosureTooLarge {
+                roots: "every path of the store".into(),
+                total,
+                largest_path: paths[largest].to_string(),
+                largest_size,
+            });
+        }
+        let n = paths.len();
+        let mut rev_offsets = vec![0u32; n + 1];
+        for &w in &refs {
+            rev_offsets[w as usize + 1] += 1;
+        }
+        for i in 0..n {
+            rev_offsets[i + 1] += rev_offsets[i];
+        }
+        let mut fill = rev_offsets[..n].to_vec();
+        let mut rev = vec![0; refs.len()];
+        for v in 0..n {
+            for &w in &refs[ref_offsets[v] as usize..ref_offsets[v + 1] as usize] {
+                rev[fill[w as usize] as usize] = v as NodeId;
+                fill[w as usize] += 1;
+            }
+        }
+        Ok(Graph {
+            paths,
+            nar_sizes,
+            ref_offsets,
+            refs,
+            rev_offsets,
+            rev,
+            self_ref: vec![false; n],
+            roots,
+        })
+    }
+
     /// Number of paths.
     pub fn len(&self) -> usize {
         self.paths.len()
@@ -293,12 +349,17 @@ impl Graph {
             .map(|(_, s)| s)
             .sum()
     }
+
+    /// Sum of every path's NAR size: the closure of the roots.
+    pub fn total_size(&self) -> u64 {
+        self.nar_sizes.iter().sum()
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::source::PathInfoJson;
+    use nix_heft_store::source::PathInfoJson;
 
     /// `/nix/store/<hash>-<name>` with a hash made of one repeated base-32
     /// character.

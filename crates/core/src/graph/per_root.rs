@@ -385,8 +385,8 @@ mod tests {
 
     use super::*;
     use crate::graph::testgraph::{SplitMix, random_dag};
-    use crate::source::RawClosure;
-    use crate::store_path::StorePath;
+    use nix_heft_format::store_path::StorePath;
+    use nix_heft_store::source::RawClosure;
 
     /// The naive answer: one traversal per group.
     fn naive_size(g: &Graph, group: &[NodeId]) -> u64 {

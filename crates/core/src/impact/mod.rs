@@ -3,7 +3,7 @@
 //! (issues 32 and 38).
 //!
 //! Each side is a map of attributes to what they evaluated to
-//! ([`crate::attrs::Outcome`]), what a nixpkgs-review directory says of
+//! ([`nix_heft_eval::attrs::Outcome`]), what a nixpkgs-review directory says of
 //! those it did not build ([`Note`]), and the store its outputs are looked
 //! up in (the base usually a binary cache, the head the local store). The
 //! run:
@@ -36,13 +36,13 @@ use std::collections::{BTreeMap, HashMap};
 
 use globset::GlobMatcher;
 
-use crate::attrs::Outcome;
 use crate::check::Growth;
 use crate::classify::Classified;
 use crate::graph::{Detail, Graph, NodeId, Picked, ReadRequest, diff_groups_with, request};
 use crate::pipeline::{Progress, classified};
-use crate::source::StoreSource;
-use crate::store_path::StorePath;
+use nix_heft_eval::attrs::Outcome;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_store::source::StoreSource;
 
 pub mod prepare;
 pub mod review;
@@ -403,7 +403,7 @@ struct Looked {
     roots: Vec<StorePath>,
 }
 
-fn look_up(side: &SideInput, attrs: &[String]) -> crate::Result<Looked> {
+fn look_up(side: &SideInput, attrs: &[String]) -> nix_heft_types::Result<Looked> {
     let mut wanted: Vec<StorePath> = Vec::new();
     for a in attrs {
         if let Some(Outcome::Evaluated { outputs, .. }) = side.attrs.get(a) {
@@ -491,7 +491,7 @@ pub fn impact(
     after: SideInput,
     req: &Request,
     progress: (&dyn Progress, &dyn Progress),
-) -> crate::Result<Impact> {
+) -> nix_heft_types::Result<Impact> {
     let (lb, la) = rayon::join(
         || look_up(&before, req.attrs),
         || look_up(&after, req.attrs),

@@ -3,7 +3,7 @@
 //! says of each, the commits, how to build what is missing.
 //!
 //! A side is a revision, a directory, a Nix file or a flake
-//! ([`crate::attrs::side`]); the head may instead be a nixpkgs-review
+//! ([`nix_heft_eval::attrs::side`]); the head may instead be a nixpkgs-review
 //! directory ([`super::review`]), whose listed attributes are then the
 //! ones compared, whose nixpkgs configuration the base is evaluated with,
 //! and whose `broken` entries (broken, or missing from its checkout) are
@@ -17,11 +17,11 @@ use nix_heft_format::nixpkgs_review::ReviewDir;
 
 use super::review::{self, ReviewHead};
 use super::{Note, SideInput};
-use crate::attrs::side::{BuildHow, EvaluatedSide, SideError, SideSpec, evaluate_side};
-use crate::attrs::{self, Evaluation, Evaluator, Outcome};
-use crate::installable::{AutoArg, Options};
-use crate::problem::Problem;
-use crate::source::StoreSource;
+use nix_heft_eval::attrs::side::{BuildHow, EvaluatedSide, SideError, SideSpec, evaluate_side};
+use nix_heft_eval::attrs::{self, Evaluation, Evaluator, Outcome};
+use nix_heft_eval::installable::{AutoArg, Options};
+use nix_heft_store::source::StoreSource;
+use nix_heft_types::problem::Problem;
 
 /// How the command line named the sides.
 pub struct Sides<'a> {
@@ -130,7 +130,7 @@ pub enum PrepareError {
     Review(String),
     /// The evaluator does not run as it should.
     #[error(transparent)]
-    Evaluator(crate::attrs::AttrsError),
+    Evaluator(nix_heft_eval::attrs::AttrsError),
 }
 
 impl PrepareError {

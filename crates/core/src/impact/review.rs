@@ -8,8 +8,8 @@ use std::collections::BTreeMap;
 use nix_heft_format::nixpkgs_review::{ReviewDir, Status as ReviewStatus};
 
 use super::Note;
-use crate::attrs::Outcome;
-use crate::problem::{Problem, ProblemKind};
+use nix_heft_eval::attrs::Outcome;
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 /// One system of a nixpkgs-review directory, as a head side.
 #[derive(Debug, Clone, Default)]

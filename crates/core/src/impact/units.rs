@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use crate::graph::{Graph, NodeId};
-use crate::store_path::split_name_like_diff_closures;
+use nix_heft_format::store_path::split_name_like_diff_closures;
 
 /// The paths of one package (and output) that changed in one attribute's
 /// closure.

@@ -17,12 +17,12 @@ use std::collections::BTreeMap;
 
 use crate::classify::Classified;
 use crate::graph::{Graph, NodeId};
-use crate::problem::{Problem, ProblemKind};
 use crate::refusal::{self, BuildSpec, Refusal, Remedy};
-use crate::source::{RawClosure, StoreSource};
-use crate::store_path::StorePath;
 use crate::unregistered::{self, Scanned};
-use crate::{Error, Result};
+use nix_heft_format::store_path::StorePath;
+use nix_heft_store::source::{RawClosure, StoreSource};
+use nix_heft_types::problem::{Problem, ProblemKind};
+use nix_heft_types::{Error, Result};
 
 use super::Progress;
 
@@ -91,7 +91,7 @@ pub fn refused(of: RefusedOf<'_>, outputs: &[String], progress: &dyn Progress) -
             let store_dir = vars
                 .get("NIX_STORE")
                 .cloned()
-                .unwrap_or_else(|| crate::source::DEFAULT_STORE_DIR.to_string());
+                .unwrap_or_else(|| nix_heft_store::source::DEFAULT_STORE_DIR.to_string());
             let json = unregistered::structured_attrs(vars)?;
             let spec =
                 BuildSpec::from_env(&store_dir, vars, json.as_deref()).map_err(Error::Usage)?;

@@ -18,7 +18,7 @@ use super::split::{nixpkgs_preset, simulate};
 use super::whatif::WhatIf;
 use crate::classify::Classified;
 use crate::graph::{Graph, NodeId};
-use crate::problem::{Problem, ProblemKind};
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 /// One action in the plan.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -112,7 +112,7 @@ fn apply(
     w: &mut WhatIf<'_>,
     index: &HashMap<&str, NodeId>,
     a: &Action,
-) -> crate::Result<()> {
+) -> nix_heft_types::Result<()> {
     let Some(&p) = index.get(a.package.as_str()) else {
         return Ok(());
     };
@@ -209,8 +209,8 @@ pub struct TargetsNote {
 pub fn targets_note(
     actions: &[Action],
     targets: Option<&[String]>,
-    traces: Option<&crate::trace::file::TraceSet>,
-) -> crate::Result<TargetsNote> {
+    traces: Option<&nix_heft_trace::file::TraceSet>,
+) -> nix_heft_types::Result<TargetsNote> {
     let partitions: Vec<&Action> = actions
         .iter()
         .filter(|a| a.kind == ActionKind::PartitionTargets)
@@ -223,7 +223,7 @@ pub fn targets_note(
                 format!(
                     "{} in {}",
                     a.targets_found.join(", "),
-                    crate::store_path::name_of(&a.package)
+                    nix_heft_format::store_path::name_of(&a.package)
                 )
             })
             .collect::<Vec<_>>()
@@ -235,7 +235,7 @@ pub fn targets_note(
                 .iter()
                 .any(|a| a.targets_found.iter().any(|k| k.eq_ignore_ascii_case(want)));
             if !has {
-                return Err(crate::Error::Usage(format!(
+                return Err(nix_heft_types::Error::Usage(format!(
                     "--targets {want}: no per-target package in the closure has that target{}",
                     if partitions.is_empty() {
                         String::new()
@@ -255,7 +255,7 @@ pub fn targets_note(
                 warnings.push(format!(
                     "the trace ({}) used no per-target file of {}: it says nothing about which targets are used; the plan keeps {}, the costliest single target; give --targets to choose",
                     tr.names(),
-                    crate::store_path::name_of(&a.package),
+                    nix_heft_format::store_path::name_of(&a.package),
                     a.keeps.join(", ")
                 ));
             }

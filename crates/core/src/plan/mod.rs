@@ -19,9 +19,11 @@ pub(crate) fn tree_of<'c>(
     c: &'c crate::classify::Classified,
     path: crate::graph::NodeId,
     purpose: &str,
-) -> crate::Result<&'c crate::nar::tree::FileTree> {
-    c.trees.get(&path).ok_or_else(|| crate::Error::NoContents {
-        path: g.path(path).to_string(),
-        purpose: purpose.to_string(),
-    })
+) -> nix_heft_types::Result<&'c nix_heft_format::nar::tree::FileTree> {
+    c.trees
+        .get(&path)
+        .ok_or_else(|| nix_heft_types::Error::NoContents {
+            path: g.path(path).to_string(),
+            purpose: purpose.to_string(),
+        })
 }

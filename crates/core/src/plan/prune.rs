@@ -19,7 +19,7 @@ use regex::bytes::Regex;
 
 use super::split::{assign, nixpkgs_preset};
 use crate::graph::{Graph, NodeId, ReadRequest};
-use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
+use nix_heft_format::nar::tree::{FileTree, TreeEntry, TreeNode};
 
 /// What the pruning knows of one referrer before reading it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

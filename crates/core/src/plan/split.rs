@@ -23,12 +23,12 @@ use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Classified;
-use crate::error::{Error, Result};
-use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId};
-use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
-use crate::problem::Problem;
-use crate::relpath::parent;
+use nix_heft_format::nar::tree::{FileTree, TreeEntry, TreeNode};
+use nix_heft_format::relpath::parent;
+use nix_heft_types::error::{Error, Result};
+use nix_heft_types::evidence::{Evidence, Kind, Verdict};
+use nix_heft_types::problem::Problem;
 
 /// One `moveToOutput PATTERN OUTPUT`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -386,7 +386,7 @@ fn merge_existing(
         // Its references are known from the graph, not its files.
         problems.push(Problem::new(
             g.path(node).as_str(),
-            crate::problem::ProblemKind::Simulation,
+            nix_heft_types::problem::ProblemKind::Simulation,
             format!(
                 "the existing '{}' output could not be read: its own files are not in the \
                  predicted NAR size",
@@ -419,7 +419,7 @@ fn merge_existing(
             Some(_) => {
                 problems.push(Problem::new(
                     g.path(node).as_str(),
-                    crate::problem::ProblemKind::Simulation,
+                    nix_heft_types::problem::ProblemKind::Simulation,
                     format!(
                         "{} is both moved from out and already in the '{}' output: the moved \
                          one is assumed to replace it",
@@ -557,7 +557,7 @@ pub fn simulate(
         if !c.paths.contains_key(&cons) {
             problems.push(Problem::new(
                 g.path(cons).as_str(),
-                crate::problem::ProblemKind::Simulation,
+                nix_heft_types::problem::ProblemKind::Simulation,
                 format!(
                     "was not read, so the split assumes it keeps {}'s out",
                     g.path(path).name()
@@ -575,7 +575,7 @@ pub fn simulate(
             if ev.kind == Kind::ElfRunpath {
                 for soname in &ev.serves {
                     let mut f = sub.clone();
-                    crate::relpath::push(&mut f, soname.as_bytes());
+                    nix_heft_format::relpath::push(&mut f, soname.as_bytes());
                     if entries.contains(f.as_slice()) {
                         targets.push(f);
                     }

@@ -7,7 +7,7 @@ use std::io::Read;
 
 use super::hash_finder::{HashFinder, Hit, find_all, is_path_byte};
 use super::{ElfFacts, Hold, PathStrings, Site, Wanted};
-use crate::elf::{ElfError, ElfLayout, is_elf};
+use nix_heft_format::elf::{ElfError, ElfLayout, is_elf};
 
 /// Read size: large enough that per-call overhead vanishes, small enough
 /// that the kernel's copy and the scan stay in the CPU cache. Measured on

@@ -10,9 +10,9 @@ use rayon::prelude::*;
 use super::content::{StringFilter, file_holds, name_holds, scan_stream, symlink_holds};
 use super::walk::{full_path, io_problem, walk};
 use super::{ElfFacts, Hold, PathRead, Wanted};
-use crate::elf::ElfLayout;
-use crate::nar::tree::TreeNode;
-use crate::problem::Problem;
+use nix_heft_format::elf::ElfLayout;
+use nix_heft_format::nar::tree::TreeNode;
+use nix_heft_types::problem::Problem;
 
 /// Reads the path whose files are at `root`; with `find_holds` false only its
 /// tree is listed and no file is opened.

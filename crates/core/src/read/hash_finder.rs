@@ -12,9 +12,9 @@
 
 use std::collections::HashMap;
 
-use crate::evidence::POINTED_MAX;
-use crate::nixbase32::IS_BASE32;
-use crate::store_path::HASH_LEN;
+use nix_heft_format::nixbase32::IS_BASE32;
+use nix_heft_format::store_path::HASH_LEN;
+use nix_heft_types::evidence::POINTED_MAX;
 
 /// Bytes kept from the previous chunk: enough for a straddling hash.
 const CARRY: usize = HASH_LEN - 1;

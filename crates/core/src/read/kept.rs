@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{ElfFacts, Hold, PathRead, Site, Wanted};
-use crate::local_cache::LocalCache;
-use crate::nar::tree::FileTree;
-use crate::store_path::{HASH_LEN, StorePath};
+use nix_heft_format::nar::tree::FileTree;
+use nix_heft_format::store_path::{HASH_LEN, StorePath};
+use nix_heft_store::local_cache::LocalCache;
 
 #[derive(Serialize, Deserialize)]
 struct Entry {

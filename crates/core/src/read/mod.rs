@@ -32,12 +32,12 @@ use std::collections::{BTreeMap, HashMap};
 
 use rayon::prelude::*;
 
-pub use crate::elf::ElfHold;
 use crate::graph::{Graph, NodeId, ReadRequest};
-use crate::nar::tree::FileTree;
-use crate::problem::{Problem, ProblemKind};
-use crate::source::PathContents;
-use crate::store_path::HASH_LEN;
+use nix_heft_format::elf::ElfHold;
+use nix_heft_format::nar::tree::FileTree;
+use nix_heft_format::store_path::HASH_LEN;
+use nix_heft_store::source::PathContents;
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 /// Hash part → node, for the hash finder.
 pub(crate) type Wanted = HashMap<[u8; HASH_LEN], NodeId>;
@@ -84,7 +84,7 @@ pub struct Hold {
     pub offset: u64,
     /// A short printable excerpt around the hash.
     pub context: String,
-    /// The path bytes after the hash (see [`crate::evidence::Evidence::pointed`]).
+    /// The path bytes after the hash (see [`nix_heft_types::evidence::Evidence::pointed`]).
     pub pointed: Vec<u8>,
     /// Where it sits.
     pub site: Site,
@@ -178,7 +178,7 @@ fn tree_needles(tree: &FileTree) -> Vec<String> {
     let mut v: Vec<String> = tree
         .entries
         .iter()
-        .filter(|e| !matches!(e.node, crate::nar::tree::TreeNode::Directory))
+        .filter(|e| !matches!(e.node, nix_heft_format::nar::tree::TreeNode::Directory))
         .filter_map(|e| lookup_needle(&String::from_utf8_lossy(&e.path)).map(str::to_string))
         .collect();
     v.sort();
@@ -423,7 +423,7 @@ fn read_path(
 /// A path's contents from its listing or its NAR.
 fn read_contents(
     src: &dyn PathContents,
-    path: &crate::StorePath,
+    path: &nix_heft_format::StorePath,
     wanted: &Wanted,
     find_holds: bool,
     progress: &(dyn Fn(u64) + Sync),
@@ -507,14 +507,14 @@ fn read_contents(
 /// `NIX_HEFT_VERIFY=0` turns the checks off (to measure what they cost).
 fn read_checked(
     src: &dyn PathContents,
-    path: &crate::StorePath,
+    path: &nix_heft_format::StorePath,
     nar: Box<dyn std::io::Read + Send>,
-    file_check: Option<crate::source::FileCheck>,
+    file_check: Option<nix_heft_store::source::FileCheck>,
     wanted: &Wanted,
     find_holds: bool,
     progress: &(dyn Fn(u64) + Sync),
 ) -> (PathRead, Vec<Problem>) {
-    use crate::nar::hash::{HashingReader, NarHash};
+    use nix_heft_format::nar::hash::{HashingReader, NarHash};
     let expected = match src.expected_nar_hash(path).filter(|_| verify_enabled()) {
         None => return nar_stream::read(nar, path.as_str(), wanted, find_holds, progress),
         Some(h) => match NarHash::parse(&h) {
@@ -589,9 +589,9 @@ const NAR_ATTEMPTS: u32 = 3;
 
 /// The read of a path whose contents could not be opened.
 fn unopened(
-    path: &crate::StorePath,
+    path: &nix_heft_format::StorePath,
     find_holds: bool,
-    e: &crate::Error,
+    e: &nix_heft_types::Error,
 ) -> (PathRead, Vec<Problem>) {
     (
         PathRead {
@@ -608,7 +608,7 @@ fn unopened(
 /// symlink target, found as the NAR stream would find them, in NAR order.
 /// `None` when some file has contents to search.
 fn holds_from_listing(tree: FileTree, wanted: &Wanted) -> Option<PathRead> {
-    use crate::nar::tree::TreeNode;
+    use nix_heft_format::nar::tree::TreeNode;
     if tree
         .entries
         .iter()
@@ -637,8 +637,8 @@ fn holds_from_listing(tree: FileTree, wanted: &Wanted) -> Option<PathRead> {
 /// The kind of problem a NAR that could not be parsed makes for the path
 /// being read: the read stage's judgement, so the NAR format knows nothing
 /// of the app's problems.
-pub(crate) fn nar_problem_kind(e: &crate::nar::reader::NarError) -> ProblemKind {
-    use crate::nar::reader::NarError;
+pub(crate) fn nar_problem_kind(e: &nix_heft_format::nar::reader::NarError) -> ProblemKind {
+    use nix_heft_format::nar::reader::NarError;
     match e {
         NarError::UnexpectedEof { .. } => ProblemKind::TruncatedNar,
         NarError::UnknownCompression(_) => ProblemKind::UnknownCompression,
@@ -649,11 +649,13 @@ pub(crate) fn nar_problem_kind(e: &crate::nar::reader::NarError) -> ProblemKind 
 }
 
 /// The kind of problem an error opening a path's contents is.
-fn problem_kind(e: &crate::Error) -> ProblemKind {
+fn problem_kind(e: &nix_heft_types::Error) -> ProblemKind {
     match e {
-        crate::Error::BadNar { source, .. } => nar_problem_kind(source),
-        crate::Error::NarUrlOutsideCache { .. } => ProblemKind::BadNarUrl,
-        crate::Error::Io { source, .. } if source.kind() == std::io::ErrorKind::NotFound => {
+        nix_heft_types::Error::BadNar { source, .. } => nar_problem_kind(source),
+        nix_heft_types::Error::NarUrlOutsideCache { .. } => ProblemKind::BadNarUrl,
+        nix_heft_types::Error::Io { source, .. }
+            if source.kind() == std::io::ErrorKind::NotFound =>
+        {
             ProblemKind::Vanished
         }
         _ => ProblemKind::Unreadable,

@@ -1,18 +1,18 @@
 //! Reading one store path from its NAR (binary caches): a single pass over
 //! the decompressed stream gives the tree and every hold. An ELF file's
-//! layout is read as its bytes stream past ([`crate::elf::ElfStream`]
+//! layout is read as its bytes stream past ([`nix_heft_format::elf::ElfStream`]
 //! keeps its headers, tables and the strings they name, within
-//! [`crate::elf::MAX_HELD`] bytes whatever the file's size), so neither
+//! [`nix_heft_format::elf::MAX_HELD`] bytes whatever the file's size), so neither
 //! memory nor temporary disk grows with file sizes; nothing is spooled.
 
 use std::io::Read;
 
 use super::content::{StringFilter, file_holds, name_holds, scan_stream, symlink_holds};
 use super::{PathRead, Wanted};
-use crate::elf::ElfStream;
-use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
-use crate::nar::{NarError, NarNode, walk_nar};
-use crate::problem::Problem;
+use nix_heft_format::elf::ElfStream;
+use nix_heft_format::nar::tree::{FileTree, TreeEntry, TreeNode};
+use nix_heft_format::nar::{NarError, NarNode, walk_nar};
+use nix_heft_types::problem::Problem;
 
 /// Most bytes of ELF path strings held while one NAR is read, before they
 /// are filtered down to the relevant ones at its end.

@@ -13,8 +13,8 @@ use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::nar::tree::{FileTree, TreeEntry, TreeNode};
-use crate::problem::{Problem, ProblemKind};
+use nix_heft_format::nar::tree::{FileTree, TreeEntry, TreeNode};
+use nix_heft_types::problem::{Problem, ProblemKind};
 
 /// Where the entry at `rel` (relative, raw bytes) of the tree at `root` is.
 pub(crate) fn full_path(root: &Path, rel: &[u8]) -> PathBuf {
@@ -129,8 +129,8 @@ pub fn walk(root: &Path, store_path: &str) -> (Option<FileTree>, Vec<Problem>) {
 
 #[cfg(test)]
 mod tests {
-    use crate::nar::testsupport::{dir, file, link, paths, write_nar};
-    use crate::nar::tree::{FileTree, TreeEntry, TreeNode, tree_of_nar};
+    use nix_heft_format::nar::testsupport::{dir, file, link, paths, write_nar};
+    use nix_heft_format::nar::tree::{FileTree, TreeEntry, TreeNode, tree_of_nar};
     use nix_heft_format::testutil::run;
     use std::ffi::OsStr;
     use std::os::unix::ffi::OsStrExt;

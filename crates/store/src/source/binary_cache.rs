@@ -25,10 +25,10 @@ use super::{
     DEFAULT_STORE_DIR, FileCheck, Nar, OpenOptions, PathContents, PathInfo, PathMetadata,
     Provenance, RawClosure, RunLog, StoreSource,
 };
-use crate::error::{Error, Result, io_err};
 use crate::local_cache::LocalCache;
-use crate::nar::tree::FileTree;
-use crate::store_path::StorePath;
+use nix_heft_format::nar::tree::FileTree;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result, io_err};
 
 /// A binary cache over a `Transport` (its file or HTTP transport).
 pub struct BinaryCache {
@@ -220,9 +220,11 @@ impl BinaryCache {
             true => r,
             false => Box::new(std::io::BufReader::with_capacity(1 << 16, r)),
         };
-        let nar = crate::nar::decompress(&info.compression, r).map_err(|source| Error::BadNar {
-            file: body.name.clone(),
-            source,
+        let nar = nix_heft_format::nar::decompress(&info.compression, r).map_err(|source| {
+            Error::BadNar {
+                file: body.name.clone(),
+                source,
+            }
         })?;
         Ok(Some(Nar {
             reader: nar,
@@ -348,7 +350,7 @@ impl PathContents for BinaryCache {
         let kept = || {
             local
                 .and_then(|l| l.get(path, "ls"))
-                .and_then(|bytes| super::listing::parse(&bytes).ok())
+                .and_then(|bytes| nix_heft_format::listing::parse(&bytes).ok())
         };
         if let Some(t) = kept() {
             return Ok(Some(t));
@@ -376,7 +378,7 @@ impl PathContents for BinaryCache {
             return Ok(None);
         };
         // A listing that does not parse is no loss: the NAR has it all.
-        match super::listing::parse(&bytes) {
+        match nix_heft_format::listing::parse(&bytes) {
             Ok(t) => {
                 if let Some(l) = local {
                     l.put(path, "ls", &bytes);

@@ -6,8 +6,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{PathInfo, PathMetadata};
-use crate::error::{Error, Result};
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result};
 
 /// A closure as read from a source: paths with dense indices, their NAR
 /// sizes, and each path's references as indices (self references
@@ -345,7 +345,7 @@ mod tests {
     fn path(i: u32) -> StorePath {
         let mut bytes = [0u8; 20];
         bytes[..4].copy_from_slice(&i.to_le_bytes());
-        let hash = crate::nixbase32::encode(&bytes);
+        let hash = nix_heft_format::nixbase32::encode(&bytes);
         StorePath::parse("/nix/store", &format!("/nix/store/{hash}-p{i}")).unwrap()
     }
 

@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use super::{
     Nar, PathContents, PathInfo, PathMetadata, Provenance, RawClosure, RunLog, StoreSource,
 };
-use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
-use crate::nar::tree::FileTree;
-use crate::store_path::StorePath;
+use nix_heft_format::nar::tree::FileTree;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result};
 
 /// One store of a [`Layered`] source and the name reports give it.
 pub struct Layer {
@@ -72,7 +72,7 @@ impl Layered {
             .num_threads(lookups.max(1))
             .thread_name(|i| format!("nix-heft-layers-{i}"))
             .build()
-            .map_err(|source| Error::Threads {
+            .map_err(|source| crate::error::Error::Threads {
                 what: "the stores' lookups".into(),
                 source,
             })?;

@@ -40,8 +40,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use super::{
     DEFAULT_STORE_DIR, Nar, PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource,
 };
-use crate::error::{Error, Result, io_err};
-use crate::store_path::StorePath;
+use crate::error::{Error as StoreError, Result as StoreResult};
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result, io_err};
 
 /// How long a read waits for a writer's lock. Nix holds its write lock for
 /// one registration at a time; a few seconds covers a busy machine.
@@ -128,7 +129,7 @@ static PAUSED: AtomicBool = AtomicBool::new(false);
 
 /// Opens `db` the way its state allows (see the module docs); the warning
 /// says why when it had to be read unchecked.
-fn connect(db: &Path, lock_file: &std::fs::File) -> Result<(Db, Option<String>)> {
+fn connect(db: &Path, lock_file: &std::fs::File) -> StoreResult<(Db, Option<String>)> {
     // A writer opening or closing the database leaves a moment with the
     // `-wal` but not yet (or no longer) the `-shm`: wait that out before
     // taking it for a killed writer's leftovers.
@@ -138,7 +139,7 @@ fn connect(db: &Path, lock_file: &std::fs::File) -> Result<(Db, Option<String>)>
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    connect_once(db, lock_file, true)?.ok_or_else(|| Error::Database {
+    connect_once(db, lock_file, true)?.ok_or_else(|| StoreError::Database {
         path: db.to_path_buf(),
         source: rusqlite::Error::InvalidQuery,
     })
@@ -154,8 +155,8 @@ fn connect_once(
     db: &Path,
     lock_file: &std::fs::File,
     last: bool,
-) -> Result<Option<(Db, Option<String>)>> {
-    let db_err = |source| Error::Database {
+) -> StoreResult<Option<(Db, Option<String>)>> {
+    let db_err = |source| StoreError::Database {
         path: db.to_path_buf(),
         source,
     };
@@ -166,7 +167,7 @@ fn connect_once(
     let _hold = wal.then(|| SharedHold::take(lock_file));
     // Taken before the open, so a change during the open shows too.
     let stamp = Stamp::take(db)?;
-    let forced = |why: String| -> Result<(Db, Option<String>)> {
+    let forced = |why: String| -> StoreResult<(Db, Option<String>)> {
         let conn = open_db(db, true).map_err(db_err)?;
         let warning = format!(
             "database {} {why}; reading it in immutable mode, so changes being made right \
@@ -208,10 +209,10 @@ fn connect_once(
             },
             None,
         ))),
-        Err(Error::Database { source, .. }) if is_lock_error(&source) => {
+        Err(StoreError::Database { source, .. }) if is_lock_error(&source) => {
             forced(format!("is locked ({source})")).map(Some)
         }
-        Err(Error::Database { source, .. }) if is_read_only_error(&source) => {
+        Err(StoreError::Database { source, .. }) if is_read_only_error(&source) => {
             forced(format!("cannot be opened with locking ({source})")).map(Some)
         }
         Err(e) => Err(e),
@@ -275,10 +276,17 @@ fn set_lock(file: &std::fs::File, kind: libc::c_int) -> nix::Result<()> {
 }
 
 /// Runs `f` inside one read transaction, so all it reads is one snapshot.
-fn in_transaction<T>(c: &Connection, f: impl FnOnce(&Connection) -> Result<T>) -> Result<T> {
-    let begin = |e| Error::Database {
-        path: c.path().map(PathBuf::from).unwrap_or_default(),
-        source: e,
+/// `E` is the caller's error: the store's own, or the shared one its
+/// traits answer with.
+fn in_transaction<T, E: From<StoreError>>(
+    c: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T, E>,
+) -> Result<T, E> {
+    let begin = |e| {
+        E::from(StoreError::Database {
+            path: c.path().map(PathBuf::from).unwrap_or_default(),
+            source: e,
+        })
     };
     c.execute_batch("BEGIN DEFERRED").map_err(begin)?;
     let r = f(c);
@@ -372,11 +380,148 @@ impl LocalStore {
         )))
     }
 
+    /// The store's root directory (`/` for the system store).
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Every valid path with its references, in one snapshot of the
+    /// database, as the garbage collector sees them; with `derivers`, also
+    /// the derivation links `keep-outputs` and `keep-derivations` follow
+    /// (`DerivationOutputs` and the `deriver` column), which take a third
+    /// of the time.
+    pub fn whole_store(&self, derivers: bool) -> Result<crate::gc::WholeStore> {
+        self.read(false, |conn| self.whole_store_in(conn, derivers))
+    }
+
+    fn whole_store_in(&self, conn: &Connection, derivers: bool) -> Result<crate::gc::WholeStore> {
+        let e = |x| self.db_err(x);
+        let count: i64 = conn
+            .query_row("SELECT count(*) FROM ValidPaths", [], |r| r.get(0))
+            .map_err(e)?;
+        let cap = usize::try_from(count).unwrap_or(0);
+        let mut ids: Vec<i64> = Vec::with_capacity(cap);
+        let mut whole = crate::gc::WholeStore {
+            paths: Vec::with_capacity(cap),
+            nar_sizes: Vec::with_capacity(cap),
+            ..Default::default()
+        };
+        let mut deriver_of: Vec<Option<Box<str>>> = Vec::new();
+        {
+            let sql = if derivers {
+                "SELECT id, path, narSize, deriver FROM ValidPaths"
+            } else {
+                "SELECT id, path, narSize FROM ValidPaths"
+            };
+            let mut st = conn.prepare(sql).map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                ids.push(r.get(0).map_err(e)?);
+                let s = r.get_ref(1).map_err(e)?;
+                let s = s.as_str().map_err(|x| e(x.into()))?;
+                let p = self.parse_db_path(s)?;
+                let nar: Option<i64> = r.get(2).map_err(e)?;
+                whole.nar_sizes.push(self.nar_size(&p, nar)?);
+                whole.paths.push(p);
+                if derivers {
+                    let d = r.get_ref(3).map_err(e)?;
+                    deriver_of.push(match d {
+                        rusqlite::types::ValueRef::Text(t) if !t.is_empty() => {
+                            std::str::from_utf8(t).ok().map(Box::from)
+                        }
+                        _ => None,
+                    });
+                }
+            }
+        }
+        let dense = DenseIds::new(ids);
+        let n = whole.paths.len();
+        // References: read in row order, then laid out by referrer with a
+        // counting pass (rows come grouped by registration, not sorted).
+        let mut edges: Vec<(u32, u32)> = Vec::new();
+        {
+            let mut st = conn
+                .prepare("SELECT referrer, reference FROM Refs")
+                .map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let a: i64 = r.get(0).map_err(e)?;
+                let b: i64 = r.get(1).map_err(e)?;
+                // A reference to an id not in ValidPaths (a database without
+                // foreign keys enforced) is dropped, as the closure reads do.
+                if let (Some(a), Some(b)) = (dense.get(a), dense.get(b))
+                    && a != b
+                {
+                    edges.push((a, b));
+                }
+            }
+        }
+        let mut offsets = vec![0u32; n + 1];
+        for &(a, _) in &edges {
+            offsets[a as usize + 1] += 1;
+        }
+        for i in 0..n {
+            offsets[i + 1] += offsets[i];
+        }
+        let mut fill = offsets[..n].to_vec();
+        let mut refs = vec![0u32; edges.len()];
+        for &(a, b) in &edges {
+            refs[fill[a as usize] as usize] = b;
+            fill[a as usize] += 1;
+        }
+        drop(edges);
+        // Sorted and deduplicated per referrer, compacted in place.
+        let mut w = 0usize;
+        let mut start = 0usize;
+        for i in 0..n {
+            let end = offsets[i + 1] as usize;
+            refs[start..end].sort_unstable();
+            let from = w;
+            for k in start..end {
+                if w == from || refs[w - 1] != refs[k] {
+                    refs[w] = refs[k];
+                    w += 1;
+                }
+            }
+            start = end;
+            offsets[i + 1] = w as u32;
+        }
+        refs.truncate(w);
+        whole.ref_offsets = offsets;
+        whole.refs = refs;
+        whole.index = crate::gc::PathIndex::new(&whole.paths);
+        if derivers {
+            let deriver: Vec<u32> = deriver_of
+                .iter()
+                .map(|d| d.as_deref().and_then(|d| whole.find(d)).unwrap_or(u32::MAX))
+                .collect();
+            drop(deriver_of);
+            let mut st = conn
+                .prepare("SELECT drv, path FROM DerivationOutputs")
+                .map_err(e)?;
+            let mut rows = st.query([]).map_err(e)?;
+            while let Some(r) = rows.next().map_err(e)? {
+                let drv: i64 = r.get(0).map_err(e)?;
+                let out = r.get_ref(1).map_err(e)?;
+                let out = out.as_str().map_err(|x| e(x.into()))?;
+                let (Some(drv), Some(out)) = (dense.get(drv), whole.find(out)) else {
+                    continue;
+                };
+                whole.drv_outputs.push((drv, out));
+                if deriver[out as usize] == drv {
+                    whole.output_derivers.push((out, drv));
+                }
+            }
+        }
+        Ok(whole)
+    }
+
     fn db_err(&self, source: rusqlite::Error) -> Error {
-        Error::Database {
+        StoreError::Database {
             path: self.db_path.clone(),
             source,
         }
+        .into()
     }
 
     fn parse_db_path(&self, s: &str) -> Result<StorePath> {
@@ -532,13 +677,65 @@ impl LocalStore {
     }
 }
 
+/// Database ids → dense indices (positions in the order the paths were
+/// read). Ids are row ids and need not be dense (see
+/// `closure_by_table_scan`): a table indexed by id when they nearly are, a
+/// binary search otherwise.
+struct DenseIds {
+    /// `(id, position)`, ascending by id.
+    sorted: Vec<(i64, u32)>,
+    /// `table[id - min]`, `u32::MAX` for no path; empty when ids are sparse.
+    table: Vec<u32>,
+}
+
+impl DenseIds {
+    /// `ids` in the order their paths were read (by id for a table scan,
+    /// but no order is assumed).
+    fn new(ids: Vec<i64>) -> DenseIds {
+        let mut sorted: Vec<(i64, u32)> = ids
+            .into_iter()
+            .enumerate()
+            .map(|(k, id)| (id, k as u32))
+            .collect();
+        if !sorted.is_sorted() {
+            sorted.sort_unstable();
+        }
+        let (Some(&(min, _)), Some(&(max, _))) = (sorted.first(), sorted.last()) else {
+            return DenseIds {
+                sorted,
+                table: Vec::new(),
+            };
+        };
+        let span = max.abs_diff(min);
+        let table = if span < 4 * sorted.len() as u64 + 1024 {
+            let mut t = vec![u32::MAX; span as usize + 1];
+            for &(id, k) in &sorted {
+                t[(id - min) as usize] = k;
+            }
+            t
+        } else {
+            Vec::new()
+        };
+        DenseIds { sorted, table }
+    }
+
+    fn get(&self, id: i64) -> Option<u32> {
+        if self.table.is_empty() {
+            let k = self.sorted.binary_search_by_key(&id, |&(i, _)| i).ok()?;
+            return Some(self.sorted[k].1);
+        }
+        let off = usize::try_from(id.checked_sub(self.sorted.first()?.0)?).ok()?;
+        self.table.get(off).copied().filter(|&k| k != u32::MAX)
+    }
+}
+
 /// Reads and checks SQLite's 100-byte header, so a file that is no database
 /// gets a clear error before SQLite is involved.
-fn read_header(db: &Path) -> Result<[u8; 100]> {
+fn read_header(db: &Path) -> StoreResult<[u8; 100]> {
     use std::io::Read;
     let mut f = std::fs::File::open(db).map_err(io_err(db))?;
     let mut h = [0u8; 100];
-    f.read_exact(&mut h).map_err(|_| Error::Database {
+    f.read_exact(&mut h).map_err(|_| StoreError::Database {
         path: db.to_path_buf(),
         source: rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
@@ -546,7 +743,7 @@ fn read_header(db: &Path) -> Result<[u8; 100]> {
         ),
     })?;
     if &h[..16] != b"SQLite format 3\0" {
-        return Err(Error::Database {
+        return Err(StoreError::Database {
             path: db.to_path_buf(),
             source: rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
@@ -767,7 +964,7 @@ impl PathContents for LocalStore {
     /// hashes. No compressed file stands behind it to check.
     fn nar(&self, path: &StorePath, _check_file: bool) -> Result<Option<Nar>> {
         let real = self.root.join(path.as_str().trim_start_matches('/'));
-        let reader = crate::nar::dump::reader(&real).map_err(io_err(&real))?;
+        let reader = nix_heft_format::nar::dump::reader(&real).map_err(io_err(&real))?;
         Ok(Some(Nar {
             reader,
             file_check: None,

@@ -16,9 +16,7 @@ mod binary_cache;
 pub mod build_graph;
 mod closure;
 mod layered;
-pub use nix_heft_format::listing;
 mod local;
-pub use nix_heft_format::netrc;
 mod run_log;
 mod transport;
 
@@ -38,11 +36,11 @@ pub use path_info_json::PathInfoJson;
 pub use run_log::{Downloads, RunLog};
 pub use transport::http::http_connections;
 
-use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
-use crate::nar::hash::{HashHandle, HashingReader, NarHash};
-use crate::nar::tree::FileTree;
-use crate::store_path::StorePath;
+use nix_heft_format::nar::hash::{HashHandle, HashingReader, NarHash};
+use nix_heft_format::nar::tree::FileTree;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result};
 
 /// The default store directory.
 pub const DEFAULT_STORE_DIR: &str = "/nix/store";
@@ -83,7 +81,7 @@ pub(crate) fn read_capped(file: &Path, max: u64, what: &str) -> std::io::Result<
 pub(crate) fn too_large(what: &str, max: u64) -> String {
     format!(
         "larger than the {} limit for {what}; refusing to read it",
-        crate::units::iec(max)
+        nix_heft_types::units::iec(max)
     )
 }
 
@@ -464,10 +462,7 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         ));
     }
     if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
-        let root = query
-            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
-            .unwrap_or("/");
-        return open_local_root(Path::new(root), opts);
+        return open_local_root(&local_scheme_root(query), opts);
     }
     if scheme_part.contains("://") {
         return Err(unsupported(
@@ -491,6 +486,39 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         ));
     }
     Ok(Box::new(PathInfoJson::open(p, log)?))
+}
+
+/// The root directory of a `local`/`auto`/`daemon`/`unix` store URL:
+/// its `root=` parameter, else `/`.
+fn local_scheme_root(query: Option<&str>) -> PathBuf {
+    PathBuf::from(
+        query
+            .and_then(|q| q.split('&').find_map(|kv| kv.strip_prefix("root=")))
+            .unwrap_or("/"),
+    )
+}
+
+/// The root directory of the local or chroot store `spec` names (in
+/// [`open_with`]'s grammar; `None` is the local store), or `None` when it
+/// names another kind of store: what needs a store's files and state
+/// directory, not only its paths (the collector's view, `roots`), opens
+/// it with [`LocalStore::open`].
+pub fn local_root(spec: Option<&str>) -> Option<PathBuf> {
+    let Some(spec) = spec else {
+        return Some(PathBuf::from("/"));
+    };
+    let (scheme_part, query) = match spec.split_once('?') {
+        Some((a, b)) => (a, Some(b)),
+        None => (spec, None),
+    };
+    if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
+        return Some(local_scheme_root(query));
+    }
+    if scheme_part.contains("://") {
+        return None;
+    }
+    let p = Path::new(spec);
+    (p.is_dir() && p.join("nix/var/nix/db/db.sqlite").exists()).then(|| p.to_path_buf())
 }
 
 fn open_local_root(root: &Path, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {

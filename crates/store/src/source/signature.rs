@@ -7,7 +7,7 @@
 //! run, kept in the local cache, or used for a size. The policy comes from
 //! `--trusted-public-keys`/`--no-require-sigs` or nix.conf
 //! (`trusted-public-keys`, `extra-trusted-public-keys`, `require-sigs`),
-//! as the command layer reads them with `crate::nix_conf`.
+//! as the command layer reads them with `nix_heft_format::nix_conf`.
 //!
 //! Nix's rules (2.8; `ValidPathInfo::fingerprint` in libstore/path-info.cc,
 //! `Key`, `PublicKey` and `verifyDetached` in libstore/crypto.cc):
@@ -47,8 +47,8 @@ use std::path::Path;
 use base64::Engine;
 use base64::engine::{DecodePaddingMode, GeneralPurpose, GeneralPurposeConfig};
 
-use crate::nar::hash::NarHash;
 use crate::source::narinfo::NarInfo;
+use nix_heft_format::nar::hash::NarHash;
 
 /// Bytes of an ed25519 public key.
 pub const PUBLIC_KEY_BYTES: usize = 32;
@@ -319,7 +319,7 @@ pub fn content_addressed(info: &NarInfo) -> bool {
     for (i, b) in digest.iter().enumerate() {
         compressed[i % 20] ^= b;
     }
-    crate::nixbase32::encode(&compressed) == path.hash_part()
+    nix_heft_format::nixbase32::encode(&compressed) == path.hash_part()
 }
 
 /// The bytes Nix signs for a narinfo (see the module docs).
@@ -495,7 +495,7 @@ pub fn verify_narinfo(
     store_dir: &str,
     file: &Path,
     keys: &TrustedKeys,
-) -> crate::Result<(NarInfo, Verdict)> {
+) -> nix_heft_types::Result<(NarInfo, Verdict)> {
     let info = NarInfo::parse(text, store_dir, file)?;
     let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
     let verdict = verify(&info, &sigs, keys);
@@ -538,14 +538,14 @@ impl SigPolicy {
     /// Checks the narinfo `info` that `cache` (its URL, for messages) gave:
     /// the name of the trusted key that signed it, `None` when it is
     /// accepted unsigned (not required: the run's one warning goes to
-    /// `log`), or [`crate::Error::UntrustedNarinfo`] naming the path, the
+    /// `log`), or [`nix_heft_types::Error::UntrustedNarinfo`] naming the path, the
     /// cache, the keys found and why none counts.
     pub fn check(
         &self,
         info: &NarInfo,
         cache: &str,
         log: &crate::source::RunLog,
-    ) -> crate::Result<Option<String>> {
+    ) -> nix_heft_types::Result<Option<String>> {
         let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
         let v = verify(info, &sigs, &self.keys);
         if let Some(k) = v.signed_by {
@@ -580,8 +580,8 @@ impl SigPolicy {
                 v.join(", ")
             }
         };
-        Err(crate::Error::UntrustedNarinfo(Box::new(
-            crate::error::Untrusted {
+        Err(nix_heft_types::Error::UntrustedNarinfo(Box::new(
+            nix_heft_types::error::Untrusted {
                 path: info.store_path.to_string(),
                 cache: cache.to_string(),
                 found: names(&mut v.keys_found.iter().map(String::as_str)),

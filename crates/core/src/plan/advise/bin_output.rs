@@ -4,10 +4,10 @@
 //! needs from `bin/` is decided at install time, not by references.
 
 use super::{Action, ActionKind, Advisor, Safety, files_of};
-use crate::evidence::Kind;
 use crate::graph::NodeId;
-use crate::nar::tree::{FileTree, TreeEntry};
 use crate::plan::whatif::WhatIf;
+use nix_heft_format::nar::tree::{FileTree, TreeEntry};
+use nix_heft_types::evidence::Kind;
 
 /// The action for `p`, when some references are held only from `bin/` or
 /// `libexec/` and some consumer holds `p` only through RUNPATH or NEEDED

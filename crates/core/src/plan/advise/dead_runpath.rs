@@ -7,8 +7,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use super::{Action, ActionKind, Advisor, Safety, files_of, snippet};
-use crate::evidence::{Evidence, Kind};
 use crate::graph::NodeId;
+use nix_heft_types::evidence::{Evidence, Kind};
 
 /// The action for the dead edge `from` → `to` whose holds `evs` include a
 /// RUNPATH entry.
@@ -108,15 +108,15 @@ pub(super) fn action(cx: &Advisor, from: NodeId, to: NodeId, evs: &[Evidence]) -
 /// the store (`$ORIGIN/../lib`) is matched as it is.
 fn entry_pattern(d: &str) -> String {
     let hashed = d.rsplit_once("/nix/store/").and_then(|(_, rest)| {
-        let (hash, tail) = rest.split_at_checked(crate::store_path::HASH_LEN)?;
+        let (hash, tail) = rest.split_at_checked(nix_heft_format::store_path::HASH_LEN)?;
         (tail.starts_with('-') && hash.bytes().all(|b| b.is_ascii_alphanumeric())).then_some(tail)
     });
     match hashed {
         Some(tail) => format!(
             "*/{}{}",
-            "?".repeat(crate::store_path::HASH_LEN),
-            snippet::single_quoted(tail)
+            "?".repeat(nix_heft_format::store_path::HASH_LEN),
+            nix_heft_format::quote::single_quoted(tail)
         ),
-        None => snippet::single_quoted(d),
+        None => nix_heft_format::quote::single_quoted(d),
     }
 }

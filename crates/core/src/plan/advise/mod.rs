@@ -27,13 +27,13 @@ use serde::{Deserialize, Serialize};
 use super::whatif::WhatIf;
 use crate::classify::Classified;
 use crate::classify::verdict::judge;
-use crate::evidence::{Evidence, Kind, Verdict};
 use crate::graph::{Graph, NodeId};
-use crate::problem::{Problem, ProblemKind};
+use nix_heft_types::evidence::{Evidence, Kind, Verdict};
+use nix_heft_types::problem::{Problem, ProblemKind};
 // A path's full name (`rocblas-5.7.1-dev`) in messages: the output or
 // `-source` suffix tells apart paths of one package.
-use crate::store_path::{OutputKind, name_of as full_name};
-use crate::trace::file::TraceSet;
+use nix_heft_format::store_path::{OutputKind, name_of as full_name};
+use nix_heft_trace::file::TraceSet;
 
 /// How safe an action is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
@@ -478,7 +478,7 @@ fn out_paths(files: &[String]) -> String {
 
 /// The attribute-like package name (`rocblas`), for nixpkgs snippets.
 fn pkg_name(p: &str) -> &str {
-    crate::store_path::package_name(full_name(p))
+    nix_heft_format::store_path::package_name(full_name(p))
 }
 
 /// Which cut references leave the closure (`removes`) and what keeps the
@@ -487,10 +487,10 @@ fn pkg_name(p: &str) -> &str {
 fn settle(
     g: &Graph,
     c: &Classified,
-    index: &std::collections::HashMap<&crate::StorePath, NodeId>,
+    index: &std::collections::HashMap<&nix_heft_format::StorePath, NodeId>,
     a: &mut Action,
 ) {
-    let Some(&from) = crate::StorePath::parse(g.path(0).store_dir(), &a.package)
+    let Some(&from) = nix_heft_format::StorePath::parse(g.path(0).store_dir(), &a.package)
         .ok()
         .as_ref()
         .and_then(|p| index.get(p))
@@ -500,7 +500,7 @@ fn settle(
     let cut: Vec<NodeId> = a
         .cuts
         .iter()
-        .filter_map(|p| crate::StorePath::parse(g.path(0).store_dir(), p).ok())
+        .filter_map(|p| nix_heft_format::StorePath::parse(g.path(0).store_dir(), p).ok())
         .filter_map(|p| index.get(&p).copied())
         .collect();
     let mut w = WhatIf::new(g);
@@ -545,7 +545,7 @@ fn settle(
 /// The first hold in `evs` that a trace proved used, as "why" text.
 fn traced_use(evs: &[Evidence]) -> Option<String> {
     evs.iter()
-        .find(|e| e.traced == Some(crate::evidence::Traced::Used))
+        .find(|e| e.traced == Some(nix_heft_types::evidence::Traced::Used))
         .map(|e| format!("{}: {}", e.file, e.reason))
 }
 

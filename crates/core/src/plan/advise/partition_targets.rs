@@ -8,10 +8,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use regex::bytes::Regex;
 
 use super::{Action, ActionKind, Advisor, KeepSource, Safety, full_name, pkg_name};
-use crate::evidence::{Kind, Verdict};
 use crate::graph::NodeId;
 use crate::plan::partition::KeptLink;
-use crate::problem::Problem;
+use nix_heft_types::evidence::{Kind, Verdict};
+use nix_heft_types::problem::Problem;
 
 /// The action partitioning `p` by the targets `pattern` names (selected by
 /// the nixpkgs knob `knob`): `None` when its run-time files name fewer

@@ -3,8 +3,8 @@
 //! `remove-references-to` erases it, which is safe only if nothing opens it.
 
 use super::{Action, ActionKind, Advisor, Safety, files_of, out_paths, pkg_name};
-use crate::evidence::{Evidence, Kind};
 use crate::graph::NodeId;
+use nix_heft_types::evidence::{Evidence, Kind};
 
 /// Whether an edge of unknown verdict is held only by strings in ELF data.
 pub(super) fn applies(evs: &[Evidence]) -> bool {

@@ -9,9 +9,7 @@ const KEYWORDS: &[&str] = &[
     "assert", "else", "if", "in", "inherit", "let", "or", "rec", "then", "with",
 ];
 
-/// `s` as a Nix double-quoted string: the one escaper, shared with the
-/// installables' expressions.
-pub(crate) use crate::installable::nix_string as string;
+use nix_heft_format::quote;
 
 /// A Nix list of strings: `[ "a" "b" ]` (elements are separated by
 /// spaces, never commas).
@@ -19,7 +17,7 @@ pub(crate) fn list<S: AsRef<str>>(items: &[S]) -> String {
     let mut out = String::from("[");
     for i in items {
         out.push(' ');
-        out.push_str(&string(i.as_ref()));
+        out.push_str(&quote::nix_string(i.as_ref()));
     }
     out.push_str(" ]");
     out
@@ -41,27 +39,8 @@ pub(crate) fn package(name: &str) -> String {
     if is_identifier(name) {
         name.to_string()
     } else {
-        format!("pkgs.{}", string(name))
+        format!("pkgs.{}", quote::nix_string(name))
     }
-}
-
-/// `s` as one shell word, single-quoted when it holds anything the shell
-/// would expand or split (`'` written as `'\''`).
-pub(crate) fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"/._-+=:,@%".contains(&c))
-    {
-        s.to_string()
-    } else {
-        single_quoted(s)
-    }
-}
-
-/// `s` single-quoted for the shell, always (`'` written as `'\''`): a
-/// RUNPATH is shown as one word even when it needs no quoting.
-pub(crate) fn single_quoted(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
 }
 
 /// A file of the package as a builder's shell names it: `$out/lib/x.so`,
@@ -77,7 +56,7 @@ pub(crate) fn output_file(output: &str, rel: &str) -> String {
     if rel.is_empty() {
         return format!("\"${output}\"");
     }
-    let w = shell_word(rel);
+    let w = quote::shell(rel);
     if w.starts_with('\'') {
         format!("\"${output}\"/{w}")
     } else {
@@ -111,13 +90,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn strings_escape_what_nix_interprets() {
-        assert_eq!(string("gfx90a"), "\"gfx90a\"");
-        assert_eq!(string(r#"a"b\c${d}$e"#), r#""a\"b\\c\${d}$e""#);
-        assert_eq!(string("a\nb"), "\"a\\nb\"");
-    }
-
-    #[test]
     fn lists_are_space_separated() {
         assert_eq!(list(&["gfx90a", "gfx1100"]), r#"[ "gfx90a" "gfx1100" ]"#);
         assert_eq!(list(&["one"]), r#"[ "one" ]"#);
@@ -135,9 +107,6 @@ mod tests {
 
     #[test]
     fn shell_words_and_hooks() {
-        assert_eq!(shell_word("lib/libx.so"), "lib/libx.so");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word("$ORIGIN/../lib"), "'$ORIGIN/../lib'");
         assert_eq!(out_file("lib/a b.so"), "\"$out\"/'lib/a b.so'");
         assert_eq!(
             shell_hook("postFixup", &["echo 'a'\\''b' ${x}".into()]),
@@ -184,7 +153,11 @@ mod tests {
         assert_eq!(v["h"].as_str().unwrap(), want);
         // A package expression that is not an identifier parses.
         for p in ["libsigc++", "3proxy", "rec"] {
-            let e = format!("let pkgs = {{ {} = 1; }}; in {}", string(p), package(p));
+            let e = format!(
+                "let pkgs = {{ {} = 1; }}; in {}",
+                quote::nix_string(p),
+                package(p)
+            );
             let out = nix_heft_format::testutil::run(
                 std::process::Command::new("nix-instantiate")
                     .args(["--eval", "--expr"])

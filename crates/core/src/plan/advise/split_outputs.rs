@@ -6,7 +6,7 @@ use super::{Action, ActionKind, Advisor, Safety, files_of, full_name};
 use crate::graph::NodeId;
 use crate::plan::split::{Existing, Move, nixpkgs_preset, simulate};
 use crate::plan::whatif::WhatIf;
-use crate::problem::Problem;
+use nix_heft_types::problem::Problem;
 
 /// The action splitting `p`, whose build or documentation files hold some
 /// reference; `None`, with a problem, when the split cannot be simulated.
@@ -163,7 +163,7 @@ fn snippet(names: &[&str], existing: &[Existing], preset: &[Move], unmatched: &[
             // Quoted as nixpkgs writes it (`moveToOutput "lib/cmake"
             // "$dev"`): the hook expands the glob itself.
             let pattern = if m.pattern.contains(['$', '`', '"', '\\', '!']) {
-                super::snippet::single_quoted(&m.pattern)
+                nix_heft_format::quote::single_quoted(&m.pattern)
             } else {
                 format!("\"{}\"", m.pattern)
             };

@@ -2,8 +2,8 @@
 //! separate debug info (or stripping) removes it.
 
 use super::{Action, ActionKind, Advisor, Safety, files_of};
-use crate::evidence::Evidence;
 use crate::graph::NodeId;
+use nix_heft_types::evidence::Evidence;
 
 /// The action for the dead edge `from` → `to` whose holds `evs` are not a
 /// RUNPATH entry.

@@ -26,7 +26,7 @@
 //! time-outs are retried with capped exponential backoff a bounded number
 //! of times; every transport read has a time-out, so a stalled server gives
 //! an error, never a hang. Credentials come from netrc
-//! ([`crate::source::netrc`]) and appear in no message.
+//! ([`nix_heft_format::netrc`]) and appear in no message.
 
 use std::io::Read;
 use std::path::PathBuf;
@@ -35,10 +35,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::{Meta, NarBody, Transport};
-use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
 use crate::source::{Downloads, OpenOptions, RunLog};
-use crate::store_path::StorePath;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::{Error, Result};
 
 /// Requests in flight by default (`--http-connections` changes it): Nix's
 /// own default of `http-connections`, as its manual gives it. A closure is
@@ -169,9 +169,9 @@ impl HttpTransport {
                 }
             })?;
         let netrc_auth =
-            crate::source::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
+            nix_heft_format::netrc::netrc_path(opts.netrc_file.as_deref()).and_then(|p| {
                 let text = std::fs::read_to_string(p).ok()?;
-                let c = crate::source::netrc::lookup(&text, &host)?;
+                let c = nix_heft_format::netrc::lookup(&text, &host)?;
                 Some(basic(&c))
             });
         let auth = url_auth.map(|c| basic(&c)).or(netrc_auth);
@@ -179,7 +179,7 @@ impl HttpTransport {
             .num_threads(connections)
             .thread_name(|i| format!("nix-heft-http-{i}"))
             .build()
-            .map_err(|source| Error::Threads {
+            .map_err(|source| crate::error::Error::Threads {
                 what: format!("the requests to {base}"),
                 source,
             })?;
@@ -513,7 +513,7 @@ fn confine(base: &str, url: &str) -> std::result::Result<String, &'static str> {
 }
 
 /// An `Authorization` header value for HTTP basic authentication.
-fn basic(c: &crate::source::netrc::Credentials) -> String {
+fn basic(c: &nix_heft_format::netrc::Credentials) -> String {
     use base64::Engine;
     format!(
         "Basic {}",
@@ -522,7 +522,7 @@ fn basic(c: &crate::source::netrc::Credentials) -> String {
 }
 
 /// `url` without user info, and the credentials it held.
-fn split_userinfo(url: &str) -> (String, Option<crate::source::netrc::Credentials>) {
+fn split_userinfo(url: &str) -> (String, Option<nix_heft_format::netrc::Credentials>) {
     let Some((scheme, rest)) = url.split_once("://") else {
         return (url.to_string(), None);
     };
@@ -533,7 +533,7 @@ fn split_userinfo(url: &str) -> (String, Option<crate::source::netrc::Credential
     let (login, password) = info.split_once(':').unwrap_or((info, ""));
     (
         format!("{scheme}://{host}{path}"),
-        Some(crate::source::netrc::Credentials {
+        Some(nix_heft_format::netrc::Credentials {
             login: login.to_string(),
             password: password.to_string(),
         }),

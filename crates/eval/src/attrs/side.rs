@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 
 use super::git::{self, GitSide};
 use super::{AttrsError, Evaluation, Evaluator};
-use crate::installable::{AutoArg, Options, shell_word};
+use crate::installable::{AutoArg, Options};
+use nix_heft_format::quote;
 
 /// How a side was named.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -220,19 +221,21 @@ impl BuildHow {
     pub fn command(&self, attr: &str, opts: &Options, cwd: &Path) -> String {
         let mut extra = String::new();
         for i in &opts.include {
-            extra.push_str(&format!(" -I {}", shell_word(i)));
+            extra.push_str(&format!(" -I {}", quote::shell(i)));
         }
         for (n, v) in &opts.auto_args {
             match v {
                 AutoArg::Expr(e) => {
-                    extra.push_str(&format!(" --arg {} {}", shell_word(n), shell_word(e)))
+                    extra.push_str(&format!(" --arg {} {}", quote::shell(n), quote::shell(e)))
                 }
-                AutoArg::Str(s) => {
-                    extra.push_str(&format!(" --argstr {} {}", shell_word(n), shell_word(s)))
-                }
+                AutoArg::Str(s) => extra.push_str(&format!(
+                    " --argstr {} {}",
+                    quote::shell(n),
+                    quote::shell(s)
+                )),
             }
         }
-        let attr_word = shell_word(attr);
+        let attr_word = quote::shell(attr);
         match self {
             BuildHow::Dir(d) => {
                 let target = match &opts.file {
@@ -241,12 +244,12 @@ impl BuildHow {
                 };
                 format!(
                     "nix-build {}{extra} -A {attr_word}",
-                    shell_word(&relative_word(&target, cwd))
+                    quote::shell(&relative_word(&target, cwd))
                 )
             }
             BuildHow::File(f) => format!(
                 "nix-build {}{extra} -A {attr_word}",
-                shell_word(&relative_word(f, cwd))
+                quote::shell(&relative_word(f, cwd))
             ),
             BuildHow::Git { repo, commit } => {
                 let url = nix_path_or_string(repo, cwd);
@@ -260,10 +263,10 @@ impl BuildHow {
                 };
                 format!(
                     "nix-build -E {}{extra} -A {attr_word}",
-                    shell_word(&format!("import ({src})"))
+                    quote::shell(&format!("import ({src})"))
                 )
             }
-            BuildHow::Flake(r) => format!("nix build {}", shell_word(&format!("{r}#{attr}"))),
+            BuildHow::Flake(r) => format!("nix build {}", quote::shell(&format!("{r}#{attr}"))),
             BuildHow::Review => format!("nixpkgs-review (rebuild it there): {attr}"),
         }
     }
@@ -296,7 +299,7 @@ fn nix_path_or_string(p: &Path, cwd: &Path) -> String {
             return format!("./{rel}");
         }
     }
-    crate::installable::nix_string(&p.display().to_string())
+    quote::nix_string(&p.display().to_string())
 }
 
 #[cfg(test)]

@@ -63,8 +63,9 @@ use std::process::{Command, Stdio};
 
 use serde::Deserialize;
 
-use crate::installable::{AutoArg, Options, nix_string};
-use crate::store_path::StorePath;
+use crate::installable::{AutoArg, Options};
+use nix_heft_format::quote::nix_string;
+use nix_heft_format::store_path::StorePath;
 
 pub mod eval_jobs;
 mod git;

@@ -9,7 +9,7 @@
 //! path, and a `.drv` path with `^OUTPUTS` (Nix ≥ 2.13) or `!OUTPUTS` (the
 //! form Nix 2.8's `nix-instantiate` prints) or none names the derivation's
 //! outputs. Anything else (store paths, `./result` links, names) is left to
-//! [`crate::roots`]: a bare `nixpkgs` or `.` is a flake reference to `nix`,
+//! core's `roots`: a bare `nixpkgs` or `.` is a flake reference to `nix`,
 //! but a package name to nix-heft, so a flake needs its `#`.
 //!
 //! Output selection (`^out,dev`, `^*`) is parsed here, as Nix ≥ 2.9's
@@ -35,7 +35,7 @@
 //! is never written (`--no-write-lock-file`); such a failure is told apart
 //! ([`InstallableError::ImportFromDerivation`]) with the command that builds
 //! only what the evaluation imports. `.drv` installables need no
-//! evaluation: their outputs come from the file ([`crate::derivation`]).
+//! evaluation: their outputs come from the file ([`nix_heft_format::derivation`]).
 //!
 //! `--arg`, `--argstr`, `-I` and `--show-trace` go to `nix` as given.
 //! `nix eval` calls the functions along an attribute path with the
@@ -57,8 +57,9 @@ use std::process::Command;
 
 use serde::Deserialize;
 
-use crate::derivation::{Derivation, ReadDrvError};
-use crate::store_path::StorePath;
+use nix_heft_format::derivation::{Derivation, ReadDrvError};
+use nix_heft_format::quote;
+use nix_heft_format::store_path::StorePath;
 
 /// How installables are read and evaluated: the `nix` flags that shape
 /// them, passed through to `nix` as given.
@@ -353,7 +354,7 @@ fn split_outputs(s: &str, sep: char) -> (&str, OutputsSpec) {
 /// Whether `arg` is a flake reference that says its type (`path:/dir`,
 /// `github:o/r`, `git+file:///dir`, `flake:nixpkgs`, a tarball's
 /// `https://…`): Nix's input schemes. Without a type (`nixpkgs`, `.`,
-/// `./dir`) an argument stays a name or a path for [`crate::roots`]; no
+/// `./dir`) an argument stays a name or a path for core's `roots`; no
 /// store path, link or package name starts with a URL scheme.
 fn is_typed_flake_ref(arg: &str) -> bool {
     let Some((scheme, rest)) = arg.split_once(':') else {
@@ -372,7 +373,7 @@ fn is_typed_flake_ref(arg: &str) -> bool {
 
 impl Installable {
     /// `arg` as an installable, or `None` for the ROOT forms
-    /// [`crate::roots`] resolves (store paths, `./result` links, names; see
+    /// core's `roots` resolves (store paths, `./result` links, names; see
     /// the module docs).
     pub fn parse(arg: &str, opts: &Options) -> Option<Installable> {
         if opts.file.is_some() || opts.expr.is_some() {
@@ -453,52 +454,14 @@ fn apply(auto_args: &[(String, AutoArg)]) -> String {
             continue;
         }
         set.push_str("\n  ");
-        set.push_str(&nix_string(name));
+        set.push_str(&quote::nix_string(name));
         match value {
             AutoArg::Expr(e) => set.push_str(&format!(" = (\n{e}\n);")),
-            AutoArg::Str(v) => set.push_str(&format!(" = {};", nix_string(v))),
+            AutoArg::Str(v) => set.push_str(&format!(" = {};", quote::nix_string(v))),
         }
     }
     set.push_str("\n}");
     format!("let autoArgs = {set}; in\n{APPLY}")
-}
-
-/// `s` as a Nix double-quoted string literal: `"`, `\` and `${` escaped
-/// (and the control characters Nix has escapes for). Also what advise's
-/// snippets quote with.
-pub fn nix_string(s: &str) -> String {
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push('"');
-    let mut chars = s.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            // `${` would start an antiquotation; a lone `$` is literal.
-            '$' if chars.peek() == Some(&'{') => out.push_str("\\$"),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-/// `s` as one shell word, single-quoted when the shell would expand or
-/// split it.
-pub(crate) fn shell_word(s: &str) -> String {
-    // `#` starts a comment only at the start of a word.
-    if !s.is_empty()
-        && !s.starts_with('#')
-        && s.bytes()
-            .all(|c| c.is_ascii_alphanumeric() || b"/._-+=:,@%#".contains(&c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', "'\\''"))
-    }
 }
 
 /// The flags of `opts` the user gave for `nix`, in `nix`'s spelling and
@@ -711,7 +674,7 @@ fn eval_error(
         words.push(if target.is_empty() { "." } else { target }.to_string());
         let build = words
             .iter()
-            .map(|w| shell_word(w))
+            .map(|w| quote::shell(w))
             .collect::<Vec<_>>()
             .join(" ");
         return InstallableError::ImportFromDerivation {
@@ -1050,14 +1013,5 @@ mod tests {
         ] {
             assert_eq!(import_from_derivation(&other), None, "{other}");
         }
-    }
-
-    #[test]
-    fn shell_words() {
-        assert_eq!(shell_word("path:/tmp/x#a"), "path:/tmp/x#a");
-        assert_eq!(shell_word("nix-command flakes"), "'nix-command flakes'");
-        assert_eq!(shell_word("it's"), r"'it'\''s'");
-        assert_eq!(shell_word("#x"), "'#x'");
-        assert_eq!(shell_word(""), "''");
     }
 }

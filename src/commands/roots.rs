@@ -1,0 +1,244 @@
+//! `nix-heft roots [PATH…]`: what removing each garbage-collector root of
+//! a local or chroot store would free, exactly as Nix's collector counts
+//! it (issue 41). Flags → a [`RootsRequest`] → `gc::analyse` → one report.
+
+use std::path::{Component, Path, PathBuf};
+use std::process::ExitCode;
+
+use clap::Args;
+
+use nix_heft_core::gc::{Detail, RootsRequest};
+use nix_heft_format::nix_conf::{ConfEnv, NixConf};
+use nix_heft_report::TextOptions;
+use nix_heft_report::roots::{MarkedReport, RootsReport, WhyRootsReport};
+use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
+
+use super::Context;
+
+/// Rows of the text table when `--top` is not given.
+const DEFAULT_TOP: usize = 25;
+
+/// `roots`' arguments.
+#[derive(Args, Debug)]
+pub struct RootsArgs {
+    /// Show only the roots at or below these locations (a `result` link, a
+    /// project directory, a profile's directory), and what removing all of
+    /// them together frees.
+    #[arg(value_name = "PATH", value_hint = clap::ValueHint::AnyPath)]
+    paths: Vec<PathBuf>,
+    /// Rows of the table: the N roots that free the most (default 25;
+    /// `--json` lists every root).
+    #[arg(long, value_name = "N", value_hint = clap::ValueHint::Other)]
+    top: Option<usize>,
+    /// Every root in the table.
+    #[arg(long, conflicts_with = "top")]
+    all: bool,
+    /// Days for the groups of old roots and generations (`30` or `30d`):
+    /// a profile's generations as `nix-env --delete-generations 30d`
+    /// picks them, every root older than that.
+    #[arg(long, value_name = "DAYS", default_value = "30", value_parser = days, value_hint = clap::ValueHint::Other)]
+    older_than: u64,
+    /// Count bytes on disk too, as `du` does: every inode once, a file
+    /// hard-linked by `nix-store --optimise` freed only with its last link
+    /// outside `.links`. Reads every file's metadata in the store.
+    #[arg(long)]
+    disk: bool,
+    /// List the store paths each root and group frees, and those dead now
+    /// (JSON: `freed_paths`, `dead.paths`).
+    #[arg(long)]
+    list_paths: bool,
+    /// Print exact byte counts instead of IEC units.
+    #[arg(long)]
+    bytes: bool,
+    /// Also write a self-contained HTML page to FILE: a treemap of the
+    /// roots by what each frees, a sortable table, the groups and every
+    /// command (the 5,000 roots that free the most).
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    html: Option<PathBuf>,
+    /// Browse the roots in the terminal instead: mark roots with space and
+    /// see what removing them together frees; on leaving with q, the
+    /// commands that remove the marked ones are printed.
+    #[arg(long, conflicts_with = "html")]
+    browse: bool,
+}
+
+/// `30` or `30d`: a positive number of days.
+fn days(s: &str) -> Result<u64, String> {
+    let n = s.strip_suffix('d').unwrap_or(s);
+    match n.parse::<u64>() {
+        Ok(d) if d > 0 => Ok(d),
+        _ => Err(format!("'{s}' is not a number of days (30 or 30d)")),
+    }
+}
+
+/// Reads the roots and prints what each frees.
+pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
+    if args.browse {
+        return browse(ctx, args);
+    }
+    let store = ctx.open_local()?;
+    let top = (!args.all).then(|| args.top.unwrap_or(DEFAULT_TOP));
+    let req = RootsRequest {
+        older_than_days: args.older_than,
+        under: args.paths.iter().flat_map(|p| locations(p)).collect(),
+        disk: args.disk,
+        list_paths: args.list_paths,
+        detail: match (ctx.json, top) {
+            (false, Some(n)) if args.html.is_some() => Detail::Top(n.max(PAGE_ROOTS)),
+            (false, Some(n)) => Detail::Top(n),
+            _ => Detail::All,
+        },
+        ..request(ctx, &store)?
+    };
+    let pb = ctx.spinner(&format!(
+        "reading the roots of {}",
+        nix_heft_store::source::PathMetadata::describe(&store)
+    ));
+    let analysis = nix_heft_core::gc::analyse(&store, &req)?;
+    pb.finish_and_clear();
+    let page = match &args.html {
+        Some(file) => {
+            let html = RootsPage::new(&analysis).render_html();
+            super::report::write_beside(file, html.as_bytes())?;
+            Some(file.display().to_string())
+        }
+        None => None,
+    };
+    ctx.emit(
+        &RootsReport {
+            analysis,
+            top,
+            page,
+        },
+        TextOptions {
+            exact_bytes: args.bytes,
+            ..ctx.text_options()
+        },
+    )
+}
+
+/// `roots --browse`: the terminal browser of roots; the commands for the
+/// marked ones printed on leaving.
+fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
+    use std::io::IsTerminal;
+    if !std::io::stdout().is_terminal() || !std::io::stdin().is_terminal() {
+        return Err(nix_heft_types::Error::Usage(
+            "roots --browse needs a terminal; use roots or roots --json when piped".into(),
+        )
+        .into());
+    }
+    let store = ctx.open_local()?;
+    let req = RootsRequest {
+        older_than_days: args.older_than,
+        under: args.paths.iter().flat_map(|p| locations(p)).collect(),
+        disk: args.disk,
+        detail: Detail::Top(BROWSE_DETAIL),
+        ..request(ctx, &store)?
+    };
+    let pb = ctx.spinner(&format!(
+        "reading the roots of {}",
+        nix_heft_store::source::PathMetadata::describe(&store)
+    ));
+    let (analysis, collector) = nix_heft_core::gc::analyse_with(&store, &req)?;
+    pb.finish_and_clear();
+    let mut app = nix_heft_browse::roots::RootsApp::new(&analysis, &collector, !ctx.colour(true));
+    let commands = crate::browse_terminal::run_roots(&mut app)?;
+    if commands.is_empty() {
+        return Ok(ExitCode::SUCCESS);
+    }
+    ctx.emit(
+        &MarkedReport {
+            marked: app.marked.len(),
+            freed: app.joint,
+            commands,
+        },
+        ctx.text_options(),
+    )
+}
+
+/// Roots the browser gets closures and commands for (those further down
+/// show without).
+const BROWSE_DETAIL: usize = 2_000;
+
+/// `why --roots PATH`: the roots that keep PATH, with chains.
+pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
+    let store = ctx.open_local()?;
+    let path = ctx.one_root(&store, arg)?;
+    let req = RootsRequest {
+        why: Some(path.to_string()),
+        detail: Detail::Top(0),
+        ..request(ctx, &store)?
+    };
+    let pb = ctx.spinner(&format!(
+        "reading the roots of {}",
+        nix_heft_store::source::PathMetadata::describe(&store)
+    ));
+    let analysis = nix_heft_core::gc::analyse(&store, &req)?;
+    pb.finish_and_clear();
+    ctx.emit(&WhyRootsReport::new(&analysis), ctx.text_options())
+}
+
+/// The request's settings every command asking about roots shares:
+/// `keep-outputs` and `keep-derivations` as the collector will read them
+/// (nix.conf, then `--option`), how to name the store to Nix, and now.
+pub fn request(
+    ctx: &Context,
+    store: &nix_heft_store::source::LocalStore,
+) -> anyhow::Result<RootsRequest> {
+    let gc_options: Vec<(String, String)> = ctx
+        .installables
+        .options
+        .iter()
+        .filter(|(k, _)| {
+            matches!(
+                k.as_str(),
+                "keep-outputs" | "gc-keep-outputs" | "keep-derivations" | "gc-keep-derivations"
+            )
+        })
+        .cloned()
+        .collect();
+    let conf = NixConf::load(&ConfEnv::from_process())
+        .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))?
+        .with_options(&gc_options);
+    let bad =
+        |e: nix_heft_format::nix_conf::NixConfError| nix_heft_types::Error::NixConf(e.to_string());
+    let root = store.root();
+    Ok(RootsRequest {
+        keep_outputs: conf.keep_outputs().map_err(bad)?,
+        keep_derivations: conf.keep_derivations().map_err(bad)?,
+        options: gc_options,
+        store_arg: (root != Path::new("/")).then(|| root.display().to_string()),
+        older_than_days: 30,
+        now: std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs() as i64),
+        ..Default::default()
+    })
+}
+
+/// A PATH argument as the locations of roots may be written: absolute and
+/// normalised, and through its directory's real path when that differs
+/// (a link is not followed: it may be the root).
+fn locations(p: &Path) -> Vec<PathBuf> {
+    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
+    let mut lexical = PathBuf::from("/");
+    for c in abs.components() {
+        match c {
+            Component::Normal(n) => lexical.push(n),
+            Component::ParentDir => {
+                lexical.pop();
+            }
+            _ => {}
+        }
+    }
+    let mut out = vec![lexical.clone()];
+    if let (Some(dir), Some(name)) = (lexical.parent(), lexical.file_name())
+        && let Ok(real) = std::fs::canonicalize(dir)
+    {
+        let r = real.join(name);
+        if r != lexical {
+            out.push(r);
+        }
+    }
+    out
+}
