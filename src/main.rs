@@ -17,7 +17,6 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
     about,
     long_about = None,
     next_help_heading = "Global options",
-    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check, impact; refused --fail) a rule is broken or a reference refused, even when the read was also partial."
 )]
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
@@ -313,13 +312,15 @@ enum Command {
     Man(commands::man::ManArgs),
 }
 
-/// The command line as clap sees it: the derived one, with `man`'s COMMAND
+/// The command line as clap sees it: the derived one, with the exit codes
+/// after `--help` and `man`'s COMMAND
 /// limited to the subcommands that have a page, so that clap rejects any
 /// other as it rejects a bad value (exit 2, listing them) and completions
 /// offer them. The list cannot be written in the derive: it is the enum the
 /// derive is defining.
 fn command() -> clap::Command {
-    let cli = Cli::command();
+    // The exit codes from their one table.
+    let cli = Cli::command().after_help(nix_heft_types::exit::paragraph());
     let names: Vec<String> = cli
         .get_subcommands()
         .filter(|s| !s.is_hide_set())

@@ -1,6 +1,6 @@
 //! What every command shares: the global flags, opening stores with them,
 //! how text is laid out (width, colour), progress on a terminal, printing
-//! a report and the exit codes.
+//! a report and its exit code.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -22,10 +22,6 @@ use nix_heft_store::source::build_graph::DerivationSource;
 use nix_heft_store::source::{self, StoreSource};
 use nix_heft_trace::file::TraceSet;
 use nix_heft_types::problem::Problem;
-
-/// Exit code of a run whose result is partial (some file or path could not
-/// be read or simulated; the rest is reported).
-pub const EXIT_PARTIAL: u8 = 3;
 
 /// `--color` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -638,7 +634,7 @@ pub fn print_warnings(src: &dyn StoreSource) {
 }
 
 /// The exit code of a result with these problems, which go to stderr: 0
-/// when none, else [`EXIT_PARTIAL`].
+/// when none, else [`nix_heft_types::exit::PARTIAL`].
 pub fn partial_code(problems: &[Problem]) -> ExitCode {
     if problems.is_empty() {
         return ExitCode::SUCCESS;
@@ -646,5 +642,5 @@ pub fn partial_code(problems: &[Problem]) -> ExitCode {
     for p in problems {
         eprintln!("nix-heft: warning: {}", p.display());
     }
-    ExitCode::from(EXIT_PARTIAL)
+    ExitCode::from(nix_heft_types::exit::PARTIAL)
 }

@@ -19,9 +19,6 @@ use nix_heft_types::Error;
 use super::Context;
 use super::review::{self, ReviewArgs};
 
-/// Exit code when an attribute breaks a rule, as `check`'s.
-const EXIT_VIOLATION: u8 = 4;
-
 /// `impact`'s arguments.
 #[derive(Args, Debug)]
 pub struct ImpactArgs {
@@ -328,7 +325,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(if report.broken() {
-        ExitCode::from(EXIT_VIOLATION)
+        ExitCode::from(nix_heft_types::exit::VIOLATION)
     } else {
         partial
     })

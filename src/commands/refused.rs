@@ -21,9 +21,6 @@ use nix_heft_types::Error;
 use super::Context;
 use super::context::partial_code;
 
-/// Exit code with `--fail` when something is refused (as `check`'s rules).
-const EXIT_REFUSED: u8 = 4;
-
 /// `refused`'s arguments.
 #[derive(Args, Debug)]
 pub struct RefusedArgs {
@@ -381,7 +378,7 @@ fn report(ctx: &Context, args: &RefusedArgs, setting: Setting) -> anyhow::Result
         ctx.emit(&report, ctx.text_options())?;
     }
     Ok(if args.fail && refused {
-        ExitCode::from(EXIT_REFUSED)
+        ExitCode::from(nix_heft_types::exit::VIOLATION)
     } else {
         partial_code(nix_heft_report::Report::problems(&report))
     })

@@ -14,10 +14,6 @@ use nix_heft_types::problem::Problem;
 
 use super::Context;
 
-/// Exit code when `--timeout` ended the trace before the first process
-/// exited, as timeout(1) gives.
-const EXIT_TIMEOUT: u8 = 124;
-
 /// `trace`'s arguments.
 #[derive(Args, Debug)]
 pub struct TraceArgs {
@@ -157,8 +153,12 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         eprint!("{}", report.render_text(&TextOptions::default()));
     }
     Ok(match traced.ended {
-        Ended::Code(c) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(1)),
-        Ended::Signal(sig) => ExitCode::from(u8::try_from(128 + (sig as i32)).unwrap_or(1)),
-        Ended::Running => ExitCode::from(EXIT_TIMEOUT),
+        Ended::Code(c) => {
+            ExitCode::from(u8::try_from(c & 0xff).unwrap_or(nix_heft_types::exit::ERROR))
+        }
+        Ended::Signal(sig) => {
+            ExitCode::from(u8::try_from(128 + (sig as i32)).unwrap_or(nix_heft_types::exit::ERROR))
+        }
+        Ended::Running => ExitCode::from(nix_heft_types::exit::TIMEOUT),
     })
 }

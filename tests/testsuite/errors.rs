@@ -199,17 +199,19 @@ fn corrupt_unreadable_or_absent_database() {
     std::fs::remove_file(&db).unwrap();
     std::fs::create_dir(&db).unwrap();
     assert_error(&heft_run(Some(&store), &["size", top]), "db.sqlite");
-    // A directory that is no store at all.
+    // A --store that names no store is a bad value on the command line
+    // (exit 2), whether a directory that is no store, none at all, or a
+    // scheme nix-heft does not read.
     let empty = scratch("empty-store");
-    assert_error(
+    assert_usage_error(
         &heft_run(Some(&empty.display().to_string()), &["size", top]),
         "holds neither nix-cache-info",
     );
-    assert_error(
+    assert_usage_error(
         &heft_run(Some("/no/such/dir"), &["size", top]),
         "cannot use store '/no/such/dir'",
     );
-    assert_error(
+    assert_usage_error(
         &heft_run(Some("ssh://host"), &["size", top]),
         "cannot use store 'ssh://host'",
     );
@@ -226,10 +228,15 @@ fn symlink_loop_root() {
         &heft_run(None, &["size", &a]),
         "too many levels of symbolic links",
     );
+    // A path outside the store is a bad ROOT (exit 2).
     let outside = dir.display().to_string();
-    assert_error(
+    assert_usage_error(
         &heft_run(None, &["size", &outside]),
         "is not in the store /nix/store",
+    );
+    assert_usage_error(
+        &heft_run(None, &["size", "/etc/passwd"]),
+        "'/etc/passwd' is not in the store /nix/store",
     );
 }
 
