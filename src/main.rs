@@ -336,10 +336,13 @@ fn command() -> clap::Command {
 fn main() -> ExitCode {
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    match run(&cli, &matches) {
+    let ctx = context(&cli, &matches);
+    match run(&cli, &ctx) {
         Ok(code) => code,
         Err(e) => {
-            // The library says what to print; printing is the program's.
+            // What the stores said before the failure, then the failure:
+            // the library says what to print; printing is the program's.
+            ctx.finish(&[]);
             let f = nix_heft_types::error::failure(e.as_ref(), &advice::advice);
             eprint!("{}", f.message("nix-heft"));
             ExitCode::from(f.code)
@@ -347,10 +350,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs the subcommand; each opens the store it needs (none for
-/// `completions` and `man`, `check` may take it from its config file).
-fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
-    let ctx = commands::Context {
+/// The global flags as every command sees them.
+fn context(cli: &Cli, matches: &clap::ArgMatches) -> commands::Context {
+    commands::Context {
         store: cli.store.first().cloned(),
         opener: nix_heft_store::open::Opener::new(nix_heft_store::open::StoreSpec {
             stores: cli.store.clone(),
@@ -371,21 +373,27 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
         installables: cli.installables.options(matches),
         derivation: false,
         mapped: Default::default(),
-    };
+        log: Default::default(),
+    }
+}
+
+/// Runs the subcommand; each opens the store it needs (none for
+/// `completions` and `man`, `check` may take it from its config file).
+fn run(cli: &Cli, ctx: &commands::Context) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Size(args) => commands::size::run(&ctx, args),
-        Command::Why(args) => commands::why::run(&ctx, args),
-        Command::Refs(args) => commands::refs::run(&ctx, args),
-        Command::Refused(args) => commands::refused::run(&ctx, args),
-        Command::Split(args) => commands::split::run(&ctx, args),
-        Command::Partition(args) => commands::partition::run(&ctx, args),
-        Command::Advise(args) => commands::advise::run(&ctx, args),
-        Command::Diff(args) => commands::diff::run(&ctx, args),
-        Command::Check(args) => commands::check::run(&ctx, args),
-        Command::Impact(args) => commands::impact::run(&ctx, args),
-        Command::Trace(args) => commands::trace::run(&ctx, args),
-        Command::Report(args) => commands::report::run(&ctx, args),
-        Command::Browse(args) => commands::browse::run(&ctx, args),
+        Command::Size(args) => commands::size::run(ctx, args),
+        Command::Why(args) => commands::why::run(ctx, args),
+        Command::Refs(args) => commands::refs::run(ctx, args),
+        Command::Refused(args) => commands::refused::run(ctx, args),
+        Command::Split(args) => commands::split::run(ctx, args),
+        Command::Partition(args) => commands::partition::run(ctx, args),
+        Command::Advise(args) => commands::advise::run(ctx, args),
+        Command::Diff(args) => commands::diff::run(ctx, args),
+        Command::Check(args) => commands::check::run(ctx, args),
+        Command::Impact(args) => commands::impact::run(ctx, args),
+        Command::Trace(args) => commands::trace::run(ctx, args),
+        Command::Report(args) => commands::report::run(ctx, args),
+        Command::Browse(args) => commands::browse::run(ctx, args),
         Command::Completions(args) => commands::completions::completions(args, command()),
         Command::Man(args) => commands::man::run(args, command()),
     }

@@ -297,7 +297,6 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         &context(ctx, args, &prepared, &ev, &found, [&*bsrc, &*asrc], &build),
         problems,
     );
-    super::context::print_warnings(bsrc.as_ref());
     let partial = review::emit(
         ctx,
         asrc.as_ref(),

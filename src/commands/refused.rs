@@ -19,7 +19,6 @@ use nix_heft_store::source::StoreSource;
 use nix_heft_types::Error;
 
 use super::Context;
-use super::context::partial_code;
 
 /// `refused`'s arguments.
 #[derive(Args, Debug)]
@@ -374,12 +373,18 @@ fn report(ctx: &Context, args: &RefusedArgs, setting: Setting) -> anyhow::Result
     );
     let refused = report.any();
     // Inside a build, a clean output leaves no line in the build log.
-    if !(args.in_build && !refused && !ctx.json) {
-        ctx.emit(&report, ctx.text_options())?;
-    }
+    let code = if !(args.in_build && !refused && !ctx.json) {
+        ctx.emit(
+            None,
+            &report,
+            super::context::Shown::Report(ctx.text_options()),
+        )?
+    } else {
+        ctx.finish(nix_heft_report::Report::problems(&report))
+    };
     Ok(if args.fail && refused {
         ExitCode::from(nix_heft_types::exit::VIOLATION)
     } else {
-        partial_code(nix_heft_report::Report::problems(&report))
+        code
     })
 }
