@@ -7,6 +7,7 @@
 
 #![warn(missing_docs)]
 
+pub mod error;
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod local_cache;

@@ -150,15 +150,12 @@ pub enum Error {
         /// Why it was refused.
         reason: String,
     },
-    /// The SQLite database could not be opened or queried.
-    #[error("cannot read Nix database {path}: {source}")]
-    Database {
-        /// The database file.
-        path: PathBuf,
-        /// SQLite's own error.
-        #[source]
-        source: rusqlite::Error,
-    },
+    /// An error of a crate above this one, as it says itself (the store's
+    /// SQLite and thread errors: `nix_heft_store::error::Error`), so that
+    /// this crate names neither SQLite nor rayon. Its message and causes
+    /// are the inner error's; `downcast_ref` finds the inner error.
+    #[error(transparent)]
+    Store(Box<dyn std::error::Error + Send + Sync + 'static>),
     /// A narinfo file that is missing for a path the closure needs.
     #[error("binary cache {cache} has no narinfo for {path} (expected {file})")]
     MissingNarinfo {
@@ -340,16 +337,6 @@ pub enum Error {
     /// without moves).
     #[error("{0}")]
     Usage(String),
-    /// The operating system would not start the threads a store needs (a
-    /// limit on processes or memory): not the command line's fault.
-    #[error("cannot start threads for {what}: {source}")]
-    Threads {
-        /// What the threads were for.
-        what: String,
-        /// Rayon's reason.
-        #[source]
-        source: rayon::ThreadPoolBuildError,
-    },
     /// A glob pattern that does not compile.
     #[error("bad pattern '{pattern}': {reason}")]
     BadPattern {

@@ -72,7 +72,7 @@ impl Layered {
             .num_threads(lookups.max(1))
             .thread_name(|i| format!("nix-heft-layers-{i}"))
             .build()
-            .map_err(|source| Error::Threads {
+            .map_err(|source| crate::error::Error::Threads {
                 what: "the stores' lookups".into(),
                 source,
             })?;

@@ -179,7 +179,7 @@ impl HttpTransport {
             .num_threads(connections)
             .thread_name(|i| format!("nix-heft-http-{i}"))
             .build()
-            .map_err(|source| Error::Threads {
+            .map_err(|source| crate::error::Error::Threads {
                 what: format!("the requests to {base}"),
                 source,
             })?;
