@@ -19,10 +19,6 @@ use nix_heft_store::source::StoreSource;
 use nix_heft_types::Error;
 
 use super::Context;
-use super::context::partial_code;
-
-/// Exit code with `--fail` when something is refused (as `check`'s rules).
-const EXIT_REFUSED: u8 = 4;
 
 /// `refused`'s arguments.
 #[derive(Args, Debug)]
@@ -377,12 +373,18 @@ fn report(ctx: &Context, args: &RefusedArgs, setting: Setting) -> anyhow::Result
     );
     let refused = report.any();
     // Inside a build, a clean output leaves no line in the build log.
-    if !(args.in_build && !refused && !ctx.json) {
-        ctx.emit(&report, ctx.text_options())?;
-    }
-    Ok(if args.fail && refused {
-        ExitCode::from(EXIT_REFUSED)
+    let code = if !(args.in_build && !refused && !ctx.json) {
+        ctx.emit(
+            None,
+            &report,
+            super::context::Shown::Report(ctx.text_options()),
+        )?
     } else {
-        partial_code(nix_heft_report::Report::problems(&report))
+        ctx.finish(nix_heft_report::Report::problems(&report))
+    };
+    Ok(if args.fail && refused {
+        ExitCode::from(nix_heft_types::exit::VIOLATION)
+    } else {
+        code
     })
 }
