@@ -17,7 +17,6 @@ use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
     about,
     long_about = None,
     next_help_heading = "Global options",
-    after_help = "Exit codes: 0 success; 1 a failure outside the command line (a missing or unreadable path or file, a corrupt store, cache or database); 2 anything wrong with the command line (an unknown flag, a bad value, a regex or glob, a name that matches no path or several, nothing to do); 3 a partial result (some file or path could not be read or simulated, see the warnings); 4 (check, impact; refused --fail) a rule is broken or a reference refused, even when the read was also partial."
 )]
 struct Cli {
     /// Store to read: `local` (default), a chroot store root directory or
@@ -325,13 +324,15 @@ enum Command {
     Man(commands::man::ManArgs),
 }
 
-/// The command line as clap sees it: the derived one, with `man`'s COMMAND
+/// The command line as clap sees it: the derived one, with the exit codes
+/// after `--help` and `man`'s COMMAND
 /// limited to the subcommands that have a page, so that clap rejects any
 /// other as it rejects a bad value (exit 2, listing them) and completions
 /// offer them. The list cannot be written in the derive: it is the enum the
 /// derive is defining.
 fn command() -> clap::Command {
-    let cli = Cli::command();
+    // The exit codes from their one table.
+    let cli = Cli::command().after_help(nix_heft_types::exit::paragraph());
     let names: Vec<String> = cli
         .get_subcommands()
         .filter(|s| !s.is_hide_set())
@@ -347,10 +348,13 @@ fn command() -> clap::Command {
 fn main() -> ExitCode {
     let matches = command().get_matches();
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
-    match run(&cli, &matches) {
+    let ctx = context(&cli, &matches);
+    match run(&cli, &ctx) {
         Ok(code) => code,
         Err(e) => {
-            // The library says what to print; printing is the program's.
+            // What the stores said before the failure, then the failure:
+            // the library says what to print; printing is the program's.
+            ctx.finish(&[]);
             let f = nix_heft_types::error::failure(e.as_ref(), &advice::advice);
             eprint!("{}", f.message("nix-heft"));
             ExitCode::from(f.code)
@@ -358,10 +362,9 @@ fn main() -> ExitCode {
     }
 }
 
-/// Runs the subcommand; each opens the store it needs (none for
-/// `completions` and `man`, `check` may take it from its config file).
-fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
-    let ctx = commands::Context {
+/// The global flags as every command sees them.
+fn context(cli: &Cli, matches: &clap::ArgMatches) -> commands::Context {
+    commands::Context {
         store: cli.store.first().cloned(),
         opener: nix_heft_store::open::Opener::new(nix_heft_store::open::StoreSpec {
             stores: cli.store.clone(),
@@ -382,22 +385,28 @@ fn run(cli: &Cli, matches: &clap::ArgMatches) -> anyhow::Result<ExitCode> {
         installables: cli.installables.options(matches),
         derivation: false,
         mapped: Default::default(),
-    };
+        log: Default::default(),
+    }
+}
+
+/// Runs the subcommand; each opens the store it needs (none for
+/// `completions` and `man`, `check` may take it from its config file).
+fn run(cli: &Cli, ctx: &commands::Context) -> anyhow::Result<ExitCode> {
     match &cli.command {
-        Command::Size(args) => commands::size::run(&ctx, args),
-        Command::Why(args) => commands::why::run(&ctx, args),
-        Command::Refs(args) => commands::refs::run(&ctx, args),
-        Command::Refused(args) => commands::refused::run(&ctx, args),
-        Command::Split(args) => commands::split::run(&ctx, args),
-        Command::Partition(args) => commands::partition::run(&ctx, args),
-        Command::Advise(args) => commands::advise::run(&ctx, args),
-        Command::Diff(args) => commands::diff::run(&ctx, args),
-        Command::Check(args) => commands::check::run(&ctx, args),
-        Command::Impact(args) => commands::impact::run(&ctx, args),
-        Command::Trace(args) => commands::trace::run(&ctx, args),
-        Command::Report(args) => commands::report::run(&ctx, args),
-        Command::Browse(args) => commands::browse::run(&ctx, args),
-        Command::Roots(args) => commands::roots::run(&ctx, args),
+        Command::Size(args) => commands::size::run(ctx, args),
+        Command::Why(args) => commands::why::run(ctx, args),
+        Command::Refs(args) => commands::refs::run(ctx, args),
+        Command::Refused(args) => commands::refused::run(ctx, args),
+        Command::Split(args) => commands::split::run(ctx, args),
+        Command::Partition(args) => commands::partition::run(ctx, args),
+        Command::Advise(args) => commands::advise::run(ctx, args),
+        Command::Diff(args) => commands::diff::run(ctx, args),
+        Command::Check(args) => commands::check::run(ctx, args),
+        Command::Impact(args) => commands::impact::run(ctx, args),
+        Command::Trace(args) => commands::trace::run(ctx, args),
+        Command::Report(args) => commands::report::run(ctx, args),
+        Command::Browse(args) => commands::browse::run(ctx, args),
+        Command::Roots(args) => commands::roots::run(ctx, args),
         Command::Completions(args) => commands::completions::completions(args, command()),
         Command::Man(args) => commands::man::run(args, command()),
     }

@@ -10,7 +10,7 @@ use nix_heft_core::pipeline::ReadFor as Why;
 use nix_heft_report::TextOptions;
 use nix_heft_report::advise::{AdviceReport, NotExamined, NotSimulated, ReadFor};
 
-use super::{Context, TraceOpt};
+use super::{Context, Shown, TraceOpt};
 
 /// `advise`'s arguments.
 #[derive(Args, Debug)]
@@ -50,9 +50,10 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         traces: traces.as_ref(),
     };
     let advised = nix_heft_core::pipeline::advise(src, &g, &req, &ctx.read_bar(src))?;
-    // On stderr whatever the format: the JSON carries them in the plan too.
+    // On stderr whatever the format, with the run's other warnings: the
+    // JSON carries them in the plan too.
     for w in &advised.plan.warnings {
-        eprintln!("nix-heft: warning: {w}");
+        ctx.log.warn(w.clone());
     }
     let report = AdviceReport {
         roots: roots.iter().map(|r| r.to_string()).collect(),
@@ -100,5 +101,5 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         every_line: args.all,
         ..ctx.text_options()
     };
-    ctx.emit_from(src, &report, opts)
+    ctx.emit(Some(src), &report, Shown::Report(opts))
 }

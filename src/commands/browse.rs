@@ -14,7 +14,6 @@ use nix_heft_store::source::StoreSource;
 use nix_heft_store::source::build_graph::DerivationSource;
 
 use super::Context;
-use super::context::print_warnings;
 
 /// `browse`'s arguments.
 #[derive(Args, Debug)]
@@ -139,6 +138,5 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
         total,
     };
     crate::browse_terminal::run(&g, feeds, no_color, build)?;
-    print_warnings(src.as_ref());
-    Ok(ExitCode::SUCCESS)
+    Ok(ctx.finish(&[]))
 }

@@ -15,9 +15,6 @@ use nix_heft_report::size::SizeReport;
 use super::Context;
 use super::review::{self, ReviewArgs};
 
-/// Exit code of `check` when a rule is broken.
-const EXIT_VIOLATION: u8 = 4;
-
 /// `check`'s arguments.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
@@ -186,6 +183,6 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     Ok(if report.ok {
         partial
     } else {
-        ExitCode::from(EXIT_VIOLATION)
+        ExitCode::from(nix_heft_types::exit::VIOLATION)
     })
 }

@@ -1,6 +1,6 @@
 //! What every command shares: the global flags, opening stores with them,
 //! how text is laid out (width, colour), progress on a terminal, printing
-//! a report and the exit codes.
+//! a report and its exit code.
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
@@ -19,13 +19,20 @@ use nix_heft_format::StorePath;
 use nix_heft_report::{Report, TextOptions};
 use nix_heft_store::open::{OpenError, Opener};
 use nix_heft_store::source::build_graph::DerivationSource;
-use nix_heft_store::source::{self, StoreSource};
+use nix_heft_store::source::{self, RunLog, StoreSource};
 use nix_heft_trace::file::TraceSet;
 use nix_heft_types::problem::Problem;
 
-/// Exit code of a run whose result is partial (some file or path could not
-/// be read or simulated; the rest is reported).
-pub const EXIT_PARTIAL: u8 = 3;
+/// What [`Context::emit`] prints on stdout.
+pub enum Shown {
+    /// The report: JSON with `--json`, else its text laid out so.
+    Report(TextOptions),
+    /// A rendering the command chose (markdown, workflow commands).
+    Rendered(String),
+    /// The report's text on stderr, whatever `--json` says (trace's
+    /// summary: stdout is its workload's).
+    Stderr(TextOptions),
+}
 
 /// `--color` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -63,16 +70,17 @@ pub struct Context {
     /// With `--derivation`: the output paths given as ROOT or DEP that
     /// were read as their derivers, for the note and the JSON.
     pub mapped: std::sync::Arc<std::sync::Mutex<Vec<Mapped>>>,
+    /// The run's log: every store the run opens writes its warnings here,
+    /// and [`Context::finish`] prints them, each once.
+    pub log: std::sync::Arc<RunLog>,
 }
 
 impl Context {
     /// Opens a store as `--store` names it (`spec`), with the HTTP options
     /// of the command line (netrc, refresh, verify).
     pub fn open_store(&self, spec: Option<&str>) -> nix_heft_types::Result<Box<dyn StoreSource>> {
-        // Each store its own log, so that a command reading two stores
-        // (diff's BEFORE and AFTER) prints each one's warnings once.
         self.opener
-            .open_one(spec, Default::default())
+            .open_one(spec, std::sync::Arc::clone(&self.log))
             .map_err(open_error)
     }
 
@@ -137,7 +145,9 @@ impl Context {
     /// them read as one ([`source::Layered`]), with the run's signature
     /// policy: [`Opener::open`].
     pub fn open(&self) -> nix_heft_types::Result<Box<dyn StoreSource>> {
-        self.opener.open().map_err(open_error)
+        self.opener
+            .open_logged(std::sync::Arc::clone(&self.log))
+            .map_err(open_error)
     }
 
     /// The one local or chroot store `--store` names, as itself (what
@@ -154,7 +164,7 @@ impl Context {
         spec.stores = stores.to_vec();
         spec.substituters = None;
         nix_heft_store::open::Opener::new(spec)
-            .open()
+            .open_logged(std::sync::Arc::clone(&self.log))
             .map_err(open_error)
     }
 
@@ -302,8 +312,8 @@ impl Context {
         ))
     }
 
-    /// The progress of a read from `src`: a byte bar on a terminal; when the
-    /// read ends, the bar goes and the source's warnings are printed.
+    /// The progress of a read from `src`: a byte bar on a terminal, gone
+    /// when the read ends.
     pub fn read_bar<'a>(&self, src: &'a dyn StoreSource) -> ReadBar<'a> {
         ReadBar {
             pb: self.spinner(""),
@@ -324,17 +334,68 @@ impl Context {
         pipeline::classified(src, g, wants, traces, &self.read_bar(src))
     }
 
-    /// Prints a report: JSON or text on stdout, problems on stderr; returns
-    /// the exit code.
-    pub fn emit<R: Report>(&self, report: &R, opts: TextOptions) -> anyhow::Result<ExitCode> {
+    /// The one place the binary prints a report: `shown` on stdout (the
+    /// report as JSON with `--json`, else as text; or the rendering a
+    /// command chose, markdown or workflow commands), then every warning
+    /// of the run and the report's problems through [`Context::finish`].
+    /// Returns the exit code. With `src`, the JSON gains `origins`, each
+    /// store path it mentions with the store that answered for it and the
+    /// key that signed its narinfo (when `src` knows: binary caches,
+    /// several stores); text with `--show-store` ends with the same,
+    /// grouped by store.
+    pub fn emit<R: Report>(
+        &self,
+        src: Option<&dyn StoreSource>,
+        report: &R,
+        shown: Shown,
+    ) -> anyhow::Result<ExitCode> {
         let mut out = std::io::stdout().lock();
-        if self.json {
-            self.write_json(&mut out, report, None)?;
-        } else {
-            out.write_all(report.render_text(&opts).as_bytes())?;
+        match shown {
+            Shown::Rendered(text) => out.write_all(text.as_bytes())?,
+            Shown::Stderr(opts) => {
+                std::io::stderr().write_all(report.render_text(&opts).as_bytes())?
+            }
+            Shown::Report(opts) => {
+                // A store that names no origins (a local store) costs nothing.
+                let origins = match src {
+                    Some(src) if (self.json || self.show_store) && src.has_provenance() => {
+                        origins_of(src, &serde_json::to_value(report)?)
+                    }
+                    _ => Default::default(),
+                };
+                let origins = (!origins.is_empty()).then_some(&origins);
+                if self.json {
+                    self.write_json(&mut out, report, origins)?;
+                } else {
+                    out.write_all(report.render_text(&opts).as_bytes())?;
+                    if let Some(origins) = origins.filter(|_| self.show_store) {
+                        write_origins(&mut out, origins)?;
+                    }
+                }
+            }
         }
         out.flush()?;
-        Ok(partial_code(report.problems()))
+        Ok(self.finish(report.problems()))
+    }
+
+    /// The one place the binary prints a warning: the run's warnings (those
+    /// its stores logged, taken from the log so none is said twice), then
+    /// `problems`, each once on stderr. The exit code of a result with
+    /// these problems: 0 when none, else [`nix_heft_types::exit::PARTIAL`].
+    /// [`Context::emit`] calls it; a command with no report (browse) and a
+    /// run that fails call it alone.
+    pub fn finish(&self, problems: &[Problem]) -> ExitCode {
+        for w in self.log.take_warnings() {
+            eprintln!("nix-heft: warning: {w}");
+        }
+        for p in problems {
+            eprintln!("nix-heft: warning: {}", p.display());
+        }
+        ExitCode::from(if problems.is_empty() {
+            nix_heft_types::exit::SUCCESS
+        } else {
+            nix_heft_types::exit::PARTIAL
+        })
     }
 }
 
@@ -461,46 +522,24 @@ fn open_error(e: OpenError) -> nix_heft_types::Error {
     }
 }
 
-impl Context {
-    /// [`Context::emit`] for a report over the paths of `src`: the JSON
-    /// gains `origins`, each store path it mentions with the store that
-    /// answered for it and the key that signed its narinfo (when `src`
-    /// knows: binary caches, several stores); text with `--show-store`
-    /// ends with the same, grouped by store.
-    pub fn emit_from<R: Report>(
-        &self,
-        src: &dyn StoreSource,
-        report: &R,
-        opts: TextOptions,
-    ) -> anyhow::Result<ExitCode> {
-        // A store that names no origins (a local store) costs nothing.
-        if (!self.json && !self.show_store) || !src.has_provenance() {
-            return self.emit(report, opts);
-        }
-        let origins = origins_of(src, &serde_json::to_value(report)?);
-        if origins.is_empty() {
-            return self.emit(report, opts);
-        }
-        let mut out = std::io::stdout().lock();
-        if self.json {
-            self.write_json(&mut out, report, Some(&origins))?;
-        } else {
-            out.write_all(report.render_text(&opts).as_bytes())?;
-            let mut by_store: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
-            for (p, o) in &origins {
-                by_store.entry(o.label()).or_default().push(p);
-            }
-            writeln!(out, "\nwhere the paths came from:")?;
-            for (store, paths) in by_store {
-                writeln!(out, "  {store}:")?;
-                for p in paths {
-                    writeln!(out, "    {p}")?;
-                }
-            }
-        }
-        out.flush()?;
-        Ok(partial_code(report.problems()))
+/// Where each path of a report came from, grouped by store, after its
+/// text (`--show-store`).
+fn write_origins(
+    out: &mut impl Write,
+    origins: &std::collections::BTreeMap<String, source::Provenance>,
+) -> std::io::Result<()> {
+    let mut by_store: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
+    for (p, o) in origins {
+        by_store.entry(o.label()).or_default().push(p);
     }
+    writeln!(out, "\nwhere the paths came from:")?;
+    for (store, paths) in by_store {
+        writeln!(out, "  {store}:")?;
+        for p in paths {
+            writeln!(out, "    {p}")?;
+        }
+    }
+    Ok(())
 }
 
 impl Context {
@@ -629,28 +668,5 @@ impl Progress for ReadBar<'_> {
 
     fn finish(&self) {
         self.pb.finish_and_clear();
-        print_warnings(self.src);
     }
-}
-
-/// The source's warnings (a locked database read immutable, a cache entry
-/// fetched again …) on stderr, each once: those printed are taken from the
-/// log, so a run that reads twice (both sides of `diff`) does not print
-/// the first read's again.
-pub fn print_warnings(src: &dyn StoreSource) {
-    for w in src.log().take_warnings() {
-        eprintln!("nix-heft: warning: {w}");
-    }
-}
-
-/// The exit code of a result with these problems, which go to stderr: 0
-/// when none, else [`EXIT_PARTIAL`].
-pub fn partial_code(problems: &[Problem]) -> ExitCode {
-    if problems.is_empty() {
-        return ExitCode::SUCCESS;
-    }
-    for p in problems {
-        eprintln!("nix-heft: warning: {}", p.display());
-    }
-    ExitCode::from(EXIT_PARTIAL)
 }

@@ -19,9 +19,6 @@ use nix_heft_types::Error;
 use super::Context;
 use super::review::{self, ReviewArgs};
 
-/// Exit code when an attribute breaks a rule, as `check`'s.
-const EXIT_VIOLATION: u8 = 4;
-
 /// `impact`'s arguments.
 #[derive(Args, Debug)]
 pub struct ImpactArgs {
@@ -300,7 +297,6 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         &context(ctx, args, &prepared, &ev, &found, [&*bsrc, &*asrc], &build),
         problems,
     );
-    super::context::print_warnings(bsrc.as_ref());
     let partial = review::emit(
         ctx,
         asrc.as_ref(),
@@ -328,7 +324,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(if report.broken() {
-        ExitCode::from(EXIT_VIOLATION)
+        ExitCode::from(nix_heft_types::exit::VIOLATION)
     } else {
         partial
     })

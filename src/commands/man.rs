@@ -86,66 +86,6 @@ fn page(cmd: &clap::Command, parent: Option<&clap::Command>) -> clap_mangen::Man
     }
 }
 
-/// The commands that read a closure and may give a partial result.
-const READERS: &[&str] = &[
-    "size",
-    "why",
-    "refs",
-    "split",
-    "partition",
-    "advise",
-    "diff",
-    "check",
-    "impact",
-    "refused",
-    "report",
-];
-
-/// Exit codes: the code, the pages it is on besides the main page
-/// (`None`: every page), and what it means (naming the commands when not
-/// all). The codes are `error::EXIT_USAGE`, `context::EXIT_PARTIAL`,
-/// `check`'s `EXIT_VIOLATION` and `trace`'s `EXIT_TIMEOUT`.
-const EXIT_STATUS: &[(&str, Option<&[&str]>, &str)] = &[
-    (
-        "0",
-        None,
-        "Success; also when standard output is a pipe closed early (| head).",
-    ),
-    (
-        "1",
-        None,
-        "A failure outside the command line: a missing or unreadable path or file, a corrupt \
-         store, cache or database, a failed download, a failed evaluation of an installable \
-         (with Nix's own message).",
-    ),
-    (
-        "2",
-        None,
-        "Anything wrong with the command line: an unknown flag, a bad value, a regex or glob, \
-         a name that matches no path or several, nothing to do, no nix to evaluate an \
-         installable with.",
-    ),
-    (
-        "3",
-        Some(READERS),
-        "A partial result: some file or path could not be read or simulated (see the \
-         warnings on standard error).",
-    ),
-    (
-        "4",
-        Some(&["check", "impact", "refused"]),
-        "(check, impact) A rule is broken (by some attribute, for impact), even when the read \
-         was also partial; (refused, with --fail) a check refuses a path or outputs refer to \
-         each other (with --log: the text holds a refusal).",
-    ),
-    (
-        "CMD's",
-        Some(&["trace"]),
-        "(trace) Once CMD ran, its own exit code; 128 + the signal when a signal killed it; \
-         124 when --timeout ended it first.",
-    ),
-];
-
 /// The environment variables nix-heft reads (each `std::env::var` of the
 /// crate but the test suite's hooks, `NIX_HEFT_TEST_*`, and reqwest's
 /// proxy variables), the commands that read them (`None`: every one that
@@ -251,19 +191,12 @@ fn extra_sections(name: Option<&str>) -> Roff {
     };
     let mut roff = Roff::default();
     roff.control("SH", ["EXIT STATUS"]);
-    for (code, pages, text) in EXIT_STATUS {
-        if on_page(pages) {
+    // From the one table the code's exit codes come from.
+    for e in nix_heft_types::exit::TABLE {
+        if on_page(&e.commands) {
             roff.control("TP", []);
-            roff.text([bold(*code)]);
-            // The main page names the commands an entry is limited to
-            // (unless its text starts with them).
-            let text = match (name, pages) {
-                (None, Some(list)) if !text.starts_with('(') => {
-                    format!("({}) {text}", list.join(", "))
-                }
-                _ => text.to_string(),
-            };
-            roff.text([roman(text)]);
+            roff.text([bold(e.code.to_string())]);
+            roff.text([roman(e.when)]);
         }
     }
     if matches!(name, Some("completions" | "man")) {

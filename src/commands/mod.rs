@@ -27,7 +27,7 @@ pub mod trace;
 pub mod tree;
 pub mod why;
 
-pub use context::{Color, Context};
+pub use context::{Color, Context, Shown};
 
 use clap::Args;
 

@@ -9,7 +9,7 @@ use clap::Args;
 use nix_heft_core::graph::{ReadRequest, request};
 use nix_heft_report::partition::PartitionReport;
 
-use super::{Context, TraceOpt};
+use super::{Context, Shown, TraceOpt};
 
 /// `partition`'s arguments.
 #[derive(Args, Debug)]
@@ -79,5 +79,5 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
         c.problems,
     );
     report.traced_groups = traced_groups;
-    ctx.emit_from(src, &report, ctx.text_options())
+    ctx.emit(Some(src), &report, Shown::Report(ctx.text_options()))
 }

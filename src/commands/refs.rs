@@ -9,7 +9,7 @@ use nix_heft_core::graph::request;
 use nix_heft_report::refs::RefsReport;
 
 use super::tree::{self, TreeArgs};
-use super::{Context, TraceOpt};
+use super::{Context, Shown, TraceOpt};
 
 /// `refs`'s arguments.
 #[derive(Args, Debug)]
@@ -47,7 +47,7 @@ pub fn run(ctx: &Context, args: &RefsArgs) -> anyhow::Result<ExitCode> {
             let g = ctx.load(src, &roots)?;
             let c = ctx.classified(src, &g, &request::all_edges(&g), traces.as_ref());
             let report = RefsReport::new(&g, c, args.evidence);
-            ctx.emit_from(src, &report, ctx.text_options())
+            ctx.emit(Some(src), &report, Shown::Report(ctx.text_options()))
         })
         .unwrap_or_else(|| Err(tree::no_source()))
 }

@@ -18,10 +18,7 @@ use nix_heft_report::Report;
 use nix_heft_report::refused::{RefusedLogReport, RefusedReport};
 use nix_heft_types::Error;
 
-use super::Context;
-
-/// Exit code with `--fail` when something is refused (as `check`'s rules).
-const EXIT_REFUSED: u8 = 4;
+use super::{Context, Shown};
 
 /// `refused`'s arguments.
 #[derive(Args, Debug)]
@@ -64,7 +61,7 @@ pub fn run(ctx: &Context, args: &RefusedArgs) -> anyhow::Result<ExitCode> {
         let report = RefusedReport::new(&r);
         // Inside a build, a clean output leaves no line in the build log.
         if !report.any() && !ctx.json {
-            return Ok(super::context::partial_code(report.problems()));
+            return Ok(ctx.finish(report.problems()));
         }
         return emit(ctx, args, &report, report.any());
     }
@@ -104,9 +101,9 @@ fn emit<R: Report>(
     report: &R,
     refused: bool,
 ) -> anyhow::Result<ExitCode> {
-    let code = ctx.emit(report, ctx.text_options())?;
+    let code = ctx.emit(None, report, Shown::Report(ctx.text_options()))?;
     Ok(if args.fail && refused {
-        ExitCode::from(EXIT_REFUSED)
+        ExitCode::from(nix_heft_types::exit::VIOLATION)
     } else {
         code
     })

@@ -16,7 +16,6 @@ use nix_heft_store::source::StoreSource;
 use nix_heft_store::source::build_graph::DerivationSource;
 use nix_heft_trace::file::TraceSet;
 
-use super::context::partial_code;
 use super::{Context, TraceOpt};
 
 /// `report`'s arguments.
@@ -264,7 +263,7 @@ fn page(
             )?;
         }
     }
-    Ok(partial_code(&model.problems))
+    Ok(ctx.finish(&model.problems))
 }
 
 /// Writes `bytes` to `output` through a temporary file beside it, renamed

@@ -10,7 +10,7 @@ use clap::Args;
 use nix_heft_report::TextOptions;
 use nix_heft_report::review::{COMMENT_LIMIT, Format, NixFile, Reviewed};
 
-use super::Context;
+use super::{Context, Shown};
 
 /// The smallest `--markdown-limit`: the summary and the note on what was
 /// cut must fit.
@@ -93,28 +93,19 @@ pub fn emit<R: Reviewed>(
     at: Option<&NixFile>,
     opts: &TextOptions,
 ) -> anyhow::Result<std::process::ExitCode> {
-    let mut out = std::io::stdout().lock();
-    let code = match format {
-        Format::Json | Format::Text => {
-            // As every command prints them: the JSON with where each path
-            // came from (`origins`), the text with it under `--show-store`;
-            // the problems go to stderr there.
-            let ctx = Context {
-                json: matches!(format, Format::Json),
-                ..ctx.clone()
-            };
-            ctx.emit_from(src, report, *opts)?
-        }
-        Format::Github => {
-            out.write_all(report.render_github(at).as_bytes())?;
-            super::context::partial_code(report.problems())
-        }
-        Format::Markdown => {
-            out.write_all(report.render_markdown(args.markdown_limit).as_bytes())?;
-            super::context::partial_code(report.problems())
-        }
+    // JSON and text as every command prints them: the JSON with where
+    // each path came from (`origins`), the text with it under
+    // `--show-store`.
+    let ctx = &Context {
+        json: matches!(format, Format::Json),
+        ..ctx.clone()
     };
-    out.flush()?;
+    let shown = match format {
+        Format::Json | Format::Text => Shown::Report(*opts),
+        Format::Github => Shown::Rendered(report.render_github(at)),
+        Format::Markdown => Shown::Rendered(report.render_markdown(args.markdown_limit)),
+    };
+    let code = ctx.emit(Some(src), report, shown)?;
     if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {
         let path = std::path::PathBuf::from(file);
         let write = || -> std::io::Result<()> {

@@ -14,6 +14,7 @@ use nix_heft_report::roots::{MarkedReport, RootsReport, WhyRootsReport};
 use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
 
 use super::Context;
+use super::context::Shown;
 
 /// Rows of the text table when `--top` is not given.
 const DEFAULT_TOP: usize = 25;
@@ -105,15 +106,16 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         None => None,
     };
     ctx.emit(
+        None,
         &RootsReport {
             analysis,
             top,
             page,
         },
-        TextOptions {
+        Shown::Report(TextOptions {
             exact_bytes: args.bytes,
             ..ctx.text_options()
-        },
+        }),
     )
 }
 
@@ -147,12 +149,13 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         return Ok(ExitCode::SUCCESS);
     }
     ctx.emit(
+        None,
         &MarkedReport {
             marked: app.marked.len(),
             freed: app.joint,
             commands,
         },
-        ctx.text_options(),
+        Shown::Report(ctx.text_options()),
     )
 }
 
@@ -175,7 +178,11 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
     ));
     let analysis = nix_heft_core::gc::analyse(&store, &req)?;
     pb.finish_and_clear();
-    ctx.emit(&WhyRootsReport::new(&analysis), ctx.text_options())
+    ctx.emit(
+        None,
+        &WhyRootsReport::new(&analysis),
+        Shown::Report(ctx.text_options()),
+    )
 }
 
 /// The request's settings every command asking about roots shares:

@@ -8,7 +8,7 @@ use nix_heft_report::TextOptions;
 use nix_heft_report::size::{SizeOptions, SizeReport, SortKey, UnknownOutputs};
 
 use super::Context;
-use super::context::print_warnings;
+use super::context::Shown;
 
 /// `size`'s arguments.
 #[derive(Args, Debug)]
@@ -77,7 +77,6 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
         let g = ctx.load(&src, &roots)?;
         let mut report = report(&g, args);
         report.unknown_outputs = UnknownOutputs::of(src.unknown(), &g);
-        print_warnings(&src);
         return emit(ctx, &src, &report, args);
     }
     let src = ctx.open()?;
@@ -85,7 +84,6 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let roots = ctx.roots(src, &args.roots)?;
     let g = ctx.load(src, &roots)?;
     let report = report(&g, args);
-    print_warnings(src);
     emit(ctx, src, &report, args)
 }
 
@@ -107,12 +105,12 @@ fn emit(
     report: &SizeReport,
     args: &SizeArgs,
 ) -> anyhow::Result<ExitCode> {
-    ctx.emit_from(
-        src,
+    ctx.emit(
+        Some(src),
         report,
-        TextOptions {
+        Shown::Report(TextOptions {
             exact_bytes: args.bytes,
             ..ctx.text_options()
-        },
+        }),
     )
 }

@@ -11,7 +11,7 @@ use nix_heft_core::roots::SiblingOutput;
 use nix_heft_report::split::SplitReport;
 use nix_heft_store::source::StoreSource;
 
-use super::{Context, TraceOpt};
+use super::{Context, Shown, TraceOpt};
 
 /// `split`'s arguments.
 #[derive(Args, Debug)]
@@ -128,7 +128,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let mut report = SplitReport::new(&g, p, moves, plan, problems);
     report.warnings.extend(unmatched);
-    ctx.emit_from(src, &report, ctx.text_options())
+    ctx.emit(Some(src), &report, Shown::Report(ctx.text_options()))
 }
 
 /// The graph again with the sibling outputs it lacks (an existing `dev`

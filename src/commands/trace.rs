@@ -1,22 +1,16 @@
 //! `nix-heft trace -- CMD`: run a workload under the tracer, write the
 //! trace file, summarise what it touched.
 
-use std::io::Write;
 use std::process::ExitCode;
 
 use anyhow::Context as _;
 use clap::Args;
 
 use nix_heft_core::graph::Graph;
-use nix_heft_report::{Report, TextOptions};
-use nix_heft_store::source;
+use nix_heft_report::TextOptions;
 use nix_heft_types::problem::Problem;
 
-use super::Context;
-
-/// Exit code when `--timeout` ended the trace before the first process
-/// exited, as timeout(1) gives.
-const EXIT_TIMEOUT: u8 = 124;
+use super::{Context, Shown};
 
 /// `trace`'s arguments.
 #[derive(Args, Debug)]
@@ -66,7 +60,7 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
     // A --store given is opened first, so that a bad one fails before the
     // workload runs; the default local store is only needed for sizes.
     let given = match &ctx.store {
-        Some(s) => Some(source::open(Some(s))?),
+        Some(s) => Some(ctx.open_store(Some(s))?),
         None => None,
     };
     let store_dir = given
@@ -115,8 +109,8 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         _ => {}
     }
     if traced.foreign_abi > 0 {
-        eprintln!(
-            "nix-heft: warning: {} process{} ran in another ABI (a 32-bit program?) and {} not traced; the trace is incomplete",
+        ctx.log.warn(format!(
+            "{} process{} ran in another ABI (a 32-bit program?) and {} not traced; the trace is incomplete",
             traced.foreign_abi,
             if traced.foreign_abi == 1 { "" } else { "es" },
             if traced.foreign_abi == 1 {
@@ -124,13 +118,13 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
             } else {
                 "were"
             }
-        );
+        ));
     }
 
     // The closure of the touched paths, for sizes and never-touched paths.
     let src = match given {
         Some(s) => Some(s),
-        None => source::open(None).ok(),
+        None => ctx.open_store(None).ok(),
     };
     let mut problems = Vec::new();
     let g = src.as_ref().and_then(|src| {
@@ -149,16 +143,24 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
     });
     let report =
         nix_heft_report::trace::TraceReport::new(&out_name, &traced.trace, g.as_ref(), problems);
-    if ctx.json {
-        let mut out = std::io::stdout().lock();
-        serde_json::to_writer(&mut out, &report)?;
-        writeln!(out)?;
-    } else {
-        eprint!("{}", report.render_text(&TextOptions::default()));
-    }
+    // Standard output is CMD's: the summary goes to stderr, the JSON
+    // after CMD's own output. The exit code is CMD's.
+    ctx.emit(
+        None,
+        &report,
+        if ctx.json {
+            Shown::Report(TextOptions::default())
+        } else {
+            Shown::Stderr(TextOptions::default())
+        },
+    )?;
     Ok(match traced.ended {
-        Ended::Code(c) => ExitCode::from(u8::try_from(c & 0xff).unwrap_or(1)),
-        Ended::Signal(sig) => ExitCode::from(u8::try_from(128 + (sig as i32)).unwrap_or(1)),
-        Ended::Running => ExitCode::from(EXIT_TIMEOUT),
+        Ended::Code(c) => {
+            ExitCode::from(u8::try_from(c & 0xff).unwrap_or(nix_heft_types::exit::ERROR))
+        }
+        Ended::Signal(sig) => {
+            ExitCode::from(u8::try_from(128 + (sig as i32)).unwrap_or(nix_heft_types::exit::ERROR))
+        }
+        Ended::Running => ExitCode::from(nix_heft_types::exit::TIMEOUT),
     })
 }

@@ -9,7 +9,7 @@ use nix_heft_report::TextOptions;
 use nix_heft_report::why::WhyReport;
 
 use super::tree::{self, TreeArgs};
-use super::{Context, TraceOpt};
+use super::{Context, Shown, TraceOpt};
 
 /// `why`'s arguments.
 #[derive(Args, Debug)]
@@ -150,5 +150,5 @@ fn explain(
         every_line: args.evidence,
         ..ctx.text_options()
     };
-    ctx.emit_from(src, &report, opts)
+    ctx.emit(Some(src), &report, Shown::Report(opts))
 }

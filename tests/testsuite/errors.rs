@@ -199,17 +199,19 @@ fn corrupt_unreadable_or_absent_database() {
     std::fs::remove_file(&db).unwrap();
     std::fs::create_dir(&db).unwrap();
     assert_error(&heft_run(Some(&store), &["size", top]), "db.sqlite");
-    // A directory that is no store at all.
+    // A --store that names no store is a bad value on the command line
+    // (exit 2), whether a directory that is no store, none at all, or a
+    // scheme nix-heft does not read.
     let empty = scratch("empty-store");
-    assert_error(
+    assert_usage_error(
         &heft_run(Some(&empty.display().to_string()), &["size", top]),
         "holds neither nix-cache-info",
     );
-    assert_error(
+    assert_usage_error(
         &heft_run(Some("/no/such/dir"), &["size", top]),
         "cannot use store '/no/such/dir'",
     );
-    assert_error(
+    assert_usage_error(
         &heft_run(Some("ssh://host"), &["size", top]),
         "cannot use store 'ssh://host'",
     );
@@ -226,10 +228,15 @@ fn symlink_loop_root() {
         &heft_run(None, &["size", &a]),
         "too many levels of symbolic links",
     );
+    // A path outside the store is a bad ROOT (exit 2).
     let outside = dir.display().to_string();
-    assert_error(
+    assert_usage_error(
         &heft_run(None, &["size", &outside]),
         "is not in the store /nix/store",
+    );
+    assert_usage_error(
+        &heft_run(None, &["size", "/etc/passwd"]),
+        "'/etc/passwd' is not in the store /nix/store",
     );
 }
 
@@ -619,4 +626,71 @@ fn long_chains_do_not_overflow_the_stack() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// Every warning once, whatever the command and its format: a cache whose
+/// root's NAR is unreadable (a problem of the read) and whose root's
+/// narinfo is unsigned, accepted with --no-require-sigs (a warning its
+/// store logs). Each command prints each warning line exactly once (the
+/// one emit prints the run's warnings and the report's problems), the
+/// NAR's problem once for every command that reads the root's files.
+#[test]
+fn each_warning_is_printed_once_by_every_command() {
+    let dir = scratch("warned-once");
+    let cache = dir.join("cache");
+    copy_tree(&example_cache(), &cache);
+    let root = example_root();
+    let narinfo = narinfo_of(&cache, &root);
+    let text = std::fs::read_to_string(&narinfo).unwrap();
+    let url = text.lines().find_map(|l| l.strip_prefix("URL: ")).unwrap();
+    std::fs::write(cache.join(url), b"not xz at all").unwrap();
+    let unsigned: String = text
+        .lines()
+        .filter(|l| !l.starts_with("Sig: "))
+        .map(|l| format!("{l}\n"))
+        .collect();
+    std::fs::write(&narinfo, unsigned).unwrap();
+    let store = cache.display().to_string();
+    let dep = "/nix/store/rhvs5b1sd25nmf0a9062hz63pia5qi17-rocblas-5.7.1";
+    let hipblas = "/nix/store/ifmchpsq22gd3qfvmzj864jp1m7qk9yf-hipblas-5.7.1";
+    let html = dir.join("report.html").display().to_string();
+    // (arguments, whether the root's files are read, exit code)
+    let runs: Vec<(Vec<&str>, bool, i32)> = vec![
+        (vec!["size", &root], false, 0),
+        (vec!["why", &root, dep], true, 3),
+        (vec!["refs", &root], true, 3),
+        (vec!["advise", &root], true, 3),
+        (vec!["diff", hipblas, &root], true, 3),
+        (vec!["check", &root, "--max-closure", "1T"], false, 0),
+        (vec!["check", &root, "--forbid-verdict", "docs"], true, 4),
+        (vec!["report", &root, "-o", &html], true, 3),
+    ];
+    let formats: [&[&str]; 4] = [
+        &[],
+        &["--json"],
+        &["--format", "markdown"],
+        &["--format", "github"],
+    ];
+    for (args, reads, code) in runs {
+        let reviewed = matches!(args[0], "diff" | "check");
+        for format in formats.iter().filter(|f| reviewed || f.len() < 2) {
+            let mut all = vec!["--no-require-sigs"];
+            all.extend(args.iter());
+            all.extend(format.iter());
+            let o = heft_run(Some(&store), &all);
+            let what = format!("{all:?}: {}", o.stderr);
+            assert_eq!(o.code, code, "{what}");
+            let warnings: Vec<&str> = o
+                .stderr
+                .lines()
+                .filter(|l| l.starts_with("nix-heft: warning: "))
+                .collect();
+            let count = |needle: &str| warnings.iter().filter(|l| l.contains(needle)).count();
+            assert_eq!(count("without a valid signature"), 1, "{what}");
+            let nar = format!("warning: {root}: NAR");
+            assert_eq!(count(&nar), usize::from(reads), "{what}");
+            // Nothing else, and no line twice.
+            assert_eq!(warnings.len(), 1 + usize::from(reads), "{what}");
+        }
+    }
 }

@@ -66,7 +66,8 @@ fn a_cache_for_another_store_dir_is_refused() {
         &server.url(),
         &["size", &root],
     );
-    assert_error(&o, "/gnu/store");
+    // A --store that names a cache nix-heft cannot read: exit 2.
+    assert_usage_error(&o, "/gnu/store");
     let empty = scratch_dir("http-notacache");
     let server = Server::start(&empty, Faults::default());
     let o = run_in(

@@ -244,14 +244,14 @@ fn man_pages_have_exit_status_and_environment() {
     assert!(at("EXIT STATUS") < at("ENVIRONMENT"), "{page}");
     assert!(at("ENVIRONMENT") < at("VERSION"), "{page}");
     let exit = section(&page, "EXIT STATUS").unwrap();
-    for code in ["0", "1", "2", "3", "4", "CMD's"] {
+    for code in ["0", "1", "2", "3", "4", "124"] {
         assert!(
             exit.lines()
                 .any(|l| l.trim_start().starts_with(&format!("{code} "))),
             "exit code {code}: {exit}"
         );
     }
-    assert!(exit.contains("124") && exit.contains("128"), "{exit}");
+    assert!(exit.contains("128"), "{exit}");
     // The exit-code paragraph of --help is not repeated as an EXTRA.
     assert!(!page.contains("\nEXTRA\n"), "{page}");
 
@@ -447,4 +447,97 @@ fn help_lists_own_flags_before_the_global_ones() {
             "{command}: {help}"
         );
     }
+}
+
+/// The exit codes of one table (`nix_heft_types::exit::TABLE`), said alike
+/// by README's table, `--help` and every man page's EXIT STATUS (the codes
+/// that apply to that command, each with the table's words); and no code
+/// of the binary spells an exit code as a number or a constant of its own.
+#[test]
+fn exit_codes_agree_everywhere() {
+    use nix_heft_types::exit::TABLE;
+    let squash = |s: &str| s.split_whitespace().collect::<Vec<_>>().join(" ");
+    // README: exactly the table's rows, in its order.
+    let readme = std::fs::read_to_string(repo().join("README.md")).unwrap();
+    let rows: Vec<&str> = readme
+        .lines()
+        .skip_while(|l| *l != "## Exit codes")
+        .skip_while(|l| !l.starts_with("| code |"))
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    let want: Vec<String> = TABLE
+        .iter()
+        .map(|e| format!("| `{}` | {} |", e.code, e.when))
+        .collect();
+    assert_eq!(rows, want, "README's exit codes differ from the table");
+    // --help: the paragraph, as clap wraps it.
+    let help = heft_run(None, &["--help"]);
+    assert_eq!(help.code, 0);
+    assert!(
+        squash(&help.stdout).contains(&squash(&nix_heft_types::exit::paragraph())),
+        "{}",
+        help.stdout
+    );
+    // Each page: each code that applies to its command, and no other.
+    let pages = std::iter::once(None).chain(
+        [
+            "size",
+            "check",
+            "impact",
+            "refused",
+            "trace",
+            "man",
+            "completions",
+        ]
+        .into_iter()
+        .map(Some),
+    );
+    for name in pages {
+        let args: Vec<&str> = std::iter::once("man").chain(name).collect();
+        let page = rendered(&heft_run(None, &args).stdout);
+        let exit = squash(section(&page, "EXIT STATUS").unwrap());
+        for e in TABLE {
+            let applies = match (name, e.commands) {
+                (Some(n), Some(list)) => list.contains(&n),
+                _ => true,
+            };
+            let entry = format!("{} {}", e.code, e.when);
+            assert_eq!(
+                exit.contains(&entry),
+                applies,
+                "{name:?}, code {}: {exit}",
+                e.code
+            );
+        }
+    }
+    // The binary's code takes its codes from the table.
+    for f in walk_rs(&repo().join("src")) {
+        let text = std::fs::read_to_string(&f).unwrap();
+        for bad in [
+            "const EXIT_",
+            "ExitCode::from(1",
+            "ExitCode::from(2",
+            "ExitCode::from(3",
+            "ExitCode::from(4",
+            "ExitCode::from(124",
+        ] {
+            assert!(!text.contains(bad), "{}: {bad}", f.display());
+        }
+    }
+}
+
+/// The `.rs` files under `dir`, recursively.
+fn walk_rs(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap() {
+        let p = e.unwrap().path();
+        if p.is_dir() {
+            out.extend(walk_rs(&p));
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+    out.sort();
+    out
 }

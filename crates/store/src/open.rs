@@ -154,8 +154,18 @@ impl Opener {
     /// the substituters; for `auto`, nix.conf's list by priority, lower
     /// first, a URL's `?priority=N` overriding the cache's own, as Nix
     /// orders them). All are opened at once (each cache's
-    /// `nix-cache-info` is a round trip) and share one [`RunLog`].
+    /// `nix-cache-info` is a round trip) and share one [`RunLog`], a new one.
     pub fn open(&self) -> std::result::Result<Box<dyn StoreSource>, OpenError> {
+        self.open_logged(Default::default())
+    }
+
+    /// [`Opener::open`] writing to `log`: a program that opens several
+    /// stores in a run (diff's BEFORE and AFTER) gives them one log, and
+    /// prints its warnings, each once, in one place.
+    pub fn open_logged(
+        &self,
+        log: Arc<RunLog>,
+    ) -> std::result::Result<Box<dyn StoreSource>, OpenError> {
         let s = &self.spec;
         let auto = s.substituters.as_deref().map(str::trim) == Some("auto");
         let subs = match &s.substituters {
@@ -170,11 +180,8 @@ impl Opener {
             if s.substituters.is_some() && one.is_none() {
                 return Err(OpenError::NoStore);
             }
-            // Its own log, so that a caller reading two stores apart
-            // (diff's BEFORE and AFTER) gives each one's warnings once.
-            return self.open_one(one.map(String::as_str), Default::default());
+            return self.open_one(one.map(String::as_str), log);
         }
-        let log: Arc<RunLog> = Default::default();
         let open = |spec: &String| -> std::result::Result<source::Layer, OpenError> {
             Ok(source::Layer {
                 source: self.open_one(Some(spec), Arc::clone(&log))?,

@@ -407,7 +407,8 @@ pub enum Error {
 impl Error {
     /// Whether the error is in the command line itself (exit code 2): a
     /// name that matches no path or several, a pattern that does not
-    /// compile, a command with nothing to do. Everything else is a failure
+    /// compile, a command with nothing to do, a store or path that names
+    /// no store or nothing in it. Everything else is a failure
     /// outside the command line (exit code 1).
     pub fn is_usage(&self) -> bool {
         matches!(
@@ -417,6 +418,8 @@ impl Error {
                 | Error::BadPattern { .. }
                 | Error::Usage(_)
                 | Error::BadConfig { .. }
+                | Error::UnsupportedStore { .. }
+                | Error::NotInStore { .. }
         )
     }
 }
@@ -445,9 +448,6 @@ pub fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error 
     move |source| Error::Io { path, source }
 }
 
-/// Exit code of anything wrong with the command line.
-pub const EXIT_USAGE: u8 = 2;
-
 /// What a command-line program says about the error that ended its run
 /// and the code it exits with: [`failure`]'s answer, which the program
 /// prints (the library prints nothing).
@@ -458,7 +458,7 @@ pub struct Failure {
     /// closed pipe.
     pub lines: Vec<String>,
     /// 0 for a closed pipe (`nix-heft size ... | head` is not a failure),
-    /// [`EXIT_USAGE`] for a usage error, else 1.
+    /// [`crate::exit::USAGE`] for a usage error, else 1.
     pub code: u8,
 }
 
@@ -525,7 +525,11 @@ pub fn failure(
     let usage = chain().any(|c| c.downcast_ref::<Error>().is_some_and(|e| e.is_usage()));
     Failure {
         lines,
-        code: if usage { EXIT_USAGE } else { 1 },
+        code: if usage {
+            crate::exit::USAGE
+        } else {
+            crate::exit::ERROR
+        },
     }
 }
 
@@ -542,7 +546,7 @@ mod tests {
     fn a_usage_error_exits_2_and_its_cause_is_said_once() {
         let e = Wrapped(Error::Usage("give one root".into()));
         let f = failure(&e, &|_| None);
-        assert_eq!(f.code, EXIT_USAGE);
+        assert_eq!(f.code, crate::exit::USAGE);
         assert_eq!(f.lines[0], "reading the closure");
         assert_eq!(f.lines[1], "  caused by: give one root");
         assert_eq!(

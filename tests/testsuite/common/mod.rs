@@ -440,9 +440,15 @@ fn assert_failure(o: &Outcome, code: i32, needle: &str) {
         "expected failure, got {}: {}{}",
         o.code, o.stdout, o.stderr
     );
-    // clap reports bad flags itself, as `error: ...`.
+    // clap reports bad flags itself, as `error: ...`. The warnings of what
+    // was read before the failure come first.
+    let error = o
+        .stderr
+        .split_inclusive('\n')
+        .skip_while(|l| l.starts_with("nix-heft: warning: "))
+        .collect::<String>();
     assert!(
-        o.stderr.starts_with("nix-heft: error: ") || (code == 2 && o.stderr.starts_with("error: ")),
+        error.starts_with("nix-heft: error: ") || (code == 2 && error.starts_with("error: ")),
         "{}",
         o.stderr
     );
