@@ -530,9 +530,10 @@ fn flake_references_without_a_fragment() {
     assert!(err.contains(&format!("'{bare}#NAME'")), "{err}");
     assert!(!err.contains("No such file"), "{err}");
     // A flake's directory without `#` stays a path to nix-heft, and the
-    // error says to add one.
+    // error says to add one; a path outside the store is a usage
+    // mistake (exit 2, as `size /etc/passwd`).
     let (code, _, err) = heft_in(&f.dir, &["size", "./nodefault"]);
-    assert_eq!(code, 1, "{err}");
+    assert_eq!(code, 2, "{err}");
     assert!(err.contains("'./nodefault#default'"), "{err}");
 }
 
