@@ -80,6 +80,53 @@ fn git(repo: &Path, args: &[&std::ffi::OsStr]) -> Result<String, GitError> {
     }
 }
 
+/// Held while git adds or removes a worktree of one repository. `git
+/// worktree add` reads every entry under `.git/worktrees/` while another
+/// `add` may be writing one ("failed to read .git/worktrees/…/commondir"),
+/// so two nix-heft runs on one checkout at once (CI jobs, two terminals)
+/// fail at random; they take turns instead. The lock is a file in the
+/// temporary directory, named after the repository's common git directory
+/// (never a write to the user's repository), locked with the operating
+/// system's advisory lock, which a killed process releases.
+struct WorktreeLock(Option<std::fs::File>);
+
+impl WorktreeLock {
+    fn take(repo: &Path) -> WorktreeLock {
+        use std::hash::{Hash, Hasher};
+        let common = git(
+            repo,
+            &[
+                "rev-parse".as_ref(),
+                "--path-format=absolute".as_ref(),
+                "--git-common-dir".as_ref(),
+            ],
+        )
+        .unwrap_or_else(|_| repo.display().to_string());
+        let mut h = std::hash::DefaultHasher::new();
+        common.hash(&mut h);
+        let path =
+            std::env::temp_dir().join(format!("nix-heft-worktrees-{:016x}.lock", h.finish()));
+        // Without a lock file (a read-only /tmp) the runs go unserialised,
+        // as before: the lock only prevents a race, it guards no data.
+        let file = std::fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .ok()
+            .filter(|f| f.lock().is_ok());
+        WorktreeLock(file)
+    }
+}
+
+impl Drop for WorktreeLock {
+    fn drop(&mut self) {
+        if let Some(f) = &self.0 {
+            let _ = f.unlock();
+        }
+    }
+}
+
 /// Whether `dir` is inside a git work tree.
 pub(super) fn is_checkout(dir: &Path) -> bool {
     git(
@@ -146,7 +193,15 @@ impl GitSide {
             .prefix("nix-heft-side-")
             .tempdir()
             .map_err(GitError::Temp)?;
-        let dir = tmp.path().join("tree");
+        // Git names the worktree's entry under `.git/worktrees/` after the
+        // directory's last component: a name unique to this checkout, so
+        // that two runs on one repository at once (CI jobs, a reviewer's
+        // two terminals) never race for the same entry, as a fixed name
+        // did ("could not create directory of '.git/worktrees/tree'").
+        let dir = tmp
+            .path()
+            .join(tmp.path().file_name().unwrap_or("tree".as_ref()));
+        let _lock = WorktreeLock::take(repo);
         git(
             repo,
             &[
@@ -182,6 +237,7 @@ impl Drop for GitSide {
         // A failure here leaves a stale worktree entry that `git worktree
         // prune` clears once the directory is gone (the temporary directory
         // is removed right after); nothing to report from a drop.
+        let _lock = WorktreeLock::take(&self.repo);
         let _ = git(
             &self.repo,
             &[
@@ -191,5 +247,60 @@ impl Drop for GitSide {
                 self.dir.as_os_str(),
             ],
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(dir: &Path, args: &[&str]) {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .output()
+            .expect("git is needed by the tests");
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    }
+
+    /// Two checkouts of one repository at once, many times over: each gets
+    /// its own worktree entry (a fixed directory name raced in git's
+    /// `.git/worktrees/`), and each entry is gone once dropped.
+    #[test]
+    fn concurrent_checkouts_of_one_repository_do_not_collide() {
+        let repo = tempfile::tempdir().unwrap();
+        let r = repo.path();
+        run(r, &["init", "--quiet"]);
+        std::fs::write(r.join("default.nix"), "{ }\n").unwrap();
+        run(r, &["add", "."]);
+        run(
+            r,
+            &[
+                "-c",
+                "user.name=t",
+                "-c",
+                "user.email=t@t",
+                "commit",
+                "--quiet",
+                "-m",
+                "one",
+            ],
+        );
+        for _ in 0..20 {
+            let sides: Vec<_> = std::thread::scope(|s| {
+                let h: Vec<_> = (0..8)
+                    .map(|_| s.spawn(|| GitSide::checkout(r, "HEAD")))
+                    .collect();
+                h.into_iter().map(|h| h.join().unwrap()).collect()
+            });
+            for side in &sides {
+                let side = side.as_ref().expect("a concurrent checkout failed");
+                assert!(side.path().join("default.nix").is_file());
+            }
+            drop(sides);
+        }
+        let entries = r.join(".git/worktrees");
+        let left = std::fs::read_dir(&entries).map_or(0, |d| d.count());
+        assert_eq!(left, 0, "worktree entries left in {}", entries.display());
     }
 }
