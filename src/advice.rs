@@ -16,6 +16,10 @@ pub fn advice(e: &Error) -> Option<String> {
             ": read it from a binary cache that has it (--store https://cache.nixos.org), \
              or build it first (nix build)"
         }
+        Error::DanglingLink { .. } => {
+            ": build it again (nix build), or read it from a binary cache that has it \
+             (--store https://cache.nixos.org)"
+        }
         Error::NoDerivation { .. } | Error::NoDeriver { .. } => {
             " (--derivation reads the build graph)"
         }

@@ -127,3 +127,50 @@ fn the_example_cache_equals_its_path_info() {
     assert_eq!(v["closure_size"], info[top.trim()]["closureSize"], "{v}");
     assert_eq!(v["path_count"].as_u64(), Some(info.len() as u64), "{v}");
 }
+
+/// A `result` link whose store path the store does not hold (a build's
+/// link after a garbage collection): one error line that names the link
+/// and the path and says how to get it (issue 40); the same link pointing
+/// at a path the store holds is read.
+#[test]
+fn a_dangling_result_link_is_named_with_what_to_do() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = format!("/nix/store/{}-gone-1.0", "a".repeat(32));
+    std::os::unix::fs::symlink(&gone, dir.path().join("result")).unwrap();
+    std::os::unix::fs::symlink(root("hello"), dir.path().join("result-hello")).unwrap();
+    let o =
+        outcome(
+            heft()
+                .current_dir(dir.path())
+                .args(["--store", &chroot(), "size", "./result"]),
+        );
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(o.stdout.is_empty(), "{}", o.stdout);
+    let lines: Vec<&str> = o.stderr.lines().collect();
+    assert_eq!(lines.len(), 1, "{}", o.stderr);
+    let line = lines[0];
+    assert!(
+        line.starts_with("nix-heft: error: './result' points to "),
+        "{line}"
+    );
+    assert!(line.contains(&format!("{gone}, which ")), "{line}");
+    assert!(line.contains("does not hold"), "{line}");
+    assert!(line.contains("(nix build)"), "{line}");
+    assert!(line.contains("--store https://cache.nixos.org"), "{line}");
+    // A store path given as itself stays the plain "not valid" error.
+    let o = outcome(heft().args(["--store", &chroot(), "size", &gone]));
+    assert_eq!(o.code, 1, "{}", o.stderr);
+    assert!(!o.stderr.contains("points to"), "{}", o.stderr);
+    let o = outcome(heft().current_dir(dir.path()).args([
+        "--store",
+        &chroot(),
+        "--json",
+        "size",
+        "./result-hello",
+    ]));
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(
+        o.json()["closure_size"],
+        nix_info()[root("hello")]["closureSize"]
+    );
+}

@@ -29,6 +29,15 @@ pub fn resolve_roots(src: &dyn PathMetadata, args: &[String]) -> Result<Vec<Stor
         let found = if looks_like_path(src.store_dir(), arg) {
             let p = resolve_path_arg(src.store_dir(), arg)?;
             if !src.is_valid(&p)? {
+                // A link that was followed names the link, so the user
+                // knows which one is stale.
+                if Path::new(arg).is_symlink() {
+                    return Err(Error::DanglingLink {
+                        link: arg.clone(),
+                        path: p.to_string(),
+                        store: src.describe(),
+                    });
+                }
                 return Err(Error::MissingPath {
                     path: p.to_string(),
                     store: src.describe(),

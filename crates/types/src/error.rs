@@ -77,6 +77,18 @@ pub enum Error {
         /// Description of the store that was asked.
         store: String,
     },
+    /// A link given on the command line (`./result`) that points to a
+    /// store path the store read does not hold: a build's link after a
+    /// garbage collection, or one made on another machine.
+    #[error("'{link}' points to {path}, which {store} does not hold")]
+    DanglingLink {
+        /// The argument as given.
+        link: String,
+        /// The store path it points to.
+        path: String,
+        /// Description of the store that was asked.
+        store: String,
+    },
     /// An installable's output that the store read does not hold: nix-heft
     /// evaluates installables but never builds or substitutes.
     #[error(
