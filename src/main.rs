@@ -4,6 +4,7 @@
 mod advice;
 mod browse_terminal;
 mod commands;
+mod parse_error;
 
 use std::process::ExitCode;
 
@@ -346,8 +347,21 @@ fn command() -> clap::Command {
 }
 
 fn main() -> ExitCode {
-    let matches = command().get_matches();
-    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| e.exit());
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    // For messages only: clap parses the arguments as given.
+    let argv: Vec<String> = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect();
+    let mut cmd = command();
+    // Built, so that each subcommand holds the global flags too (the
+    // typo tips weigh them after its own).
+    cmd.build();
+    let matches = cmd
+        .clone()
+        .try_get_matches_from(&args)
+        .unwrap_or_else(|e| parse_error::exit(e, &cmd, &argv));
+    let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| parse_error::exit(e, &cmd, &argv));
     let ctx = context(&cli, &matches);
     match run(&cli, &ctx) {
         Ok(code) => code,
