@@ -91,12 +91,7 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         },
         ..request(ctx, &store)?
     };
-    let pb = ctx.spinner(&format!(
-        "reading the roots of {}",
-        nix_heft_store::source::PathMetadata::describe(&store)
-    ));
-    let analysis = nix_heft_core::gc::analyse(&store, &req)?;
-    pb.finish_and_clear();
+    let analysis = reading(ctx, &store, || nix_heft_core::gc::analyse(&store, &req))?;
     let page = match &args.html {
         Some(file) => {
             let html = RootsPage::new(&analysis).render_html();
@@ -137,12 +132,9 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         detail: Detail::Top(BROWSE_DETAIL),
         ..request(ctx, &store)?
     };
-    let pb = ctx.spinner(&format!(
-        "reading the roots of {}",
-        nix_heft_store::source::PathMetadata::describe(&store)
-    ));
-    let (analysis, collector) = nix_heft_core::gc::analyse_with(&store, &req)?;
-    pb.finish_and_clear();
+    let (analysis, collector) = reading(ctx, &store, || {
+        nix_heft_core::gc::analyse_with(&store, &req)
+    })?;
     let mut app = nix_heft_browse::roots::RootsApp::new(&analysis, &collector, !ctx.colour(true));
     let commands = crate::browse_terminal::run_roots(&mut app)?;
     if commands.is_empty() {
@@ -159,6 +151,22 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
+/// `read` under a spinner naming the store whose roots are read (the
+/// collector's view of a large store takes seconds).
+fn reading<T>(
+    ctx: &Context,
+    store: &nix_heft_store::source::LocalStore,
+    read: impl FnOnce() -> nix_heft_types::Result<T>,
+) -> nix_heft_types::Result<T> {
+    let pb = ctx.spinner(&format!(
+        "reading the roots of {}",
+        nix_heft_store::source::PathMetadata::describe(store)
+    ));
+    let out = read();
+    pb.finish_and_clear();
+    out
+}
+
 /// Roots the browser gets closures and commands for (those further down
 /// show without).
 const BROWSE_DETAIL: usize = 2_000;
@@ -172,12 +180,7 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
         detail: Detail::Top(0),
         ..request(ctx, &store)?
     };
-    let pb = ctx.spinner(&format!(
-        "reading the roots of {}",
-        nix_heft_store::source::PathMetadata::describe(&store)
-    ));
-    let analysis = nix_heft_core::gc::analyse(&store, &req)?;
-    pb.finish_and_clear();
+    let analysis = reading(ctx, &store, || nix_heft_core::gc::analyse(&store, &req))?;
     ctx.emit(
         None,
         &WhyRootsReport::new(&analysis),
