@@ -1157,3 +1157,109 @@ fn sized_text(f: &Value) -> String {
         if paths == 1 { "path" } else { "paths" }
     )
 }
+
+/// The host's own store, /nix/store, with its database, its gcroots and
+/// the processes running now: `nix-build -o` makes two result links (their
+/// roots in `gcroots/auto`), nix-heft predicts what removing each and both
+/// frees, and Nix 2.8's collector (`nix-store --gc --print-dead`, which
+/// deletes nothing) lists the same paths after the links are removed, with
+/// the default settings and with `keep-outputs`. Other tests share the
+/// store and add paths and roots while this runs, so the comparison is on
+/// this test's own paths: the derivations of its two builds, their inputs
+/// and every output they have.
+#[test]
+fn on_the_local_store_removing_result_links_frees_what_the_collector_deletes() {
+    let dir = scratch_dir("nix-heft-test-roots-local-");
+    let nonce = nonce();
+    let mut outs = Vec::new();
+    for (attr, link) in [("appA", "a/result"), ("appB", "b/result")] {
+        let link = dir.join(link);
+        std::fs::create_dir_all(link.parent().unwrap()).unwrap();
+        let out = run(Command::new("nix-build")
+            .args(SANDBOX)
+            .args(SANDBOX_PATHS)
+            .args(["--option", "substituters", ""])
+            .arg(fixture_file())
+            .args(["--argstr", "nonce", &nonce, "-A", attr])
+            .arg("-o")
+            .arg(&link));
+        outs.push(out.trim().to_string());
+    }
+    // This test's paths: the derivations' closures and their outputs.
+    let derivers = run(Command::new("nix-store").arg("-qd").args(&outs));
+    let drvs = run(Command::new("nix-store")
+        .arg("-qR")
+        .args(derivers.split_whitespace()));
+    let outputs = run(Command::new("nix-store")
+        .arg("-q")
+        .arg("--outputs")
+        .args(drvs.split_whitespace()));
+    let own: BTreeSet<String> = drvs
+        .split_whitespace()
+        .chain(outputs.split_whitespace())
+        .filter(|p| Path::new(p).exists())
+        .map(str::to_string)
+        .collect();
+    assert!(own.len() >= 10, "{own:#?}");
+    let mine = |s: BTreeSet<String>| -> BTreeSet<String> { s.intersection(&own).cloned().collect() };
+    let print_dead_local = |options: &[String]| -> BTreeSet<String> {
+        mine(
+            run(Command::new("nix-store")
+                .args(options)
+                .args(["--gc", "--print-dead"]))
+            .lines()
+            .map(str::to_string)
+            .collect(),
+        )
+    };
+    for options in [opts(false, true), opts(true, true)] {
+        let mut c = heft();
+        c.args(&options)
+            .args(["--json", "roots", "--list-paths"])
+            .arg(&dir);
+        let out = c.output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(report["store"], "the local store");
+        let dead_now = mine(strings(&report["dead"]["paths"]));
+        same_sets(&dead_now, &print_dead_local(&options), &format!("{options:?}: dead now"));
+        let roots = report["roots"].as_array().unwrap();
+        assert_eq!(roots.len(), 2, "{roots:#?}");
+        let groups = group(&report, "under");
+        assert_eq!(groups.len(), 1, "{groups:#?}");
+        let mut freed_by_one = 0;
+        for item in roots.iter().chain(groups) {
+            let mut want = dead_now.clone();
+            want.extend(mine(strings(&item["freed_paths"])));
+            freed_by_one += usize::from(want.len() > dead_now.len());
+            // The links and their `gcroots/auto` entries, which the
+            // collector deletes once they are stale: put back after.
+            let auto = Path::new("/nix/var/nix/gcroots/auto");
+            let mut links: Vec<(PathBuf, PathBuf)> = ["a/result", "b/result"]
+                .iter()
+                .map(|l| (dir.join(l), std::fs::read_link(dir.join(l)).unwrap()))
+                .collect();
+            for e in std::fs::read_dir(auto).unwrap() {
+                let e = e.unwrap();
+                if let Ok(t) = std::fs::read_link(e.path()) {
+                    if t.starts_with(&dir) {
+                        links.push((e.path(), t));
+                    }
+                }
+            }
+            assert_eq!(links.len(), 4, "{links:#?}");
+            for c in commands_of(item) {
+                run(Command::new("sh").arg("-c").arg(c));
+            }
+            let got = print_dead_local(&options);
+            for (l, t) in &links {
+                if l.symlink_metadata().is_err() {
+                    std::os::unix::fs::symlink(t, l).unwrap();
+                }
+            }
+            same_sets(&want, &got, &format!("{options:?}: removing {}", item["location"]));
+        }
+        // Each link and the pair free something of this test's own.
+        assert_eq!(freed_by_one, 3, "{options:?}");
+    }
+}
