@@ -18,7 +18,8 @@
 //! paths as the collector keeps them. A real `nix-store --gc` on an
 //! optimised copy (`nix-store --optimise`) deletes exactly the predicted
 //! paths, and `du` of the store before and after differs by `--disk`'s
-//! figure.
+//! figure. On the host's own store, two result links made by `nix-build
+//! -o` are compared the same way, on the test's own paths.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::os::unix::fs::MetadataExt;
