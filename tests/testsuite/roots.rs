@@ -1242,10 +1242,10 @@ fn on_the_local_store_removing_result_links_frees_what_the_collector_deletes() {
                 .collect();
             for e in std::fs::read_dir(auto).unwrap() {
                 let e = e.unwrap();
-                if let Ok(t) = std::fs::read_link(e.path()) {
-                    if t.starts_with(&dir) {
-                        links.push((e.path(), t));
-                    }
+                if let Ok(t) = std::fs::read_link(e.path())
+                    && t.starts_with(&dir)
+                {
+                    links.push((e.path(), t));
                 }
             }
             assert_eq!(links.len(), 4, "{links:#?}");

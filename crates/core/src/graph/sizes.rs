@@ -20,12 +20,20 @@ pub struct Sizes {
 
 impl Sizes {
     /// Computes every size over `g` ([`closure_sizes`], [`Dominators`]).
+    /// The dominator tree (one core) is built while the closure sizes
+    /// (every core) are counted.
     pub fn compute(g: &Graph) -> Sizes {
-        let dominators = Dominators::compute(g);
+        let ((dominators, total), closure) = rayon::join(
+            || {
+                let d = Dominators::compute(g);
+                (d, g.size_of(&g.closure_of(g.roots())))
+            },
+            || closure_sizes(g),
+        );
         Sizes {
-            closure: closure_sizes(g),
+            closure,
             added: dominators.subtree_sizes(g),
-            total: g.size_of(&g.closure_of(g.roots())),
+            total,
             dominators,
         }
     }

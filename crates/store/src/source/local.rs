@@ -566,10 +566,11 @@ impl LocalStore {
             }
         }
         // `id` is the primary key, so already unique; sorting makes the
-        // dense index a binary search.
+        // dense index a position in the sorted ids.
         db_ids.sort_unstable();
         db_ids.dedup();
-        let dense = |id: i64| db_ids.binary_search(&id).ok().map(|k| k as u32);
+        let ids = DenseIds::new(db_ids.clone());
+        let dense = |id: i64| ids.get(id);
         let n = db_ids.len();
         // Compressed adjacency by dense index: count, then fill. References
         // to ids that are not in ValidPaths (a database without foreign key
@@ -588,7 +589,8 @@ impl LocalStore {
                 }
             }
         }
-        edges.sort_unstable();
+        // Grouped by referrer with a counting sort: linear, where sorting
+        // millions of pairs is not.
         let mut off = vec![0u32; n + 1];
         for &(a, _) in &edges {
             off[a as usize + 1] += 1;
@@ -596,6 +598,15 @@ impl LocalStore {
         for i in 0..n {
             off[i + 1] += off[i];
         }
+        let edges = {
+            let mut fill = off[..n].to_vec();
+            let mut grouped = vec![(0u32, 0u32); edges.len()];
+            for e in edges {
+                grouped[fill[e.0 as usize] as usize] = e;
+                fill[e.0 as usize] += 1;
+            }
+            grouped
+        };
         // Breadth-first from the roots, assigning closure indices.
         let mut index = vec![u32::MAX; n];
         let mut order: Vec<u32> = Vec::new();
