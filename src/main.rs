@@ -4,6 +4,7 @@
 mod advice;
 mod browse_terminal;
 mod commands;
+mod config_file;
 mod parse_error;
 
 use std::process::ExitCode;
@@ -357,10 +358,25 @@ fn main() -> ExitCode {
     // Built, so that each subcommand holds the global flags too (the
     // typo tips weigh them after its own).
     cmd.build();
-    let matches = cmd
+    let mut matches = cmd
         .clone()
         .try_get_matches_from(&args)
         .unwrap_or_else(|e| parse_error::exit(e, &cmd, &argv));
+    // `check`'s config file: its keys are flags, parsed with the others.
+    match config_file::arguments(&cmd, &args, &matches) {
+        Ok(None) => {}
+        Ok(Some(with_file)) => {
+            matches = cmd
+                .clone()
+                .try_get_matches_from(&with_file)
+                .unwrap_or_else(|e| parse_error::exit(e, &cmd, &argv));
+        }
+        Err(e) => {
+            let f = nix_heft_types::error::failure(&e, &advice::advice);
+            eprint!("{}", f.message("nix-heft"));
+            return ExitCode::from(f.code);
+        }
+    }
     let cli = Cli::from_arg_matches(&matches).unwrap_or_else(|e| parse_error::exit(e, &cmd, &argv));
     let ctx = context(&cli, &matches);
     match run(&cli, &ctx) {

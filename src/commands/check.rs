@@ -1,9 +1,9 @@
-//! `nix-heft check`: the CI gate. Rules come from a TOML file and the
-//! flags ([`Settings::merge`]); this file reads the files, resolves the
-//! roots and the forbidden globs in the store, and prints the verdict in
-//! the format asked for.
+//! `nix-heft check`: the CI gate. Rules come from the flags, a config
+//! file's keys among them (src/config_file.rs, [`Settings::new`]); this
+//! file reads the baseline, resolves the roots and the forbidden globs in
+//! the store, and prints the verdict in the format asked for.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -48,8 +48,9 @@ pub struct CheckArgs {
         value_parser = super::OneOf(&["docs", "build", "dead"])
     )]
     forbid_verdict: Vec<String>,
-    /// Rules from a TOML file (default: ./nix-heft.toml when present);
-    /// flags override its keys.
+    /// Flags from a TOML file (default: ./nix-heft.toml when present):
+    /// every flag of check, global ones included, is a key spelled as the
+    /// flag; flags given override its keys, lists add up.
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     config: Option<std::path::PathBuf>,
     #[command(flatten)]
@@ -57,8 +58,8 @@ pub struct CheckArgs {
 }
 
 impl CheckArgs {
-    /// The command line as a config file would say it (the global
-    /// `--store` included), for [`Settings::merge`].
+    /// The flags that make the rules (the global `--store` included), for
+    /// [`Settings::new`].
     fn as_config(&self, store: Option<&str>) -> Config {
         Config {
             roots: self.roots.clone(),
@@ -72,22 +73,6 @@ impl CheckArgs {
             format: self.review.format.clone(),
         }
     }
-}
-
-/// The config file: `--config`, else `./nix-heft.toml` when present, else
-/// none.
-fn load_config(given: Option<&Path>) -> anyhow::Result<Config> {
-    let default = Path::new("nix-heft.toml");
-    let file = match given {
-        Some(f) => f,
-        None if default.is_file() => default,
-        None => return Ok(Config::default()),
-    };
-    let text = std::fs::read_to_string(file).map_err(|source| nix_heft_types::Error::Io {
-        path: file.to_path_buf(),
-        source,
-    })?;
-    Ok(Config::parse(file, &text)?)
 }
 
 /// A saved `nix-heft size --json` as a baseline.
@@ -112,15 +97,11 @@ fn baseline_file(file: &PathBuf) -> anyhow::Result<Baseline> {
 /// Checks the rules over the roots' closure and prints the verdict; exit
 /// code 4 when a rule is broken, else 3 for a partial read, else 0.
 pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
-    let config = load_config(args.config.as_deref())?;
-    let format = review::format(
-        args.review.format.as_deref(),
-        ctx.json,
-        config.format.as_deref(),
-    )?;
+    // The config file's keys are in `args` already (src/config_file.rs).
+    let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
     let at = args.review.checked()?;
     let flags = args.as_config(ctx.store.as_deref());
-    let settings = Settings::merge(config, flags, nix_heft_core::roots::glob)?;
+    let settings = Settings::new(flags, nix_heft_core::roots::glob)?;
     // The file is read before the store is opened: a bad baseline fails at
     // once.
     let saved = match &settings.baseline {

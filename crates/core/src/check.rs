@@ -12,11 +12,12 @@
 //!
 //! Pure: the gate judges data. Reading the config and baseline files,
 //! compiling and matching the forbidden globs against a closure, and the
-//! store are the command's; [`Config::parse`] and [`Settings::merge`] turn
-//! the file's text and the flags into [`Rules`].
+//! store are the command's (the config file's keys are flags, merged with
+//! the others by the binary); [`Settings::new`] turns the flags into
+//! [`Rules`].
 
 use std::collections::{BTreeSet, HashSet};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
@@ -713,13 +714,11 @@ pub fn check(
     out
 }
 
-/// The `--config` file (or `./nix-heft.toml`): every `check` flag as a key,
-/// spelled as the flag.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
-#[serde(rename_all = "kebab-case", deny_unknown_fields)]
+/// `check`'s flags that make its rules (the config file's keys are among
+/// them: the binary reads the file as flags).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Config {
-    /// Roots, when none are given on the command line.
-    #[serde(default)]
+    /// The ROOTs.
     pub roots: Vec<String>,
     /// `--store`.
     pub store: Option<String>,
@@ -732,55 +731,11 @@ pub struct Config {
     /// `--against-json`.
     pub against_json: Option<PathBuf>,
     /// `--forbid`, a list.
-    #[serde(default)]
     pub forbid: Vec<String>,
-    /// `--forbid-verdict`, a list (or one comma-separated string).
-    #[serde(default, deserialize_with = "one_or_many")]
+    /// `--forbid-verdict`, a list (each item may be comma-separated).
     pub forbid_verdict: Vec<String>,
     /// `--format`.
     pub format: Option<String>,
-}
-
-fn one_or_many<'de, D: serde::Deserializer<'de>>(
-    d: D,
-) -> std::result::Result<Vec<String>, D::Error> {
-    #[derive(Deserialize)]
-    #[serde(untagged)]
-    enum V {
-        One(String),
-        Many(Vec<String>),
-    }
-    Ok(match V::deserialize(d)? {
-        V::One(s) => vec![s],
-        V::Many(v) => v,
-    })
-}
-
-impl Config {
-    /// Parses the text of the config file `file` (the command reads it).
-    /// Relative paths in it (`against`, `against-json`, `roots` that are
-    /// paths) are taken relative to the file's directory, so a config works
-    /// from any working directory.
-    pub fn parse(file: &Path, text: &str) -> Result<Config> {
-        let mut c: Config = toml::from_str(text).map_err(|e| Error::BadConfig {
-            file: file.to_path_buf(),
-            reason: e.to_string(),
-        })?;
-        let dir = file.parent().unwrap_or(Path::new("."));
-        let rel = |s: &str| -> String {
-            if s.starts_with("./") || s.starts_with("../") {
-                dir.join(s).display().to_string()
-            } else {
-                s.to_string()
-            }
-        };
-        c.roots = c.roots.iter().map(|r| rel(r)).collect();
-        c.against = c.against.as_deref().map(rel);
-        c.against_json = c
-            .against_json
-            .map(|p| if p.is_relative() { dir.join(p) } else { p });
-        Ok(c)
-    }
 }
 
 /// Where `--max-growth`'s baseline comes from.
@@ -809,42 +764,24 @@ pub struct Settings {
 }
 
 impl Settings {
-    /// Merges the config file's keys (`file`) with the flags (`flags`, the
-    /// command line as a [`Config`]): a flag overrides its key; `forbid`
-    /// and `forbid-verdict` add to the file's lists; ROOTs given replace the
-    /// file's roots; a baseline given (either kind) replaces the file's.
-    /// `format` is left to the caller, which alone knows `--json`.
+    /// Validates the flags: `format` is left to the caller, which alone
+    /// knows `--json`.
     ///
     /// `glob` compiles a forbidden pattern (the caller's glob syntax).
     /// Usage errors, in this order: no root, two baselines, a bad size,
     /// growth, glob or verdict, `--max-growth` without a baseline, no rule.
-    pub fn merge(
-        file: Config,
-        flags: Config,
-        glob: impl Fn(&str) -> Result<GlobMatcher>,
-    ) -> Result<Settings> {
-        let roots = if flags.roots.is_empty() {
-            file.roots
-        } else {
-            flags.roots
-        };
+    pub fn new(flags: Config, glob: impl Fn(&str) -> Result<GlobMatcher>) -> Result<Settings> {
+        let roots = flags.roots;
         if roots.is_empty() {
             return Err(Error::Usage(
                 "no ROOT to check: give one, or `roots` in the config file".into(),
             ));
         }
-        let mut forbid = file.forbid;
-        forbid.extend(flags.forbid);
-        let mut verdicts = file.forbid_verdict;
-        verdicts.extend(flags.forbid_verdict);
-        let max_closure = flags.max_closure.or(file.max_closure);
-        let max_growth = flags.max_growth.or(file.max_growth);
-        let (against, against_json) = if flags.against.is_some() || flags.against_json.is_some() {
-            (flags.against, flags.against_json)
-        } else {
-            (file.against, file.against_json)
-        };
-        let baseline = match (against, against_json) {
+        let forbid = flags.forbid;
+        let verdicts = flags.forbid_verdict;
+        let max_closure = flags.max_closure;
+        let max_growth = flags.max_growth;
+        let baseline = match (flags.against, flags.against_json) {
             (Some(_), Some(_)) => {
                 return Err(Error::Usage(
                     "give one baseline: --against or --against-json".into(),
@@ -890,7 +827,7 @@ impl Settings {
         }
         Ok(Settings {
             roots,
-            store: flags.store.or(file.store),
+            store: flags.store,
             baseline,
             rules,
             shown,
@@ -916,25 +853,6 @@ mod tests {
         assert!(parse_verdicts(&["runtime".into()]).unwrap_err().is_usage());
     }
 
-    #[test]
-    fn config_takes_every_key_and_refuses_unknown_ones() {
-        let dir = Path::new("/some/dir");
-        let f = dir.join("nix-heft.toml");
-        let c = Config::parse(
-            &f,
-            "roots = [\"./result\"]\nmax-closure = \"1GiB\"\nmax-growth = \"5%\"\n\
-             against-json = \"base.json\"\nforbid = [\"*-dev\"]\nforbid-verdict = \"docs,build\"\n\
-             format = \"github\"\nstore = \"local\"\nagainst = \"/nix/store/x\"\n",
-        )
-        .unwrap();
-        assert_eq!(c.roots, [dir.join("./result").display().to_string()]);
-        assert_eq!(c.against_json.unwrap(), dir.join("base.json"));
-        assert_eq!(c.forbid_verdict, ["docs,build"]);
-        assert_eq!(c.format.as_deref(), Some("github"));
-        let e = Config::parse(&f, "max-clousre = \"1GiB\"\n").unwrap_err();
-        assert!(e.is_usage() && e.to_string().contains("max-clousre"), "{e}");
-    }
-
     fn glob(p: &str) -> Result<GlobMatcher> {
         globset::Glob::new(p)
             .map(|g| g.compile_matcher())
@@ -949,33 +867,25 @@ mod tests {
     }
 
     #[test]
-    fn flags_override_keys_and_add_to_lists() {
-        let file = Config {
+    fn the_flags_make_the_rules() {
+        let flags = Config {
             roots: strings(&["./result"]),
             store: Some("file:///cache".into()),
-            max_closure: Some("1GiB".into()),
-            max_growth: Some("5%".into()),
-            against_json: Some("base.json".into()),
-            forbid: strings(&["*-dev"]),
-            forbid_verdict: strings(&["docs"]),
-            ..Config::default()
-        };
-        let flags = Config {
             max_closure: Some("900MB".into()),
+            max_growth: Some("5%".into()),
             against: Some("/nix/store/x".into()),
-            forbid: strings(&["rocm-llvm*"]),
+            forbid: strings(&["*-dev", "rocm-llvm*"]),
             forbid_verdict: strings(&["dead,docs"]),
             ..Config::default()
         };
-        let s = Settings::merge(file, flags, glob).unwrap();
+        let s = Settings::new(flags, glob).unwrap();
         assert_eq!(s.roots, ["./result"]);
         assert_eq!(s.store.as_deref(), Some("file:///cache"));
         assert_eq!(s.rules.max_closure, Some(900_000_000));
         assert_eq!(s.rules.max_growth, Some(Growth::Percent(5.0)));
-        // A baseline flag replaces the file's, of either kind.
         assert_eq!(s.baseline, Some(BaselineFrom::Root("/nix/store/x".into())));
         assert_eq!(s.rules.forbid.len(), 2);
-        assert_eq!(s.rules.forbid_verdict, [Verdict::Docs, Verdict::Dead]);
+        assert_eq!(s.rules.forbid_verdict, [Verdict::Dead, Verdict::Docs]);
         assert_eq!(
             s.shown,
             [
@@ -983,15 +893,15 @@ mod tests {
                 "max-growth 5%",
                 "forbid *-dev",
                 "forbid rocm-llvm*",
-                "forbid-verdict docs,dead"
+                "forbid-verdict dead,docs"
             ]
         );
     }
 
     #[test]
-    fn merge_refuses_what_cannot_be_checked() {
-        let err = |file: Config, flags: Config| {
-            let e = Settings::merge(file, flags, glob).unwrap_err();
+    fn settings_refuse_what_cannot_be_checked() {
+        let err = |flags: Config| {
+            let e = Settings::new(flags, glob).unwrap_err();
             assert!(e.is_usage(), "{e}");
             e.to_string()
         };
@@ -1003,25 +913,31 @@ mod tests {
             max_closure: Some("1GiB".into()),
             ..Config::default()
         };
-        assert!(err(Config::default(), budget.clone()).contains("no ROOT"));
-        assert!(err(root(), Config::default()).contains("nothing to check"));
-        let both = Config {
-            against: Some("/nix/store/y".into()),
-            against_json: Some("b.json".into()),
-            ..budget.clone()
-        };
-        assert!(err(root(), both).contains("one baseline"));
-        let growth = Config {
-            max_growth: Some("10%".into()),
-            ..Config::default()
-        };
-        assert!(err(root(), growth).contains("needs a baseline"));
-        let bad = Config {
-            forbid: strings(&["rocm-[llvm"]),
-            forbid_verdict: strings(&["runtime"]),
-            ..Config::default()
-        };
+        assert!(err(budget.clone()).contains("no ROOT"));
+        assert!(err(root()).contains("nothing to check"));
+        assert!(
+            err(Config {
+                against: Some("/nix/store/y".into()),
+                against_json: Some("b.json".into()),
+                ..root()
+            })
+            .contains("one baseline")
+        );
+        assert!(
+            err(Config {
+                max_growth: Some("10%".into()),
+                ..root()
+            })
+            .contains("needs a baseline")
+        );
         // The glob is reported before the verdict, as the flags are read.
-        assert!(err(root(), bad).contains("rocm-[llvm"));
+        assert!(
+            err(Config {
+                forbid: strings(&["rocm-[llvm"]),
+                forbid_verdict: strings(&["runtime"]),
+                ..root()
+            })
+            .contains("rocm-[llvm")
+        );
     }
 }
