@@ -78,7 +78,8 @@ struct Cli {
     /// Print machine-readable JSON instead of tables (no progress bar).
     #[arg(long, global = true)]
     json: bool,
-    /// Colour the text output: `auto` on a terminal unless NO_COLOR is set.
+    /// Colour the text output: `auto` on a terminal unless NO_COLOR is set
+    /// (or TERM is dumb); `always` even when piped or NO_COLOR is set.
     #[arg(long, global = true, value_enum, default_value_t = commands::Color::Auto)]
     color: commands::Color,
     #[command(flatten)]

@@ -39,7 +39,7 @@ pub enum Shown {
 pub enum Color {
     /// On a terminal, unless NO_COLOR is set.
     Auto,
-    /// Always, even when piped.
+    /// Always, even when piped or NO_COLOR is set.
     Always,
     /// Never.
     Never,

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use clap::Args;
-use clap_mangen::roff::{Roff, bold, roman};
+use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
 
 /// `man`'s arguments.
 #[derive(Args, Debug)]
@@ -151,7 +151,7 @@ const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
     (
         "NO_COLOR",
         None,
-        "Set and not empty: no colour with --color auto.",
+        "Set and not empty: no colour with --color auto; --color always colours all the same.",
     ),
     (
         "TERM",
@@ -168,6 +168,37 @@ const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
         Some(&["diff", "check", "impact"]),
         "A file the markdown report is appended to (a GitHub Actions job summary), whatever \
          --format or --json prints on standard output.",
+    ),
+    (
+        "outputs, out, and each output's variable",
+        Some(&["refused"]),
+        "With --in-build: the build's outputs, as Nix sets them for the builder (names in \
+         outputs, default out; each name's variable its path).",
+    ),
+    (
+        "disallowedReferences, disallowedRequisites, allowedReferences, allowedRequisites",
+        Some(&["refused"]),
+        "With --in-build: the checks, as Nix passes them to the builder; set to nothing is [ ] \
+         (everything refused), unset is no check.",
+    ),
+    (
+        "NIX_ATTRS_JSON_FILE, NIX_BUILD_TOP",
+        Some(&["refused"]),
+        "With --in-build under __structuredAttrs: the outputs and outputChecks, from the file \
+         NIX_ATTRS_JSON_FILE names when it exists, else NIX_BUILD_TOP/.attrs.json (Nix 2.8 names \
+         the host's path, which a sandboxed build cannot see).",
+    ),
+    (
+        "every other variable",
+        Some(&["refused"]),
+        "With --in-build: the store paths any variable names are the build's inputs, whose files \
+         are read to find what holds a refused path (there is no store database in a sandbox).",
+    ),
+    (
+        "NIX_HEFT_REFUSED_FAIL",
+        Some(&["refused"]),
+        "Read by the setup hook (nix/setup-hook.sh), not by nix-heft: set to anything but 0, the \
+         hook runs refused --in-build --fail, so the build fails with nix-heft's text first.",
     ),
     (
         "NIX_STORE_DIR",
@@ -238,6 +269,22 @@ fn render(
         see_also.text([roman(format!("{}(1)", parent.get_name()))]);
         extra.push_str(&see_also.to_roff());
     }
+    // clap_mangen's SYNOPSIS names the flags without their values
+    // (`[--store]`) and says nothing of a repeatable one: ours, as
+    // man-pages(7) writes a synopsis, in its place.
+    let page_text = match (
+        page_text.find(".SH SYNOPSIS\n"),
+        page_text.find("\n.SH DESCRIPTION\n"),
+    ) {
+        (Some(a), Some(b)) if a < b => format!(
+            "{}{}{}",
+            &page_text[..a],
+            synopsis(&cmd, parent).to_roff(),
+            &page_text[b + 1..]
+        )
+        .into(),
+        _ => page_text,
+    };
     let (before, after) = match page_text.find("\n.SH VERSION\n") {
         Some(at) => page_text.split_at(at + 1),
         None => (page_text.as_ref(), ""),
@@ -245,6 +292,93 @@ fn render(
     w.write_all(before.as_bytes())?;
     w.write_all(extra.as_bytes())?;
     w.write_all(after.as_bytes())
+}
+
+/// The SYNOPSIS of `cmd` (a subcommand of `parent`): every flag with its
+/// value's name (`[--store STORE]`), `...` after what may be repeated,
+/// optional parts in brackets, the positional arguments last.
+fn synopsis(cmd: &clap::Command, parent: Option<&clap::Command>) -> Roff {
+    let name = match parent {
+        Some(p) => format!("{} {}", p.get_name(), cmd.get_name()),
+        None => cmd.get_name().to_string(),
+    };
+    let mut line: Vec<Inline> = vec![bold(name)];
+    let repeated = |a: &clap::Arg| {
+        matches!(
+            a.get_action(),
+            clap::ArgAction::Append | clap::ArgAction::Count
+        )
+    };
+    let (operands, flags): (Vec<&clap::Arg>, Vec<&clap::Arg>) = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set())
+        .partition(|a| a.is_positional());
+    for a in flags.into_iter().chain(operands) {
+        let mut part: Vec<Inline> = Vec::new();
+        if a.is_positional() {
+            let v = a
+                .get_value_names()
+                .and_then(|v| v.first())
+                .map_or_else(|| a.get_id().to_string(), |v| v.to_string());
+            part.push(italic(v));
+        } else {
+            let flag = match (a.get_short(), a.get_long()) {
+                (Some(s), Some(l)) => {
+                    vec![bold(format!("-{s}")), roman("|"), bold(format!("--{l}"))]
+                }
+                (Some(s), None) => vec![bold(format!("-{s}"))],
+                (None, Some(l)) => vec![bold(format!("--{l}"))],
+                (None, None) => continue,
+            };
+            part.extend(flag);
+            let takes_value = a.get_num_args().is_some_and(|r| r.takes_values())
+                && !matches!(
+                    a.get_action(),
+                    clap::ArgAction::SetTrue
+                        | clap::ArgAction::SetFalse
+                        | clap::ArgAction::Count
+                        | clap::ArgAction::Help
+                        | clap::ArgAction::HelpShort
+                        | clap::ArgAction::HelpLong
+                        | clap::ArgAction::Version
+                );
+            if takes_value {
+                for v in a.get_value_names().unwrap_or_default() {
+                    part.push(roman(" "));
+                    part.push(italic(v.to_string()));
+                }
+            }
+        }
+        line.push(roman(" "));
+        let optional = !a.is_required_set();
+        if optional {
+            line.push(roman("["));
+        }
+        line.extend(part);
+        if optional {
+            line.push(roman("]"));
+        }
+        if repeated(a) {
+            line.push(roman("..."));
+        }
+    }
+    if cmd.has_subcommands() {
+        line.push(roman(" "));
+        line.push(italic("COMMAND"));
+        line.push(roman(" ["));
+        line.push(italic("ARGS"));
+        line.push(roman("]..."));
+    }
+    let mut roff = Roff::default();
+    roff.control("SH", ["SYNOPSIS"]);
+    // Not hyphenated (a flag broken as `--http-connec‐ tions` is no flag),
+    // left-aligned, as man-pages(7) sets a synopsis.
+    roff.control("nh", []);
+    roff.control("ad", ["l"]);
+    roff.text(line);
+    roff.control("ad", ["b"]);
+    roff.control("hy", []);
+    roff
 }
 
 /// Writes `nix-heft.1` and `nix-heft-COMMAND.1` for every paged

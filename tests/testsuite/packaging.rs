@@ -131,6 +131,59 @@ fn man_page_of_every_subcommand_has_its_flags() {
     }
 }
 
+/// Each page's SYNOPSIS, as man renders it, names every flag with its
+/// value as `--help` names it (`[--store STORE]`, not `[--store]`), marks
+/// what may be repeated with `...`, and puts the operands last.
+#[test]
+fn man_synopsis_names_each_flags_value_and_what_repeats() {
+    let valued = regex::Regex::new(r"(?m)^  (?:-\w, |    )(--[a-z0-9-]+)((?: <[^>]+>)+)").unwrap();
+    let mut checked = 0;
+    for command in paged_commands() {
+        let page = rendered(&heft_run(None, &["man", &command]).stdout);
+        let synopsis = section(&page, "SYNOPSIS").unwrap_or_else(|| panic!("{command}: {page}"));
+        let synopsis = synopsis.split_whitespace().collect::<Vec<_>>().join(" ");
+        let help = heft_run(None, &[&command, "--help"]).stdout;
+        for c in valued.captures_iter(&help) {
+            let values = c[2].replace(['<', '>'], "");
+            // `[--flag VALUE]`, or `--flag VALUE` when it is required.
+            let want = format!("{}{values}", &c[1]);
+            let found = synopsis
+                .match_indices(&want)
+                .filter(|(i, _)| {
+                    let next = synopsis[i + want.len()..].chars().next();
+                    matches!(next, None | Some(']' | ' '))
+                })
+                .count();
+            assert_eq!(found, 1, "man {command}: {want} in {synopsis}");
+            checked += 1;
+        }
+        assert_eq!(
+            synopsis.matches("[--store STORE]...").count(),
+            1,
+            "{command}: {synopsis}"
+        );
+        // Nothing after the operands but the end: the last word is not a
+        // flag.
+        let last = synopsis.split(' ').next_back().unwrap();
+        if ["size", "why", "refused", "split"].contains(&command.as_str()) {
+            assert!(!last.contains("--"), "{command}: {synopsis}");
+        }
+    }
+    assert!(checked > 100, "{checked}");
+    let refused = rendered(&heft_run(None, &["man", "refused"]).stdout);
+    let s = section(&refused, "SYNOPSIS").unwrap();
+    assert!(s.contains("[--output NAME]..."), "{s}");
+    assert!(s.trim_end().ends_with("[DRV]"), "{s}");
+    let size = rendered(&heft_run(None, &["man", "size"]).stdout);
+    assert!(
+        section(&size, "SYNOPSIS")
+            .unwrap()
+            .trim_end()
+            .ends_with(" ROOT..."),
+        "{size}"
+    );
+}
+
 #[test]
 fn man_of_an_unknown_command_is_a_usage_error() {
     let o = heft_run(None, &["man", "nosuch"]);
@@ -212,6 +265,20 @@ fn variables_read() -> std::collections::BTreeSet<String> {
         std::fs::read_to_string(repo().join("crates/store/src/source/transport/http.rs")).unwrap();
     assert!(tls.contains(r#"["NIX_SSL_CERT_FILE", "SSL_CERT_FILE"]"#));
     found.extend(["NIX_SSL_CERT_FILE".to_string(), "SSL_CERT_FILE".to_string()]);
+    // `refused --in-build` reads the builder's environment as a map (the
+    // variables Nix sets), and the setup hook reads its own switch.
+    let build = std::fs::read_to_string(repo().join("crates/core/src/unregistered.rs")).unwrap();
+    for v in ["NIX_ATTRS_JSON_FILE", "NIX_BUILD_TOP"] {
+        assert!(
+            build.contains(&format!("vars.get(\"{v}\")"))
+                || build.contains(&format!(".get(\"{v}\")")),
+            "{v}"
+        );
+        found.insert(v.to_string());
+    }
+    let hook = std::fs::read_to_string(repo().join("nix/setup-hook.sh")).unwrap();
+    assert!(hook.contains("${NIX_HEFT_REFUSED_FAIL:-0}"));
+    found.insert("NIX_HEFT_REFUSED_FAIL".to_string());
     found.retain(|v| !v.starts_with("NIX_HEFT_TEST_"));
     found
 }
@@ -312,6 +379,26 @@ fn man_pages_have_exit_status_and_environment() {
         section(&trace, "ENVIRONMENT")
             .unwrap()
             .contains("NIX_STORE_DIR")
+    );
+    // What `refused --in-build` reads of the build's environment, on its
+    // page only.
+    let refused = page_of("refused");
+    let env = section(&refused, "ENVIRONMENT").unwrap();
+    let names = documented(env);
+    for v in [
+        "NIX_ATTRS_JSON_FILE",
+        "NIX_BUILD_TOP",
+        "NIX_HEFT_REFUSED_FAIL",
+    ] {
+        assert!(names.contains(v), "{v}: {env}");
+    }
+    for v in ["outputs, out", "disallowedReferences, disallowedRequisites"] {
+        assert_eq!(env.matches(v).count(), 1, "{v}: {env}");
+    }
+    assert!(
+        !section(&size, "ENVIRONMENT")
+            .unwrap()
+            .contains("NIX_BUILD_TOP")
     );
     let man = page_of("man");
     assert!(section(&man, "EXIT STATUS").is_some(), "{man}");
