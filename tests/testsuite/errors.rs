@@ -634,6 +634,11 @@ fn long_chains_do_not_overflow_the_stack() {
 /// store logs). Each command prints each warning line exactly once (the
 /// one emit prints the run's warnings and the report's problems), the
 /// NAR's problem once for every command that reads the root's files.
+/// (`impact` needs an evaluation: impact::warnings_are_printed_once counts
+/// its warnings the same way. `trace` reads a store only for its CMD's
+/// closure, `browse` draws on a terminal and `refused` reads a failed
+/// build: not counted here; they print through the same
+/// `Context::finish`.)
 #[test]
 fn each_warning_is_printed_once_by_every_command() {
     let dir = scratch("warned-once");
@@ -664,6 +669,13 @@ fn each_warning_is_printed_once_by_every_command() {
         (vec!["check", &root, "--max-closure", "1T"], false, 0),
         (vec!["check", &root, "--forbid-verdict", "docs"], true, 4),
         (vec!["report", &root, "-o", &html], true, 3),
+        // The root's files are read by a split or partition of a path it
+        // refers to (its holds decide what it keeps): a warning, partial.
+        (vec!["split", dep, "--preset", "nixpkgs", "--root", &root], true, 3),
+        (vec!["partition", dep, "--by", "gfx[0-9a-z]+", "--root", &root], false, 0),
+        // A partition of the root itself needs its files: an error (not
+        // a warning), after the store's warning, once.
+        (vec!["partition", &root, "--by", "gfx[0-9a-z]+"], false, 1),
     ];
     let formats: [&[&str]; 4] = [
         &[],
@@ -691,6 +703,8 @@ fn each_warning_is_printed_once_by_every_command() {
             assert_eq!(count(&nar), usize::from(reads), "{what}");
             // Nothing else, and no line twice.
             assert_eq!(warnings.len(), 1 + usize::from(reads), "{what}");
+            let errors = o.stderr.lines().filter(|l| l.starts_with("nix-heft: error: "));
+            assert_eq!(errors.count(), usize::from(code == 1), "{what}");
         }
     }
 }
