@@ -1382,23 +1382,24 @@ fn normalized(md: &str) -> String {
     out
 }
 
-/// README.md shows a real impact comment: the one this fixture gives, up
-/// to hashes and commits (NIX_HEFT_UPDATE_README=1 writes it there), and
-/// it renders on cmark-gfm as shown, line by line.
+/// The guide (docs/guide/review-and-ci.md) shows a real impact comment:
+/// the one this fixture gives, up to hashes and commits
+/// (NIX_HEFT_UPDATE_README=1 writes it there), and it renders on
+/// cmark-gfm as shown, line by line.
 #[test]
-fn readme_shows_a_real_impact_comment() {
+fn the_guide_shows_a_real_impact_comment() {
     let mut o = impact(README_FLAGS);
     assert_eq!(o.code, 0, "{}", o.stderr);
     // The fixture's temporary checkout, as a reader's would be named.
     let repo = impact_fixture().repo.to_string_lossy().into_owned();
     o.stdout = o.stdout.replace(&repo, "/home/you/nixpkgs");
-    let readme_path = crate::common::repo().join("README.md");
+    let readme_path = crate::common::repo().join("docs/guide/review-and-ci.md");
     let readme = std::fs::read_to_string(&readme_path).unwrap();
     let (start, end) = (
         "<!-- impact-example:start -->\n",
         "<!-- impact-example:end -->",
     );
-    let a = readme.find(start).expect("README has the impact example") + start.len();
+    let a = readme.find(start).expect("the guide has the impact example") + start.len();
     let b = readme[a..].find(end).unwrap() + a;
     if std::env::var_os("NIX_HEFT_UPDATE_README").is_some() {
         let new = format!("{}{}{}", &readme[..a], o.stdout, &readme[b..]);
@@ -1408,7 +1409,7 @@ fn readme_shows_a_real_impact_comment() {
     assert_eq!(
         normalized(&readme[a..b]),
         normalized(&o.stdout),
-        "README's impact example is stale: NIX_HEFT_UPDATE_README=1 cargo test --test testsuite impact::readme"
+        "the guide's impact example is stale: NIX_HEFT_UPDATE_README=1 cargo test --features nix-tests --test testsuite impact::the_guide"
     );
     // And it renders on GitHub as a comment would.
     let html = crate::common::render_gfm(&readme[a..b]);
