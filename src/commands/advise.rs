@@ -12,7 +12,9 @@ use nix_heft_report::advise::{AdviceReport, NotExamined, NotSimulated, ReadFor};
 
 use super::{Context, Shown, TraceOpt};
 
-/// `advise`'s arguments.
+/// Ranked actions that shrink the closure of the roots, each with the
+/// saving computed by applying it to the graph, its evidence, its safety
+/// and the nixpkgs snippet that applies it.
 #[derive(Args, Debug)]
 pub struct AdviseArgs {
     /// Roots, in any form `size` accepts.

@@ -15,7 +15,10 @@ use nix_heft_store::source::build_graph::DerivationSource;
 
 use super::Context;
 
-/// `browse`'s arguments.
+/// Browse the closure in the terminal (like nix-tree): referrers |
+/// references | details; sizes at once, evidence filling in from a
+/// background read; `w` why-chains with the files holding each edge,
+/// `a` advice, `y` copy, `?` help.
 #[derive(Args, Debug)]
 pub struct BrowseArgs {
     /// Roots, in any form `size` accepts.

@@ -15,7 +15,14 @@ use nix_heft_report::size::SizeReport;
 use super::Context;
 use super::review::{self, ReviewArgs};
 
-/// `check`'s arguments.
+/// A closure-size gate for CI: a budget, a growth limit against a
+/// baseline, forbidden paths and forbidden verdicts, each violation
+/// explained. Exit code 4 when a rule is broken.
+///
+/// When GITHUB_STEP_SUMMARY names a file (as in a GitHub Actions step),
+/// the markdown verdict is also appended to it, whatever --format or
+/// --json prints on standard output: the job summary is for people
+/// reading the run, the JSON for the next step.
 #[derive(Args, Debug)]
 pub struct CheckArgs {
     /// Roots, in any form `size` accepts (or `roots` in the config file).

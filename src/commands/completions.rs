@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-/// `completions`'s arguments.
+/// Print a shell completion script (bash, zsh or fish) on standard output.
 #[derive(Args, Debug)]
 pub struct CompletionsArgs {
     /// The shell.

@@ -12,7 +12,14 @@ use nix_heft_report::TextOptions;
 use super::Context;
 use super::review::{self, ReviewArgs};
 
-/// `diff`'s arguments.
+/// What changed between two closures, per package (versions and size,
+/// like `nix store diff-closures`) and per path, with the referrer and
+/// files that pulled in each new path or held each path that left.
+///
+/// When GITHUB_STEP_SUMMARY names a file (as in a GitHub Actions step),
+/// the markdown report is also appended to it, whatever --format or
+/// --json prints on standard output: the job summary is for people
+/// reading the run, the JSON for the next step.
 #[derive(Args, Debug)]
 pub struct DiffArgs {
     /// The old closure's root (store path, ./result, profile generation

@@ -19,7 +19,21 @@ use nix_heft_types::Error;
 use super::Context;
 use super::review::{self, ReviewArgs};
 
-/// `impact`'s arguments.
+/// The closure impact of a change to a package set (a nixpkgs pull
+/// request): for every attribute it changes (or each --attr), its
+/// closure before and after, the difference and why (each package's
+/// net change, the changes in several attributes said once), and which
+/// attributes the change breaks or fixes the evaluation of; the base
+/// read from a binary cache, the head from the local store or a
+/// nixpkgs-review directory (any version's). Nothing is built: an
+/// attribute a side lacks is "not built", with the command that builds
+/// it. Exit code 4 when an attribute breaks --max-growth, --max-closure,
+/// --max-output or --forbid; 1 when rules were given and no attribute
+/// could be measured; 2 for a revision, checkout or --attr that names
+/// nothing.
+///
+/// When GITHUB_STEP_SUMMARY names a file, the markdown report is also
+/// appended to it, as diff's and check's are.
 #[derive(Args, Debug)]
 pub struct ImpactArgs {
     /// The base: a directory (its default.nix, or --file inside it), a Nix

@@ -12,7 +12,8 @@ use std::process::ExitCode;
 use clap::Args;
 use clap_mangen::roff::{Inline, Roff, bold, italic, roman};
 
-/// `man`'s arguments.
+/// Print the manual page (roff) of nix-heft, or of COMMAND
+/// (`nix-heft-COMMAND(1)`), on standard output.
 #[derive(Args, Debug)]
 pub struct ManArgs {
     /// The subcommand whose page to print (`nix-heft-COMMAND(1)`); without

@@ -14,6 +14,7 @@ pub mod completions;
 pub mod context;
 pub mod diff;
 pub mod impact;
+pub mod installables;
 pub mod man;
 pub mod partition;
 pub mod refs;

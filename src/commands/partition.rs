@@ -11,7 +11,8 @@ use nix_heft_report::partition::PartitionReport;
 
 use super::{Context, Shown, TraceOpt};
 
-/// `partition`'s arguments.
+/// What-if: group PATH's files by a regex capture (e.g. a GPU target)
+/// and show what each group costs, or the closure with only some kept.
 #[derive(Args, Debug)]
 pub struct PartitionArgs {
     /// The path to partition.

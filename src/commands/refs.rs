@@ -11,7 +11,8 @@ use nix_heft_report::refs::RefsReport;
 use super::tree::{self, TreeArgs};
 use super::{Context, Shown, TraceOpt};
 
-/// `refs`'s arguments.
+/// For every reference edge in the closure of the roots, the kinds of
+/// hold and the files holding it, from one scan of the whole closure.
 #[derive(Args, Debug)]
 pub struct RefsArgs {
     /// Roots, in any form `size` accepts (or none with --dir).

@@ -20,7 +20,16 @@ use nix_heft_types::Error;
 
 use super::{Context, Shown};
 
-/// `refused`'s arguments.
+/// Why Nix refuses a build's output: each path a check
+/// (disallowedReferences, disallowedRequisites, allowedReferences,
+/// allowedRequisites; `[ ]` included; per output in outputChecks)
+/// forbids, with every file that holds it (offset of the hash, kind,
+/// verdict), the chain for a requisite and a fix that passes; and
+/// outputs that refer to each other ("cycle detected"), both
+/// directions with their files. On a derivation or one of its outputs
+/// after a failed build (its outputs where Nix left them), on Nix's
+/// error text (--log), or inside the build through the setup hook
+/// (--in-build). Exit code 4 with --fail when something is refused.
 #[derive(Args, Debug)]
 pub struct RefusedArgs {
     /// The derivation (`.drv`) whose outputs to check, or an output of one

@@ -18,7 +18,10 @@ use nix_heft_trace::file::TraceSet;
 
 use super::{Context, TraceOpt};
 
-/// `report`'s arguments.
+/// One self-contained HTML file: a treemap of the closure by added
+/// size (following the dominator tree), each path's sizes, referrers,
+/// references and every edge's evidence, the advice, search and a
+/// sortable table. Opens from disk; no network.
 #[derive(Args, Debug)]
 pub struct ReportArgs {
     /// Roots, in any form `size` accepts.

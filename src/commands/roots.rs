@@ -19,7 +19,16 @@ use super::context::Shown;
 /// Rows of the text table when `--top` is not given.
 const DEFAULT_TOP: usize = 25;
 
-/// `roots`' arguments.
+/// What removing each garbage-collector root of a local or chroot
+/// store would free, exactly as Nix's collector counts it: every root
+/// (links in gcroots and profiles, result links, generations, run-time
+/// and temporary roots) with where it is, what it keeps, its age, its
+/// closure and what removing it alone frees; stale links; groups
+/// removed together (a profile's old generations, result links, direnv
+/// roots, roots older than --older-than), counted jointly; what is dead
+/// now; and the commands that do it. Honours nix.conf's keep-outputs
+/// and keep-derivations (and --option). Reads only: nix-heft deletes
+/// nothing.
 #[derive(Args, Debug)]
 pub struct RootsArgs {
     /// Show only the roots at or below these locations (a `result` link, a

@@ -10,7 +10,16 @@ use nix_heft_report::size::{SizeOptions, SizeReport, SortKey, UnknownOutputs};
 use super::Context;
 use super::context::Shown;
 
-/// `size`'s arguments.
+/// Closure size, self size and added size of every path in a closure.
+///
+/// SELF is the path's own NAR size (`nix path-info -s`). CLOSURE is the
+/// size of everything it references, directly or not, itself included
+/// (`nix path-info -S`). ADDED is what would leave the closure of the
+/// given roots if this one path were no longer kept: itself plus every
+/// path that is reachable only through it. A large library shared by two
+/// consumers therefore has an ADDED size that counts only once, under the
+/// nearest path that all routes to it pass through, not under each
+/// consumer.
 #[derive(Args, Debug)]
 pub struct SizeArgs {
     /// Roots: store paths, paths inside them, symlinks like ./result,

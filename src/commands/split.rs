@@ -13,7 +13,9 @@ use nix_heft_store::source::StoreSource;
 
 use super::{Context, Shown, TraceOpt};
 
-/// `split`'s arguments.
+/// What-if: split PATH into outputs (like moveToOutput) without
+/// rebuilding, and show each output's files, size, closure and
+/// references, and each root's closure before and after.
 #[derive(Args, Debug)]
 pub struct SplitArgs {
     /// The path to split.

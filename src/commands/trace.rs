@@ -12,7 +12,16 @@ use nix_heft_types::problem::Problem;
 
 use super::{Context, Shown};
 
-/// `trace`'s arguments.
+/// Run CMD under a tracer (ptrace with a seccomp filter, following
+/// every thread, fork and exec) and record which store files it uses
+/// (opens, executes, maps) and looks at (stat, access, readlink,
+/// directory listings, failed look-ups), through symlinks.
+///
+/// CMD's stdin, stdout and stderr pass through, and nix-heft exits with
+/// CMD's exit code (128 + the signal when a signal killed it, 124 when
+/// --timeout ended it first). The trace (JSON) goes to -o; a summary of
+/// the touched and never-touched paths of the closure goes to stderr
+/// (to stdout as JSON with --json, after CMD's own output).
 #[derive(Args, Debug)]
 pub struct TraceArgs {
     /// Where to write the trace file.

@@ -11,7 +11,9 @@ use nix_heft_report::why::WhyReport;
 use super::tree::{self, TreeArgs};
 use super::{Context, Shown, TraceOpt};
 
-/// `why`'s arguments.
+/// The chains from ROOT to DEP, and for every edge on them the files
+/// that hold the reference: where, and what kind of hold (symlink, ELF
+/// RUNPATH / NEEDED / interpreter / string, shebang, text ...).
 #[derive(Args, Debug)]
 pub struct WhyArgs {
     /// The root (store path, ./result, name, installable); omitted with

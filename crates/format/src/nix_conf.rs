@@ -711,6 +711,15 @@ pub fn fuzz(data: &[u8]) {
     }
 }
 
+/// nix.conf's `http-connections` (Nix's setting, which `--http-connections`
+/// overrides) as the process's environment finds nix.conf, when it is set
+/// to a number. A configuration that cannot be read, or another value,
+/// gives none: the commands that need nix.conf say what is wrong with it.
+pub fn http_connections() -> Option<usize> {
+    let conf = NixConf::load(&ConfEnv::from_process()).ok()?;
+    conf.get("http-connections")?.trim().parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
