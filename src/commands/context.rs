@@ -45,6 +45,25 @@ pub enum Color {
     Never,
 }
 
+/// The stores of a comparison ([`Context::open_sides`]).
+pub struct Sides {
+    both: Box<dyn StoreSource>,
+    before: Option<Box<dyn StoreSource>>,
+    after: Option<Box<dyn StoreSource>>,
+}
+
+impl Sides {
+    /// Where BEFORE is read.
+    pub fn before(&self) -> &dyn StoreSource {
+        self.before.as_deref().unwrap_or(self.both.as_ref())
+    }
+
+    /// Where AFTER is read.
+    pub fn after(&self) -> &dyn StoreSource {
+        self.after.as_deref().unwrap_or(self.both.as_ref())
+    }
+}
+
 /// The global flags, as every command sees them.
 #[derive(Debug, Clone)]
 pub struct Context {
@@ -183,6 +202,20 @@ impl Context {
         spec.as_deref()
             .map(|s| self.open_store(Some(s)))
             .transpose()
+    }
+
+    /// The stores of a comparison: `--store`'s, and BEFORE's and AFTER's
+    /// own when `--before-store` / `--after-store` name them.
+    pub fn open_sides(
+        &self,
+        before_store: &Option<String>,
+        after_store: &Option<String>,
+    ) -> anyhow::Result<Sides> {
+        Ok(Sides {
+            both: self.open()?,
+            before: self.optional_store(before_store)?,
+            after: self.optional_store(after_store)?,
+        })
     }
 
     /// Whether to colour what goes to a terminal (`tty`): `--color always`

@@ -7,7 +7,6 @@ use std::process::ExitCode;
 use clap::Args;
 
 use nix_heft_core::pipeline::CompareOptions;
-use nix_heft_report::TextOptions;
 
 use super::Context;
 use super::review::{self, ReviewArgs};
@@ -62,15 +61,8 @@ pub fn run(ctx: &Context, args: &DiffArgs) -> anyhow::Result<ExitCode> {
         let src = ctx.open_derivations()?.keeping_parsed();
         return compare(ctx, &src, &src, Some(&src), args, format, at);
     }
-    let src = ctx.open()?;
-    let src = src.as_ref();
-    let (b_own, a_own) = (
-        ctx.optional_store(&args.before_store)?,
-        ctx.optional_store(&args.after_store)?,
-    );
-    let bsrc = b_own.as_deref().unwrap_or(src);
-    let asrc = a_own.as_deref().unwrap_or(src);
-    compare(ctx, bsrc, asrc, None, args, format, at)
+    let sides = ctx.open_sides(&args.before_store, &args.after_store)?;
+    compare(ctx, sides.before(), sides.after(), None, args, format, at)
 }
 
 fn compare(
@@ -120,9 +112,6 @@ fn compare(
         format,
         &args.review,
         at.as_ref(),
-        &TextOptions {
-            exact_bytes: args.bytes,
-            ..args.review.text_options(ctx)
-        },
+        &args.review.text_options_bytes(ctx, args.bytes),
     )
 }

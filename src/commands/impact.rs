@@ -12,7 +12,6 @@ use clap::Args;
 use nix_heft_core::impact::{self, Prepared, Request, Rules, Side, Sides, Status};
 use nix_heft_eval::attrs::{EvalJobs, Evaluator};
 use nix_heft_format::nixpkgs_review::ReviewDir;
-use nix_heft_report::TextOptions;
 use nix_heft_report::impact::{ImpactReport, SideMeta};
 use nix_heft_types::Error;
 
@@ -318,10 +317,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         format,
         &args.review,
         at.as_ref(),
-        &TextOptions {
-            exact_bytes: args.bytes,
-            ..args.review.text_options(ctx)
-        },
+        &args.review.text_options_bytes(ctx, args.bytes),
     )?;
     let gate = rules.max_closure.is_some()
         || rules.max_growth.is_some()

@@ -107,16 +107,15 @@ pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
         let src = ctx.open_derivations()?;
         return page(ctx, args, traces.as_ref(), (&src, &src), Some(&src));
     }
-    let src = ctx.open()?;
-    let src = src.as_ref();
-    let (b_own, a_own) = (
-        ctx.optional_store(&args.before_store)?,
-        ctx.optional_store(&args.after_store)?,
-    );
-    let bsrc = b_own.as_deref().unwrap_or(src);
     // With --diff the page is AFTER's closure, read from AFTER's store.
-    let src = a_own.as_deref().unwrap_or(src);
-    page(ctx, args, traces.as_ref(), (bsrc, src), None)
+    let sides = ctx.open_sides(&args.before_store, &args.after_store)?;
+    page(
+        ctx,
+        args,
+        traces.as_ref(),
+        (sides.before(), sides.after()),
+        None,
+    )
 }
 
 /// The page of `src`'s closure (AFTER's with --diff, BEFORE read from

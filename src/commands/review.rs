@@ -72,8 +72,15 @@ impl ReviewArgs {
 
     /// Text options with `--evidence`.
     pub fn text_options(&self, ctx: &Context) -> TextOptions {
+        self.text_options_bytes(ctx, false)
+    }
+
+    /// [`ReviewArgs::text_options`], with exact byte counts when `bytes`
+    /// (the `--bytes` of `diff` and `impact`).
+    pub fn text_options_bytes(&self, ctx: &Context, bytes: bool) -> TextOptions {
         TextOptions {
             every_line: self.evidence,
+            exact_bytes: bytes,
             ..ctx.text_options()
         }
     }
