@@ -116,10 +116,13 @@ impl Context {
         let mut out = Vec::new();
         for s in stores.unwrap_or(&spec.stores) {
             out.push("--store".to_string());
-            out.push(absolute_store(s));
+            out.push(nix_heft_store::source::absolute_spec(s));
         }
         if let Some(s) = &spec.substituters {
-            let urls: Vec<String> = s.split_ascii_whitespace().map(absolute_store).collect();
+            let urls: Vec<String> = s
+                .split_ascii_whitespace()
+                .map(nix_heft_store::source::absolute_spec)
+                .collect();
             out.push("--substituters".to_string());
             out.push(urls.join(" "));
         }
@@ -510,35 +513,6 @@ impl Watch for CliWatch<'_> {
         );
         mapped.push(m.clone());
     }
-}
-
-/// A `--store` value that names the same store from any directory: a
-/// relative directory or `file://` URL made absolute; URLs of other
-/// schemes, `local`, `auto`, `daemon` and `local?…` as given.
-fn absolute_store(spec: &str) -> String {
-    let abs = |p: &str| {
-        std::path::absolute(p)
-            .map(|a| a.display().to_string())
-            .unwrap_or_else(|_| p.to_string())
-    };
-    if let Some(rest) = spec.strip_prefix("file://") {
-        let (path, query) = match rest.split_once('?') {
-            Some((p, q)) => (p, Some(q)),
-            None => (rest, None),
-        };
-        if path.starts_with('/') || path.is_empty() {
-            return spec.to_string();
-        }
-        let q = query.map(|q| format!("?{q}")).unwrap_or_default();
-        return format!("file://{}{q}", abs(path));
-    }
-    if spec.contains("://")
-        || matches!(spec, "local" | "auto" | "daemon")
-        || spec.starts_with("local?")
-    {
-        return spec.to_string();
-    }
-    abs(spec)
 }
 
 /// What opening the stores says, in the command line's words: keys and

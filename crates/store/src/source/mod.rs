@@ -446,30 +446,28 @@ pub fn open_with(spec: Option<&str>, opts: &OpenOptions) -> Result<Box<dyn Store
         spec: spec.to_string(),
         reason: reason.to_string(),
     };
-    let (scheme_part, query) = match spec.split_once('?') {
-        Some((a, b)) => (a, Some(b)),
-        None => (spec, None),
+    let p = match Spelled::of(spec) {
+        Spelled::File { path, .. } => {
+            return Ok(Box::new(BinaryCache::open_dir(Path::new(path), opts)?));
+        }
+        Spelled::Url {
+            scheme: "http" | "https",
+        } => {
+            return Ok(Box::new(BinaryCache::open_http(spec, opts)?));
+        }
+        Spelled::Url { scheme: "s3" } => {
+            return Err(unsupported(
+                "s3:// caches are not supported yet; for a public bucket, use its HTTPS endpoint",
+            ));
+        }
+        Spelled::Local { query } => return open_local_root(&local_scheme_root(query), opts),
+        Spelled::Url { .. } => {
+            return Err(unsupported(
+                "only local and chroot stores, file://, http:// and https:// binary caches and path-info JSON files can be read",
+            ));
+        }
+        Spelled::Path(p) => Path::new(p),
     };
-    if let Some(rest) = scheme_part.strip_prefix("file://") {
-        return Ok(Box::new(BinaryCache::open_dir(Path::new(rest), opts)?));
-    }
-    if scheme_part.starts_with("http://") || scheme_part.starts_with("https://") {
-        return Ok(Box::new(BinaryCache::open_http(spec, opts)?));
-    }
-    if scheme_part.starts_with("s3://") {
-        return Err(unsupported(
-            "s3:// caches are not supported yet; for a public bucket, use its HTTPS endpoint",
-        ));
-    }
-    if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
-        return open_local_root(&local_scheme_root(query), opts);
-    }
-    if scheme_part.contains("://") {
-        return Err(unsupported(
-            "only local and chroot stores, file://, http:// and https:// binary caches and path-info JSON files can be read",
-        ));
-    }
-    let p = Path::new(spec);
     let meta = std::fs::metadata(p).map_err(|e| Error::UnsupportedStore {
         spec: spec.to_string(),
         reason: e.to_string(),
@@ -507,18 +505,81 @@ pub fn local_root(spec: Option<&str>) -> Option<PathBuf> {
     let Some(spec) = spec else {
         return Some(PathBuf::from("/"));
     };
-    let (scheme_part, query) = match spec.split_once('?') {
-        Some((a, b)) => (a, Some(b)),
-        None => (spec, None),
+    match Spelled::of(spec) {
+        Spelled::Local { query } => Some(local_scheme_root(query)),
+        Spelled::File { .. } | Spelled::Url { .. } => None,
+        Spelled::Path(p) => {
+            let p = Path::new(p);
+            (p.is_dir() && p.join("nix/var/nix/db/db.sqlite").exists()).then(|| p.to_path_buf())
+        }
+    }
+}
+
+/// How a store spec is written, in [`open_with`]'s grammar: the one
+/// reading of it, for opening a store and for naming it elsewhere.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Spelled<'a> {
+    /// `local`, `auto`, `daemon` or `unix`, with the query after `?`.
+    Local { query: Option<&'a str> },
+    /// `file://PATH`, with the query after `?`.
+    File {
+        path: &'a str,
+        query: Option<&'a str>,
+    },
+    /// Another URL (`scheme://…`).
+    Url { scheme: &'a str },
+    /// A path: a chroot store, a binary cache directory or a path-info
+    /// JSON file.
+    Path(&'a str),
+}
+
+impl<'a> Spelled<'a> {
+    fn of(spec: &'a str) -> Spelled<'a> {
+        let (scheme_part, query) = match spec.split_once('?') {
+            Some((a, b)) => (a, Some(b)),
+            None => (spec, None),
+        };
+        if let Some(path) = scheme_part.strip_prefix("file://") {
+            return Spelled::File { path, query };
+        }
+        if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
+            return Spelled::Local { query };
+        }
+        if let Some((scheme, _)) = scheme_part.split_once("://") {
+            return Spelled::Url { scheme };
+        }
+        Spelled::Path(spec)
+    }
+}
+
+/// `spec` written so that it names the same store from any directory: a
+/// relative path, `file://` path or `root=` made absolute from the
+/// working directory; the rest as given.
+pub fn absolute_spec(spec: &str) -> String {
+    let abs = |p: &str| {
+        std::path::absolute(p)
+            .map(|a| a.display().to_string())
+            .unwrap_or_else(|_| p.to_string())
     };
-    if matches!(scheme_part, "local" | "auto" | "daemon" | "unix") {
-        return Some(local_scheme_root(query));
+    let with_query = |q: Option<&str>| q.map(|q| format!("?{q}")).unwrap_or_default();
+    match Spelled::of(spec) {
+        Spelled::File { path, query } if !path.is_empty() && !path.starts_with('/') => {
+            format!("file://{}{}", abs(path), with_query(query))
+        }
+        Spelled::Local { query: Some(q) } => {
+            let (name, _) = spec.split_once('?').unwrap_or((spec, ""));
+            let q: Vec<String> = q
+                .split('&')
+                .map(|kv| match kv.strip_prefix("root=") {
+                    Some(r) if !r.is_empty() && !r.starts_with('/') => format!("root={}", abs(r)),
+                    _ => kv.to_string(),
+                })
+                .collect();
+            format!("{name}?{}", q.join("&"))
+        }
+        Spelled::Path(p) => abs(p),
+        _ => spec.to_string(),
     }
-    if scheme_part.contains("://") {
-        return None;
-    }
-    let p = Path::new(spec);
-    (p.is_dir() && p.join("nix/var/nix/db/db.sqlite").exists()).then(|| p.to_path_buf())
 }
 
 fn open_local_root(root: &Path, opts: &OpenOptions) -> Result<Box<dyn StoreSource>> {
@@ -529,4 +590,53 @@ fn open_local_root(root: &Path, opts: &OpenOptions) -> Result<Box<dyn StoreSourc
     Ok(Box::new(
         LocalStore::open(root, Arc::clone(&opts.log))?.with_verify(opts.verify),
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// One reading of a spec: what `absolute_spec` keeps or makes
+    /// absolute is what `open_with` opens (`unix` was once taken for a
+    /// relative path there and a local store here).
+    #[test]
+    fn absolute_specs_name_the_same_store_from_anywhere() {
+        let cwd = std::env::current_dir().unwrap().display().to_string();
+        for (spec, want) in [
+            ("local", "local".to_string()),
+            ("auto", "auto".to_string()),
+            ("daemon", "daemon".to_string()),
+            ("unix", "unix".to_string()),
+            ("unix?root=/mnt", "unix?root=/mnt".to_string()),
+            (
+                "local?root=rel/x&a=1",
+                format!("local?root={cwd}/rel/x&a=1"),
+            ),
+            ("file:///abs/c", "file:///abs/c".to_string()),
+            (
+                "file://rel/c?trusted=1",
+                format!("file://{cwd}/rel/c?trusted=1"),
+            ),
+            (
+                "https://cache.example/x",
+                "https://cache.example/x".to_string(),
+            ),
+            ("s3://bucket", "s3://bucket".to_string()),
+            ("rel/dir", format!("{cwd}/rel/dir")),
+            ("/abs/dir", "/abs/dir".to_string()),
+        ] {
+            let got = absolute_spec(spec);
+            assert_eq!(got, want, "{spec}");
+            assert_eq!(
+                std::mem::discriminant(&Spelled::of(&got)),
+                std::mem::discriminant(&Spelled::of(spec)),
+                "{spec}"
+            );
+        }
+        assert_eq!(
+            local_root(Some("unix?root=/mnt")),
+            Some(PathBuf::from("/mnt"))
+        );
+        assert_eq!(local_root(Some("file:///x")), None);
+    }
 }
