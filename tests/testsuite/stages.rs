@@ -557,3 +557,99 @@ fn no_library_crate_aliases_another() {
     }
     assert!(found.is_empty(), "crate aliases: {found:#?}");
 }
+
+/// docs/ARCHITECTURE.md's "a command" row, checked by doing it: every
+/// subcommand of `main.rs`'s `Command` has its files where the row says:
+/// `src/commands/NAME.rs` with `NAMEArgs` (clap, its doc comment the
+/// command's help) and the function `main.rs` dispatches to, its report in
+/// `crates/report/src/NAME.rs` (or `NAME/`), its tests in a module of its
+/// name in `tests/testsuite/` or `tests/fast/`. The exceptions are named
+/// with where their part lives instead.
+#[test]
+fn each_command_has_its_files_in_their_places() {
+    let root = repo();
+    let main = std::fs::read_to_string(root.join("src/main.rs")).unwrap();
+    let variant =
+        regex::Regex::new(r"(?m)^    (\w+)\((?:Box<)?commands::(\w+)::(\w+)>?\),$").unwrap();
+    // Where a command's report or tests live when not under its name.
+    let report_elsewhere: BTreeMap<&str, &str> = [
+        ("report", "crates/report/src/html.rs"),
+        ("browse", "crates/browse/src/lib.rs"),
+        ("completions", "src/commands/completions.rs"),
+        ("man", "src/commands/man.rs"),
+    ]
+    .into();
+    let tests_elsewhere: BTreeMap<&str, &str> = [
+        ("split", "tests/fast/plan.rs"),
+        ("advise", "tests/fast/plan.rs"),
+        ("completions", "tests/testsuite/packaging.rs"),
+        ("man", "tests/testsuite/packaging.rs"),
+    ]
+    .into();
+    let mut seen = 0;
+    for c in variant.captures_iter(&main) {
+        let (name, module, args) = (&c[1], &c[2], &c[3]);
+        let file = root.join(format!("src/commands/{module}.rs"));
+        let code = std::fs::read_to_string(&file)
+            .unwrap_or_else(|e| panic!("{name}: {}: {e}", file.display()));
+        let decl = format!("pub struct {args} {{");
+        let at = code
+            .find(&decl)
+            .unwrap_or_else(|| panic!("{name}: no `{decl}` in {}", file.display()));
+        let before: Vec<&str> = code[..at].lines().rev().take(2).collect();
+        assert!(
+            before[0].starts_with("#[derive(Args") && before[1].starts_with("///"),
+            "{name}: {args} is not a documented clap Args struct: {before:?}"
+        );
+        let dispatch = regex::Regex::new(&format!(
+            r"Command::{name}\(args\) => commands::{module}::(\w+)\("
+        ))
+        .unwrap();
+        let f = dispatch
+            .captures(&main)
+            .unwrap_or_else(|| panic!("{name}: no dispatch line in main.rs"))[1]
+            .to_string();
+        assert!(
+            code.contains(&format!("pub fn {f}(")),
+            "{name}: main.rs calls {module}::{f}, which {} does not define",
+            file.display()
+        );
+        let report = report_elsewhere.get(module).map_or_else(
+            || {
+                let one = root.join(format!("crates/report/src/{module}.rs"));
+                if one.exists() {
+                    one
+                } else {
+                    root.join(format!("crates/report/src/{module}/mod.rs"))
+                }
+            },
+            |p| root.join(p),
+        );
+        assert!(report.exists(), "{name}: no report at {}", report.display());
+        let tests = tests_elsewhere.get(module).map_or_else(
+            || {
+                let t = root.join(format!("tests/testsuite/{module}.rs"));
+                if t.exists() {
+                    t
+                } else {
+                    root.join(format!("tests/fast/{module}.rs"))
+                }
+            },
+            |p| root.join(p),
+        );
+        let t = std::fs::read_to_string(&tests)
+            .unwrap_or_else(|e| panic!("{name}: no tests at {}: {e}", tests.display()));
+        assert!(
+            t.contains(&format!("\"{module}\"")),
+            "{name}: {} never runs `{module}`",
+            tests.display()
+        );
+        seen += 1;
+    }
+    // Every variant of `Command`, none missed by the pattern.
+    let enum_at = main.find("enum Command {").expect("main.rs has enum Command");
+    let body = &main[enum_at..enum_at + main[enum_at..].find("\n}").unwrap()];
+    let variants = body.lines().filter(|l| l.trim_end().ends_with("),")).count();
+    assert_eq!(seen, variants, "{body}");
+    assert!(seen >= 16, "{seen}");
+}
