@@ -3,7 +3,6 @@
 //! difference and why; the base usually read from a binary cache, the head
 //! from the local store or a nixpkgs-review directory.
 
-use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
@@ -12,10 +11,11 @@ use clap::Args;
 use nix_heft_core::impact::{self, Prepared, Request, Rules, Side, Sides, Status};
 use nix_heft_eval::attrs::{EvalJobs, Evaluator};
 use nix_heft_format::nixpkgs_review::ReviewDir;
-use nix_heft_report::impact::{ImpactReport, SideMeta};
+use nix_heft_report::impact::{AttrList, ImpactReport, SideMeta};
 use nix_heft_types::Error;
 
 use super::Context;
+use super::context::Shown;
 use super::review::{self, ReviewArgs};
 
 /// The closure impact of a change to a package set (a nixpkgs pull
@@ -273,11 +273,10 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     if args.list {
-        let mut out = std::io::stdout().lock();
-        for a in &prepared.attrs {
-            writeln!(out, "{a}")?;
-        }
-        return Ok(ExitCode::SUCCESS);
+        let list = AttrList {
+            attrs: prepared.attrs.clone(),
+        };
+        return ctx.emit(None, &list, Shown::Report(ctx.text_options()));
     }
 
     let (bsrc, asrc) = (

@@ -1466,3 +1466,30 @@ fn directory_and_flake_sides_agree_with_revisions() {
         }
     }
 }
+
+/// `--list` names the attributes a comparison would compare, one a line
+/// (what the Action builds), the same with `--json`, and exactly the rows
+/// of the comparison itself; it reads no store, so it prints no warning.
+#[test]
+fn list_names_what_would_be_compared_in_text_and_json() {
+    let text = impact(&["--list"]);
+    assert_eq!(text.code, 0, "{}", text.stderr);
+    assert!(text.stderr.is_empty(), "{}", text.stderr);
+    let lines: Vec<&str> = text.stdout.lines().collect();
+    assert!(lines.len() > 10, "{}", text.stdout);
+    let json = impact(&["--list", "--json"]);
+    assert_eq!(json.code, 0, "{}", json.stderr);
+    let v: serde_json::Value = serde_json::from_str(&json.stdout).unwrap();
+    let attrs: Vec<&str> = v["attrs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    assert_eq!(attrs, lines);
+    let compared: BTreeSet<String> = rows(&json_of(&impact(&["--json"])))
+        .into_keys()
+        .collect();
+    let listed: BTreeSet<String> = lines.iter().map(|l| l.to_string()).collect();
+    assert_eq!(listed, compared);
+}

@@ -647,9 +647,14 @@ fn each_command_has_its_files_in_their_places() {
         seen += 1;
     }
     // Every variant of `Command`, none missed by the pattern.
-    let enum_at = main.find("enum Command {").expect("main.rs has enum Command");
+    let enum_at = main
+        .find("enum Command {")
+        .expect("main.rs has enum Command");
     let body = &main[enum_at..enum_at + main[enum_at..].find("\n}").unwrap()];
-    let variants = body.lines().filter(|l| l.trim_end().ends_with("),")).count();
+    let variants = body
+        .lines()
+        .filter(|l| l.trim_end().ends_with("),"))
+        .count();
     assert_eq!(seen, variants, "{body}");
     assert!(seen >= 16, "{seen}");
 }

@@ -1204,6 +1204,21 @@ impl review::Reviewed for ImpactReport {
     }
 }
 
+/// `impact --list`: the attributes that would be compared, one a line
+/// (what a CI job builds before comparing them); `{"attrs": [...]}` as
+/// JSON.
+#[derive(Debug, Clone, Serialize)]
+pub struct AttrList {
+    /// The attributes, in the order they are compared.
+    pub attrs: Vec<String>,
+}
+
+impl Report for AttrList {
+    fn render_text(&self, _: &TextOptions) -> String {
+        self.attrs.iter().map(|a| format!("{a}\n")).collect()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
