@@ -6,8 +6,9 @@
 //! flags cannot drift apart.
 //!
 //! A flag given on the command line overrides its key; a list (`forbid`,
-//! `forbid-verdict`, `store`, …) adds up: the command line's items, then
-//! the file's; ROOTs given replace the file's `roots`. Paths in the file are
+//! `forbid-verdict`, …) adds up: the command line's items, then the
+//! file's; ROOTs and `--store` given replace the file's `roots` and
+//! `store`. Paths in the file are
 //! taken from the file's directory: the values of path flags
 //! (`against-json`, `netrc-file`, `nix-file`, …) when relative, and any
 //! other value that begins with `./` or `../` (a ROOT, `against`, a
@@ -21,8 +22,9 @@ use clap::{ArgAction, ArgMatches, ValueHint};
 
 use nix_heft_types::Error;
 
-/// The key of the positional ROOTs.
-const ROOTS: &str = "roots";
+/// The lists whose items on the command line replace the file's rather
+/// than add to them: the ROOTs and `--store`.
+const REPLACED: &[&str] = &["roots", "store"];
 
 /// The command line with `check`'s config file in it, when the command is
 /// `check` and a file applies; `None` otherwise. `cmd` is the built
@@ -96,8 +98,9 @@ fn tokens(
             Some(ValueSource::CommandLine | ValueSource::EnvVariable)
         );
         // A flag given overrides its key; a list adds to it, except the
-        // ROOTs, which replace the file's.
-        if on_command_line && (!list || id == ROOTS) {
+        // ROOTs and the stores, which replace the file's (a store named on
+        // the command line is the one to read, not one more layer).
+        if on_command_line && (!list || REPLACED.contains(&id)) {
             continue;
         }
         if matches!(arg.get_action(), ArgAction::SetTrue) {
@@ -292,7 +295,19 @@ mod tests {
         assert_eq!(strings("forbid"), ["y*", "x*"]);
         assert_eq!(strings("roots"), ["/r"]);
         assert!(sub.get_flag("no_require_sigs"));
+        // A store on the command line replaces the file's.
+        let (_, m) = with_file(&["nix-heft", "--store", "/cli", "check", "/r"], text);
+        let sub = m.subcommand_matches("check").unwrap();
+        let stores: Vec<&String> = sub.get_many::<String>("store").unwrap().collect();
+        assert_eq!(stores, ["/cli"]);
         // Paths from the file's directory.
+        let (_, m) = with_file(&["nix-heft", "check", "/r"], text);
+        let sub = m.subcommand_matches("check").unwrap();
+        let strings = |id: &str| -> Vec<String> {
+            sub.get_many::<String>(id)
+                .map(|v| v.cloned().collect())
+                .unwrap_or_default()
+        };
         let store = strings("store");
         assert_eq!(store.len(), 1);
         assert!(store[0].ends_with("/./s") && store[0] != "./s", "{store:?}");

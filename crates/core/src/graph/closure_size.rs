@@ -201,14 +201,23 @@ fn all_closures(g: &Graph) -> Option<Vec<(u64, u64)>> {
                     }
                 }
                 let mut lowest = levels;
+                // Paths queued and not yet taken: the pass ends with the
+                // last, not at the graph's top level (a deep graph has
+                // many levels above a group's ancestors).
+                let mut queued = 0usize;
                 for (i, v) in group.clone().enumerate() {
                     word[v][i / 64] = 1 << (i % 64);
                     let h = level[v] as usize;
                     bucket[h].push(v as NodeId);
+                    queued += 1;
                     lowest = lowest.min(h);
                 }
                 for h in lowest..levels {
+                    if queued == 0 {
+                        break;
+                    }
                     let mut at = std::mem::take(&mut bucket[h]);
+                    queued -= at.len();
                     for &u in &at {
                         let u = u as usize;
                         let w = word[u];
@@ -229,6 +238,7 @@ fn all_closures(g: &Graph) -> Option<Vec<(u64, u64)>> {
                             let pw = &mut word[p as usize];
                             if *pw == [0; WIDE] {
                                 bucket[level[p as usize] as usize].push(p);
+                                queued += 1;
                             }
                             for (a, b) in pw.iter_mut().zip(&w) {
                                 *a |= b;
@@ -509,6 +519,33 @@ mod tests {
                 walk_closures(&g, &all),
                 "seed {seed}"
             );
+        }
+    }
+
+    /// A chain deeper than a group, and a wide fan: heights far above a
+    /// group's ancestors end the pass early without missing any.
+    #[test]
+    fn deep_and_wide_graphs_agree_with_the_walks() {
+        use crate::graph::RawClosure;
+        use nix_heft_format::store_path::StorePath;
+        let path = |i: usize| {
+            StorePath::parse("/nix/store", &format!("/nix/store/{i:0>32}-p{i}")).unwrap()
+        };
+        for (n, fan) in [(1000usize, false), (700, true)] {
+            let mut raw = RawClosure::default();
+            for i in 0..n {
+                raw.push(path(i), 8 * (i as u64 + 1));
+            }
+            for i in 0..n - 1 {
+                if fan {
+                    raw.references[0].push(i as u32 + 1);
+                } else {
+                    raw.references[i].push(i as u32 + 1);
+                }
+            }
+            let g = Graph::from_raw(raw, 1);
+            let all: Vec<NodeId> = (0..g.len() as NodeId).collect();
+            assert_eq!(all_closures(&g).unwrap(), walk_closures(&g, &all), "{n}");
         }
     }
 
