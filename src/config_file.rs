@@ -93,14 +93,20 @@ fn tokens(
         };
         let id = arg.get_id().as_str();
         let list = arg.is_positional() || matches!(arg.get_action(), ArgAction::Append);
-        let on_command_line = matches!(
-            given.value_source(id),
-            Some(ValueSource::CommandLine | ValueSource::EnvVariable)
-        );
+        let on_command_line = given_on_command_line(given, id);
         // A flag given overrides its key; a list adds to it, except the
         // ROOTs and the stores, which replace the file's (a store named on
         // the command line is the one to read, not one more layer).
         if on_command_line && (!list || REPLACED.contains(&id)) {
+            continue;
+        }
+        // Two flags that say one thing (the output format): the command
+        // line's says it, whichever of the two it gave.
+        let said_otherwise = SAME_THING.iter().any(|(a, b)| {
+            (id == *a && given_on_command_line(given, b))
+                || (id == *b && given_on_command_line(given, a))
+        });
+        if said_otherwise {
             continue;
         }
         if matches!(arg.get_action(), ArgAction::SetTrue) {
@@ -159,6 +165,18 @@ fn tokens(
         }
     }
     Ok((options, roots))
+}
+
+/// Pairs of flags that say the same thing (`--json` is `--format json`):
+/// one given on the command line overrides the other's key.
+const SAME_THING: &[(&str, &str)] = &[("format", "json")];
+
+/// Whether the command line (not a default) gave the flag `id`.
+fn given_on_command_line(given: &ArgMatches, id: &str) -> bool {
+    matches!(
+        given.value_source(id),
+        Some(ValueSource::CommandLine | ValueSource::EnvVariable)
+    )
 }
 
 /// The key of a flag: its long name; `roots` for the ROOTs; none for
@@ -315,6 +333,30 @@ mod tests {
         let sub = m.subcommand_matches("check").unwrap();
         let roots: Vec<&String> = sub.get_many::<String>("roots").unwrap().collect();
         assert!(roots[0].ends_with("/./a"), "{roots:?}");
+    }
+
+    /// `--json` on the command line overrides the file's `format`, and
+    /// `--format` the file's `json`, as a flag overrides its key.
+    #[test]
+    fn json_and_format_override_each_others_keys() {
+        let (_, m) = with_file(
+            &["nix-heft", "--json", "check", "/r"],
+            "format = \"github\"\n",
+        );
+        let sub = m.subcommand_matches("check").unwrap();
+        assert_eq!(sub.get_one::<String>("format"), None);
+        assert!(sub.get_flag("json"));
+        let (_, m) = with_file(
+            &["nix-heft", "check", "--format", "markdown", "/r"],
+            "json = true\n",
+        );
+        let sub = m.subcommand_matches("check").unwrap();
+        assert!(!sub.get_flag("json"));
+        assert_eq!(sub.get_one::<String>("format").unwrap(), "markdown");
+        // Without the other on the command line, the key holds.
+        let (_, m) = with_file(&["nix-heft", "check", "/r"], "format = \"github\"\n");
+        let sub = m.subcommand_matches("check").unwrap();
+        assert_eq!(sub.get_one::<String>("format").unwrap(), "github");
     }
 
     #[test]
