@@ -102,10 +102,26 @@ fn tokens(
         }
         // Two flags that say one thing (the output format): the command
         // line's says it, whichever of the two it gave.
-        let said_otherwise = SAME_THING.iter().any(|(a, b)| {
-            (id == *a && given_on_command_line(given, b))
-                || (id == *b && given_on_command_line(given, a))
+        // A flag the command line gave that clap says conflicts with this
+        // key's (`--against-json` with `against`, `--expr` with `file`)
+        // overrides it too.
+        let conflicting = check.get_arguments().any(|c| {
+            let c_id = c.get_id().as_str();
+            given_on_command_line(given, c_id)
+                && (check
+                    .get_arg_conflicts_with(arg)
+                    .iter()
+                    .any(|x| x.get_id() == c.get_id())
+                    || check
+                        .get_arg_conflicts_with(c)
+                        .iter()
+                        .any(|x| x.get_id() == arg.get_id()))
         });
+        let said_otherwise = conflicting
+            || SAME_THING.iter().any(|(a, b)| {
+                (id == *a && given_on_command_line(given, b))
+                    || (id == *b && given_on_command_line(given, a))
+            });
         if said_otherwise {
             continue;
         }
@@ -204,7 +220,9 @@ fn from_file_dir(dir: &Path, hint: ValueHint, value: String) -> PathBuf {
         ValueHint::FilePath | ValueHint::DirPath | ValueHint::AnyPath | ValueHint::ExecutablePath
     );
     let relative = value.starts_with("./") || value.starts_with("../");
-    if relative || (path_flag && !value.is_empty() && Path::new(&value).is_relative()) {
+    // `<nixpkgs>` is a search-path look-up, not a path.
+    let lookup = value.starts_with('<') && value.ends_with('>');
+    if relative || (path_flag && !lookup && !value.is_empty() && Path::new(&value).is_relative()) {
         dir.join(value)
     } else {
         PathBuf::from(value)
@@ -357,6 +375,25 @@ mod tests {
         let (_, m) = with_file(&["nix-heft", "check", "/r"], "format = \"github\"\n");
         let sub = m.subcommand_matches("check").unwrap();
         assert_eq!(sub.get_one::<String>("format").unwrap(), "github");
+    }
+
+    /// A flag clap says conflicts with a key's overrides the key too, and
+    /// `<nixpkgs>` stays a look-up.
+    #[test]
+    fn conflicting_flags_override_keys_and_lookups_stay() {
+        let (_, m) = with_file(
+            &["nix-heft", "check", "--against-json", "/b.json", "/r"],
+            "against = \"/nix/var/nix/profiles/system\"\nfile = \"<nixpkgs>\"\n",
+        );
+        let sub = m.subcommand_matches("check").unwrap();
+        assert_eq!(sub.get_one::<String>("against"), None);
+        assert_eq!(sub.get_one::<String>("file").unwrap(), "<nixpkgs>");
+        let (_, m) = with_file(
+            &["nix-heft", "--expr", "import <nixpkgs> {}", "check", "/r"],
+            "file = \"default.nix\"\n",
+        );
+        let sub = m.subcommand_matches("check").unwrap();
+        assert_eq!(sub.get_one::<String>("file"), None);
     }
 
     #[test]
