@@ -3,7 +3,6 @@
 //! file reads the baseline, resolves the roots and the forbidden globs in
 //! the store, and prints the verdict in the format asked for.
 
-use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
@@ -82,25 +81,6 @@ impl CheckArgs {
     }
 }
 
-/// A saved `nix-heft size --json` as a baseline.
-fn baseline_file(file: &PathBuf) -> anyhow::Result<Baseline> {
-    let text = std::fs::read(file).map_err(|source| nix_heft_types::Error::Io {
-        path: file.clone(),
-        source,
-    })?;
-    let r: SizeReport =
-        serde_json::from_slice(&text).map_err(|e| nix_heft_types::Error::BadBaseline {
-            file: file.clone(),
-            reason: format!("not the output of `nix-heft size --json`: {e}"),
-        })?;
-    Ok(Baseline::from_sizes(
-        file.display().to_string(),
-        r.closure_size,
-        r.path_count,
-        r.paths.into_iter().map(|p| p.path),
-    ))
-}
-
 /// Checks the rules over the roots' closure and prints the verdict; exit
 /// code 4 when a rule is broken, else 3 for a partial read, else 0.
 pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
@@ -112,7 +92,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     // The file is read before the store is opened: a bad baseline fails at
     // once.
     let saved = match &settings.baseline {
-        Some(BaselineFrom::SizeJson(f)) => Some(baseline_file(f)?),
+        Some(BaselineFrom::SizeJson(f)) => Some(SizeReport::read_baseline(f)?),
         _ => None,
     };
     // Several stores come from the command line only (a config file names
@@ -132,22 +112,11 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let roots = ctx.roots(src, &settings.roots)?;
     let g = ctx.load(src, &roots)?;
-    let forbidden: Vec<(String, nix_heft_core::graph::NodeId)> = settings
-        .rules
-        .forbid
-        .iter()
-        .flat_map(|(pat, m)| {
-            nix_heft_core::roots::matching_in_closure(&g, m)
-                .into_iter()
-                .map(move |v| (pat.clone(), v))
-        })
-        .collect();
     let checked = nix_heft_core::pipeline::check(
         src,
         &g,
         &settings.rules,
         baseline.as_ref(),
-        &forbidden,
         &ctx.read_bar(src),
     );
     let report = CheckReport {

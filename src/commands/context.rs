@@ -275,6 +275,14 @@ impl Context {
         pb
     }
 
+    /// `work` under a [`Context::spinner`] saying `msg`, cleared after.
+    pub fn spinning<T>(&self, msg: &str, work: impl FnOnce() -> T) -> T {
+        let pb = self.spinner(msg);
+        let out = work();
+        pb.finish_and_clear();
+        out
+    }
+
     /// Resolving arguments against `src` with this run's flags
     /// (`nix_heft_core::resolve`): a spinner while `nix` evaluates, a note
     /// on stderr for each output read as its deriver.
@@ -327,10 +335,9 @@ impl Context {
         src: &dyn StoreSource,
         roots: &[nix_heft_format::StorePath],
     ) -> anyhow::Result<Graph> {
-        let pb = self.spinner(&format!("reading closure from {}", src.describe()));
-        let g = Graph::load(src, roots).context("loading the closure")?;
-        pb.finish_and_clear();
-        Ok(g)
+        self.spinning(&format!("reading closure from {}", src.describe()), || {
+            Graph::load(src, roots).context("loading the closure")
+        })
     }
 
     /// BEFORE's and AFTER's closures, loaded at once behind one spinner.
@@ -339,9 +346,9 @@ impl Context {
         before: (&dyn StoreSource, &[nix_heft_format::StorePath]),
         after: (&dyn StoreSource, &[nix_heft_format::StorePath]),
     ) -> anyhow::Result<(Graph, Graph)> {
-        let pb = self.spinner("reading both closures");
-        let (bg, ag) = pipeline::load_pair(before, after);
-        pb.finish_and_clear();
+        let (bg, ag) = self.spinning("reading both closures", || {
+            pipeline::load_pair(before, after)
+        });
         Ok((
             bg.context("loading BEFORE's closure")?,
             ag.context("loading AFTER's closure")?,
@@ -412,6 +419,12 @@ impl Context {
         }
         out.flush()?;
         Ok(self.finish(report.problems()))
+    }
+
+    /// A note on stderr, said as it happens (a report's problems wait for
+    /// [`Context::finish`]).
+    pub fn note(&self, text: &str) {
+        eprintln!("nix-heft: note: {text}");
     }
 
     /// The one place the binary prints a warning: the run's warnings (those
@@ -506,11 +519,11 @@ impl Watch for CliWatch<'_> {
         } else {
             format!(" ({})", m.arg)
         };
-        eprintln!(
-            "nix-heft: note: {}{given} is an output, not a derivation: --derivation reads \
-             its deriver {} (as nix path-info --derivation names it)",
+        self.ctx.note(&format!(
+            "{}{given} is an output, not a derivation: --derivation reads its deriver {} (as \
+             nix path-info --derivation names it)",
             m.output, m.deriver
-        );
+        ));
         mapped.push(m.clone());
     }
 }

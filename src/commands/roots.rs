@@ -2,13 +2,12 @@
 //! a local or chroot store would free, exactly as Nix's collector counts
 //! it (issue 41). Flags → a [`RootsRequest`] → `gc::analyse` → one report.
 
-use std::path::{Component, Path, PathBuf};
+use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::gc::{Detail, RootsRequest};
-use nix_heft_format::nix_conf::{ConfEnv, NixConf};
+use nix_heft_core::gc::{self, Detail, RootsRequest};
 use nix_heft_report::TextOptions;
 use nix_heft_report::roots::{MarkedReport, RootsReport, WhyRootsReport};
 use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
@@ -72,6 +71,23 @@ pub struct RootsArgs {
     browse: bool,
 }
 
+impl RootsArgs {
+    /// What both the table and the browser ask: the locations, the days
+    /// and the disk figure, over the collector's settings.
+    fn request(
+        &self,
+        ctx: &Context,
+        store: &nix_heft_store::source::LocalStore,
+    ) -> nix_heft_types::Result<RootsRequest> {
+        Ok(RootsRequest {
+            older_than_days: self.older_than,
+            under: self.paths.iter().flat_map(|p| gc::locations(p)).collect(),
+            disk: self.disk,
+            ..request(ctx, store)?
+        })
+    }
+}
+
 /// `30` or `30d`: a positive number of days.
 fn days(s: &str) -> Result<u64, String> {
     let n = s.strip_suffix('d').unwrap_or(s);
@@ -89,18 +105,15 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     let store = ctx.open_local()?;
     let top = (!args.all).then(|| args.top.unwrap_or(DEFAULT_TOP));
     let req = RootsRequest {
-        older_than_days: args.older_than,
-        under: args.paths.iter().flat_map(|p| locations(p)).collect(),
-        disk: args.disk,
         list_paths: args.list_paths,
         detail: match (ctx.json, top) {
             (false, Some(n)) if args.html.is_some() => Detail::Top(n.max(PAGE_ROOTS)),
             (false, Some(n)) => Detail::Top(n),
             _ => Detail::All,
         },
-        ..request(ctx, &store)?
+        ..args.request(ctx, &store)?
     };
-    let analysis = reading(ctx, &store, || nix_heft_core::gc::analyse(&store, &req))?;
+    let analysis = reading(ctx, &store, || gc::analyse(&store, &req))?;
     let page = match &args.html {
         Some(file) => {
             let html = RootsPage::new(&analysis).render_html();
@@ -135,15 +148,10 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     }
     let store = ctx.open_local()?;
     let req = RootsRequest {
-        older_than_days: args.older_than,
-        under: args.paths.iter().flat_map(|p| locations(p)).collect(),
-        disk: args.disk,
         detail: Detail::Top(BROWSE_DETAIL),
-        ..request(ctx, &store)?
+        ..args.request(ctx, &store)?
     };
-    let (analysis, collector) = reading(ctx, &store, || {
-        nix_heft_core::gc::analyse_with(&store, &req)
-    })?;
+    let (analysis, collector) = reading(ctx, &store, || gc::analyse_with(&store, &req))?;
     let mut app = nix_heft_browse::roots::RootsApp::new(&analysis, &collector, !ctx.colour(true));
     let commands = crate::browse_terminal::run_roots(&mut app)?;
     if commands.is_empty() {
@@ -165,15 +173,10 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
 fn reading<T>(
     ctx: &Context,
     store: &nix_heft_store::source::LocalStore,
-    read: impl FnOnce() -> nix_heft_types::Result<T>,
-) -> nix_heft_types::Result<T> {
-    let pb = ctx.spinner(&format!(
-        "reading the roots of {}",
-        nix_heft_store::source::PathMetadata::describe(store)
-    ));
-    let out = read();
-    pb.finish_and_clear();
-    out
+    read: impl FnOnce() -> T,
+) -> T {
+    use nix_heft_store::source::PathMetadata;
+    ctx.spinning(&format!("reading the roots of {}", store.describe()), read)
 }
 
 /// Roots the browser gets closures and commands for (those further down
@@ -189,7 +192,7 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
         detail: Detail::Top(0),
         ..request(ctx, &store)?
     };
-    let analysis = reading(ctx, &store, || nix_heft_core::gc::analyse(&store, &req))?;
+    let analysis = reading(ctx, &store, || gc::analyse(&store, &req))?;
     ctx.emit(
         None,
         &WhyRootsReport::new(&analysis),
@@ -197,67 +200,10 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
     )
 }
 
-/// The request's settings every command asking about roots shares:
-/// `keep-outputs` and `keep-derivations` as the collector will read them
-/// (nix.conf, then `--option`), how to name the store to Nix, and now.
+/// The collector's settings for `store`, with the `--option`s given.
 pub fn request(
     ctx: &Context,
     store: &nix_heft_store::source::LocalStore,
-) -> anyhow::Result<RootsRequest> {
-    let gc_options: Vec<(String, String)> = ctx
-        .installables
-        .options
-        .iter()
-        .filter(|(k, _)| {
-            matches!(
-                k.as_str(),
-                "keep-outputs" | "gc-keep-outputs" | "keep-derivations" | "gc-keep-derivations"
-            )
-        })
-        .cloned()
-        .collect();
-    let conf = NixConf::load(&ConfEnv::from_process())
-        .map_err(|e| nix_heft_types::Error::NixConf(e.to_string()))?
-        .with_options(&gc_options);
-    let bad =
-        |e: nix_heft_format::nix_conf::NixConfError| nix_heft_types::Error::NixConf(e.to_string());
-    let root = store.root();
-    Ok(RootsRequest {
-        keep_outputs: conf.keep_outputs().map_err(bad)?,
-        keep_derivations: conf.keep_derivations().map_err(bad)?,
-        options: gc_options,
-        store_arg: (root != Path::new("/")).then(|| root.display().to_string()),
-        older_than_days: 30,
-        now: std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs() as i64),
-        ..Default::default()
-    })
-}
-
-/// A PATH argument as the locations of roots may be written: absolute and
-/// normalised, and through its directory's real path when that differs
-/// (a link is not followed: it may be the root).
-fn locations(p: &Path) -> Vec<PathBuf> {
-    let abs = std::path::absolute(p).unwrap_or_else(|_| p.to_path_buf());
-    let mut lexical = PathBuf::from("/");
-    for c in abs.components() {
-        match c {
-            Component::Normal(n) => lexical.push(n),
-            Component::ParentDir => {
-                lexical.pop();
-            }
-            _ => {}
-        }
-    }
-    let mut out = vec![lexical.clone()];
-    if let (Some(dir), Some(name)) = (lexical.parent(), lexical.file_name())
-        && let Ok(real) = std::fs::canonicalize(dir)
-    {
-        let r = real.join(name);
-        if r != lexical {
-            out.push(r);
-        }
-    }
-    out
+) -> nix_heft_types::Result<RootsRequest> {
+    RootsRequest::for_collector(&ctx.installables.options, store.root())
 }

@@ -6,9 +6,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft_core::graph::Graph;
 use nix_heft_report::TextOptions;
-use nix_heft_types::problem::Problem;
 
 use super::{Context, Shown};
 
@@ -53,7 +51,6 @@ pub struct TraceArgs {
 /// Traces CMD, writes the trace, prints the summary (stderr, or stdout as
 /// JSON) and exits with CMD's exit code.
 pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
-    use nix_heft_trace::ptrace::Ended;
     let timeout = match args.timeout {
         None => None,
         Some(s) if s.is_finite() && s > 0.0 && s < 1e9 => {
@@ -91,65 +88,21 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
     std::fs::write(&args.output, json)
         .with_context(|| format!("writing the trace to {}", args.output.display()))?;
     let out_name = args.output.display().to_string();
-    // The timeout's message whenever the timeout fired: the first process
-    // killed by it (`Running`, exit 124) or only what it left behind (its
-    // own exit code kept). A signal names the signal only when the timeout
-    // did not send it.
-    match traced.ended {
-        Ended::Signal(sig) => eprintln!(
-            "nix-heft: {} was killed by {}; the partial trace is kept in {out_name}",
-            traced.trace.command[0],
-            sig.as_str()
-        ),
-        Ended::Running | Ended::Code(_) if traced.trace.timed_out => eprintln!(
-            "nix-heft: --timeout reached: {} process{} still running {} killed; the partial trace is kept in {out_name}",
-            traced.killed_at_timeout,
-            if traced.killed_at_timeout == 1 {
-                ""
-            } else {
-                "es"
-            },
-            if traced.killed_at_timeout == 1 {
-                "was"
-            } else {
-                "were"
-            }
-        ),
-        _ => {}
+    if let Some(ending) = traced.ending(&out_name) {
+        ctx.note(&ending);
     }
-    if traced.foreign_abi > 0 {
-        ctx.log.warn(format!(
-            "{} process{} ran in another ABI (a 32-bit program?) and {} not traced; the trace is incomplete",
-            traced.foreign_abi,
-            if traced.foreign_abi == 1 { "" } else { "es" },
-            if traced.foreign_abi == 1 {
-                "was"
-            } else {
-                "were"
-            }
-        ));
+    if let Some(why) = traced.incomplete() {
+        ctx.log.warn(why);
     }
-
     // The closure of the touched paths, for sizes and never-touched paths.
     let src = match given {
         Some(s) => Some(s),
         None => ctx.open_store(None).ok(),
     };
-    let mut problems = Vec::new();
-    let g = src.as_ref().and_then(|src| {
-        let mut roots = Vec::new();
-        for p in traced.trace.paths.keys() {
-            match nix_heft_format::StorePath::parse(src.store_dir(), p) {
-                Ok(sp) if src.is_valid(&sp).unwrap_or(false) => roots.push(sp),
-                _ => problems.push(Problem::new(
-                    p.clone(),
-                    nix_heft_types::problem::ProblemKind::Unreadable,
-                    format!("touched, but not a valid path in {}", src.describe()),
-                )),
-            }
-        }
-        Graph::load(src.as_ref(), &roots).ok()
-    });
+    let (g, problems) = match &src {
+        Some(src) => nix_heft_core::pipeline::traced_closure(src.as_ref(), &traced.trace),
+        None => (None, Vec::new()),
+    };
     let report =
         nix_heft_report::trace::TraceReport::new(&out_name, &traced.trace, g.as_ref(), problems);
     // Standard output is CMD's: the summary goes to stderr, the JSON
@@ -163,13 +116,5 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
             Shown::Stderr(TextOptions::default())
         },
     )?;
-    Ok(match traced.ended {
-        Ended::Code(c) => {
-            ExitCode::from(u8::try_from(c & 0xff).unwrap_or(nix_heft_types::exit::ERROR))
-        }
-        Ended::Signal(sig) => {
-            ExitCode::from(u8::try_from(128 + (sig as i32)).unwrap_or(nix_heft_types::exit::ERROR))
-        }
-        Ended::Running => ExitCode::from(nix_heft_types::exit::TIMEOUT),
-    })
+    Ok(ExitCode::from(traced.exit_code()))
 }

@@ -72,7 +72,9 @@ pub fn open(ctx: &Context, args: &TreeArgs, root: Option<&str>) -> anyhow::Resul
     let base = match ctx.open() {
         Ok(b) => Some(b),
         Err(e) if req.names_candidates() => {
-            eprintln!("nix-heft: note: no store to read ({e}); the candidates are read from disk");
+            ctx.note(&format!(
+                "no store to read ({e}); the candidates are read from disk"
+            ));
             None
         }
         Err(e) => return Err(e.into()),

@@ -658,3 +658,71 @@ fn each_command_has_its_files_in_their_places() {
     assert_eq!(seen, variants, "{body}");
     assert!(seen >= 16, "{seen}");
 }
+
+/// docs/ARCHITECTURE.md names only what exists where it says: each module
+/// of its table (`CRATE::a::b` is `crates/CRATE/src/a/b.rs` or
+/// `a/b/mod.rs`, `CRATE` alone its `lib.rs`), each file it names in
+/// backticks (`src/…`, `crates/…`, `tests/…`, `docs/…`, `scripts/…`) and
+/// each crate directory of its picture.
+#[test]
+fn architecture_names_only_modules_that_exist() {
+    let root = repo();
+    let doc = std::fs::read_to_string(root.join("docs/ARCHITECTURE.md")).unwrap();
+    let crates: Vec<String> = std::fs::read_dir(root.join("crates"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    let module_row = regex::Regex::new(r"(?m)^\| `([a-z_:]+)` \|").unwrap();
+    let mut modules = 0;
+    let mut missing = Vec::new();
+    for c in module_row.captures_iter(&doc) {
+        let mut parts = c[1].split("::");
+        let krate = parts.next().unwrap();
+        if !crates.iter().any(|k| k == krate) {
+            missing.push(format!("{}: no crate crates/{krate}", &c[1]));
+            continue;
+        }
+        let rest: Vec<&str> = parts.collect();
+        let src = root.join("crates").join(krate).join("src");
+        let found = if rest.is_empty() {
+            src.join("lib.rs").is_file()
+        } else {
+            let p = src.join(rest.join("/"));
+            p.with_extension("rs").is_file() || p.join("mod.rs").is_file()
+        };
+        if !found {
+            missing.push(c[1].to_string());
+        }
+        modules += 1;
+    }
+    // A table that stopped matching the pattern checks nothing.
+    assert!(modules >= 50, "only {modules} module rows read");
+    let file = regex::Regex::new(r"`((?:src|crates|tests|docs|scripts|nix)/[^`*<>{} ]+)`").unwrap();
+    let mut files = 0;
+    // `NAME` is the placeholder of the "to add" table.
+    for c in file.captures_iter(&doc).filter(|c| !c[1].contains("NAME")) {
+        files += 1;
+        if !root.join(&c[1]).exists() {
+            missing.push(c[1].to_string());
+        }
+    }
+    assert!(files >= 8, "only {files} file names read");
+    let picture = regex::Regex::new(r"(?m)^ +(?:library +)?nix-heft-(\w+) +crates/(\w+) ").unwrap();
+    let mut drawn = 0;
+    for c in picture.captures_iter(&doc) {
+        drawn += 1;
+        if c[1] != c[2] || !root.join("crates").join(&c[2]).join("Cargo.toml").is_file() {
+            missing.push(format!("nix-heft-{} in crates/{}", &c[1], &c[2]));
+        }
+    }
+    assert_eq!(
+        drawn,
+        crates.len(),
+        "the picture draws {drawn} of {} crates",
+        crates.len()
+    );
+    assert!(
+        missing.is_empty(),
+        "ARCHITECTURE.md names what does not exist: {missing:#?}"
+    );
+}

@@ -389,7 +389,7 @@ fn a_workload_the_timeout_ends_exits_124_with_the_timeout_message() {
     assert_eq!(o.code, 124, "{}", o.stderr);
     assert!(
         o.stderr.contains(
-            "nix-heft: --timeout reached: 1 process still running was killed; the partial trace is kept in"
+            "nix-heft: note: --timeout reached: 1 process still running was killed; the partial trace is kept in"
         ),
         "{}",
         o.stderr

@@ -95,9 +95,9 @@ pub struct Rules {
     pub max_closure: Option<u64>,
     /// Largest growth over the baseline.
     pub max_growth: Option<Growth>,
-    /// Forbidden names or globs, as given and compiled by the caller; the
-    /// caller also finds their matches in the closure ([`prepare`] takes
-    /// them), so the gate knows nothing of argument syntax.
+    /// Forbidden names or globs, as given and compiled by the caller
+    /// (`crate::pipeline::check` finds their matches in the closure for
+    /// [`prepare`]), so the gate knows nothing of argument syntax.
     pub forbid: Vec<(String, GlobMatcher)>,
     /// Verdicts no edge may have as its strongest.
     pub forbid_verdict: Vec<Verdict>,

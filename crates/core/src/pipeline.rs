@@ -422,10 +422,18 @@ pub fn check(
     g: &Graph,
     rules: &Rules,
     baseline: Option<&Baseline>,
-    forbidden: &[(String, NodeId)],
     progress: &dyn Progress,
 ) -> Checked {
-    let prepared = crate::check::prepare(g, rules, baseline, forbidden);
+    let forbidden: Vec<(String, NodeId)> = rules
+        .forbid
+        .iter()
+        .flat_map(|(pat, m)| {
+            crate::roots::matching_in_closure(g, m)
+                .into_iter()
+                .map(move |v| (pat.clone(), v))
+        })
+        .collect();
+    let prepared = crate::check::prepare(g, rules, baseline, &forbidden);
     let c = if prepared.wants.is_empty() {
         Classified::default()
     } else {
@@ -449,6 +457,28 @@ pub fn check(
         violations,
         problems,
     }
+}
+
+/// The closure of the store paths a trace touched, in `src`, for the
+/// trace's sizes and never-touched paths; each touched path `src` does not
+/// hold is a problem. No graph when the closure cannot be read.
+pub fn traced_closure(
+    src: &dyn StoreSource,
+    trace: &nix_heft_trace::file::TraceFile,
+) -> (Option<Graph>, Vec<Problem>) {
+    let mut roots = Vec::new();
+    let mut problems = Vec::new();
+    for p in trace.paths.keys() {
+        match nix_heft_format::StorePath::parse(src.store_dir(), p) {
+            Ok(sp) if src.is_valid(&sp).unwrap_or(false) => roots.push(sp),
+            _ => problems.push(Problem::new(
+                p.clone(),
+                ProblemKind::Unreadable,
+                format!("touched, but not a valid path in {}", src.describe()),
+            )),
+        }
+    }
+    (Graph::load(src, &roots).ok(), problems)
 }
 
 /// Two closures compared, as `diff` and `report --diff` show them.

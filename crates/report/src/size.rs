@@ -1,6 +1,7 @@
 //! The `size` report: closure, self and added size of every path in the
 //! closure of the roots, as [`Sizes`] computed them.
 
+use nix_heft_core::check::Baseline;
 use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Table};
@@ -52,6 +53,24 @@ pub struct SizeReport {
     /// that are known.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub unknown_outputs: Vec<UnknownOutputs>,
+}
+
+impl SizeReport {
+    /// A saved `nix-heft size --json` read back as `check`'s baseline.
+    pub fn read_baseline(file: &std::path::Path) -> nix_heft_types::Result<Baseline> {
+        let text = std::fs::read(file).map_err(nix_heft_types::error::io_err(file))?;
+        let r: SizeReport =
+            serde_json::from_slice(&text).map_err(|e| nix_heft_types::Error::BadBaseline {
+                file: file.to_path_buf(),
+                reason: format!("not the output of `nix-heft size --json`: {e}"),
+            })?;
+        Ok(Baseline::from_sizes(
+            file.display().to_string(),
+            r.closure_size,
+            r.path_count,
+            r.paths.into_iter().map(|p| p.path),
+        ))
+    }
 }
 
 /// A derivation whose outputs' sizes are not all known.

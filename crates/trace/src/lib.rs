@@ -37,6 +37,55 @@ pub struct Traced {
     pub foreign_abi: usize,
 }
 
+impl Traced {
+    /// What to tell the user about how the run ended, with the trace kept
+    /// in `out`: the timeout's message whenever the timeout fired (the
+    /// first process killed by it, or only what it left behind, its own
+    /// exit code kept); a signal only when the timeout did not send it.
+    pub fn ending(&self, out: &str) -> Option<String> {
+        let n = self.killed_at_timeout;
+        match self.ended {
+            Ended::Signal(sig) => Some(format!(
+                "{} was killed by {}; the partial trace is kept in {out}",
+                self.trace.command[0],
+                sig.as_str()
+            )),
+            Ended::Running | Ended::Code(_) if self.trace.timed_out => Some(format!(
+                "--timeout reached: {n} process{} still running {} killed; the partial trace \
+                 is kept in {out}",
+                if n == 1 { "" } else { "es" },
+                if n == 1 { "was" } else { "were" }
+            )),
+            _ => None,
+        }
+    }
+
+    /// Why the trace is incomplete, when processes ran in another ABI.
+    pub fn incomplete(&self) -> Option<String> {
+        let n = self.foreign_abi;
+        (n > 0).then(|| {
+            format!(
+                "{n} process{} ran in another ABI (a 32-bit program?) and {} not traced; the \
+                 trace is incomplete",
+                if n == 1 { "" } else { "es" },
+                if n == 1 { "was" } else { "were" }
+            )
+        })
+    }
+
+    /// The exit code of the traced command as a shell reports it: its own
+    /// code, 128 + the signal that killed it, or 124 when the timeout
+    /// ended it first.
+    pub fn exit_code(&self) -> u8 {
+        use nix_heft_types::exit;
+        match self.ended {
+            Ended::Code(c) => u8::try_from(c & 0xff).unwrap_or(exit::ERROR),
+            Ended::Signal(sig) => u8::try_from(128 + (sig as i32)).unwrap_or(exit::ERROR),
+            Ended::Running => exit::TIMEOUT,
+        }
+    }
+}
+
 /// Runs `cmd` under the tracer and builds its trace, recording accesses
 /// under `store_dir`. `env_note` is the user's note on the environment.
 pub fn trace(cmd: &ptrace::Command, store_dir: &str, env_note: Option<String>) -> Result<Traced> {

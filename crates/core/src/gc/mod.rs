@@ -18,6 +18,7 @@ mod disk;
 mod found;
 mod groups;
 pub mod liveness;
+mod request;
 
 use std::collections::HashMap;
 use std::path::PathBuf;
@@ -34,6 +35,7 @@ use nix_heft_types::error::{Error, Result, io_err};
 pub use collector::Collector;
 pub use groups::GroupKind;
 pub use liveness::EdgeKind;
+pub use request::locations;
 
 /// Links a group's commands name in a text report (the rest counted; the
 /// JSON names every one).
