@@ -10,9 +10,9 @@
 //! file's; ROOTs and `--store` given replace the file's `roots` and
 //! `store`. Paths in the file are
 //! taken from the file's directory: the values of path flags
-//! (`against-json`, `netrc-file`, `nix-file`, …) when relative, and any
-//! other value that begins with `./` or `../` (a ROOT, `against`, a
-//! chroot `store`).
+//! (`against-json`, `netrc-file`, …) when relative, and any other value
+//! that begins with `./` or `../` (a ROOT, `against`, a chroot `store`);
+//! `nix-file`, a name for GitHub's annotations, is kept as written.
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -21,6 +21,12 @@ use clap::parser::ValueSource;
 use clap::{ArgAction, ArgMatches, ValueHint};
 
 use nix_heft_types::Error;
+
+/// Keys whose values are names written for someone else, kept as written:
+/// `nix-file` is the package's file as the repository names it, for
+/// GitHub's `file=` (a path from the config file's directory would be one
+/// GitHub does not know), though its completion offers files.
+const AS_WRITTEN: &[&str] = &["nix-file"];
 
 /// The lists whose items on the command line replace the file's rather
 /// than add to them: the ROOTs and `--store`.
@@ -170,7 +176,11 @@ fn tokens(
                 toml::Value::Float(f) => f.to_string(),
                 _ => return Err(bad(format!("'{key}' takes text or a number"))),
             };
-            let v = from_file_dir(dir, arg.get_value_hint(), v);
+            let v = if AS_WRITTEN.contains(&key.as_str()) {
+                PathBuf::from(v)
+            } else {
+                from_file_dir(dir, arg.get_value_hint(), v)
+            };
             if arg.is_positional() {
                 roots.push(v.into());
             } else {
@@ -351,6 +361,19 @@ mod tests {
         let sub = m.subcommand_matches("check").unwrap();
         let roots: Vec<&String> = sub.get_many::<String>("roots").unwrap().collect();
         assert!(roots[0].ends_with("/./a"), "{roots:?}");
+    }
+
+    /// A path flag's value is taken from the file's directory, but
+    /// `nix-file`, the repository's name for GitHub, is kept as written.
+    #[test]
+    fn nix_file_is_kept_as_the_repository_names_it() {
+        let text = "nix-file = \"pkgs/app/package.nix:12\"\nagainst-json = \"base.json\"\n";
+        let (_, m) = with_file(&["nix-heft", "check", "/r"], text);
+        let sub = m.subcommand_matches("check").unwrap();
+        let nix_file = sub.get_one::<String>("nix_file").unwrap();
+        assert_eq!(nix_file, "pkgs/app/package.nix:12");
+        let against = sub.get_one::<PathBuf>("against_json").unwrap();
+        assert!(against.is_absolute() && against.ends_with("base.json"), "{against:?}");
     }
 
     /// `--json` on the command line overrides the file's `format`, and
