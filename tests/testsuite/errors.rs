@@ -635,9 +635,8 @@ fn long_chains_do_not_overflow_the_stack() {
 /// one emit prints the run's warnings and the report's problems), the
 /// NAR's problem once for every command that reads the root's files.
 /// (`impact` needs an evaluation: impact::warnings_are_printed_once counts
-/// its warnings the same way. `trace` reads a store only for its CMD's
-/// closure, `browse` draws on a terminal and `refused` reads a failed
-/// build: not counted here; they print through the same
+/// its warnings the same way; `browse` draws on a terminal and `refused`
+/// reads a failed build: not counted here; they print through the same
 /// `Context::finish`.)
 #[test]
 fn each_warning_is_printed_once_by_every_command() {
@@ -659,6 +658,7 @@ fn each_warning_is_printed_once_by_every_command() {
     let dep = "/nix/store/rhvs5b1sd25nmf0a9062hz63pia5qi17-rocblas-5.7.1";
     let hipblas = "/nix/store/ifmchpsq22gd3qfvmzj864jp1m7qk9yf-hipblas-5.7.1";
     let html = dir.join("report.html").display().to_string();
+    let traced = dir.join("trace.json").display().to_string();
     // (arguments, whether the root's files are read, exit code)
     let runs: Vec<(Vec<&str>, bool, i32)> = vec![
         (vec!["size", &root], false, 0),
@@ -676,6 +676,9 @@ fn each_warning_is_printed_once_by_every_command() {
         // A partition of the root itself needs its files: an error (not
         // a warning), after the store's warning, once.
         (vec!["partition", &root, "--by", "gfx[0-9a-z]+"], false, 1),
+        // The closure of what CMD touched is read from the store given:
+        // its warning once, after CMD's own output, and CMD's exit code.
+        (vec!["trace", "-o", &traced, "--", "ls", &root], false, 0),
     ];
     let formats: [&[&str]; 4] = [
         &[],
@@ -687,8 +690,15 @@ fn each_warning_is_printed_once_by_every_command() {
         let reviewed = matches!(args[0], "diff" | "check");
         for format in formats.iter().filter(|f| reviewed || f.len() < 2) {
             let mut all = vec!["--no-require-sigs"];
-            all.extend(args.iter());
-            all.extend(format.iter());
+            // After `trace`'s `--` every word is CMD's: its format goes
+            // first (`--json` is global).
+            if args[0] == "trace" {
+                all.extend(format.iter());
+                all.extend(args.iter());
+            } else {
+                all.extend(args.iter());
+                all.extend(format.iter());
+            }
             let o = heft_run(Some(&store), &all);
             let what = format!("{all:?}: {}", o.stderr);
             assert_eq!(o.code, code, "{what}");
