@@ -46,7 +46,7 @@ pub fn run(
     feeds: Feeds,
     no_color: bool,
     build: Option<BuildGraph>,
-) -> std::io::Result<()> {
+) -> std::io::Result<Vec<nix_heft_types::problem::Problem>> {
     let Feeds {
         closure,
         evidence,
@@ -106,7 +106,9 @@ pub fn run(
         }
     })();
     ratatui::try_restore()?;
-    result
+    result?;
+    // The problems of the evidence read, when it ended before leaving.
+    Ok(app.loaded.map(|l| l.problems).unwrap_or_default())
 }
 
 /// Runs the browser of roots until the user quits; the commands to print

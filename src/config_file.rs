@@ -373,7 +373,10 @@ mod tests {
         let nix_file = sub.get_one::<String>("nix_file").unwrap();
         assert_eq!(nix_file, "pkgs/app/package.nix:12");
         let against = sub.get_one::<PathBuf>("against_json").unwrap();
-        assert!(against.is_absolute() && against.ends_with("base.json"), "{against:?}");
+        assert!(
+            against.is_absolute() && against.ends_with("base.json"),
+            "{against:?}"
+        );
     }
 
     /// `--json` on the command line overrides the file's `format`, and

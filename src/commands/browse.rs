@@ -104,7 +104,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
                     &progress,
                 );
                 nix_heft_browse::Loaded {
-                    problems: c.problems.len(),
+                    problems: c.problems.clone(),
                     available: nix_heft_core::pipeline::readable(&c),
                     classified: c,
                     actions: Vec::new(),
@@ -112,7 +112,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
             } else {
                 let ex = nix_heft_core::pipeline::examine(src2.as_ref(), &g2, None, &progress);
                 nix_heft_browse::Loaded {
-                    problems: ex.problems.len(),
+                    problems: ex.problems,
                     classified: ex.classified,
                     actions: ex.actions,
                     available: ex.readable,
@@ -140,6 +140,6 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
         progress: &progress,
         total,
     };
-    crate::browse_terminal::run(&g, feeds, no_color, build)?;
-    Ok(ctx.finish(&[]))
+    let problems = crate::browse_terminal::run(&g, feeds, no_color, build)?;
+    Ok(ctx.finish(&problems))
 }

@@ -21,7 +21,7 @@ fn example_graph() -> (Graph, Loaded) {
     let c = nix_heft_core::classify::classify(&g, reads);
     let (actions, sim) = nix_heft_core::plan::advise::advise(&g, &c, None, None);
     let loaded = Loaded {
-        problems: c.problems.len() + sim.len(),
+        problems: c.problems.iter().cloned().chain(sim).collect(),
         classified: c,
         actions,
         available: true,

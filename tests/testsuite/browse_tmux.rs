@@ -163,3 +163,38 @@ fn real_binary_browses_the_build_graph_in_tmux() {
     t.keys("q");
     t.wait("EXITED rc=0");
 }
+
+/// `browse` prints the run's warnings once, on leaving, as every command
+/// does (errors::each_warning_is_printed_once_by_every_command counts the
+/// others'): on a cache whose root's NAR is unreadable and whose root's
+/// narinfo is unsigned, stderr (kept in a file: the terminal is the
+/// browser's) has the signature's warning once and the NAR's once, and
+/// the exit code is 3, partial.
+#[test]
+fn browse_prints_each_warning_once() {
+    let dir = scratch("browse-warned");
+    let cache = crate::errors::warned_cache(&dir);
+    let err = dir.join("stderr");
+    let bin = assert_cmd::cargo::cargo_bin("nix-heft");
+    let cmd = format!(
+        "NIX_CONFIG='{}' {} --no-require-sigs --store {} browse {} 2>{}; echo EXITED rc=$?; sleep 60",
+        trusting_conf(),
+        bin.display(),
+        cache.display(),
+        example_root(),
+        err.display()
+    );
+    let t = Tmux::start("browse-warned", 100, 30, &cmd);
+    t.wait("evidence: ready, 1 problems");
+    t.keys("q");
+    t.wait("EXITED rc=3");
+    let stderr = std::fs::read_to_string(&err).unwrap();
+    let warnings: Vec<&str> = stderr
+        .lines()
+        .filter(|l| l.starts_with("nix-heft: warning: "))
+        .collect();
+    let count = |needle: &str| warnings.iter().filter(|l| l.contains(needle)).count();
+    assert_eq!(count("without a valid signature"), 1, "{stderr}");
+    assert_eq!(count(&format!("warning: {}: NAR", example_root())), 1, "{stderr}");
+    assert_eq!(warnings.len(), 2, "{stderr}");
+}

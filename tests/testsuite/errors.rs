@@ -628,23 +628,13 @@ fn long_chains_do_not_overflow_the_stack() {
     );
 }
 
-/// Every warning once, whatever the command and its format: a cache whose
-/// root's NAR is unreadable (a problem of the read) and whose root's
-/// narinfo is unsigned, accepted with --no-require-sigs (a warning its
-/// store logs). Each command prints each warning line exactly once (the
-/// one emit prints the run's warnings and the report's problems), the
-/// NAR's problem once for every command that reads the root's files.
-/// (`impact` needs an evaluation: impact::warnings_are_printed_once counts
-/// its warnings the same way; `browse` draws on a terminal and `refused`
-/// reads a failed build: not counted here; they print through the same
-/// `Context::finish`.)
-#[test]
-fn each_warning_is_printed_once_by_every_command() {
-    let dir = scratch("warned-once");
+/// The example's cache in `dir`, its root's NAR unreadable (a problem of
+/// the read) and its root's narinfo unsigned (a warning its store logs
+/// when read with --no-require-sigs).
+pub(crate) fn warned_cache(dir: &std::path::Path) -> std::path::PathBuf {
     let cache = dir.join("cache");
     copy_tree(&example_cache(), &cache);
-    let root = example_root();
-    let narinfo = narinfo_of(&cache, &root);
+    let narinfo = narinfo_of(&cache, &example_root());
     let text = std::fs::read_to_string(&narinfo).unwrap();
     let url = text.lines().find_map(|l| l.strip_prefix("URL: ")).unwrap();
     std::fs::write(cache.join(url), b"not xz at all").unwrap();
@@ -654,6 +644,24 @@ fn each_warning_is_printed_once_by_every_command() {
         .map(|l| format!("{l}\n"))
         .collect();
     std::fs::write(&narinfo, unsigned).unwrap();
+    cache
+}
+
+/// Every warning once, whatever the command and its format: a cache whose
+/// root's NAR is unreadable (a problem of the read) and whose root's
+/// narinfo is unsigned, accepted with --no-require-sigs (a warning its
+/// store logs). Each command prints each warning line exactly once (the
+/// one emit prints the run's warnings and the report's problems), the
+/// NAR's problem once for every command that reads the root's files.
+/// (`impact` needs an evaluation: impact::warnings_are_printed_once counts
+/// its warnings the same way, browse_tmux::browse_prints_each_warning_once
+/// `browse`'s; `refused` reads a failed build: not counted here; it prints
+/// through the same `Context::finish`.)
+#[test]
+fn each_warning_is_printed_once_by_every_command() {
+    let dir = scratch("warned-once");
+    let cache = warned_cache(&dir);
+    let root = example_root();
     let store = cache.display().to_string();
     let dep = "/nix/store/rhvs5b1sd25nmf0a9062hz63pia5qi17-rocblas-5.7.1";
     let hipblas = "/nix/store/ifmchpsq22gd3qfvmzj864jp1m7qk9yf-hipblas-5.7.1";

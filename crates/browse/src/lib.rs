@@ -30,8 +30,9 @@ pub struct Loaded {
     pub classified: Classified,
     /// `advise`'s actions.
     pub actions: Vec<Action>,
-    /// Problems met while reading or simulating (shown as a count).
-    pub problems: usize,
+    /// Problems met while reading or simulating: counted on screen,
+    /// printed once on leaving, as every command prints its problems.
+    pub problems: Vec<nix_heft_types::problem::Problem>,
     /// False when the source has no file contents.
     pub available: bool,
 }

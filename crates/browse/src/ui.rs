@@ -263,7 +263,9 @@ fn status_line(app: &App) -> Line<'static> {
     let ev = match &app.loaded {
         None => format!("evidence: reading {}", progress_text(app)),
         Some(l) if !l.available => "evidence: unavailable".to_string(),
-        Some(l) if l.problems > 0 => format!("evidence: ready, {} problems", l.problems),
+        Some(l) if !l.problems.is_empty() => {
+            format!("evidence: ready, {} problems", l.problems.len())
+        }
         Some(_) => "evidence: ready".to_string(),
     };
     let mode = match &app.mode {
