@@ -66,16 +66,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     let roots = ctx.roots(src.as_ref(), &args.roots)?;
     let g = Arc::new(ctx.load(src.as_ref(), &roots)?);
     // The derivations whose outputs no store has, known once loaded.
-    let build = drvs.as_deref().map(|d| {
-        let mut unknown = vec![Vec::new(); g.len()];
-        let index = g.index();
-        for (p, outs) in d.unknown() {
-            if let Some(&v) = index.get(&p) {
-                unknown[v as usize] = outs;
-            }
-        }
-        BuildGraph { unknown }
-    });
+    let build = drvs.as_deref().map(|d| BuildGraph::new(&g, d.unknown()));
     let no_color = !ctx.colour(true);
     let progress = Arc::new(AtomicU64::new(0));
     let total: u64 = if args.no_evidence {
@@ -93,32 +84,12 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
             let progress = |n| {
                 p2.fetch_add(n, Ordering::Relaxed);
             };
-            let loaded = if derivation {
-                // The `.drv` entries of every edge; no advice on the build
-                // graph (a build input is not a reference to drop).
-                let c = nix_heft_core::pipeline::classified(
-                    src2.as_ref(),
-                    &g2,
-                    &request::all_edges(&g2),
-                    None,
-                    &progress,
-                );
-                nix_heft_browse::Loaded {
-                    problems: c.problems.clone(),
-                    available: nix_heft_core::pipeline::readable(&c),
-                    classified: c,
-                    actions: Vec::new(),
-                }
+            let examined = if derivation {
+                nix_heft_core::pipeline::examine_build_graph(src2.as_ref(), &g2, &progress)
             } else {
-                let ex = nix_heft_core::pipeline::examine(src2.as_ref(), &g2, None, &progress);
-                nix_heft_browse::Loaded {
-                    problems: ex.problems,
-                    classified: ex.classified,
-                    actions: ex.actions,
-                    available: ex.readable,
-                }
+                nix_heft_core::pipeline::examine(src2.as_ref(), &g2, None, &progress)
             };
-            let _ = tx.send(loaded);
+            let _ = tx.send(nix_heft_browse::Loaded::from(examined));
         });
     }
     // Closure sizes on their own thread: the first screen needs only self

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::graph::{Graph, NodeId, ReadRequest, request};
+use nix_heft_core::graph::{Graph, NodeId};
 use nix_heft_core::plan::split::Existing;
 use nix_heft_core::roots::SiblingOutput;
 use nix_heft_report::split::SplitReport;
@@ -93,28 +93,17 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
             found_by: s.found_by,
         })
         .collect();
-    // The path's own holds, each consumer's holds into it, and the
-    // existing outputs' own holds.
-    let mut wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
-    request::want(&mut wants, g.referrers(p).iter().map(|&c| (c, p)));
-    for n in existing.iter().filter_map(|e| e.node) {
-        request::want(
-            &mut wants,
-            request::references_of(&g, n).into_iter().map(|t| (n, t)),
-        );
-    }
-    let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let plan = nix_heft_core::plan::split::split(
+    let (plan, problems) = nix_heft_core::pipeline::split(
+        src,
         &g,
-        &c,
         p,
         &moves,
         !args.no_propagate_dev,
         &root_ids,
         &existing,
+        traces.as_ref(),
+        &ctx.read_bar(src),
     )?;
-    let mut problems = c.problems.clone();
-    problems.extend(plan.sim.problems.iter().cloned());
     let unmatched: Vec<String> = args
         .moves
         .iter()

@@ -113,40 +113,24 @@ fn explain(
     let g = ctx.load(src, std::slice::from_ref(&root))?;
     let deps = ctx.in_closure(src, &g, dep)?;
     let root = g.roots()[0];
-    let mut is_dep = vec![false; g.len()];
-    for &d in &deps {
-        is_dep[d as usize] = true;
-    }
-    // Every edge on some chain is read, so chains can be ranked by verdict.
-    let mut wants = nix_heft_core::graph::chains::edges_of_all_chains(&g, &[root], &is_dep);
-    // A match that every chain reaches through another match is explained
-    // too, by its best chain through them: the edges between matches are
-    // read as well (only when there is such a match).
-    let direct = nix_heft_core::graph::chains::on_some_chain(&g, &[root], &is_dep);
-    if deps.iter().any(|&d| !direct[d as usize]) {
-        let between = nix_heft_core::graph::chains::edges_between_deps(&g, &deps, &is_dep);
-        nix_heft_core::graph::request::want(
-            &mut wants,
-            between
-                .into_iter()
-                .flat_map(|(f, ts)| ts.into_iter().map(move |t| (f, t))),
-        );
-    }
-    let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let best = nix_heft_core::explain::best_chains(&g, &c, &[root], &deps);
-    let (count, mut shown) = nix_heft_core::graph::chains::chains(&g, root, &deps, args.all);
-    if args.all {
-        shown.sort_by_key(|ch| (nix_heft_core::explain::chain_verdict(&c, ch), ch.len()));
-    } else {
-        // A match reached only through another is a line of its own,
-        // not a chain shown (the chain shown to the other covers it).
-        shown = best
-            .iter()
-            .filter(|b| b.through.is_none())
-            .map(|b| b.chain.clone())
-            .collect();
-    }
-    let mut report = WhyReport::new(&g, root, dep, &deps, (count, shown), best, c);
+    let why = nix_heft_core::pipeline::why(
+        src,
+        &g,
+        root,
+        &deps,
+        args.all,
+        traces.as_ref(),
+        &ctx.read_bar(src),
+    );
+    let mut report = WhyReport::new(
+        &g,
+        root,
+        dep,
+        &deps,
+        (why.count, why.shown),
+        why.best,
+        why.classified,
+    );
     report.build_graph = ctx.derivation;
     let opts = TextOptions {
         every_line: args.evidence,

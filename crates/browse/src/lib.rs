@@ -37,6 +37,17 @@ pub struct Loaded {
     pub available: bool,
 }
 
+impl From<nix_heft_core::pipeline::Examined> for Loaded {
+    fn from(ex: nix_heft_core::pipeline::Examined) -> Loaded {
+        Loaded {
+            classified: ex.classified,
+            actions: ex.actions,
+            problems: ex.problems,
+            available: ex.readable,
+        }
+    }
+}
+
 /// What the browser shows besides sizes when it browses the build graph
 /// (`browse --derivation`): paths are derivations and sources, a
 /// derivation's self size its outputs' where known.
@@ -48,6 +59,19 @@ pub struct BuildGraph {
 }
 
 impl BuildGraph {
+    /// The outputs of unknown size (`unknown`, the build-graph source's
+    /// answer) of each path of `g`; those not in `g` left out.
+    pub fn new(g: &Graph, unknown: Vec<(nix_heft_format::StorePath, Vec<String>)>) -> BuildGraph {
+        let mut by_id = vec![Vec::new(); g.len()];
+        let index = g.index();
+        for (p, outs) in unknown {
+            if let Some(&v) = index.get(&p) {
+                by_id[v as usize] = outs;
+            }
+        }
+        BuildGraph { unknown: by_id }
+    }
+
     /// How many derivations have an output of unknown size.
     pub fn unknown_count(&self) -> usize {
         self.unknown.iter().filter(|u| !u.is_empty()).count()

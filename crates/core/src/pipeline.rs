@@ -216,6 +216,19 @@ pub fn examine(
     }
 }
 
+/// Every edge of a build graph (`--derivation`: the `.drv` entries) read
+/// and classified, without advice: a build input is not a reference to
+/// drop.
+pub fn examine_build_graph(src: &dyn StoreSource, g: &Graph, progress: &dyn Progress) -> Examined {
+    let c = classified(src, g, &request::all_edges(g), None, progress);
+    Examined {
+        readable: readable(&c),
+        problems: c.problems.clone(),
+        classified: c,
+        actions: Vec::new(),
+    }
+}
+
 /// What `advise` is asked.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AdviseRequest<'a> {
@@ -457,6 +470,100 @@ pub fn check(
         violations,
         problems,
     }
+}
+
+/// Why a root keeps some dependencies: what `why` shows.
+pub struct Why {
+    /// How many chains lead from the root to the dependencies.
+    pub count: u128,
+    /// The chains shown: every one (`all`, weakest verdict first), else
+    /// the best chain of each dependency not reached through another.
+    pub shown: Vec<Vec<NodeId>>,
+    /// The best chain of each dependency, with what keeps it.
+    pub best: Vec<crate::explain::Explained>,
+    /// The evidence of every edge on some chain.
+    pub classified: Classified,
+}
+
+/// Why `root` keeps `deps`: every edge on some chain read and classified,
+/// so that chains are ranked by their holds' verdicts.
+pub fn why(
+    src: &dyn StoreSource,
+    g: &Graph,
+    root: NodeId,
+    deps: &[NodeId],
+    all: bool,
+    traces: Option<&TraceSet>,
+    progress: &dyn Progress,
+) -> Why {
+    use crate::graph::chains;
+    let mut is_dep = vec![false; g.len()];
+    for &d in deps {
+        is_dep[d as usize] = true;
+    }
+    let mut wants = chains::edges_of_all_chains(g, &[root], &is_dep);
+    // A match that every chain reaches through another match is explained
+    // too, by its best chain through them: the edges between matches are
+    // read as well (only when there is such a match).
+    let direct = chains::on_some_chain(g, &[root], &is_dep);
+    if deps.iter().any(|&d| !direct[d as usize]) {
+        let between = chains::edges_between_deps(g, deps, &is_dep);
+        crate::graph::request::want(
+            &mut wants,
+            between
+                .into_iter()
+                .flat_map(|(f, ts)| ts.into_iter().map(move |t| (f, t))),
+        );
+    }
+    let c = classified(src, g, &wants, traces, progress);
+    let best = crate::explain::best_chains(g, &c, &[root], deps);
+    let (count, mut shown) = chains::chains(g, root, deps, all);
+    if all {
+        shown.sort_by_key(|ch| (crate::explain::chain_verdict(&c, ch), ch.len()));
+    } else {
+        // A match reached only through another is a line of its own,
+        // not a chain shown (the chain shown to the other covers it).
+        shown = best
+            .iter()
+            .filter(|b| b.through.is_none())
+            .map(|b| b.chain.clone())
+            .collect();
+    }
+    Why {
+        count,
+        shown,
+        best,
+        classified: c,
+    }
+}
+
+/// What splitting `path` (moving files to outputs) would change: the
+/// path's own holds, each consumer's holds into it and the existing
+/// outputs' own holds read, then the split simulated; the problems of
+/// both.
+#[allow(clippy::too_many_arguments)]
+pub fn split(
+    src: &dyn StoreSource,
+    g: &Graph,
+    path: NodeId,
+    moves: &[crate::plan::split::Move],
+    propagate: bool,
+    roots: &[NodeId],
+    existing: &[crate::plan::split::Existing],
+    traces: Option<&TraceSet>,
+    progress: &dyn Progress,
+) -> nix_heft_types::Result<(crate::plan::split::SplitPlan, Vec<Problem>)> {
+    use crate::graph::request::{references_of, want};
+    let mut wants: ReadRequest = [(path, references_of(g, path))].into_iter().collect();
+    want(&mut wants, g.referrers(path).iter().map(|&c| (c, path)));
+    for n in existing.iter().filter_map(|e| e.node) {
+        want(&mut wants, references_of(g, n).into_iter().map(|t| (n, t)));
+    }
+    let c = classified(src, g, &wants, traces, progress);
+    let plan = crate::plan::split::split(g, &c, path, moves, propagate, roots, existing)?;
+    let mut problems = c.problems.clone();
+    problems.extend(plan.sim.problems.iter().cloned());
+    Ok((plan, problems))
 }
 
 /// The closure of the store paths a trace touched, in `src`, for the
