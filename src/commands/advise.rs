@@ -6,9 +6,8 @@ use std::process::ExitCode;
 use clap::Args;
 
 use nix_heft_core::pipeline::AdviseRequest;
-use nix_heft_core::pipeline::ReadFor as Why;
 use nix_heft_report::TextOptions;
-use nix_heft_report::advise::{AdviceReport, NotExamined, NotSimulated, ReadFor};
+use nix_heft_report::advise::AdviceReport;
 
 use super::{Context, Shown, TraceOpt};
 
@@ -57,48 +56,7 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     for w in &advised.plan.warnings {
         ctx.log.warn(w.clone());
     }
-    let report = AdviceReport {
-        roots: roots.iter().map(|r| r.to_string()).collect(),
-        closure_size,
-        actions: advised.actions,
-        plan: Some(advised.plan),
-        min_saving,
-        not_examined: advised
-            .not_examined
-            .into_iter()
-            .map(|(v, max_saving)| NotExamined {
-                referrer: g.path(v).to_string(),
-                max_saving,
-            })
-            .collect(),
-        not_simulated: advised
-            .not_simulated
-            .into_iter()
-            .map(|(v, kind, max_saving)| NotSimulated {
-                referrer: g.path(v).to_string(),
-                action: kind.as_str().to_string(),
-                max_saving,
-            })
-            .collect(),
-        reads: advised
-            .reads
-            .into_iter()
-            .map(|(v, why)| {
-                let (question, of) = match why {
-                    Why::References => ("references", Vec::new()),
-                    Why::BoundTree => ("bound-tree", Vec::new()),
-                    Why::HoldsInto(of) => ("holds-into", of),
-                    Why::RunpathTree(of) => ("runpath-tree", of),
-                };
-                ReadFor {
-                    path: g.path(v).to_string(),
-                    question: question.to_string(),
-                    of: of.iter().map(|&o| g.path(o).to_string()).collect(),
-                }
-            })
-            .collect(),
-        problems: advised.problems,
-    };
+    let report = AdviceReport::new(&g, &roots, closure_size, min_saving, advised);
     let opts = TextOptions {
         every_line: args.all,
         ..ctx.text_options()

@@ -4,7 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions};
+use nix_heft_core::graph::{Graph, NodeId};
+use nix_heft_core::pipeline::{Advised, ReadFor as Why};
 use nix_heft_core::plan::advise::Action;
+use nix_heft_format::StorePath;
 
 use nix_heft_types::problem::Problem;
 
@@ -73,6 +76,62 @@ pub struct ReadFor {
     /// The referrers the question is about (empty for `references`).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub of: Vec<String>,
+}
+
+impl AdviceReport {
+    /// The report of `advise` on `roots` (their closure `closure_size`)
+    /// from what the pipeline found, its paths named.
+    pub fn new(
+        g: &Graph,
+        roots: &[StorePath],
+        closure_size: u64,
+        min_saving: u64,
+        advised: Advised,
+    ) -> AdviceReport {
+        let name = |v: NodeId| g.path(v).to_string();
+        AdviceReport {
+            roots: roots.iter().map(|r| r.to_string()).collect(),
+            closure_size,
+            actions: advised.actions,
+            plan: Some(advised.plan),
+            min_saving,
+            not_examined: advised
+                .not_examined
+                .into_iter()
+                .map(|(v, max_saving)| NotExamined {
+                    referrer: name(v),
+                    max_saving,
+                })
+                .collect(),
+            not_simulated: advised
+                .not_simulated
+                .into_iter()
+                .map(|(v, kind, max_saving)| NotSimulated {
+                    referrer: name(v),
+                    action: kind.as_str().to_string(),
+                    max_saving,
+                })
+                .collect(),
+            reads: advised
+                .reads
+                .into_iter()
+                .map(|(v, why)| {
+                    let (question, of) = match why {
+                        Why::References => ("references", Vec::new()),
+                        Why::BoundTree => ("bound-tree", Vec::new()),
+                        Why::HoldsInto(of) => ("holds-into", of),
+                        Why::RunpathTree(of) => ("runpath-tree", of),
+                    };
+                    ReadFor {
+                        path: name(v),
+                        question: question.to_string(),
+                        of: of.into_iter().map(name).collect(),
+                    }
+                })
+                .collect(),
+            problems: advised.problems,
+        }
+    }
 }
 
 impl Report for AdviceReport {
