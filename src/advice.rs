@@ -1,43 +1,152 @@
 //! What to do about a library error, in the command line's words: the
 //! library's messages say what is wrong (a narinfo signed by no trusted
 //! key, an output not in the store read); which flag or setting fixes it
-//! is this binary's to say, appended to that error's line.
+//! is this binary's to say, appended to that error's line. Each crate has
+//! its own error enum; this judge knows them all.
 
-use nix_heft_types::Error;
+use nix_heft_core::Error as CoreError;
+use nix_heft_store::Error as StoreError;
+use nix_heft_types::error::Judged;
 
-/// The advice said after `e`'s message, if its fix is a flag or setting.
-pub fn advice(e: &Error) -> Option<String> {
-    let text = match e {
-        Error::UntrustedNarinfo(u) if u.mismatched.is_empty() => {
+/// One error of a run's chain as each crate's enum sees it: a crate's
+/// error that wraps a lower crate's is looked through (their messages and
+/// sources are the inner error's), so the inner one is judged.
+#[derive(Default)]
+struct Seen<'a> {
+    core: Option<&'a CoreError>,
+    store: Option<&'a StoreError>,
+    shared: Option<&'a nix_heft_types::Error>,
+}
+
+fn seen<'a>(e: &'a (dyn std::error::Error + 'static)) -> Seen<'a> {
+    let mut s = Seen {
+        core: e.downcast_ref::<CoreError>(),
+        store: e.downcast_ref::<StoreError>(),
+        shared: e.downcast_ref::<nix_heft_types::Error>(),
+    };
+    match s.core {
+        Some(CoreError::Store(inner)) => s.store = Some(inner),
+        Some(CoreError::Shared(inner)) => s.shared = Some(inner),
+        _ => {}
+    }
+    if let Some(StoreError::Shared(inner)) = s.store {
+        s.shared = Some(inner);
+    }
+    s
+}
+
+/// Whether `e` is the command line's fault (exit 2), and what to do about
+/// it when its fix is a flag or setting.
+pub fn judge(e: &(dyn std::error::Error + 'static)) -> Judged {
+    let s = seen(e);
+    Judged {
+        usage: s.core.is_some_and(CoreError::is_usage)
+            || s.store.is_some_and(StoreError::is_usage)
+            || s.shared.is_some_and(nix_heft_types::Error::is_usage),
+        advice: advice(&s).map(str::to_string),
+    }
+}
+
+fn advice(s: &Seen) -> Option<&'static str> {
+    let core = match s.core {
+        Some(CoreError::MissingOutput { .. }) => Some(
+            ": read it from a binary cache that has it (--store https://cache.nixos.org), \
+             or build it first (nix build)",
+        ),
+        Some(CoreError::DanglingLink { .. }) => Some(
+            ": build it again (nix build), or read it from a binary cache that has it \
+             (--store https://cache.nixos.org)",
+        ),
+        Some(CoreError::NoDeriver { .. }) => Some(" (--derivation reads the build graph)"),
+        Some(CoreError::DeriverNotHere { .. }) => {
+            Some(" (or give the installable with --derivation, which instantiates it)")
+        }
+        _ => None,
+    };
+    if core.is_some() {
+        return core;
+    }
+    Some(match s.store? {
+        StoreError::UntrustedNarinfo(u) if u.mismatched.is_empty() => {
             "; trust the cache's key with --trusted-public-keys or nix.conf's \
              trusted-public-keys, or accept such narinfos with --no-require-sigs"
         }
-        Error::MissingOutput { .. } => {
-            ": read it from a binary cache that has it (--store https://cache.nixos.org), \
-             or build it first (nix build)"
-        }
-        Error::DanglingLink { .. } => {
-            ": build it again (nix build), or read it from a binary cache that has it \
-             (--store https://cache.nixos.org)"
-        }
-        Error::NoDerivation { .. } | Error::NoDeriver { .. } => {
-            " (--derivation reads the build graph)"
-        }
-        Error::DeriverNotHere { .. } => {
-            " (or give the installable with --derivation, which instantiates it)"
-        }
-        Error::NoLocalStore(_) => {
+        StoreError::NoDerivation { .. } => " (--derivation reads the build graph)",
+        StoreError::NoLocalStore(_) => {
             "; point nix-heft at one with --store: a chroot store root (--store /mnt), a binary \
              cache (--store file:///path/to/cache), or a `nix path-info --json` file \
              (--store closure.json)"
         }
-        Error::UnsupportedStore { spec, .. } if spec.starts_with("s3://") => {
+        StoreError::UnsupportedStore { spec, .. } if spec.starts_with("s3://") => {
             " (--store https://BUCKET.s3.REGION.amazonaws.com)"
         }
-        Error::NeedsCredentials { .. } => {
+        StoreError::NeedsCredentials { .. } => {
             "; put them in a netrc file (--netrc-file, nix.conf's netrc-file, or ~/.netrc)"
         }
         _ => return None,
-    };
-    Some(text.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An error as the binary meets it: in a context (anyhow's), its
+    /// crate's error inside another crate's.
+    fn failure(e: CoreError) -> nix_heft_types::error::Failure {
+        let e = anyhow::Error::new(e).context("reading the closure");
+        nix_heft_types::error::failure(e.as_ref(), &judge)
+    }
+
+    #[test]
+    fn each_crates_errors_keep_their_exit_code_and_advice() {
+        // The store's, inside core's: advice after its line, exit 1.
+        let f = failure(StoreError::NoLocalStore("/nix".into()).into());
+        assert_eq!(f.code, 1);
+        assert_eq!(
+            f.lines[1],
+            "  caused by: no Nix store found: /nix does not exist; point nix-heft at one with \
+             --store: a chroot store root (--store /mnt), a binary cache (--store \
+             file:///path/to/cache), or a `nix path-info --json` file (--store closure.json)"
+        );
+        // A store that names nothing readable: the command line's (exit 2).
+        let f = failure(
+            StoreError::UnsupportedStore {
+                spec: "s3://bucket".into(),
+                reason: "not read".into(),
+            }
+            .into(),
+        );
+        assert_eq!(f.code, 2);
+        assert!(f.lines[1].ends_with("(--store https://BUCKET.s3.REGION.amazonaws.com)"));
+        // Core's own: a name that matches nothing is exit 2.
+        let f = failure(CoreError::NoMatch {
+            pattern: "x".into(),
+            store: "s".into(),
+            closest: None,
+            candidates: Vec::new(),
+        });
+        assert_eq!(f.code, 2);
+        let f = failure(CoreError::NoDeriver { path: "/p".into() });
+        assert_eq!(f.code, 1);
+        assert!(f.lines[1].ends_with(" (--derivation reads the build graph)"));
+        // The shared ones, through either crate: a usage error is exit 2.
+        let f = failure(nix_heft_types::Error::Usage("give one root".into()).into());
+        assert_eq!(
+            (f.code, f.lines[1].as_str()),
+            (2, "  caused by: give one root")
+        );
+        let f = failure(StoreError::Usage("no store to read".into()).into());
+        assert_eq!(f.code, 2);
+        // A failed download is the store's: a failure, exit 1, no advice.
+        let f = failure(
+            StoreError::Http {
+                url: "https://cache/x.narinfo".into(),
+                reason: "500".into(),
+            }
+            .into(),
+        );
+        assert_eq!(f.code, 1);
+        assert_eq!(f.lines[1], "  caused by: https://cache/x.narinfo: 500");
+    }
 }

@@ -156,7 +156,7 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|e| parse_error::exit(e, &cmd, &argv));
         }
         Err(e) => {
-            let f = nix_heft_types::error::failure(&e, &advice::advice);
+            let f = nix_heft_types::error::failure(&e, &advice::judge);
             eprint!("{}", f.message("nix-heft"));
             return ExitCode::from(f.code);
         }
@@ -169,7 +169,7 @@ fn main() -> ExitCode {
             // What the stores said before the failure, then the failure:
             // the library says what to print; printing is the program's.
             ctx.finish(&[]);
-            let f = nix_heft_types::error::failure(e.as_ref(), &advice::advice);
+            let f = nix_heft_types::error::failure(e.as_ref(), &advice::judge);
             eprint!("{}", f.message("nix-heft"));
             ExitCode::from(f.code)
         }

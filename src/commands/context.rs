@@ -97,7 +97,7 @@ pub struct Context {
 impl Context {
     /// Opens a store as `--store` names it (`spec`), with the HTTP options
     /// of the command line (netrc, refresh, verify).
-    pub fn open_store(&self, spec: Option<&str>) -> nix_heft_types::Result<Box<dyn StoreSource>> {
+    pub fn open_store(&self, spec: Option<&str>) -> nix_heft_store::Result<Box<dyn StoreSource>> {
         self.opener
             .open_one(spec, std::sync::Arc::clone(&self.log))
             .map_err(open_error)
@@ -153,7 +153,7 @@ impl Context {
     /// `--store` names when it has files on disk (local or chroot), else
     /// from the local store, with outputs' sizes from the local store and
     /// then that cache.
-    pub fn open_derivations(&self) -> nix_heft_types::Result<DerivationSource> {
+    pub fn open_derivations(&self) -> nix_heft_store::Result<DerivationSource> {
         let src = self.open()?;
         if source::files_dir(src.as_ref()).is_some() {
             return Ok(DerivationSource::new(src, None));
@@ -166,7 +166,7 @@ impl Context {
     /// several are named (`--store` repeated, `--substituters`), all of
     /// them read as one ([`source::Layered`]), with the run's signature
     /// policy: [`Opener::open`].
-    pub fn open(&self) -> nix_heft_types::Result<Box<dyn StoreSource>> {
+    pub fn open(&self) -> nix_heft_store::Result<Box<dyn StoreSource>> {
         self.opener
             .open_logged(std::sync::Arc::clone(&self.log))
             .map_err(open_error)
@@ -174,14 +174,14 @@ impl Context {
 
     /// The one local or chroot store `--store` names, as itself (what
     /// reads the store's database and state directory: `roots`).
-    pub fn open_local(&self) -> nix_heft_types::Result<source::LocalStore> {
+    pub fn open_local(&self) -> nix_heft_store::Result<source::LocalStore> {
         self.opener.open_local().map_err(open_error)
     }
 
     /// The stores `stores` names (`--before-store` repeated), read as one
     /// with the run's signature policy, HTTP options and no substituters:
     /// the run's own stores are replaced, not added to.
-    pub fn open_stores(&self, stores: &[String]) -> nix_heft_types::Result<Box<dyn StoreSource>> {
+    pub fn open_stores(&self, stores: &[String]) -> nix_heft_store::Result<Box<dyn StoreSource>> {
         let mut spec = self.opener.spec().clone();
         spec.stores = stores.to_vec();
         spec.substituters = None;
@@ -201,7 +201,7 @@ impl Context {
     pub fn optional_store(
         &self,
         spec: &Option<String>,
-    ) -> nix_heft_types::Result<Option<Box<dyn StoreSource>>> {
+    ) -> nix_heft_store::Result<Option<Box<dyn StoreSource>>> {
         spec.as_deref()
             .map(|s| self.open_store(Some(s)))
             .transpose()
@@ -530,12 +530,12 @@ impl Watch for CliWatch<'_> {
 
 /// What opening the stores says, in the command line's words: keys and
 /// stores it names are flags here.
-fn open_error(e: OpenError) -> nix_heft_types::Error {
+fn open_error(e: OpenError) -> nix_heft_store::Error {
     match e {
         OpenError::BadTrustedKeys(e) => {
-            nix_heft_types::Error::Usage(format!("--trusted-public-keys: {e}"))
+            nix_heft_store::Error::Usage(format!("--trusted-public-keys: {e}"))
         }
-        OpenError::NoStore => nix_heft_types::Error::Usage(
+        OpenError::NoStore => nix_heft_store::Error::Usage(
             "--substituters names no store (and nix.conf's substituters none for auto)".into(),
         ),
         OpenError::Store(e) => e,

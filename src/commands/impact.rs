@@ -8,8 +8,8 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::impact::{self, Prepared, Request, Rules, Side, Sides, Status};
-use nix_heft_eval::attrs::{EvalJobs, Evaluator};
+use nix_heft_core::impact::{self, Prepared, Request, Rules, Side, Sides};
+use nix_heft_eval::attrs::Evaluator;
 use nix_heft_format::nixpkgs_review::ReviewDir;
 use nix_heft_report::impact::{AttrList, ImpactReport, SideMeta};
 use nix_heft_types::Error;
@@ -132,78 +132,6 @@ pub struct ImpactArgs {
     review: ReviewArgs,
 }
 
-/// The attributes named on the command line, if any.
-fn named_attrs(args: &ImpactArgs) -> anyhow::Result<Option<Vec<String>>> {
-    let mut attrs = args.attrs.clone();
-    if let Some(f) = &args.attr_file {
-        let text = std::fs::read_to_string(f).map_err(|source| Error::Io {
-            path: f.clone(),
-            source,
-        })?;
-        attrs.extend(
-            text.lines()
-                .map(|l| l.split('#').next().unwrap_or("").trim())
-                .filter(|l| !l.is_empty())
-                .map(String::from),
-        );
-    }
-    if attrs.is_empty() {
-        if args.attr_file.is_some() {
-            return Err(Error::Usage("--attr-file names no attribute".into()).into());
-        }
-        return Ok(None);
-    }
-    let mut seen = std::collections::BTreeSet::new();
-    attrs.retain(|a| seen.insert(a.clone()));
-    Ok(Some(attrs))
-}
-
-fn evaluator(args: &ImpactArgs) -> Evaluator {
-    let mut e = match args.evaluator.as_str() {
-        "nix-env" => Evaluator::nix_env(),
-        "nix-eval-jobs" => Evaluator::NixEvalJobs(EvalJobs::new("nix-eval-jobs")),
-        _ => Evaluator::detect(),
-    };
-    match &mut e {
-        Evaluator::NixEvalJobs(ej) => {
-            if let Some(w) = args.workers {
-                ej.workers = w;
-            }
-            if let Some(m) = args.max_memory_size {
-                ej.max_memory_size = m;
-            }
-        }
-        Evaluator::NixEnv { chunk_size, .. } => {
-            if let Some(n) = args.chunk_size {
-                *chunk_size = n.max(1);
-            }
-        }
-    }
-    e
-}
-
-fn rules(args: &ImpactArgs) -> anyhow::Result<Rules> {
-    let size = |s: &Option<String>| {
-        s.as_deref()
-            .map(nix_heft_types::units::parse_size)
-            .transpose()
-    };
-    Ok(Rules {
-        max_closure: size(&args.max_closure)?,
-        max_growth: args
-            .max_growth
-            .as_deref()
-            .map(nix_heft_core::check::Growth::parse)
-            .transpose()?,
-        forbid: args
-            .forbid
-            .iter()
-            .map(|p| Ok((p.clone(), nix_heft_core::roots::glob(p)?)))
-            .collect::<nix_heft_types::Result<_>>()?,
-        max_output: size(&args.max_output)?,
-    })
-}
-
 /// Compares the closures of every attribute the change touches and prints
 /// the impact; exit code 4 when an attribute breaks a rule, else 3 for a
 /// partial read, else 0; 1 when rules were given and no attribute could be
@@ -211,7 +139,12 @@ fn rules(args: &ImpactArgs) -> anyhow::Result<Rules> {
 pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
     let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
     let at = args.review.checked()?;
-    let rules = rules(args)?;
+    let rules = Rules::parse(
+        args.max_closure.as_deref(),
+        args.max_growth.as_deref(),
+        &args.forbid,
+        args.max_output.as_deref(),
+    )?;
     let Some(before) = &args.before else {
         return Err(Error::Usage(
             "impact needs --before SIDE (a revision, a directory or a flake)".into(),
@@ -229,8 +162,13 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
             Error::Usage("impact needs --after SIDE, or --nixpkgs-review DIR".into()).into(),
         );
     }
-    let ev = evaluator(args);
-    let named = named_attrs(args)?;
+    let ev = Evaluator::chosen(
+        &args.evaluator,
+        args.workers,
+        args.max_memory_size,
+        args.chunk_size,
+    );
+    let named = impact::named_attrs(&args.attrs, args.attr_file.as_deref())?;
     let spinner = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
     let watch = |msg: Option<String>| {
         let mut s = spinner.lock().unwrap_or_else(|e| e.into_inner());
@@ -259,19 +197,6 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
             e.into()
         }
     })?;
-    if !prepared.unmatched.is_empty() {
-        return Err(Error::Usage(format!(
-            "{}: no such attribute at the base ({before}) or at the head ({})",
-            prepared
-                .unmatched
-                .iter()
-                .map(|a| format!("--attr {a}"))
-                .collect::<Vec<_>>()
-                .join(", "),
-            args.after.as_deref().unwrap_or("nixpkgs-review")
-        ))
-        .into());
-    }
     if args.list {
         let list = AttrList {
             attrs: prepared.attrs.clone(),
@@ -318,20 +243,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         at.as_ref(),
         &args.review.text_options_bytes(ctx, args.bytes),
     )?;
-    let gate = rules.max_closure.is_some()
-        || rules.max_growth.is_some()
-        || !rules.forbid.is_empty()
-        || rules.max_output.is_some();
-    if gate && !found.measured() {
-        return Err(anyhow::anyhow!(
-            "the rules were applied to nothing: {}, none measured (built on a side it exists on); build them, or give the stores that hold them",
-            if found.rows.is_empty() {
-                "no attribute to compare".to_string()
-            } else {
-                format!("{} attribute(s)", found.rows.len())
-            }
-        ));
-    }
+    found.gate(&rules)?;
     Ok(if report.broken() {
         ExitCode::from(nix_heft_types::exit::VIOLATION)
     } else {
@@ -340,7 +252,8 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
 }
 
 /// What the report needs beside the impact: how the sides were given,
-/// their commits and stores, the build commands, the notes.
+/// their commits and stores (those given, else the run's), the build
+/// commands, the notes.
 fn context<'a>(
     ctx: &Context,
     args: &ImpactArgs,
@@ -351,49 +264,29 @@ fn context<'a>(
     build: &'a dyn Fn(&str, Side) -> String,
 ) -> nix_heft_report::impact::Context<'a> {
     let stores = |given: &[String], src: &dyn nix_heft_store::source::StoreSource| {
-        if given.is_empty() {
-            let w: Vec<String> = ctx
-                .store_args(None)
-                .chunks(2)
-                .filter(|w| w[0] == "--store" || w[0] == "--substituters")
-                .map(|w| w[1].clone())
-                .collect();
-            if w.is_empty() {
-                vec![src.describe()]
-            } else {
-                w
-            }
+        if !given.is_empty() {
+            return given.to_vec();
+        }
+        let run: Vec<String> = ctx
+            .store_args(None)
+            .chunks(2)
+            .filter(|w| w[0] == "--store" || w[0] == "--substituters")
+            .map(|w| w[1].clone())
+            .collect();
+        if run.is_empty() {
+            vec![src.describe()]
         } else {
-            given.to_vec()
+            run
         }
     };
     let before_stores = stores(&args.before_store, srcs[0]);
-    let mut notes = Vec::new();
-    if args.before_store.is_empty() {
-        let unbuilt = found
-            .rows
-            .iter()
-            .filter(|r| matches!(&r.status, Status::NotBuilt(s) if s.contains(&Side::Before)))
-            .count();
-        notes.push(if unbuilt > 0 {
-            format!(
-                "the base's outputs were read from {} (no --before-store), which lacks those of {unbuilt} attribute(s): pass --before-store with the cache that holds them (https://cache.nixos.org for nixpkgs)",
-                before_stores.join(", ")
-            )
-        } else {
-            format!(
-                "the base's outputs were read from {} (no --before-store)",
-                before_stores.join(", ")
-            )
-        });
-    }
-    if !p.undecided.is_empty() {
-        notes.push(format!(
-            "nixpkgs-review lists {} as broken, which it also writes for an attribute missing from its checkout; its report names no commit this repository has, so broken and removed cannot be told apart: pass --after to evaluate the head",
-            p.undecided.join(", ")
-        ));
-    }
     nix_heft_report::impact::Context {
+        notes: nix_heft_report::impact::notes(
+            found,
+            !args.before_store.is_empty(),
+            &before_stores,
+            &p.undecided,
+        ),
         before: SideMeta {
             side: args.before.clone().unwrap_or_default(),
             commit: p.before.commit.clone(),
@@ -415,7 +308,6 @@ fn context<'a>(
             _ => ev.name().to_string(),
         },
         build,
-        notes,
     }
 }
 

@@ -39,7 +39,7 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
     let src = src.as_ref();
     let traces = args.trace.load()?;
     // A bad regex is a usage error, found before anything is read.
-    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft_types::Error::BadPattern {
+    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft_core::Error::BadPattern {
         pattern: args.by.clone(),
         reason: e.to_string(),
     })?;

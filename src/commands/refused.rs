@@ -12,11 +12,11 @@ use std::process::ExitCode;
 
 use clap::Args;
 
+use nix_heft_core::Error;
 use nix_heft_core::pipeline::refused::{RefusedOf, refused, refused_log};
 use nix_heft_format::StorePath;
 use nix_heft_report::Report;
 use nix_heft_report::refused::{RefusedLogReport, RefusedReport};
-use nix_heft_types::Error;
 
 use super::{Context, Shown};
 

@@ -8,15 +8,14 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft_core::graph::request;
-use nix_heft_core::pipeline::CompareOptions;
-use nix_heft_report::html::{BuildGraph, EvidenceState, HtmlReport};
+use nix_heft_core::pipeline::{CompareOptions, PageReading};
+use nix_heft_report::html::{BuildGraph, HtmlReport, ReportWritten};
 use nix_heft_report::size::UnknownOutputs;
 use nix_heft_store::source::StoreSource;
 use nix_heft_store::source::build_graph::DerivationSource;
 use nix_heft_trace::file::TraceSet;
 
-use super::{Context, TraceOpt};
+use super::{Context, Shown, TraceOpt};
 
 /// One self-contained HTML file: a treemap of the closure by added
 /// size (following the dominator tree), each path's sizes, referrers,
@@ -64,29 +63,6 @@ pub struct ReportArgs {
     /// ROOT (or --diff's BEFORE and AFTER) means its `.drv`.
     #[arg(long, conflicts_with_all = ["before_store", "after_store"])]
     derivation: bool,
-}
-
-/// What `report` prints on standard output after writing the file.
-#[derive(serde::Serialize)]
-struct ReportWritten {
-    output: String,
-    bytes: usize,
-    paths: usize,
-    edges_with_evidence: usize,
-    advice: usize,
-    evidence: EvidenceState,
-    /// With --diff: paths new since BEFORE.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    added: Option<usize>,
-    /// With --diff: BEFORE's paths that left.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    removed: Option<usize>,
-    /// With --derivation: derivations whose outputs are of unknown size.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    unknown_outputs: Option<usize>,
-    /// With --derivation: output paths given, read as their derivers.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    derivers: Vec<super::context::Mapped>,
 }
 
 /// Examines the closure ([`nix_heft_core::pipeline::examine`], plus advise's
@@ -139,31 +115,20 @@ fn page(
             (ctx.load(src, &roots)?, None)
         }
     };
-    let (c, actions, plan_saving, problems) = if args.no_evidence {
-        (None, Vec::new(), None, Vec::new())
-    } else if drvs.is_some() {
-        // Every edge's entry in its `.drv` file, and no advice: a build
-        // input is not a reference an output could drop.
-        let c = ctx.classified(src, &g, &request::all_edges(&g), traces);
-        let problems = c.problems.clone();
-        (Some(c), Vec::new(), None, problems)
-    } else {
-        let mut ex = nix_heft_core::pipeline::examine(src, &g, traces, &ctx.read_bar(src));
-        // The total is advise's joint plan: every non-breaking action
-        // applied together, each path counted once.
-        let plan_saving = ex
-            .joint_plan(&g)
-            .map(|plan| plan.closure_before.saturating_sub(plan.closure_after));
-        (Some(ex.classified), ex.actions, plan_saving, ex.problems)
+    let reading = match (args.no_evidence, drvs.is_some()) {
+        (true, _) => PageReading::Nothing,
+        (false, true) => PageReading::BuildGraph,
+        (false, false) => PageReading::Examined,
     };
+    let ev = nix_heft_core::pipeline::page_evidence(src, &g, reading, traces, &ctx.read_bar(src));
     let mut model = HtmlReport::new(
         &g,
         &nix_heft_core::graph::Sizes::compute(&g),
         src.describe(),
-        c.as_ref(),
-        actions,
-        plan_saving,
-        problems,
+        ev.classified.as_ref(),
+        ev.actions,
+        ev.plan_saving,
+        ev.problems,
     );
     model.traces = traces.as_ref().map(|t| t.names());
     for (p, node) in g.paths().iter().zip(&mut model.paths) {
@@ -198,7 +163,7 @@ fn page(
                 // As `diff --derivation` ranks the changed inputs.
                 rank_by_drag: drvs.is_some(),
                 no_evidence: args.no_evidence,
-                after_read: Some(c.unwrap_or_default()),
+                after_read: Some(ev.classified.unwrap_or_default()),
             },
             (&ctx.read_bar(bsrc), &ctx.read_bar(src)),
         );
@@ -208,64 +173,13 @@ fn page(
         model.set_diff(&g, dr);
     }
     let html = model.render_html();
-    let shown = if args.output.as_os_str() == "-" {
-        let mut out = std::io::stdout().lock();
-        out.write_all(html.as_bytes())?;
-        out.flush()?;
-        "-".to_string()
-    } else {
-        write_beside(&args.output, html.as_bytes())?;
-        args.output.display().to_string()
-    };
-    let written = ReportWritten {
-        output: shown,
-        bytes: html.len(),
-        paths: model.paths.len(),
-        edges_with_evidence: model
-            .edges
-            .iter()
-            .filter(|e| !e.evidence.is_empty())
-            .count(),
-        advice: model.advice.len(),
-        evidence: model.evidence_state,
-        added: model.diff.as_ref().map(|d| d.added.len()),
-        removed: model.diff.as_ref().map(|d| d.removed.len()),
-        unknown_outputs: model.build_graph.as_ref().map(|b| b.unknown_outputs.len()),
-        derivers: ctx.derivers(),
-    };
-    if args.output.as_os_str() != "-" {
-        let mut out = std::io::stdout().lock();
-        if ctx.json {
-            serde_json::to_writer(&mut out, &written)?;
-            writeln!(out)?;
-        } else {
-            writeln!(
-                out,
-                "wrote {} ({}, {} paths, {}{} edges with evidence, {} actions{}{})",
-                written.output,
-                nix_heft_types::units::iec(written.bytes as u64),
-                written.paths,
-                match (written.added, written.removed) {
-                    (Some(a), Some(r)) => format!("{a} added, {r} removed, "),
-                    _ => String::new(),
-                },
-                written.edges_with_evidence,
-                written.advice,
-                match written.evidence {
-                    EvidenceState::Unavailable => ", evidence unavailable",
-                    EvidenceState::Partial => ", evidence partial",
-                    EvidenceState::Available => "",
-                },
-                match written.unknown_outputs {
-                    Some(n) if n > 0 => {
-                        format!(", {n} derivation(s) with outputs of unknown size")
-                    }
-                    _ => String::new(),
-                }
-            )?;
-        }
+    if args.output.as_os_str() == "-" {
+        let written = ReportWritten::new(&model, "-".into(), html.len());
+        return ctx.emit(None, &written, Shown::Rendered(html));
     }
-    Ok(ctx.finish(&model.problems))
+    write_beside(&args.output, html.as_bytes())?;
+    let written = ReportWritten::new(&model, args.output.display().to_string(), html.len());
+    ctx.emit(None, &written, Shown::Report(ctx.text_options()))
 }
 
 /// Writes `bytes` to `output` through a temporary file beside it, renamed

@@ -78,7 +78,7 @@ impl RootsArgs {
         &self,
         ctx: &Context,
         store: &nix_heft_store::source::LocalStore,
-    ) -> nix_heft_types::Result<RootsRequest> {
+    ) -> nix_heft_core::Result<RootsRequest> {
         Ok(RootsRequest {
             older_than_days: self.older_than,
             under: self.paths.iter().flat_map(|p| gc::locations(p)).collect(),
@@ -204,6 +204,6 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
 pub fn request(
     ctx: &Context,
     store: &nix_heft_store::source::LocalStore,
-) -> nix_heft_types::Result<RootsRequest> {
+) -> nix_heft_core::Result<RootsRequest> {
     RootsRequest::for_collector(&ctx.installables.options, store.root())
 }

@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
+use nix_heft_core::Error;
 use nix_heft_core::unregistered::{Opened, TreeRequest, open_tree};
 use nix_heft_format::StorePath;
-use nix_heft_types::Error;
 
 use super::Context;
 

@@ -152,7 +152,7 @@ fn main() -> ExitCode {
         Ok(code) => code,
         Err(e) => {
             // The library says what to print; printing is the program's.
-            let f = nix_heft_types::error::failure(e.as_ref(), &advice);
+            let f = nix_heft_types::error::failure(e.as_ref(), &judge);
             eprint!("{}", f.message("nix-heft-survey"));
             ExitCode::from(f.code)
         }
@@ -270,18 +270,37 @@ async fn sql(cli: &Cli, args: &QueryArgs) -> anyhow::Result<ExitCode> {
 
 /// What to do about a library error, in this binary's flags (the library
 /// says what is wrong, never which flag fixes it).
-fn advice(e: &nix_heft_types::Error) -> Option<String> {
-    use nix_heft_types::Error;
-    let text = match e {
-        Error::UntrustedNarinfo(u) if u.mismatched.is_empty() => {
+/// Whether an error of the run's chain is the command line's fault, and
+/// what to do about it in this program's words (its flags): each crate's
+/// enum, a crate's error inside another's looked through.
+fn judge(e: &(dyn std::error::Error + 'static)) -> nix_heft_types::error::Judged {
+    use nix_heft_store::Error as StoreError;
+    let core = e.downcast_ref::<nix_heft_core::Error>();
+    let mut store = e.downcast_ref::<StoreError>();
+    let mut shared = e.downcast_ref::<nix_heft_types::Error>();
+    match core {
+        Some(nix_heft_core::Error::Store(s)) => store = Some(s),
+        Some(nix_heft_core::Error::Shared(t)) => shared = Some(t),
+        _ => {}
+    }
+    if let Some(StoreError::Shared(t)) = store {
+        shared = Some(t);
+    }
+    let advice = match store {
+        Some(StoreError::UntrustedNarinfo(u)) if u.mismatched.is_empty() => Some(
             "; trust the cache's key with `run --trusted-public-keys` or nix.conf's \
-             trusted-public-keys, or accept such narinfos with `run --no-require-sigs`"
-        }
-        Error::NoLocalStore(_) => "; name a store with `run --store`",
-        Error::NeedsCredentials { .. } => {
-            "; put them in a netrc file (`run --netrc-file`, nix.conf's netrc-file, or ~/.netrc)"
-        }
-        _ => return None,
+             trusted-public-keys, or accept such narinfos with `run --no-require-sigs`",
+        ),
+        Some(StoreError::NoLocalStore(_)) => Some("; name a store with `run --store`"),
+        Some(StoreError::NeedsCredentials { .. }) => Some(
+            "; put them in a netrc file (`run --netrc-file`, nix.conf's netrc-file, or ~/.netrc)",
+        ),
+        _ => None,
     };
-    Some(text.to_string())
+    nix_heft_types::error::Judged {
+        usage: core.is_some_and(nix_heft_core::Error::is_usage)
+            || store.is_some_and(StoreError::is_usage)
+            || shared.is_some_and(nix_heft_types::Error::is_usage),
+        advice: advice.map(str::to_string),
+    }
 }

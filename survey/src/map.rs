@@ -53,13 +53,14 @@ pub fn survey_partition(
     partition: u32,
     progress: &(dyn Fn(u64) + Sync),
 ) -> datafusion::common::Result<PartitionFacts> {
-    let ext = |e: nix_heft_types::Error| datafusion::common::DataFusionError::External(Box::new(e));
+    // The store's errors and core's, as DataFusion carries them.
+    let ext = |e: nix_heft_core::Error| datafusion::common::DataFusionError::External(Box::new(e));
     let mut problems: Vec<Problem> = Vec::new();
     let mut raw = RawClosure::default();
     let mut index: std::collections::HashMap<StorePath, u32> = Default::default();
     let mut refs: Vec<(u32, Vec<StorePath>)> = Vec::new();
     for p in paths {
-        match src.path_info(p).map_err(ext)? {
+        match src.path_info(p).map_err(|e| ext(e.into()))? {
             Some(info) => {
                 let id = raw.push(p.clone(), info.nar_size);
                 index.insert(p.clone(), id);

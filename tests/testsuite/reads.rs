@@ -77,7 +77,7 @@ struct CountingNars {
 }
 
 impl PathContents for CountingNars {
-    fn nar(&self, path: &StorePath, check_file: bool) -> nix_heft_types::Result<Option<Nar>> {
+    fn nar(&self, path: &StorePath, check_file: bool) -> nix_heft_store::Result<Option<Nar>> {
         *self
             .opens
             .lock()

@@ -23,9 +23,9 @@ use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Classified;
+use crate::error::{Error, Result};
 use crate::graph::{Graph, NodeId, ReadRequest, added_sizes, request};
 use crate::plan::advise::Action;
-use nix_heft_types::error::{Error, Result};
 use nix_heft_types::evidence::{Evidence, EvidenceGroup, Verdict};
 use nix_heft_types::problem::{Problem, ProblemKind};
 
@@ -54,7 +54,7 @@ impl Growth {
             }
             return Ok(Growth::Percent(v));
         }
-        nix_heft_types::units::parse_size(s).map(Growth::Bytes)
+        Ok(nix_heft_types::units::parse_size(s).map(Growth::Bytes)?)
     }
 
     /// The limit in bytes over a baseline of `base` bytes.

@@ -14,9 +14,11 @@
 
 #![warn(missing_docs)]
 
+pub use error::{Error, Result};
 pub mod check;
 pub mod classify;
 pub mod diff;
+pub mod error;
 pub mod explain;
 pub mod gc;
 pub mod graph;

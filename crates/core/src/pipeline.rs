@@ -229,6 +229,64 @@ pub fn examine_build_graph(src: &dyn StoreSource, g: &Graph, progress: &dyn Prog
     }
 }
 
+/// How much of its closure's evidence a page reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PageReading {
+    /// Nothing (`--no-evidence`): sizes and references only.
+    Nothing,
+    /// A build graph's `.drv` entries, without advice.
+    BuildGraph,
+    /// Every edge read and advised, with the joint plan's saving.
+    Examined,
+}
+
+/// A page's evidence: what `report` and `report --diff` show of AFTER.
+#[derive(Debug, Default)]
+pub struct PageEvidence {
+    /// Every edge's evidence, when read.
+    pub classified: Option<Classified>,
+    /// advise's actions, ranked.
+    pub actions: Vec<Action>,
+    /// What advise's joint plan saves (every non-breaking action applied
+    /// together, each path counted once), when advised.
+    pub plan_saving: Option<u64>,
+    /// What could not be read, classified or simulated.
+    pub problems: Vec<Problem>,
+}
+
+/// The evidence of `g` a page shows, read as `reading` says.
+pub fn page_evidence(
+    src: &dyn StoreSource,
+    g: &Graph,
+    reading: PageReading,
+    traces: Option<&TraceSet>,
+    progress: &dyn Progress,
+) -> PageEvidence {
+    match reading {
+        PageReading::Nothing => PageEvidence::default(),
+        PageReading::BuildGraph => {
+            let c = classified(src, g, &request::all_edges(g), traces, progress);
+            PageEvidence {
+                problems: c.problems.clone(),
+                classified: Some(c),
+                ..Default::default()
+            }
+        }
+        PageReading::Examined => {
+            let mut ex = examine(src, g, traces, progress);
+            let plan_saving = ex
+                .joint_plan(g)
+                .map(|plan| plan.closure_before.saturating_sub(plan.closure_after));
+            PageEvidence {
+                classified: Some(ex.classified),
+                actions: ex.actions,
+                plan_saving,
+                problems: ex.problems,
+            }
+        }
+    }
+}
+
 /// What `advise` is asked.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct AdviseRequest<'a> {
@@ -289,14 +347,14 @@ pub enum ReadFor {
 /// must be able to reach `min_saving` for that to matter). Then advise's
 /// actions on the examined referrers and their joint plan.
 ///
-/// Fails with [`nix_heft_types::Error::NothingToAdvise`] when the source had no file
+/// Fails with [`crate::Error::NothingToAdvise`] when the source had no file
 /// contents at all, and with a usage error for a target no partition keeps.
 pub fn advise(
     src: &dyn StoreSource,
     g: &Graph,
     req: &AdviseRequest,
     progress: &dyn Progress,
-) -> nix_heft_types::Result<Advised> {
+) -> crate::Result<Advised> {
     let all = request::all_edges(g);
     let mut pruning = Pruning::new(g, &all, req.min_saving);
     // Trees that cost no NAR (listings, the disk) settle what they can
@@ -340,7 +398,7 @@ pub fn advise(
     let read_for = reasons(&wants, &examined, &consumers, &reads);
     let c = judged(src, g, reads, req.traces);
     if !c.paths.is_empty() && !readable(&c) {
-        return Err(nix_heft_types::Error::NothingToAdvise {
+        return Err(crate::Error::NothingToAdvise {
             store: src.describe(),
         });
     }
@@ -552,7 +610,7 @@ pub fn split(
     existing: &[crate::plan::split::Existing],
     traces: Option<&TraceSet>,
     progress: &dyn Progress,
-) -> nix_heft_types::Result<(crate::plan::split::SplitPlan, Vec<Problem>)> {
+) -> crate::Result<(crate::plan::split::SplitPlan, Vec<Problem>)> {
     use crate::graph::request::{references_of, want};
     let mut wants: ReadRequest = [(path, references_of(g, path))].into_iter().collect();
     want(&mut wants, g.referrers(path).iter().map(|&c| (c, path)));
@@ -617,7 +675,7 @@ pub struct CompareOptions {
 pub fn load_pair(
     before: (&dyn StoreSource, &[nix_heft_format::StorePath]),
     after: (&dyn StoreSource, &[nix_heft_format::StorePath]),
-) -> (nix_heft_types::Result<Graph>, nix_heft_types::Result<Graph>) {
+) -> (crate::Result<Graph>, crate::Result<Graph>) {
     rayon::join(
         || Graph::load(before.0, before.1),
         || Graph::load(after.0, after.1),

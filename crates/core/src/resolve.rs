@@ -11,11 +11,11 @@
 //! output read as its deriver) is told to a [`Watch`]; this module prints
 //! nothing.
 
+use crate::error::Error;
 use crate::graph::{Graph, NodeId};
 use nix_heft_eval::installable::{self, Evaluated, Installable, InstallableError, Options};
 use nix_heft_format::StorePath;
 use nix_heft_store::source::StoreSource;
-use nix_heft_types::Error;
 
 /// An output path read as the derivation that built it (with the build
 /// graph), as `nix path-info --derivation` maps it.
@@ -52,6 +52,12 @@ pub enum ResolveError {
     /// `nix` could not evaluate an installable (or is not there).
     #[error(transparent)]
     Installable(#[from] InstallableError),
+}
+
+impl From<nix_heft_store::Error> for ResolveError {
+    fn from(e: nix_heft_store::Error) -> Self {
+        ResolveError::Store(e.into())
+    }
 }
 
 /// The results of this module.
@@ -136,7 +142,7 @@ impl Resolve<'_> {
             let found = match e {
                 Some(e) if self.derivation => {
                     if !src.is_valid(&e.drv_path)? {
-                        return Err(Error::NoDerivation {
+                        return Err(nix_heft_store::Error::NoDerivation {
                             path: e.drv_path.to_string(),
                             store: src.describe(),
                         }

@@ -14,9 +14,9 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
+use crate::error::{Error, Result, io_err};
 use nix_heft_format::store_path::{StorePath, output_suffix, package_name, split_output};
 use nix_heft_store::source::PathMetadata;
-use nix_heft_types::error::{Error, Result, io_err};
 
 /// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
 const MAX_SYMLINKS: usize = 40;
@@ -38,10 +38,11 @@ pub fn resolve_roots(src: &dyn PathMetadata, args: &[String]) -> Result<Vec<Stor
                         store: src.describe(),
                     });
                 }
-                return Err(Error::MissingPath {
+                return Err(nix_heft_store::Error::MissingPath {
                     path: p.to_string(),
                     store: src.describe(),
-                });
+                }
+                .into());
             }
             vec![p]
         } else {

@@ -24,10 +24,10 @@ use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
+use crate::error::{Error, Result};
 use crate::read::hash_finder::{HashFinder, Hit};
 use nix_heft_format::store_path::{HASH_LEN, StorePath, WrittenPaths, is_name_byte};
 use nix_heft_store::source::{Nar, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
-use nix_heft_types::{Error, Result};
 
 /// A tree given to be read as the store path it is meant to become.
 #[derive(Debug, Clone)]
@@ -203,7 +203,7 @@ impl<'a> Scanned<'a> {
 
     /// The NAR serialisation of `dir` scanned: its length and the
     /// candidates whose hash occurs in it.
-    fn scan(&self, path: &StorePath, dir: &Path) -> Result<PathInfo> {
+    fn scan(&self, path: &StorePath, dir: &Path) -> nix_heft_store::Result<PathInfo> {
         // The serialisation is written straight into the scanner (no pipe,
         // no thread): a buffered writer lets each file be read into its
         // buffer directly, so every byte is copied once.
@@ -218,7 +218,7 @@ impl<'a> Scanned<'a> {
             },
         );
         let done = nix_heft_format::nar::dump::dump(dir, &mut sink).and_then(|()| sink.flush());
-        done.map_err(|source| Error::Io {
+        done.map_err(|source| nix_heft_store::Error::Io {
             path: dir.to_path_buf(),
             source,
         })?;
@@ -227,7 +227,7 @@ impl<'a> Scanned<'a> {
             written,
             size,
             ..
-        } = sink.into_inner().map_err(|e| Error::Io {
+        } = sink.into_inner().map_err(|e| nix_heft_store::Error::Io {
             path: dir.to_path_buf(),
             source: e.into_error(),
         })?;
@@ -278,7 +278,7 @@ impl PathMetadata for Scanned<'_> {
         }
     }
 
-    fn path_info(&self, path: &StorePath) -> Result<Option<PathInfo>> {
+    fn path_info(&self, path: &StorePath) -> nix_heft_store::Result<Option<PathInfo>> {
         if let Some(i) = self
             .memo
             .lock()
@@ -318,7 +318,7 @@ impl PathMetadata for Scanned<'_> {
         Ok(info)
     }
 
-    fn all_paths(&self) -> Result<Vec<StorePath>> {
+    fn all_paths(&self) -> nix_heft_store::Result<Vec<StorePath>> {
         let mut all = match self.base {
             Some(b) => b.all_paths()?,
             None => Vec::new(),
@@ -333,7 +333,7 @@ impl PathContents for Scanned<'_> {
         self.files_of(path)
     }
 
-    fn nar(&self, path: &StorePath, check_file: bool) -> Result<Option<Nar>> {
+    fn nar(&self, path: &StorePath, check_file: bool) -> nix_heft_store::Result<Option<Nar>> {
         if !self.trees.contains_key(path)
             && let Some(b) = self.base
             && let Some(n) = b.nar(path, check_file)?
@@ -343,9 +343,11 @@ impl PathContents for Scanned<'_> {
         let Some(dir) = self.files_of(path) else {
             return Ok(None);
         };
-        let reader = nix_heft_format::nar::dump::reader(&dir).map_err(|source| Error::Io {
-            path: dir.clone(),
-            source,
+        let reader = nix_heft_format::nar::dump::reader(&dir).map_err(|source| {
+            nix_heft_store::Error::Io {
+                path: dir.clone(),
+                source,
+            }
         })?;
         Ok(Some(Nar {
             reader,
@@ -354,7 +356,10 @@ impl PathContents for Scanned<'_> {
         }))
     }
 
-    fn listing(&self, path: &StorePath) -> Result<Option<nix_heft_format::nar::tree::FileTree>> {
+    fn listing(
+        &self,
+        path: &StorePath,
+    ) -> nix_heft_store::Result<Option<nix_heft_format::nar::tree::FileTree>> {
         match self.base {
             Some(b) if !self.trees.contains_key(path) => b.listing(path),
             _ => Ok(None),
@@ -641,10 +646,11 @@ pub fn read_derivation(
         .real_path(drv)
         .unwrap_or_else(|| PathBuf::from(drv.as_str()));
     nix_heft_format::derivation::Derivation::read(base.store_dir(), &file).map_err(|e| {
-        Error::BadDerivation {
+        nix_heft_store::Error::BadDerivation {
             path: drv.to_string(),
             reason: e.to_string(),
         }
+        .into()
     })
 }
 

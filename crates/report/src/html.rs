@@ -49,6 +49,84 @@ pub enum EvidenceState {
     Unavailable,
 }
 
+/// What `report` says after writing its page: where, how large, and
+/// what the page holds (`--json`: this struct).
+#[derive(Debug, Serialize)]
+pub struct ReportWritten {
+    /// The file written, or `-` for standard output.
+    pub output: String,
+    /// The page's bytes.
+    pub bytes: usize,
+    /// Paths on the page.
+    pub paths: usize,
+    /// Edges with at least one hold shown.
+    pub edges_with_evidence: usize,
+    /// Advice items.
+    pub advice: usize,
+    /// Whether the page has file-level evidence.
+    pub evidence: EvidenceState,
+    /// With --diff: paths new since BEFORE.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub added: Option<usize>,
+    /// With --diff: BEFORE's paths that left.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub removed: Option<usize>,
+    /// With --derivation: derivations whose outputs are of unknown size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub unknown_outputs: Option<usize>,
+    /// The page's problems, said on stderr.
+    #[serde(skip)]
+    pub problems: Vec<Problem>,
+}
+
+impl ReportWritten {
+    /// The summary of `page`, `bytes` long, written to `output`.
+    pub fn new(page: &HtmlReport, output: String, bytes: usize) -> ReportWritten {
+        ReportWritten {
+            output,
+            bytes,
+            paths: page.paths.len(),
+            edges_with_evidence: page.edges.iter().filter(|e| !e.evidence.is_empty()).count(),
+            advice: page.advice.len(),
+            evidence: page.evidence_state,
+            added: page.diff.as_ref().map(|d| d.added.len()),
+            removed: page.diff.as_ref().map(|d| d.removed.len()),
+            unknown_outputs: page.build_graph.as_ref().map(|b| b.unknown_outputs.len()),
+            problems: page.problems.clone(),
+        }
+    }
+}
+
+impl crate::Report for ReportWritten {
+    fn render_text(&self, _: &crate::TextOptions) -> String {
+        format!(
+            "wrote {} ({}, {} paths, {}{} edges with evidence, {} actions{}{})\n",
+            self.output,
+            nix_heft_types::units::iec(self.bytes as u64),
+            self.paths,
+            match (self.added, self.removed) {
+                (Some(a), Some(r)) => format!("{a} added, {r} removed, "),
+                _ => String::new(),
+            },
+            self.edges_with_evidence,
+            self.advice,
+            match self.evidence {
+                EvidenceState::Unavailable => ", evidence unavailable",
+                EvidenceState::Partial => ", evidence partial",
+                EvidenceState::Available => "",
+            },
+            match self.unknown_outputs {
+                Some(n) if n > 0 => format!(", {n} derivation(s) with outputs of unknown size"),
+                _ => String::new(),
+            }
+        )
+    }
+
+    fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+}
+
 /// One store path of the closure.
 #[derive(Debug, Clone, Serialize)]
 pub struct PathNode {

@@ -218,6 +218,48 @@ pub struct Context<'a> {
     pub notes: Vec<String>,
 }
 
+/// The notes shown with the report: where the base's outputs were read
+/// when no store was given for them (`given_before_stores` false), and
+/// which of nixpkgs-review's broken attributes could not be told from
+/// removed ones (`undecided`).
+pub fn notes(
+    found: &Impact,
+    given_before_stores: bool,
+    before_stores: &[String],
+    undecided: &[String],
+) -> Vec<String> {
+    let mut notes = Vec::new();
+    if !given_before_stores {
+        let unbuilt = found
+            .rows
+            .iter()
+            .filter(|r| matches!(&r.status, Status::NotBuilt(s) if s.contains(&Side::Before)))
+            .count();
+        notes.push(if unbuilt > 0 {
+            format!(
+                "the base's outputs were read from {} (no --before-store), which lacks those of \
+                 {unbuilt} attribute(s): pass --before-store with the cache that holds them \
+                 (https://cache.nixos.org for nixpkgs)",
+                before_stores.join(", ")
+            )
+        } else {
+            format!(
+                "the base's outputs were read from {} (no --before-store)",
+                before_stores.join(", ")
+            )
+        });
+    }
+    if !undecided.is_empty() {
+        notes.push(format!(
+            "nixpkgs-review lists {} as broken, which it also writes for an attribute missing \
+             from its checkout; its report names no commit this repository has, so broken and \
+             removed cannot be told apart: pass --after to evaluate the head",
+            undecided.join(", ")
+        ));
+    }
+    notes
+}
+
 fn side_row(s: &AttrSide) -> SideRow {
     SideRow {
         outputs: s

@@ -8,6 +8,7 @@
 #![warn(missing_docs)]
 
 pub mod error;
+pub use error::{Error, Result};
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod gc;

@@ -10,10 +10,10 @@
 
 use std::sync::{Arc, OnceLock};
 
+use crate::error::Error;
 use crate::source::signature::{SigPolicy, TrustedKeys};
 use crate::source::{self, OpenOptions, RunLog, StoreSource};
 use nix_heft_format::nix_conf::{ConfEnv, NixConf};
-use nix_heft_types::Error;
 
 /// What a run names to read, as the user said it.
 #[derive(Debug, Clone, Default)]

@@ -26,11 +26,11 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
+use crate::error::{Result, io_err};
 use crate::graph::{Graph, NodeId, closures_of};
 use nix_heft_store::gc::WholeStore;
 use nix_heft_store::gc::roots::Look;
 use nix_heft_store::source::LocalStore;
-use nix_heft_types::error::{Error, Result, io_err};
 
 pub use collector::Collector;
 pub use groups::GroupKind;
@@ -371,13 +371,16 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
     } = whole?;
     let entries = entries.map_err(io_err(&real))?;
     let g = Graph::from_adjacency(paths, nar_sizes, ref_offsets, refs, Vec::new())?;
-    let why = match &req.why {
-        None => None,
-        Some(p) => Some(index.find(g.paths(), p).ok_or_else(|| Error::MissingPath {
-            path: p.clone(),
-            store: store.describe(),
-        })?),
-    };
+    let why =
+        match &req.why {
+            None => None,
+            Some(p) => Some(index.find(g.paths(), p).ok_or_else(|| {
+                nix_heft_store::Error::MissingPath {
+                    path: p.clone(),
+                    store: store.describe(),
+                }
+            })?),
+        };
     let found::Assembled {
         mut roots,
         stale,

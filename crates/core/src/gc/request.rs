@@ -3,8 +3,8 @@
 
 use std::path::{Component, Path, PathBuf};
 
+use crate::error::{Error, Result};
 use nix_heft_format::nix_conf::{ConfEnv, NixConf, NixConfError};
-use nix_heft_types::error::{Error, Result};
 
 use super::RootsRequest;
 
@@ -29,7 +29,7 @@ impl RootsRequest {
             .filter(|(k, _)| GC_SETTINGS.contains(&k.as_str()))
             .cloned()
             .collect();
-        let bad = |e: NixConfError| Error::NixConf(e.to_string());
+        let bad = |e: NixConfError| Error::from(nix_heft_store::Error::NixConf(e.to_string()));
         let conf = NixConf::load(&ConfEnv::from_process())
             .map_err(bad)?
             .with_options(&gc_options);

@@ -23,9 +23,9 @@ pub use per_root::{
 pub use request::ReadRequest;
 pub use sizes::Sizes;
 
+use crate::error::{Error, Result};
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::{PathMetadata, RawClosure};
-use nix_heft_types::error::{Error, Result};
 
 /// Dense id of a path in a [`Graph`].
 pub type NodeId = u32;

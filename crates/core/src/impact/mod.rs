@@ -107,6 +107,78 @@ pub struct Rules {
     pub max_output: Option<u64>,
 }
 
+impl Rules {
+    /// The rules as written: sizes (IEC or SI), a growth (SIZE or PCT),
+    /// globs.
+    pub fn parse(
+        max_closure: Option<&str>,
+        max_growth: Option<&str>,
+        forbid: &[String],
+        max_output: Option<&str>,
+    ) -> crate::Result<Rules> {
+        let size = |s: Option<&str>| s.map(nix_heft_types::units::parse_size).transpose();
+        Ok(Rules {
+            max_closure: size(max_closure)?,
+            max_growth: max_growth.map(Growth::parse).transpose()?,
+            forbid: forbid
+                .iter()
+                .map(|p| Ok((p.clone(), crate::roots::glob(p)?)))
+                .collect::<crate::Result<_>>()?,
+            max_output: size(max_output)?,
+        })
+    }
+
+    /// Whether any rule is given: the run is a gate.
+    pub fn any(&self) -> bool {
+        self.max_closure.is_some()
+            || self.max_growth.is_some()
+            || !self.forbid.is_empty()
+            || self.max_output.is_some()
+    }
+}
+
+/// A gate that measured nothing: rules were given, and no attribute's
+/// closure could be measured. It does not pass.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "the rules were applied to nothing: {}, none measured (built on a side it exists on); build \
+     them, or give the stores that hold them",
+    if *.attrs == 0 { "no attribute to compare".to_string() } else { format!("{} attribute(s)", .attrs) }
+)]
+pub struct NothingMeasured {
+    /// The attributes compared.
+    pub attrs: usize,
+}
+
+/// The attributes named: `attrs`, then `file`'s lines (`#` comments),
+/// each once; `None` when none is named (the change decides).
+pub fn named_attrs(
+    attrs: &[String],
+    file: Option<&std::path::Path>,
+) -> crate::Result<Option<Vec<String>>> {
+    let mut all = attrs.to_vec();
+    if let Some(f) = file {
+        let text = std::fs::read_to_string(f).map_err(nix_heft_types::error::io_err(f))?;
+        all.extend(
+            text.lines()
+                .map(|l| l.split('#').next().unwrap_or("").trim())
+                .filter(|l| !l.is_empty())
+                .map(String::from),
+        );
+        if all.is_empty() {
+            return Err(
+                nix_heft_types::Error::Usage("--attr-file names no attribute".into()).into(),
+            );
+        }
+    }
+    if all.is_empty() {
+        return Ok(None);
+    }
+    let mut seen = std::collections::BTreeSet::new();
+    all.retain(|a| seen.insert(a.clone()));
+    Ok(Some(all))
+}
+
 /// What to compute.
 pub struct Request<'a> {
     /// The attributes, in any order (the report sorts them).
@@ -381,6 +453,17 @@ impl Impact {
             r.status.compared() || r.after.as_ref().is_some_and(|a| a.closure_size.is_some())
         })
     }
+
+    /// Whether `rules`, when given, measured something; a gate that
+    /// measured nothing does not pass.
+    pub fn gate(&self, rules: &Rules) -> Result<(), NothingMeasured> {
+        if rules.any() && !self.measured() {
+            return Err(NothingMeasured {
+                attrs: self.rows.len(),
+            });
+        }
+        Ok(())
+    }
 }
 
 /// How many shared causes get their holder read and named; the rest are
@@ -403,7 +486,7 @@ struct Looked {
     roots: Vec<StorePath>,
 }
 
-fn look_up(side: &SideInput, attrs: &[String]) -> nix_heft_types::Result<Looked> {
+fn look_up(side: &SideInput, attrs: &[String]) -> crate::Result<Looked> {
     let mut wanted: Vec<StorePath> = Vec::new();
     for a in attrs {
         if let Some(Outcome::Evaluated { outputs, .. }) = side.attrs.get(a) {
@@ -491,7 +574,7 @@ pub fn impact(
     after: SideInput,
     req: &Request,
     progress: (&dyn Progress, &dyn Progress),
-) -> nix_heft_types::Result<Impact> {
+) -> crate::Result<Impact> {
     let (lb, la) = rayon::join(
         || look_up(&before, req.attrs),
         || look_up(&after, req.attrs),

@@ -96,8 +96,6 @@ pub struct Prepared {
     pub opts: Options,
     /// The nixpkgs-review directory's system and head, when given.
     pub review: Option<ReviewHead>,
-    /// Named attributes that neither side has.
-    pub unmatched: Vec<String>,
     /// nixpkgs-review's `broken` entries of attributes the base has, whose
     /// head could not be evaluated to tell a broken attribute from one the
     /// change removed.
@@ -131,6 +129,19 @@ pub enum PrepareError {
     /// The evaluator does not run as it should.
     #[error(transparent)]
     Evaluator(nix_heft_eval::attrs::AttrsError),
+    /// Named attributes that neither side has.
+    #[error(
+        "{}: no such attribute at the base ({before}) or at the head ({after})",
+        attrs.iter().map(|a| format!("--attr {a}")).collect::<Vec<_>>().join(", ")
+    )]
+    Unmatched {
+        /// The attributes.
+        attrs: Vec<String>,
+        /// The base as given.
+        before: String,
+        /// The head as given, or `nixpkgs-review`.
+        after: String,
+    },
 }
 
 impl PrepareError {
@@ -141,7 +152,7 @@ impl PrepareError {
             PrepareError::Before { source, .. } | PrepareError::After { source, .. } => {
                 source.is_usage()
             }
-            PrepareError::Review(_) => true,
+            PrepareError::Review(_) | PrepareError::Unmatched { .. } => true,
             PrepareError::Evaluator(_) => false,
         }
     }
@@ -316,13 +327,19 @@ pub fn prepare(s: &Sides, watch: &dyn Fn(Option<String>)) -> Result<Prepared, Pr
             }
         }
     }
+    if !unmatched.is_empty() {
+        return Err(PrepareError::Unmatched {
+            attrs: unmatched,
+            before: s.before.to_string(),
+            after: s.after.unwrap_or("nixpkgs-review").to_string(),
+        });
+    }
     Ok(Prepared {
         attrs,
         before,
         after,
         opts,
         review: review_head,
-        unmatched,
         undecided,
         problems,
     })

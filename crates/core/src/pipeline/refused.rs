@@ -16,13 +16,13 @@
 use std::collections::BTreeMap;
 
 use crate::classify::Classified;
+use crate::error::{Error, Result};
 use crate::graph::{Graph, NodeId};
 use crate::refusal::{self, BuildSpec, Refusal, Remedy};
 use crate::unregistered::{self, Scanned};
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::{RawClosure, StoreSource};
 use nix_heft_types::problem::{Problem, ProblemKind};
-use nix_heft_types::{Error, Result};
 
 use super::Progress;
 
@@ -101,7 +101,7 @@ pub fn refused(of: RefusedOf<'_>, outputs: &[String], progress: &dyn Progress) -
             let (drv, output) = unregistered::derivation_of(store, path)?;
             let d = unregistered::read_derivation(store, &drv)?;
             let spec = BuildSpec::from_drv(store.store_dir(), &d).map_err(|reason| {
-                Error::BadDerivation {
+                nix_heft_store::Error::BadDerivation {
                     path: drv.to_string(),
                     reason,
                 }

@@ -112,7 +112,7 @@ fn apply(
     w: &mut WhatIf<'_>,
     index: &HashMap<&str, NodeId>,
     a: &Action,
-) -> nix_heft_types::Result<()> {
+) -> crate::Result<()> {
     let Some(&p) = index.get(a.package.as_str()) else {
         return Ok(());
     };
@@ -210,7 +210,7 @@ pub fn targets_note(
     actions: &[Action],
     targets: Option<&[String]>,
     traces: Option<&nix_heft_trace::file::TraceSet>,
-) -> nix_heft_types::Result<TargetsNote> {
+) -> crate::Result<TargetsNote> {
     let partitions: Vec<&Action> = actions
         .iter()
         .filter(|a| a.kind == ActionKind::PartitionTargets)
@@ -235,7 +235,7 @@ pub fn targets_note(
                 .iter()
                 .any(|a| a.targets_found.iter().any(|k| k.eq_ignore_ascii_case(want)));
             if !has {
-                return Err(nix_heft_types::Error::Usage(format!(
+                return Err(crate::Error::Usage(format!(
                     "--targets {want}: no per-target package in the closure has that target{}",
                     if partitions.is_empty() {
                         String::new()

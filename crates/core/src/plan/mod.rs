@@ -19,11 +19,9 @@ pub(crate) fn tree_of<'c>(
     c: &'c crate::classify::Classified,
     path: crate::graph::NodeId,
     purpose: &str,
-) -> nix_heft_types::Result<&'c nix_heft_format::nar::tree::FileTree> {
-    c.trees
-        .get(&path)
-        .ok_or_else(|| nix_heft_types::Error::NoContents {
-            path: g.path(path).to_string(),
-            purpose: purpose.to_string(),
-        })
+) -> crate::Result<&'c nix_heft_format::nar::tree::FileTree> {
+    c.trees.get(&path).ok_or_else(|| crate::Error::NoContents {
+        path: g.path(path).to_string(),
+        purpose: purpose.to_string(),
+    })
 }

@@ -20,9 +20,9 @@ use regex::bytes::Regex;
 
 use super::whatif::WhatIf;
 use crate::classify::Classified;
+use crate::error::{Error, Result};
 use crate::graph::{Graph, NodeId};
 use nix_heft_format::nar::tree::{FileTree, TreeEntry, TreeNode};
-use nix_heft_types::error::{Error, Result};
 use nix_heft_types::evidence::{Evidence, Kind};
 
 /// One group of files.

@@ -23,10 +23,10 @@ use globset::GlobBuilder;
 use serde::{Deserialize, Serialize};
 
 use crate::classify::Classified;
+use crate::error::{Error, Result};
 use crate::graph::{Graph, NodeId};
 use nix_heft_format::nar::tree::{FileTree, TreeEntry, TreeNode};
 use nix_heft_format::relpath::parent;
-use nix_heft_types::error::{Error, Result};
 use nix_heft_types::evidence::{Evidence, Kind, Verdict};
 use nix_heft_types::problem::Problem;
 

@@ -591,7 +591,7 @@ const NAR_ATTEMPTS: u32 = 3;
 fn unopened(
     path: &nix_heft_format::StorePath,
     find_holds: bool,
-    e: &nix_heft_types::Error,
+    e: &nix_heft_store::Error,
 ) -> (PathRead, Vec<Problem>) {
     (
         PathRead {
@@ -649,11 +649,11 @@ pub(crate) fn nar_problem_kind(e: &nix_heft_format::nar::reader::NarError) -> Pr
 }
 
 /// The kind of problem an error opening a path's contents is.
-fn problem_kind(e: &nix_heft_types::Error) -> ProblemKind {
+fn problem_kind(e: &nix_heft_store::Error) -> ProblemKind {
     match e {
-        nix_heft_types::Error::BadNar { source, .. } => nar_problem_kind(source),
-        nix_heft_types::Error::NarUrlOutsideCache { .. } => ProblemKind::BadNarUrl,
-        nix_heft_types::Error::Io { source, .. }
+        nix_heft_store::Error::BadNar { source, .. } => nar_problem_kind(source),
+        nix_heft_store::Error::NarUrlOutsideCache { .. } => ProblemKind::BadNarUrl,
+        nix_heft_store::Error::Io { source, .. }
             if source.kind() == std::io::ErrorKind::NotFound =>
         {
             ProblemKind::Vanished

@@ -113,6 +113,39 @@ impl Evaluator {
         }
     }
 
+    /// The evaluator `tool` names (`nix-eval-jobs`, `nix-env`, else the
+    /// one [`Evaluator::detect`] finds), with its settings where given:
+    /// nix-eval-jobs' workers and memory per worker (MiB), nix-env's
+    /// attributes per run (at least one).
+    pub fn chosen(
+        tool: &str,
+        workers: Option<usize>,
+        max_memory_size: Option<u64>,
+        chunk: Option<usize>,
+    ) -> Evaluator {
+        let mut e = match tool {
+            "nix-env" => Evaluator::nix_env(),
+            "nix-eval-jobs" => Evaluator::NixEvalJobs(EvalJobs::new("nix-eval-jobs")),
+            _ => Evaluator::detect(),
+        };
+        match &mut e {
+            Evaluator::NixEvalJobs(ej) => {
+                if let Some(w) = workers {
+                    ej.workers = w;
+                }
+                if let Some(m) = max_memory_size {
+                    ej.max_memory_size = m;
+                }
+            }
+            Evaluator::NixEnv { chunk_size, .. } => {
+                if let Some(n) = chunk {
+                    *chunk_size = n.max(1);
+                }
+            }
+        }
+        e
+    }
+
     /// The tool's name, for messages.
     pub fn name(&self) -> &'static str {
         match self {

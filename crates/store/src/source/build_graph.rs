@@ -21,11 +21,11 @@ use std::collections::{BTreeMap, HashMap};
 use std::path::PathBuf;
 use std::sync::Mutex;
 
+use crate::error::{Error, Result};
 use crate::source::{Nar, PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource};
 use nix_heft_format::derivation::Derivation;
 use nix_heft_format::nar::tree::FileTree;
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result};
 
 /// One output of a derivation in the graph, and its size where known.
 #[derive(Clone, Debug, PartialEq, Eq)]

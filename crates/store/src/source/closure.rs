@@ -6,8 +6,8 @@
 use std::collections::{HashMap, HashSet};
 
 use super::{PathInfo, PathMetadata};
+use crate::error::{Error, Result};
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result};
 
 /// A closure as read from a source: paths with dense indices, their NAR
 /// sizes, and each path's references as indices (self references

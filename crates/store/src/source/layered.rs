@@ -19,10 +19,10 @@ use std::sync::{Arc, Mutex};
 use super::{
     Nar, PathContents, PathInfo, PathMetadata, Provenance, RawClosure, RunLog, StoreSource,
 };
+use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
 use nix_heft_format::nar::tree::FileTree;
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result};
 
 /// One store of a [`Layered`] source and the name reports give it.
 pub struct Layer {

@@ -40,9 +40,8 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use super::{
     DEFAULT_STORE_DIR, Nar, PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource,
 };
-use crate::error::{Error as StoreError, Result as StoreResult};
+use crate::error::{Error, Result, io_err};
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result, io_err};
 
 /// How long a read waits for a writer's lock. Nix holds its write lock for
 /// one registration at a time; a few seconds covers a busy machine.
@@ -129,7 +128,7 @@ static PAUSED: AtomicBool = AtomicBool::new(false);
 
 /// Opens `db` the way its state allows (see the module docs); the warning
 /// says why when it had to be read unchecked.
-fn connect(db: &Path, lock_file: &std::fs::File) -> StoreResult<(Db, Option<String>)> {
+fn connect(db: &Path, lock_file: &std::fs::File) -> Result<(Db, Option<String>)> {
     // A writer opening or closing the database leaves a moment with the
     // `-wal` but not yet (or no longer) the `-shm`: wait that out before
     // taking it for a killed writer's leftovers.
@@ -139,7 +138,7 @@ fn connect(db: &Path, lock_file: &std::fs::File) -> StoreResult<(Db, Option<Stri
         }
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
-    connect_once(db, lock_file, true)?.ok_or_else(|| StoreError::Database {
+    connect_once(db, lock_file, true)?.ok_or_else(|| Error::Database {
         path: db.to_path_buf(),
         source: rusqlite::Error::InvalidQuery,
     })
@@ -155,8 +154,8 @@ fn connect_once(
     db: &Path,
     lock_file: &std::fs::File,
     last: bool,
-) -> StoreResult<Option<(Db, Option<String>)>> {
-    let db_err = |source| StoreError::Database {
+) -> Result<Option<(Db, Option<String>)>> {
+    let db_err = |source| Error::Database {
         path: db.to_path_buf(),
         source,
     };
@@ -167,7 +166,7 @@ fn connect_once(
     let _hold = wal.then(|| SharedHold::take(lock_file));
     // Taken before the open, so a change during the open shows too.
     let stamp = Stamp::take(db)?;
-    let forced = |why: String| -> StoreResult<(Db, Option<String>)> {
+    let forced = |why: String| -> Result<(Db, Option<String>)> {
         let conn = open_db(db, true).map_err(db_err)?;
         let warning = format!(
             "database {} {why}; reading it in immutable mode, so changes being made right \
@@ -209,10 +208,10 @@ fn connect_once(
             },
             None,
         ))),
-        Err(StoreError::Database { source, .. }) if is_lock_error(&source) => {
+        Err(Error::Database { source, .. }) if is_lock_error(&source) => {
             forced(format!("is locked ({source})")).map(Some)
         }
-        Err(StoreError::Database { source, .. }) if is_read_only_error(&source) => {
+        Err(Error::Database { source, .. }) if is_read_only_error(&source) => {
             forced(format!("cannot be opened with locking ({source})")).map(Some)
         }
         Err(e) => Err(e),
@@ -278,12 +277,12 @@ fn set_lock(file: &std::fs::File, kind: libc::c_int) -> nix::Result<()> {
 /// Runs `f` inside one read transaction, so all it reads is one snapshot.
 /// `E` is the caller's error: the store's own, or the shared one its
 /// traits answer with.
-fn in_transaction<T, E: From<StoreError>>(
+fn in_transaction<T, E: From<Error>>(
     c: &Connection,
     f: impl FnOnce(&Connection) -> Result<T, E>,
 ) -> Result<T, E> {
     let begin = |e| {
-        E::from(StoreError::Database {
+        E::from(Error::Database {
             path: c.path().map(PathBuf::from).unwrap_or_default(),
             source: e,
         })
@@ -517,11 +516,10 @@ impl LocalStore {
     }
 
     fn db_err(&self, source: rusqlite::Error) -> Error {
-        StoreError::Database {
+        Error::Database {
             path: self.db_path.clone(),
             source,
         }
-        .into()
     }
 
     fn parse_db_path(&self, s: &str) -> Result<StorePath> {
@@ -742,11 +740,11 @@ impl DenseIds {
 
 /// Reads and checks SQLite's 100-byte header, so a file that is no database
 /// gets a clear error before SQLite is involved.
-fn read_header(db: &Path) -> StoreResult<[u8; 100]> {
+fn read_header(db: &Path) -> Result<[u8; 100]> {
     use std::io::Read;
     let mut f = std::fs::File::open(db).map_err(io_err(db))?;
     let mut h = [0u8; 100];
-    f.read_exact(&mut h).map_err(|_| StoreError::Database {
+    f.read_exact(&mut h).map_err(|_| Error::Database {
         path: db.to_path_buf(),
         source: rusqlite::Error::SqliteFailure(
             rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),
@@ -754,7 +752,7 @@ fn read_header(db: &Path) -> StoreResult<[u8; 100]> {
         ),
     })?;
     if &h[..16] != b"SQLite format 3\0" {
-        return Err(StoreError::Database {
+        return Err(Error::Database {
             path: db.to_path_buf(),
             source: rusqlite::Error::SqliteFailure(
                 rusqlite::ffi::Error::new(rusqlite::ffi::SQLITE_NOTADB),

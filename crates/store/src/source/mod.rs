@@ -36,11 +36,11 @@ pub use path_info_json::PathInfoJson;
 pub use run_log::{Downloads, RunLog};
 pub use transport::http::http_connections;
 
+use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
 use nix_heft_format::nar::hash::{HashHandle, HashingReader, NarHash};
 use nix_heft_format::nar::tree::FileTree;
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result};
 
 /// The default store directory.
 pub const DEFAULT_STORE_DIR: &str = "/nix/store";

@@ -8,8 +8,8 @@
 
 use std::path::Path;
 
+use crate::error::{Error, Result};
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result};
 
 /// One parsed narinfo.
 #[derive(Debug, Clone, PartialEq, Eq)]

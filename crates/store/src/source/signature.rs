@@ -495,7 +495,7 @@ pub fn verify_narinfo(
     store_dir: &str,
     file: &Path,
     keys: &TrustedKeys,
-) -> nix_heft_types::Result<(NarInfo, Verdict)> {
+) -> crate::Result<(NarInfo, Verdict)> {
     let info = NarInfo::parse(text, store_dir, file)?;
     let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
     let verdict = verify(&info, &sigs, keys);
@@ -538,14 +538,14 @@ impl SigPolicy {
     /// Checks the narinfo `info` that `cache` (its URL, for messages) gave:
     /// the name of the trusted key that signed it, `None` when it is
     /// accepted unsigned (not required: the run's one warning goes to
-    /// `log`), or [`nix_heft_types::Error::UntrustedNarinfo`] naming the path, the
+    /// `log`), or [`crate::Error::UntrustedNarinfo`] naming the path, the
     /// cache, the keys found and why none counts.
     pub fn check(
         &self,
         info: &NarInfo,
         cache: &str,
         log: &crate::source::RunLog,
-    ) -> nix_heft_types::Result<Option<String>> {
+    ) -> crate::Result<Option<String>> {
         let sigs: Vec<&str> = info.sigs.iter().map(String::as_str).collect();
         let v = verify(info, &sigs, &self.keys);
         if let Some(k) = v.signed_by {
@@ -580,8 +580,8 @@ impl SigPolicy {
                 v.join(", ")
             }
         };
-        Err(nix_heft_types::Error::UntrustedNarinfo(Box::new(
-            nix_heft_types::error::Untrusted {
+        Err(crate::Error::UntrustedNarinfo(Box::new(
+            crate::error::Untrusted {
                 path: info.store_path.to_string(),
                 cache: cache.to_string(),
                 found: names(&mut v.keys_found.iter().map(String::as_str)),

@@ -4,9 +4,9 @@
 use std::path::{Path, PathBuf};
 
 use super::{Meta, NarBody, Transport};
+use crate::error::{Error, Result, io_err};
 use crate::source::read_capped;
 use nix_heft_format::store_path::{HASH_LEN, StorePath};
-use nix_heft_types::error::{Error, Result, io_err};
 
 /// The files of a `file://` cache.
 pub(crate) struct FileTransport {

@@ -35,10 +35,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use super::{Meta, NarBody, Transport};
+use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
 use crate::source::{Downloads, OpenOptions, RunLog};
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result};
 
 /// Requests in flight by default (`--http-connections` changes it): Nix's
 /// own default of `http-connections`, as its manual gives it. A closure is

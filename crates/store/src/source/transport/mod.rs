@@ -16,9 +16,9 @@ mod http_client;
 
 use std::path::PathBuf;
 
+use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
 use nix_heft_format::store_path::StorePath;
-use nix_heft_types::error::{Error, Result};
 
 use super::{MAX_LISTING, MAX_NARINFO, RunLog};
 
