@@ -125,7 +125,7 @@ fn emit<R: Report>(
 fn read_log(log: &Path) -> anyhow::Result<Vec<u8>> {
     use std::io::{Seek, SeekFrom};
     let keep = nix_heft_format::nix_error::MAX_TEXT + 64 * 1024;
-    let io = |source| Error::Io {
+    let io = |source| nix_heft_types::Error::Io {
         path: log.to_path_buf(),
         source,
     };

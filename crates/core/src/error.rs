@@ -172,15 +172,6 @@ pub enum Error {
         /// Description of the source.
         store: String,
     },
-    /// An I/O error on a named file.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
     /// A command line that asks for something impossible or nothing at all
     /// (a name that matches several paths where one is needed, a split
     /// without moves).
@@ -236,9 +227,3 @@ fn list_candidates(label: &str, c: &[String]) -> String {
 
 /// The core crate's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Attaches a path to an I/O error.
-pub fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.into();
-    move |source| Error::Io { path, source }
-}

@@ -14,9 +14,10 @@ use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
 
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result};
 use nix_heft_format::store_path::{StorePath, output_suffix, package_name, split_output};
 use nix_heft_store::source::PathMetadata;
+use nix_heft_types::error::io_err;
 
 /// Linux's own limit on symlinks followed in one lookup (`MAXSYMLINKS`).
 const MAX_SYMLINKS: usize = 40;

@@ -218,7 +218,7 @@ impl<'a> Scanned<'a> {
             },
         );
         let done = nix_heft_format::nar::dump::dump(dir, &mut sink).and_then(|()| sink.flush());
-        done.map_err(|source| nix_heft_store::Error::Io {
+        done.map_err(|source| nix_heft_types::Error::Io {
             path: dir.to_path_buf(),
             source,
         })?;
@@ -227,7 +227,7 @@ impl<'a> Scanned<'a> {
             written,
             size,
             ..
-        } = sink.into_inner().map_err(|e| nix_heft_store::Error::Io {
+        } = sink.into_inner().map_err(|e| nix_heft_types::Error::Io {
             path: dir.to_path_buf(),
             source: e.into_error(),
         })?;
@@ -344,7 +344,7 @@ impl PathContents for Scanned<'_> {
             return Ok(None);
         };
         let reader = nix_heft_format::nar::dump::reader(&dir).map_err(|source| {
-            nix_heft_store::Error::Io {
+            nix_heft_types::Error::Io {
                 path: dir.clone(),
                 source,
             }
@@ -432,7 +432,7 @@ pub fn open_tree(
             candidates: Vec::new(),
         });
     };
-    std::fs::symlink_metadata(&dir).map_err(|source| Error::Io {
+    std::fs::symlink_metadata(&dir).map_err(|source| nix_heft_types::Error::Io {
         path: dir.clone(),
         source,
     })?;
@@ -466,7 +466,7 @@ pub fn open_tree(
 fn given_candidates(store_dir: &str, req: &TreeRequest) -> Result<Vec<StorePath>> {
     let mut out = Vec::new();
     if let Some(f) = &req.candidates_file {
-        let text = std::fs::read_to_string(f).map_err(|source| Error::Io {
+        let text = std::fs::read_to_string(f).map_err(|source| nix_heft_types::Error::Io {
             path: f.clone(),
             source,
         })?;
@@ -583,9 +583,9 @@ pub fn structured_attrs(
     else {
         return Ok(None);
     };
-    std::fs::read_to_string(&file)
+    Ok(std::fs::read_to_string(&file)
         .map(Some)
-        .map_err(|source| Error::Io { path: file, source })
+        .map_err(nix_heft_types::error::io_err(file))?)
 }
 
 /// The outputs among `outputs` whose files are on disk, as trees: inside

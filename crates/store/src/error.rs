@@ -206,15 +206,6 @@ pub enum Error {
     /// reads it, or a setting nix-heft uses is invalid.
     #[error("nix.conf: {0}")]
     NixConf(String),
-    /// An I/O error on a named file.
-    #[error("{}: {source}", path.display())]
-    Io {
-        /// The file or directory.
-        path: PathBuf,
-        /// The underlying error.
-        #[source]
-        source: std::io::Error,
-    },
     /// A command line that asks for nothing (no store to read) or names a
     /// path wrongly.
     #[error("{0}")]
@@ -246,12 +237,6 @@ impl Error {
 
 /// The store crate's result.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
-
-/// Attaches a path to an I/O error.
-pub fn io_err(path: impl Into<PathBuf>) -> impl FnOnce(std::io::Error) -> Error {
-    let path = path.into();
-    move |source| Error::Io { path, source }
-}
 
 #[cfg(test)]
 mod tests {

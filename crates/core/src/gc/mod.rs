@@ -26,11 +26,12 @@ use std::sync::Arc;
 
 use serde::Serialize;
 
-use crate::error::{Result, io_err};
+use crate::error::Result;
 use crate::graph::{Graph, NodeId, closures_of};
 use nix_heft_store::gc::WholeStore;
 use nix_heft_store::gc::roots::Look;
 use nix_heft_store::source::LocalStore;
+use nix_heft_types::error::io_err;
 
 pub use collector::Collector;
 pub use groups::GroupKind;

@@ -653,7 +653,7 @@ fn problem_kind(e: &nix_heft_store::Error) -> ProblemKind {
     match e {
         nix_heft_store::Error::BadNar { source, .. } => nar_problem_kind(source),
         nix_heft_store::Error::NarUrlOutsideCache { .. } => ProblemKind::BadNarUrl,
-        nix_heft_store::Error::Io { source, .. }
+        nix_heft_store::Error::Shared(nix_heft_types::Error::Io { source, .. })
             if source.kind() == std::io::ErrorKind::NotFound =>
         {
             ProblemKind::Vanished

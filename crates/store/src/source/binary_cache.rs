@@ -25,10 +25,11 @@ use super::{
     DEFAULT_STORE_DIR, FileCheck, Nar, OpenOptions, PathContents, PathInfo, PathMetadata,
     Provenance, RawClosure, RunLog, StoreSource,
 };
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result};
 use crate::local_cache::LocalCache;
 use nix_heft_format::nar::tree::FileTree;
 use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::io_err;
 
 /// A binary cache over a `Transport` (its file or HTTP transport).
 pub struct BinaryCache {

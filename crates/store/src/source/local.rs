@@ -40,8 +40,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension};
 use super::{
     DEFAULT_STORE_DIR, Nar, PathContents, PathInfo, PathMetadata, RawClosure, RunLog, StoreSource,
 };
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result};
 use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::io_err;
 
 /// How long a read waits for a writer's lock. Nix holds its write lock for
 /// one registration at a time; a few seconds covers a busy machine.

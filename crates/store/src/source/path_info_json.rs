@@ -23,8 +23,9 @@ use std::sync::Arc;
 use serde_json::{Map, Value};
 
 use super::{DEFAULT_STORE_DIR, PathContents, PathInfo, PathMetadata, RunLog, StoreSource};
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result};
 use nix_heft_format::store_path::StorePath;
+use nix_heft_types::error::io_err;
 
 /// Path metadata loaded from a `nix path-info --json` file.
 pub struct PathInfoJson {

@@ -4,9 +4,10 @@
 use std::path::{Path, PathBuf};
 
 use super::{Meta, NarBody, Transport};
-use crate::error::{Error, Result, io_err};
+use crate::error::{Error, Result};
 use crate::source::read_capped;
 use nix_heft_format::store_path::{HASH_LEN, StorePath};
+use nix_heft_types::error::io_err;
 
 /// The files of a `file://` cache.
 pub(crate) struct FileTransport {
@@ -67,7 +68,7 @@ impl FileTransport {
             // Absent (or a dangling symlink): nothing outside is read;
             // opening it reports the missing file by name.
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(joined),
-            Err(e) => Err(io_err(&joined)(e)),
+            Err(e) => Err(io_err(&joined)(e).into()),
         }
     }
 }
@@ -96,7 +97,7 @@ impl Transport for FileTransport {
         match read_capped(&file, kind.max(), kind.what()) {
             Ok(bytes) => Ok(Some(bytes)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-            Err(e) => Err(io_err(&file)(e)),
+            Err(e) => Err(io_err(&file)(e).into()),
         }
     }
 
@@ -115,7 +116,7 @@ impl Transport for FileTransport {
     fn list(&self) -> Option<Result<Vec<String>>> {
         let entries = match std::fs::read_dir(&self.dir) {
             Ok(e) => e,
-            Err(e) => return Some(Err(io_err(&self.dir)(e))),
+            Err(e) => return Some(Err(io_err(&self.dir)(e).into())),
         };
         Some(Ok(entries
             .filter_map(|e| e.ok())
