@@ -180,14 +180,52 @@ impl Context {
 
     /// The stores `stores` names (`--before-store` repeated), read as one
     /// with the run's signature policy, HTTP options and no substituters:
-    /// the run's own stores are replaced, not added to.
+    /// the run's own stores are replaced, not added to. The run's stores
+    /// when none is named.
     pub fn open_stores(&self, stores: &[String]) -> nix_heft_store::Result<Box<dyn StoreSource>> {
+        if stores.is_empty() {
+            return self.open();
+        }
         let mut spec = self.opener.spec().clone();
         spec.stores = stores.to_vec();
         spec.substituters = None;
         nix_heft_store::open::Opener::new(spec)
             .open_logged(std::sync::Arc::clone(&self.log))
             .map_err(open_error)
+    }
+
+    /// How the stores `open_stores(given)` reads are named in a report:
+    /// as given, else the run's `--store`s and substituters, else `src`'s
+    /// description (the local store).
+    pub fn store_names(&self, given: &[String], src: &dyn StoreSource) -> Vec<String> {
+        if !given.is_empty() {
+            return given.to_vec();
+        }
+        let run: Vec<String> = self
+            .store_args(None)
+            .chunks(2)
+            .filter(|w| w[0] == "--store" || w[0] == "--substituters")
+            .map(|w| w[1].clone())
+            .collect();
+        if run.is_empty() {
+            vec![src.describe()]
+        } else {
+            run
+        }
+    }
+
+    /// A watch for a long library operation that names each step as it
+    /// starts (`Some`) and when all is done (`None`): one spinner for the
+    /// step under way.
+    pub fn step_spinner(&self) -> impl Fn(Option<String>) + '_ {
+        let spinner = std::sync::Mutex::new(None::<ProgressBar>);
+        move |msg: Option<String>| {
+            let mut s = spinner.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(pb) = s.take() {
+                pb.finish_and_clear();
+            }
+            *s = msg.map(|m| self.spinner(&m));
+        }
     }
 
     /// Whether more than one store is named (`--store` repeated or

@@ -169,14 +169,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         args.chunk_size,
     );
     let named = impact::named_attrs(&args.attrs, args.attr_file.as_deref())?;
-    let spinner = std::sync::Mutex::new(None::<indicatif::ProgressBar>);
-    let watch = |msg: Option<String>| {
-        let mut s = spinner.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(pb) = s.take() {
-            pb.finish_and_clear();
-        }
-        *s = msg.map(|m| ctx.spinner(&m));
-    };
+    let watch = ctx.step_spinner();
     let prepared = impact::prepare(
         &Sides {
             before,
@@ -205,8 +198,8 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
     }
 
     let (bsrc, asrc) = (
-        open_stores(ctx, &args.before_store)?,
-        open_stores(ctx, &args.after_store)?,
+        ctx.open_stores(&args.before_store)?,
+        ctx.open_stores(&args.after_store)?,
     );
     let found = impact::impact(
         prepared.before.input(bsrc.as_ref()),
@@ -220,19 +213,12 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         },
         (&ctx.read_bar(bsrc.as_ref()), &ctx.read_bar(asrc.as_ref())),
     )?;
-    let mut problems = prepared.problems.clone();
-    if let Some(h) = &prepared.review {
-        problems.extend(impact::review::unbuilt_links(h, &found, &asrc.describe()));
-    }
     let cwd = std::env::current_dir().unwrap_or_default();
-    let build = |attr: &str, side: Side| match side {
-        Side::Before => prepared.before.build.command(attr, &prepared.opts, &cwd),
-        Side::After => prepared.after.build.command(attr, &prepared.opts, &cwd),
-    };
+    let build = |attr: &str, side: Side| prepared.build_command(attr, side, &cwd);
     let report = ImpactReport::new(
         &found,
         &context(ctx, args, &prepared, &ev, &found, [&*bsrc, &*asrc], &build),
-        problems,
+        prepared.problems(&found, &asrc.describe()),
     );
     let partial = review::emit(
         ctx,
@@ -263,23 +249,7 @@ fn context<'a>(
     srcs: [&dyn nix_heft_store::source::StoreSource; 2],
     build: &'a dyn Fn(&str, Side) -> String,
 ) -> nix_heft_report::impact::Context<'a> {
-    let stores = |given: &[String], src: &dyn nix_heft_store::source::StoreSource| {
-        if !given.is_empty() {
-            return given.to_vec();
-        }
-        let run: Vec<String> = ctx
-            .store_args(None)
-            .chunks(2)
-            .filter(|w| w[0] == "--store" || w[0] == "--substituters")
-            .map(|w| w[1].clone())
-            .collect();
-        if run.is_empty() {
-            vec![src.describe()]
-        } else {
-            run
-        }
-    };
-    let before_stores = stores(&args.before_store, srcs[0]);
+    let before_stores = ctx.store_names(&args.before_store, srcs[0]);
     nix_heft_report::impact::Context {
         notes: nix_heft_report::impact::notes(
             found,
@@ -301,7 +271,7 @@ fn context<'a>(
             },
             commit: p.after.commit.clone(),
             dirty: p.after.dirty,
-            stores: stores(&args.after_store, srcs[1]),
+            stores: ctx.store_names(&args.after_store, srcs[1]),
         },
         evaluator: match (&args.nixpkgs_review, &args.after) {
             (Some(_), None) => format!("{} (base), nixpkgs-review (head)", ev.name()),
@@ -309,15 +279,4 @@ fn context<'a>(
         },
         build,
     }
-}
-
-/// The stores `given` names, read as one; the run's stores when none.
-fn open_stores(
-    ctx: &Context,
-    given: &[String],
-) -> anyhow::Result<Box<dyn nix_heft_store::source::StoreSource>> {
-    if given.is_empty() {
-        return Ok(ctx.open()?);
-    }
-    Ok(ctx.open_stores(given)?)
 }

@@ -104,6 +104,26 @@ pub struct Prepared {
     pub problems: Vec<Problem>,
 }
 
+impl Prepared {
+    /// What could not be read for `found`: the review's links, and those
+    /// of its results the head's store (`head_store`) does not hold.
+    pub fn problems(&self, found: &super::Impact, head_store: &str) -> Vec<Problem> {
+        let mut problems = self.problems.clone();
+        if let Some(h) = &self.review {
+            problems.extend(review::unbuilt_links(h, found, head_store));
+        }
+        problems
+    }
+
+    /// The command that builds `attr` on `side`, run from `cwd`.
+    pub fn build_command(&self, attr: &str, side: super::Side, cwd: &Path) -> String {
+        match side {
+            super::Side::Before => self.before.build.command(attr, &self.opts, cwd),
+            super::Side::After => self.after.build.command(attr, &self.opts, cwd),
+        }
+    }
+}
+
 /// Why the sides could not be prepared.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
