@@ -25,6 +25,8 @@ use std::path::{Path, PathBuf};
 /// The stages inside nix-heft-core, lowest first. A module may use modules
 /// of lower layers only.
 const CORE_LAYERS: &[&[&str]] = &[
+    // Core's error enum, which every stage may return.
+    &["error"],
     &["graph"],
     &["roots"],
     // Arguments as `nix` takes them: installables and roots together.
