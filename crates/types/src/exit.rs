@@ -42,6 +42,7 @@ pub const READERS: &[&str] = &[
     "impact",
     "refused",
     "report",
+    "browse",
 ];
 
 /// Every exit code, in order.
