@@ -2,37 +2,29 @@
 //! how text is laid out (width, colour), progress on a terminal, printing
 //! a report and its exit code.
 
-use std::io::{IsTerminal, Write};
-use std::process::ExitCode;
+use std::io::IsTerminal;
 
 use anyhow::Context as _;
-use indicatif::{ProgressBar, ProgressStyle};
+use indicatif::ProgressBar;
 
 use nix_heft_core::classify::Classified;
 use nix_heft_core::graph::NodeId;
 use nix_heft_core::graph::{Graph, ReadRequest};
-use nix_heft_core::pipeline::{self, Progress};
+use nix_heft_core::pipeline::{self};
 pub use nix_heft_core::resolve::Mapped;
 use nix_heft_core::resolve::{Resolve, ResolveError, Watch};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::StorePath;
-use nix_heft_report::{Report, TextOptions};
+use nix_heft_report::TextOptions;
 use nix_heft_store::open::{OpenError, Opener};
 use nix_heft_store::source::build_graph::DerivationSource;
 use nix_heft_store::source::{self, RunLog, StoreSource};
 use nix_heft_trace::file::TraceSet;
-use nix_heft_types::problem::Problem;
 
-/// What [`Context::emit`] prints on stdout.
-pub enum Shown {
-    /// The report: JSON with `--json`, else its text laid out so.
-    Report(TextOptions),
-    /// A rendering the command chose (markdown, workflow commands).
-    Rendered(String),
-    /// The report's text on stderr, whatever `--json` says (trace's
-    /// summary: stdout is its workload's).
-    Stderr(TextOptions),
-}
+mod output;
+mod progress;
+
+pub use output::Shown;
 
 /// `--color` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -214,20 +206,6 @@ impl Context {
         }
     }
 
-    /// A watch for a long library operation that names each step as it
-    /// starts (`Some`) and when all is done (`None`): one spinner for the
-    /// step under way.
-    pub fn step_spinner(&self) -> impl Fn(Option<String>) + '_ {
-        let spinner = std::sync::Mutex::new(None::<ProgressBar>);
-        move |msg: Option<String>| {
-            let mut s = spinner.lock().unwrap_or_else(|e| e.into_inner());
-            if let Some(pb) = s.take() {
-                pb.finish_and_clear();
-            }
-            *s = msg.map(|m| self.spinner(&m));
-        }
-    }
-
     /// Whether more than one store is named (`--store` repeated or
     /// `--substituters`).
     pub fn several_stores(&self) -> bool {
@@ -293,32 +271,6 @@ impl Context {
             },
             ..TextOptions::default()
         }
-    }
-
-    /// A spinner on stderr while something slow runs, only for a person at
-    /// a terminal and never with `--json`.
-    pub fn spinner(&self, msg: &str) -> ProgressBar {
-        if self.json
-            || !std::io::stderr().is_terminal()
-            || std::env::var_os("TERM").is_some_and(|t| t == "dumb")
-        {
-            return ProgressBar::hidden();
-        }
-        let pb = ProgressBar::new_spinner();
-        pb.set_style(
-            ProgressStyle::with_template("{spinner} {msg} ({elapsed})").expect("static template"),
-        );
-        pb.set_message(msg.to_string());
-        pb.enable_steady_tick(std::time::Duration::from_millis(120));
-        pb
-    }
-
-    /// `work` under a [`Context::spinner`] saying `msg`, cleared after.
-    pub fn spinning<T>(&self, msg: &str, work: impl FnOnce() -> T) -> T {
-        let pb = self.spinner(msg);
-        let out = work();
-        pb.finish_and_clear();
-        out
     }
 
     /// Resolving arguments against `src` with this run's flags
@@ -393,16 +345,6 @@ impl Context {
         ))
     }
 
-    /// The progress of a read from `src`: a byte bar on a terminal, gone
-    /// when the read ends.
-    pub fn read_bar<'a>(&self, src: &'a dyn StoreSource) -> ReadBar<'a> {
-        ReadBar {
-            pb: self.spinner(""),
-            src,
-            scanned: std::sync::atomic::AtomicUsize::new(0),
-        }
-    }
-
     /// [`pipeline::classified`] with a progress bar: each path `wants`
     /// names read once, classified, traces applied.
     pub fn classified(
@@ -414,90 +356,6 @@ impl Context {
     ) -> Classified {
         pipeline::classified(src, g, wants, traces, &self.read_bar(src))
     }
-
-    /// The one place the binary prints a report: `shown` on stdout (the
-    /// report as JSON with `--json`, else as text; or the rendering a
-    /// command chose, markdown or workflow commands), then every warning
-    /// of the run and the report's problems through [`Context::finish`].
-    /// Returns the exit code. With `src`, the JSON gains `origins`, each
-    /// store path it mentions with the store that answered for it and the
-    /// key that signed its narinfo (when `src` knows: binary caches,
-    /// several stores); text with `--show-store` ends with the same,
-    /// grouped by store.
-    pub fn emit<R: Report>(
-        &self,
-        src: Option<&dyn StoreSource>,
-        report: &R,
-        shown: Shown,
-    ) -> anyhow::Result<ExitCode> {
-        let mut out = std::io::stdout().lock();
-        match shown {
-            Shown::Rendered(text) => out.write_all(text.as_bytes())?,
-            Shown::Stderr(opts) => {
-                std::io::stderr().write_all(report.render_text(&opts).as_bytes())?
-            }
-            Shown::Report(opts) => {
-                // A store that names no origins (a local store) costs nothing.
-                let origins = match src {
-                    Some(src) if (self.json || self.show_store) && src.has_provenance() => {
-                        origins_of(src, &serde_json::to_value(report)?)
-                    }
-                    _ => Default::default(),
-                };
-                let origins = (!origins.is_empty()).then_some(&origins);
-                if self.json {
-                    self.write_json(&mut out, report, origins)?;
-                } else {
-                    out.write_all(report.render_text(&opts).as_bytes())?;
-                    if let Some(origins) = origins.filter(|_| self.show_store) {
-                        write_origins(&mut out, origins)?;
-                    }
-                }
-            }
-        }
-        out.flush()?;
-        Ok(self.finish(report.problems()))
-    }
-
-    /// A note on stderr, said as it happens (a report's problems wait for
-    /// [`Context::finish`]).
-    pub fn note(&self, text: &str) {
-        eprintln!("nix-heft: note: {text}");
-    }
-
-    /// The one place the binary prints a warning: the run's warnings (those
-    /// its stores logged, taken from the log so none is said twice), then
-    /// `problems`, each once on stderr. The exit code of a result with
-    /// these problems: 0 when none, else [`nix_heft_types::exit::PARTIAL`].
-    /// [`Context::emit`] calls it; a command with no report (browse) and a
-    /// run that fails call it alone.
-    pub fn finish(&self, problems: &[Problem]) -> ExitCode {
-        for w in self.log.take_warnings() {
-            eprintln!("nix-heft: warning: {w}");
-        }
-        for p in problems {
-            eprintln!("nix-heft: warning: {}", p.display());
-        }
-        ExitCode::from(if problems.is_empty() {
-            nix_heft_types::exit::SUCCESS
-        } else {
-            nix_heft_types::exit::PARTIAL
-        })
-    }
-}
-
-/// A report's JSON with what the run adds to every command's: the outputs
-/// read as their derivers (`derivers`, with `--derivation`) and where each
-/// store path it names came from (`origins`, for stores that know), as
-/// fields after the report's own.
-#[derive(serde::Serialize)]
-struct RunJson<'a, R: serde::Serialize> {
-    #[serde(flatten)]
-    report: &'a R,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    derivers: Vec<Mapped>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    origins: Option<&'a std::collections::BTreeMap<String, source::Provenance>>,
 }
 
 /// A resolving error for the binary: a missing `nix` or conflicting
@@ -577,154 +435,5 @@ fn open_error(e: OpenError) -> nix_heft_store::Error {
             "--substituters names no store (and nix.conf's substituters none for auto)".into(),
         ),
         OpenError::Store(e) => e,
-    }
-}
-
-/// Where each path of a report came from, grouped by store, after its
-/// text (`--show-store`).
-fn write_origins(
-    out: &mut impl Write,
-    origins: &std::collections::BTreeMap<String, source::Provenance>,
-) -> std::io::Result<()> {
-    let mut by_store: std::collections::BTreeMap<String, Vec<&String>> = Default::default();
-    for (p, o) in origins {
-        by_store.entry(o.label()).or_default().push(p);
-    }
-    writeln!(out, "\nwhere the paths came from:")?;
-    for (store, paths) in by_store {
-        writeln!(out, "  {store}:")?;
-        for p in paths {
-            writeln!(out, "    {p}")?;
-        }
-    }
-    Ok(())
-}
-
-impl Context {
-    /// The outputs read as their derivers this run (`--derivation`).
-    pub fn derivers(&self) -> Vec<Mapped> {
-        self.mapped
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .clone()
-    }
-
-    /// A report's JSON on one line, with `derivers` (outputs read as
-    /// their derivers, when any) and `origins` (when given) appended as its
-    /// last keys: the report's own keys stay in the order its struct gives
-    /// them.
-    fn write_json<R: Report>(
-        &self,
-        out: &mut impl Write,
-        report: &R,
-        origins: Option<&std::collections::BTreeMap<String, source::Provenance>>,
-    ) -> anyhow::Result<()> {
-        let derivers = self.derivers();
-        serde_json::to_writer(
-            &mut *out,
-            &RunJson {
-                report,
-                derivers,
-                origins,
-            },
-        )?;
-        writeln!(out)?;
-        Ok(())
-    }
-}
-
-/// Each store path `value` mentions (in any string: a path, a file under
-/// it) with where `src` says it came from.
-fn origins_of(
-    src: &dyn StoreSource,
-    value: &serde_json::Value,
-) -> std::collections::BTreeMap<String, source::Provenance> {
-    fn walk(v: &serde_json::Value, f: &mut dyn FnMut(&str)) {
-        match v {
-            serde_json::Value::String(s) => f(s),
-            serde_json::Value::Array(a) => a.iter().for_each(|x| walk(x, f)),
-            serde_json::Value::Object(m) => m.values().for_each(|x| walk(x, f)),
-            _ => {}
-        }
-    }
-    let dir = format!("{}/", src.store_dir());
-    let mut out = std::collections::BTreeMap::new();
-    walk(value, &mut |s| {
-        let Some(rest) = s.strip_prefix(&dir) else {
-            return;
-        };
-        let base = rest.split('/').next().unwrap_or(rest);
-        let full = format!("{dir}{base}");
-        if out.contains_key(&full) {
-            return;
-        }
-        if let Ok(p) = nix_heft_format::StorePath::parse(src.store_dir(), &full)
-            && let Some(o) = src.provenance(&p)
-        {
-            out.insert(full, o);
-        }
-    });
-    out
-}
-
-/// The byte bar of a read; see [`Context::read_bar`].
-pub struct ReadBar<'a> {
-    pb: ProgressBar,
-    src: &'a dyn StoreSource,
-    /// Paths to scan, for the "NARs fetched" message.
-    scanned: std::sync::atomic::AtomicUsize,
-}
-
-impl Progress for ReadBar<'_> {
-    fn start(&self, paths: usize, bytes: u64) {
-        self.scanned
-            .store(paths, std::sync::atomic::Ordering::Relaxed);
-        // The bar counts the paths scanned, not the whole closure: paths
-        // with no references need no scan.
-        if !self.pb.is_hidden() {
-            self.pb.set_length(bytes);
-            self.pb.set_style(
-                ProgressStyle::with_template(
-                    "reading {bar:30} {bytes}/{total_bytes} to scan {bytes_per_sec} ({eta}) {msg}",
-                )
-                .expect("static template"),
-            );
-        }
-    }
-
-    fn advance(&self, bytes: u64) {
-        self.pb.inc(bytes);
-        // Over a network: NARs and (compressed) bytes fetched so far.
-        if !self.pb.is_hidden()
-            && let Some((nars, fetched)) = self.src.log().fetched()
-        {
-            let scanned = self.scanned.load(std::sync::atomic::Ordering::Relaxed);
-            let mut msg = format!(
-                "{nars}/{scanned} NARs, {} fetched",
-                nix_heft_types::units::iec(fetched)
-            );
-            // Several stores that download: what came from each.
-            let each = self.src.log().downloads();
-            if each.len() > 1 {
-                let parts: Vec<String> = each
-                    .iter()
-                    .map(|d| {
-                        format!(
-                            "{} {}",
-                            d.store,
-                            nix_heft_types::units::iec(
-                                d.bytes.load(std::sync::atomic::Ordering::Relaxed)
-                            )
-                        )
-                    })
-                    .collect();
-                msg.push_str(&format!(" ({})", parts.join(", ")));
-            }
-            self.pb.set_message(msg);
-        }
-    }
-
-    fn finish(&self) {
-        self.pb.finish_and_clear();
     }
 }
