@@ -10,6 +10,7 @@
 //! not exist on this machine: the chain stops as soon as it reaches the store
 //! directory.
 
+use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
 use globset::{GlobBuilder, GlobMatcher};
@@ -24,36 +25,55 @@ const MAX_SYMLINKS: usize = 40;
 
 /// Resolves every argument; duplicates are kept once, in first-seen order.
 pub fn resolve_roots(src: &dyn PathMetadata, args: &[String]) -> Result<Vec<StorePath>> {
+    // Paths are followed first and their validity asked in one batch (one
+    // database transaction for a local store, parallel lookups for a
+    // cache): a whole store's roots are tens of thousands of arguments.
+    // Errors are still reported for the first bad argument in order.
+    let followed: Vec<Option<Result<StorePath>>> = args
+        .iter()
+        .map(|arg| {
+            looks_like_path(src.store_dir(), arg).then(|| resolve_path_arg(src.store_dir(), arg))
+        })
+        .collect();
+    let to_check: Vec<StorePath> = followed
+        .iter()
+        .filter_map(|f| f.as_ref()?.as_ref().ok().cloned())
+        .collect();
+    let mut valid = src.are_valid(&to_check)?.into_iter();
     let mut all_paths: Option<Vec<StorePath>> = None;
+    let mut seen: HashSet<StorePath> = HashSet::with_capacity(args.len());
     let mut out: Vec<StorePath> = Vec::new();
-    for arg in args {
-        let found = if looks_like_path(src.store_dir(), arg) {
-            let p = resolve_path_arg(src.store_dir(), arg)?;
-            if !src.is_valid(&p)? {
-                // A link that was followed names the link, so the user
-                // knows which one is stale.
-                if Path::new(arg).is_symlink() {
-                    return Err(Error::DanglingLink {
-                        link: arg.clone(),
+    for (arg, followed) in args.iter().zip(followed) {
+        let found = match followed {
+            Some(p) => {
+                let p = p?;
+                if !valid.next().unwrap_or(false) {
+                    // A link that was followed names the link, so the user
+                    // knows which one is stale.
+                    if Path::new(arg).is_symlink() {
+                        return Err(Error::DanglingLink {
+                            link: arg.clone(),
+                            path: p.to_string(),
+                            store: src.describe(),
+                        });
+                    }
+                    return Err(nix_heft_store::Error::MissingPath {
                         path: p.to_string(),
                         store: src.describe(),
-                    });
+                    }
+                    .into());
                 }
-                return Err(nix_heft_store::Error::MissingPath {
-                    path: p.to_string(),
-                    store: src.describe(),
+                vec![p]
+            }
+            None => {
+                if all_paths.is_none() {
+                    all_paths = Some(src.all_paths()?);
                 }
-                .into());
+                match_name(src, all_paths.as_deref().unwrap_or_default(), arg)?
             }
-            vec![p]
-        } else {
-            if all_paths.is_none() {
-                all_paths = Some(src.all_paths()?);
-            }
-            match_name(src, all_paths.as_deref().unwrap_or_default(), arg)?
         };
         for p in found {
-            if !out.contains(&p) {
+            if seen.insert(p.clone()) {
                 out.push(p);
             }
         }

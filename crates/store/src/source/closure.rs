@@ -74,31 +74,38 @@ impl RawClosure {
     /// edges), are the same whichever source the closure came from: a local
     /// store lists references in database order, a narinfo by name.
     pub fn canonical(self, root_count: usize) -> RawClosure {
+        use rayon::prelude::*;
         let n = self.paths.len();
         let mut order: Vec<u32> = (0..n as u32).collect();
+        // Each path is there once, so an unstable sort gives one order; on
+        // every core, as a whole store's half a million names take a while.
         order[root_count.min(n)..]
-            .sort_by(|&a, &b| self.paths[a as usize].cmp(&self.paths[b as usize]));
+            .par_sort_unstable_by(|&a, &b| self.paths[a as usize].cmp(&self.paths[b as usize]));
         let mut new_id = vec![0u32; n];
         for (new, &old) in order.iter().enumerate() {
             new_id[old as usize] = new as u32;
         }
+        let references: Vec<Vec<u32>> = order
+            .par_iter()
+            .map(|&old| {
+                let mut r: Vec<u32> = self.references[old as usize]
+                    .iter()
+                    .map(|&x| new_id[x as usize])
+                    .collect();
+                r.sort_unstable();
+                r
+            })
+            .collect();
+        let nar_sizes = order.iter().map(|&o| self.nar_sizes[o as usize]).collect();
         let mut paths: Vec<Option<StorePath>> = self.paths.into_iter().map(Some).collect();
-        let mut refs: Vec<Option<Vec<u32>>> = self.references.into_iter().map(Some).collect();
-        let mut out = RawClosure::default();
-        for &old in &order {
-            let o = old as usize;
-            out.paths.push(paths[o].take().expect("each once"));
-            out.nar_sizes.push(self.nar_sizes[o]);
-            let mut r: Vec<u32> = refs[o]
-                .take()
-                .expect("each once")
-                .into_iter()
-                .map(|x| new_id[x as usize])
-                .collect();
-            r.sort_unstable();
-            out.references.push(r);
+        RawClosure {
+            paths: order
+                .iter()
+                .map(|&o| paths[o as usize].take().expect("each once"))
+                .collect(),
+            nar_sizes,
+            references,
         }
-        out
     }
 
     /// Adds `path`, which must not be in the closure yet, with its NAR size

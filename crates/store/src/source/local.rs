@@ -1101,9 +1101,12 @@ impl LocalStore {
             .ok()
             .and_then(|v| v.parse::<usize>().ok())
             .unwrap_or((total as usize / 8).max(20_000));
+        // So many roots that their closure is surely past the switch point
+        // (a whole store's roots): no walk at all.
+        let walk_first = root_count.saturating_mul(8) < switch_at;
         let mut next = 0;
         while next < ids.len() {
-            if ids.len() > switch_at {
+            if !walk_first || ids.len() > switch_at {
                 let roots_ids: Vec<i64> = ids[..root_count].to_vec();
                 drop(refs_stmt);
                 drop(by_id_stmt);
