@@ -140,7 +140,8 @@ const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
         "NIX_HEFT_TABLE_SCAN_AT",
         None,
         "How many paths of a closure make the local store read whole tables instead of path by \
-         path (default: an eighth of the store, at least 20000).",
+         path (default: an eighth of the store, at least 20000); roots an eighth of that many \
+         are read by whole tables from the start.",
     ),
     (
         "PATH",
@@ -166,7 +167,7 @@ const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
     ),
     (
         "GITHUB_STEP_SUMMARY",
-        Some(&["diff", "check", "impact"]),
+        Some(&["diff", "check", "impact", "history"]),
         "A file the markdown report is appended to (a GitHub Actions job summary), whatever \
          --format or --json prints on standard output.",
     ),

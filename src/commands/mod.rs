@@ -13,6 +13,7 @@ pub mod check;
 pub mod completions;
 pub mod context;
 pub mod diff;
+pub mod history;
 pub mod impact;
 pub mod installables;
 pub mod man;

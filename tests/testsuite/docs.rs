@@ -325,6 +325,7 @@ macro_rules! guide_tests {
 
 guide_tests! {
     guide_commands => "commands.md",
+    guide_history => "history.md",
     guide_stores_and_trust => "stores-and-trust.md",
     guide_build_graph => "build-graph.md",
     guide_review_and_ci => "review-and-ci.md",

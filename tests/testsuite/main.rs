@@ -53,6 +53,7 @@ nix_tier! {
     evidence
     existing_outputs
     first_hour
+    history
     http
     impact
     impact_eval_jobs

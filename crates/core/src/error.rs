@@ -177,6 +177,10 @@ pub enum Error {
     /// without moves).
     #[error("{0}")]
     Usage(String),
+    /// The commits of a history could not be listed (a range that names
+    /// none is the command line's fault).
+    #[error(transparent)]
+    History(#[from] nix_heft_eval::history::HistoryError),
     /// An error of the store read, as it says itself.
     #[error(transparent)]
     Store(#[from] nix_heft_store::Error),
@@ -205,6 +209,7 @@ impl Error {
             | Error::Usage(_) => true,
             Error::Store(e) => e.is_usage(),
             Error::Shared(e) => e.is_usage(),
+            Error::History(e) => e.is_usage(),
             _ => false,
         }
     }

@@ -22,6 +22,7 @@ pub mod error;
 pub mod explain;
 pub mod gc;
 pub mod graph;
+pub mod history;
 pub mod impact;
 pub mod pipeline;
 pub mod plan;

@@ -12,4 +12,5 @@
 #![warn(missing_docs)]
 
 pub mod attrs;
+pub mod history;
 pub mod installable;

@@ -1261,6 +1261,24 @@ impl Report for AttrList {
     }
 }
 
+impl ImpactReport {
+    /// The lines that explain attribute `a`'s change (each package's net
+    /// change, the chain and the holding file), in text (`code` =
+    /// [`review::plain`]) or markdown ([`review::code`]): what `history`
+    /// says of a jump.
+    pub(crate) fn explained_lines(&self, a: &AttrRow, code: fn(&str) -> String) -> Vec<String> {
+        let names = self.names();
+        let name = |p: &str| names.get(p).to_string();
+        let mut lines: Vec<String> = a
+            .changes
+            .iter()
+            .map(|c| self.change_phrase(c, &name, code, true))
+            .collect();
+        lines.extend(Self::more_line(a));
+        lines
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

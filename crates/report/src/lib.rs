@@ -37,6 +37,7 @@ pub mod advise;
 pub mod check;
 pub mod diff;
 pub mod drv_diff;
+pub mod history;
 pub mod html;
 pub mod impact;
 pub mod names;

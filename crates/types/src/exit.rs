@@ -40,6 +40,7 @@ pub const READERS: &[&str] = &[
     "diff",
     "check",
     "impact",
+    "history",
     "refused",
     "report",
     "browse",

@@ -16,6 +16,7 @@ pub mod cache_server;
 pub mod commands;
 pub use commands::*;
 pub mod fault_server;
+pub mod history_fixture;
 pub mod http_server;
 pub mod impact_fixture;
 pub mod review_writer;

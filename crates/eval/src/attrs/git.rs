@@ -57,7 +57,7 @@ impl From<GitError> for AttrsError {
 }
 
 /// `git -C repo ARGS`, hooks off, its trimmed standard output.
-fn git(repo: &Path, args: &[&std::ffi::OsStr]) -> Result<String, GitError> {
+pub(crate) fn git(repo: &Path, args: &[&std::ffi::OsStr]) -> Result<String, GitError> {
     let out = Command::new("git")
         .arg("-C")
         .arg(repo)

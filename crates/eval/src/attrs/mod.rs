@@ -68,7 +68,7 @@ use nix_heft_format::quote::nix_string;
 use nix_heft_format::store_path::StorePath;
 
 pub mod eval_jobs;
-mod git;
+pub(crate) mod git;
 pub mod side;
 
 pub use eval_jobs::{EvalJobs, read_lines as read_eval_jobs};

@@ -1,0 +1,296 @@
+//! The commits a closure's history reads: a range of a repository's
+//! first-parent history, the commits since a date, or a list of commits (the
+//! ones a binary cache holds: channel bumps, Hydra's evaluations), each with
+//! its date and subject, oldest first; and an even sample of them.
+
+use std::path::{Path, PathBuf};
+
+use crate::attrs::GitError;
+use crate::attrs::git::git;
+
+/// One commit as `history` shows it.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct CommitInfo {
+    /// The full hash.
+    pub id: String,
+    /// Committer date, ISO 8601 (`%cI`).
+    pub date: String,
+    /// Committer date, seconds since the epoch.
+    #[serde(skip)]
+    pub time: i64,
+    /// The first line of its message.
+    pub subject: String,
+}
+
+/// Which commits to read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Range {
+    /// `A..B`: A, then every first-parent commit of B after A.
+    Revs {
+        /// The first commit (the baseline row).
+        from: String,
+        /// The last.
+        to: String,
+    },
+    /// The first-parent commits of `end` committed since a date (and
+    /// until one), as `git log --since`.
+    Since {
+        /// `--since`'s date, as git reads it.
+        since: String,
+        /// `--until`'s.
+        until: Option<String>,
+        /// Where history is walked from (default HEAD).
+        end: String,
+    },
+    /// The commits a file lists, one revision a line (`#` comments).
+    File(PathBuf),
+}
+
+/// Why the commits could not be listed.
+#[derive(Debug, thiserror::Error)]
+pub enum HistoryError {
+    /// Git failed (not a checkout, a revision it does not know).
+    #[error(transparent)]
+    Git(#[from] GitError),
+    /// The range names no commit.
+    #[error("{0} names no commit")]
+    Empty(String),
+    /// A revision is not in the repository.
+    #[error("{repo}: no commit {rev}")]
+    NoSuchRevision {
+        /// The repository.
+        repo: PathBuf,
+        /// As given.
+        rev: String,
+    },
+    /// `A..B` where A is not an ancestor of B.
+    #[error(
+        "{from} is not an ancestor of {to}: --revs A..B reads B's first-parent history after A"
+    )]
+    NotAncestor {
+        /// A.
+        from: String,
+        /// B.
+        to: String,
+    },
+    /// A revision file could not be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        source: std::io::Error,
+    },
+}
+
+impl HistoryError {
+    /// Whether the range was named wrong (a usage error) rather than git
+    /// failing.
+    pub fn is_usage(&self) -> bool {
+        !matches!(self, HistoryError::Git(_))
+    }
+}
+
+/// Git's fields of a commit, one record each: hash, date, epoch, subject.
+const FORMAT: &str = "--format=%H%x1f%cI%x1f%ct%x1f%s%x1e";
+
+fn parse_log(out: &str) -> Vec<CommitInfo> {
+    out.split('\x1e')
+        .filter_map(|rec| {
+            let mut f = rec.trim_start_matches('\n').split('\x1f');
+            let id = f.next()?.trim().to_string();
+            if id.is_empty() {
+                return None;
+            }
+            Some(CommitInfo {
+                id,
+                date: f.next()?.to_string(),
+                time: f.next()?.parse().ok()?,
+                subject: f.next().unwrap_or("").to_string(),
+            })
+        })
+        .collect()
+}
+
+fn resolve(repo: &Path, rev: &str) -> Result<String, HistoryError> {
+    git(
+        repo,
+        &[
+            "rev-parse".as_ref(),
+            "--verify".as_ref(),
+            "--quiet".as_ref(),
+            "--end-of-options".as_ref(),
+            format!("{rev}^{{commit}}").as_ref(),
+        ],
+    )
+    .map_err(|_| HistoryError::NoSuchRevision {
+        repo: repo.to_path_buf(),
+        rev: rev.to_string(),
+    })
+}
+
+/// The commits `range` names in `repo`, oldest first, each once.
+pub fn commits(repo: &Path, range: &Range) -> Result<Vec<CommitInfo>, HistoryError> {
+    // A directory that is no checkout is git's error, said as git says it.
+    git(repo, &["rev-parse".as_ref(), "--git-dir".as_ref()])?;
+    let out = match range {
+        Range::Revs { from, to } => {
+            let (a, b) = (resolve(repo, from)?, resolve(repo, to)?);
+            let is_ancestor = git(
+                repo,
+                &[
+                    "merge-base".as_ref(),
+                    "--is-ancestor".as_ref(),
+                    a.as_ref(),
+                    b.as_ref(),
+                ],
+            );
+            if is_ancestor.is_err() {
+                return Err(HistoryError::NotAncestor {
+                    from: from.clone(),
+                    to: to.clone(),
+                });
+            }
+            let first = git(
+                repo,
+                &["log".as_ref(), "-1".as_ref(), FORMAT.as_ref(), a.as_ref()],
+            )?;
+            let rest = git(
+                repo,
+                &[
+                    "log".as_ref(),
+                    "--first-parent".as_ref(),
+                    "--reverse".as_ref(),
+                    FORMAT.as_ref(),
+                    format!("{a}..{b}").as_ref(),
+                ],
+            )?;
+            let mut all = parse_log(&first);
+            all.extend(parse_log(&rest));
+            all
+        }
+        Range::Since { since, until, end } => {
+            let end = resolve(repo, end)?;
+            let mut args: Vec<String> = vec![
+                "log".into(),
+                "--first-parent".into(),
+                "--reverse".into(),
+                FORMAT.into(),
+                format!("--since={since}"),
+            ];
+            if let Some(u) = until {
+                args.push(format!("--until={u}"));
+            }
+            args.push(end);
+            let args: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_ref()).collect();
+            parse_log(&git(repo, &args)?)
+        }
+        Range::File(path) => {
+            let text = std::fs::read_to_string(path).map_err(|source| HistoryError::Read {
+                path: path.clone(),
+                source,
+            })?;
+            let mut ids: Vec<String> = Vec::new();
+            for line in text.lines() {
+                let rev = line.split('#').next().unwrap_or("").trim();
+                if rev.is_empty() {
+                    continue;
+                }
+                let id = resolve(repo, rev)?;
+                if !ids.contains(&id) {
+                    ids.push(id);
+                }
+            }
+            if ids.is_empty() {
+                return Err(HistoryError::Empty(path.display().to_string()));
+            }
+            let mut args: Vec<&std::ffi::OsStr> = vec![
+                "log".as_ref(),
+                "--no-walk=unsorted".as_ref(),
+                FORMAT.as_ref(),
+            ];
+            args.extend(ids.iter().map(|i| std::ffi::OsStr::new(i.as_str())));
+            let mut all = parse_log(&git(repo, &args)?);
+            // Oldest first by committer date; a file's order breaks ties.
+            all.sort_by_key(|c| c.time);
+            all
+        }
+    };
+    if out.is_empty() {
+        return Err(HistoryError::Empty(match range {
+            Range::Revs { from, to } => format!("--revs {from}..{to}"),
+            Range::Since { since, .. } => format!("--since {since}"),
+            Range::File(p) => p.display().to_string(),
+        }));
+    }
+    Ok(out)
+}
+
+/// `n` of `commits`, evenly spaced by position, the first and the last
+/// always among them; all of them when there are no more than `n`.
+pub fn sample(commits: Vec<CommitInfo>, n: usize) -> Vec<CommitInfo> {
+    let len = commits.len();
+    if n >= len {
+        return commits;
+    }
+    if n <= 1 {
+        return commits.into_iter().last().into_iter().collect();
+    }
+    // Position i·(len−1)/(n−1), rounded: distinct because len > n.
+    let keep: Vec<usize> = (0..n)
+        .map(|i| (i * (len - 1) + (n - 1) / 2) / (n - 1))
+        .collect();
+    commits
+        .into_iter()
+        .enumerate()
+        .filter(|(i, _)| keep.binary_search(i).is_ok())
+        .map(|(_, c)| c)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn c(i: usize) -> CommitInfo {
+        CommitInfo {
+            id: format!("{i:040}"),
+            date: String::new(),
+            time: i as i64,
+            subject: String::new(),
+        }
+    }
+
+    #[test]
+    fn a_sample_is_evenly_spaced_with_both_ends() {
+        let all: Vec<CommitInfo> = (0..200).map(c).collect();
+        let s: Vec<i64> = sample(all.clone(), 20).iter().map(|c| c.time).collect();
+        assert_eq!(s.len(), 20);
+        assert_eq!((s[0], s[19]), (0, 199));
+        let gaps: Vec<i64> = s.windows(2).map(|w| w[1] - w[0]).collect();
+        assert!(gaps.iter().all(|&g| g == 10 || g == 11), "{gaps:?}");
+        assert_eq!(sample(all.clone(), 500).len(), 200);
+        assert_eq!(
+            sample(all.clone(), 2)
+                .iter()
+                .map(|c| c.time)
+                .collect::<Vec<_>>(),
+            [0, 199]
+        );
+        assert_eq!(
+            sample(all, 1).iter().map(|c| c.time).collect::<Vec<_>>(),
+            [199]
+        );
+    }
+
+    #[test]
+    fn git_log_records_are_read_with_any_subject() {
+        let out = "aaa\x1f2025-01-01T00:00:00+00:00\x1f1735689600\x1fpkgs: init\x1e\n\
+                   bbb\x1f2025-01-01T01:00:00+00:00\x1f1735693200\x1fa: 1 -> 2; b|c\x1e\n";
+        let got = parse_log(out);
+        assert_eq!(got.len(), 2);
+        assert_eq!(got[1].id, "bbb");
+        assert_eq!(got[1].subject, "a: 1 -> 2; b|c");
+        assert_eq!(got[1].time, 1735693200);
+    }
+}
