@@ -167,7 +167,7 @@ const ENVIRONMENT: &[(&str, Option<&[&str]>, &str)] = &[
     ),
     (
         "GITHUB_STEP_SUMMARY",
-        Some(&["diff", "check", "impact", "history"]),
+        Some(&["diff", "check", "impact", "history", "bisect"]),
         "A file the markdown report is appended to (a GitHub Actions job summary), whatever \
          --format or --json prints on standard output.",
     ),

@@ -8,6 +8,7 @@
 //! types and prints nothing.
 
 pub mod advise;
+pub mod bisect;
 pub mod browse;
 pub mod check;
 pub mod completions;

@@ -43,6 +43,7 @@ macro_rules! nix_tier {
 
 nix_tier! {
     action_impact
+    bisect
     bounds
     browse_tmux
     check

@@ -45,9 +45,10 @@ const CORE_LAYERS: &[&[&str]] = &[
     // collector's view of a whole store (issue 41): the graph's dominators
     // over every root, the plan's shell quoting for its commands.
     &["impact", "gc"],
-    // A closure's history over many commits (issue 42): each jump is an
-    // impact between two of them.
-    &["history"],
+    // A closure's history over many commits, and the bisect that finds
+    // the commit that made it bad (issue 42): each jump is an impact
+    // between two commits, each culprit a derivation diff.
+    &["history", "bisect"],
 ];
 
 /// The stages that compute from what they are given: no I/O.

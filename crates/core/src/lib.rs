@@ -15,6 +15,7 @@
 #![warn(missing_docs)]
 
 pub use error::{Error, Result};
+pub mod bisect;
 pub mod check;
 pub mod classify;
 pub mod diff;

@@ -5,8 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::attrs::GitError;
 use crate::attrs::git::git;
+use crate::attrs::{Evaluator, GitError, GitSide, eval_flags, target};
+use crate::installable::Options;
+use nix_heft_format::store_path::StorePath;
 
 /// One commit as `history` shows it.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -246,6 +248,44 @@ pub fn sample(commits: Vec<CommitInfo>, n: usize) -> Vec<CommitInfo> {
         .filter(|(i, _)| keep.binary_search(i).is_ok())
         .map(|(_, c)| c)
         .collect()
+}
+
+/// Instantiates `attr` of `commit` (checked out in a temporary worktree)
+/// into the chroot store at `eval_store` (`nix-instantiate --eval-store
+/// local?root=DIR`): its `.drv` and every `.drv` it depends on are written
+/// there, never into the user's store. Returns the `.drv`'s path, or Nix's
+/// message when it does not evaluate.
+///
+/// A fresh chroot store must be made by one process alone (concurrent
+/// first uses race for its directories); later instantiations may run at
+/// once.
+pub fn instantiate_at(
+    repo: &Path,
+    commit: &str,
+    attr: &str,
+    evaluator: &Evaluator,
+    opts: &Options,
+    eval_store: &Path,
+) -> Result<Result<StorePath, String>, GitError> {
+    let side = GitSide::checkout(repo, commit)?;
+    let out = std::process::Command::new(evaluator.nix_instantiate())
+        .arg("--eval-store")
+        .arg(format!("local?root={}", eval_store.display()))
+        .arg("-E")
+        .arg(target(side.path(), opts))
+        .args(["-A", attr])
+        .args(eval_flags(opts, false))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(GitError::Spawn)?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    if !out.status.success() {
+        return Ok(Err(stderr.trim().to_string()));
+    }
+    let line = stdout.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    Ok(StorePath::parse(&opts.store_dir, line.trim())
+        .map_err(|e| format!("nix-instantiate printed {line:?}: {e}")))
 }
 
 #[cfg(test)]

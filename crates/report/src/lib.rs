@@ -34,6 +34,7 @@
 #![warn(missing_docs)]
 
 pub mod advise;
+pub mod bisect;
 pub mod check;
 pub mod diff;
 pub mod drv_diff;

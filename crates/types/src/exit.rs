@@ -41,6 +41,7 @@ pub const READERS: &[&str] = &[
     "check",
     "impact",
     "history",
+    "bisect",
     "refused",
     "report",
     "browse",

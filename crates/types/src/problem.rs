@@ -38,6 +38,9 @@ pub enum ProblemKind {
     /// A nixpkgs-review result link that is missing, unreadable, not a
     /// store path, or points to a path the store read does not hold.
     ReviewLink,
+    /// What was read cannot settle the question: `bisect` ends with
+    /// several commits that could be the first bad one.
+    Undecided,
 }
 
 impl ProblemKind {
@@ -55,6 +58,7 @@ impl ProblemKind {
             ProblemKind::Simulation => "simulation",
             ProblemKind::HashMismatch => "hash-mismatch",
             ProblemKind::ReviewLink => "review-link",
+            ProblemKind::Undecided => "undecided",
         }
     }
 }

@@ -156,7 +156,7 @@ impl Evaluator {
 
     /// The `nix-instantiate` that checks a side evaluates before its
     /// attributes are (and, with `nix-env`, lists them).
-    fn nix_instantiate(&self) -> OsString {
+    pub(crate) fn nix_instantiate(&self) -> OsString {
         match self {
             Evaluator::NixEnv {
                 nix_instantiate, ..
@@ -342,7 +342,7 @@ pub enum AttrsError {
 
 /// The file `opts` names inside `dir` (`--file`, relative to `dir`, or
 /// `<NAME>` as Nix looks it up), or `dir` itself, as a Nix expression.
-fn target(dir: &Path, opts: &Options) -> String {
+pub(crate) fn target(dir: &Path, opts: &Options) -> String {
     // The generated file sits elsewhere: a relative path would mean
     // nothing there (and Nix refuses a relative string path).
     let dir = std::path::absolute(dir).unwrap_or_else(|_| dir.to_path_buf());
@@ -433,7 +433,7 @@ fn unchunk(key: &str, paths: &[Vec<String>]) -> Option<String> {
 }
 
 /// The user's flags that apply to evaluation, in `nix`'s spelling.
-fn eval_flags(opts: &Options, impure: bool) -> Vec<String> {
+pub(crate) fn eval_flags(opts: &Options, impure: bool) -> Vec<String> {
     let mut f = Vec::new();
     if impure && opts.impure {
         f.push("--impure".to_string());

@@ -1,0 +1,529 @@
+//! `bisect` (issue 42): the first commit that made an attribute's closure
+//! bad by a rule, found from a binary cache and evaluation alone, never
+//! building.
+//!
+//! 1. **Cached bisection.** A binary search over the commits a cache may
+//!    hold (those of `--revs-file`, else every first-parent commit of the
+//!    range): each probe evaluates the attribute at the commit and reads its
+//!    closure from the stores. A commit whose outputs the stores lack, or
+//!    that does not evaluate, is skipped as `git bisect skip` skips: the
+//!    probe moves to its nearest neighbours inside the interval, alternating
+//!    after, before. It ends with a cached good commit and a cached bad one
+//!    with nothing readable between them.
+//! 2. **Between them, by derivation.** The paths the bad closure gained are
+//!    known from the cache (the largest new package, or the forbidden path).
+//!    Each commit of the gap is instantiated into a temporary chroot store
+//!    (`nix-instantiate --eval-store`: the `.drv` files land there, never in
+//!    the user's store), and its build graph read: the first commit after
+//!    which the new package is in the attribute's build graph for good is
+//!    the culprit. Its derivation is compared with its parent's as `diff
+//!    --derivation` compares them (the root causes).
+
+use std::collections::{BTreeSet, HashMap};
+use std::path::{Path, PathBuf};
+
+use globset::GlobMatcher;
+use rayon::prelude::*;
+
+use crate::check::Growth;
+use crate::diff::derivation::{DrvComparison, compare};
+use crate::graph::Graph;
+use nix_heft_eval::attrs::side::{SideSpec, evaluate_side};
+use nix_heft_eval::attrs::{Evaluator, Outcome};
+use nix_heft_eval::history::{CommitInfo, Range, commits, instantiate_at};
+use nix_heft_eval::installable::Options;
+use nix_heft_format::derivation::Derivation;
+use nix_heft_format::store_path::StorePath;
+use nix_heft_store::source::StoreSource;
+
+/// What makes a commit bad.
+#[derive(Debug, Clone)]
+pub enum Rule {
+    /// Its closure is larger than this.
+    MaxClosure(u64),
+    /// It grew more than this over the good commit's closure.
+    MaxGrowth(Growth),
+    /// A path whose name matches one of these globs is in it.
+    Forbid(Vec<(String, GlobMatcher)>),
+}
+
+/// What to search.
+pub struct Request<'a> {
+    /// The git checkout.
+    pub repo: PathBuf,
+    /// The attribute (dotted path).
+    pub attr: &'a str,
+    /// A commit good by the rule.
+    pub good: String,
+    /// A later commit bad by it (good must be its ancestor).
+    pub bad: String,
+    /// The rule.
+    pub rule: Rule,
+    /// The commits a cache holds: probed in the cached bisection (others
+    /// are not).
+    pub revs_file: Option<PathBuf>,
+    /// How each commit is evaluated.
+    pub evaluator: &'a Evaluator,
+    /// `--file`, `--arg`, `--argstr`.
+    pub options: &'a Options,
+}
+
+/// What a probe found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Verdict {
+    /// Good by the rule.
+    Good,
+    /// Bad by it.
+    Bad,
+    /// Not decided: not in the cache, or it does not evaluate (the reason).
+    Skip(String),
+}
+
+/// One commit probed in the cached bisection.
+#[derive(Debug, Clone)]
+pub struct Probe {
+    /// Index into [`Bisect::commits`].
+    pub commit: usize,
+    /// What it was.
+    pub verdict: Verdict,
+    /// Its closure size, when read.
+    pub closure_size: Option<u64>,
+}
+
+/// A commit of the gap that could be the culprit.
+#[derive(Debug, Clone)]
+pub struct Candidate {
+    /// Index into [`Bisect::commits`].
+    pub commit: usize,
+    /// Why: it brings the new package into the build graph, or it changed
+    /// the attribute's derivation, or it does not evaluate (so it cannot
+    /// be ruled out).
+    pub why: String,
+    /// Its derivation compared with its first parent's (`diff
+    /// --derivation`'s root causes), when both instantiate.
+    pub derivation: Option<DrvComparison>,
+}
+
+/// What [`bisect`] found.
+#[derive(Debug, Clone)]
+pub struct Bisect {
+    /// The attribute.
+    pub attr: String,
+    /// Every first-parent commit from good to bad, oldest first.
+    pub commits: Vec<CommitInfo>,
+    /// The cached bisection's probes, in the order made (good and bad
+    /// first).
+    pub probes: Vec<Probe>,
+    /// The last cached commit found good (an index into `commits`).
+    pub cached_good: usize,
+    /// The first cached commit found bad after it.
+    pub cached_bad: usize,
+    /// The path the bad closure gained that the culprit brings in.
+    pub target: Option<StorePath>,
+    /// The candidates, the culprit first.
+    pub candidates: Vec<Candidate>,
+    /// Whether the first candidate is the one commit that explains the
+    /// jump (else the candidates are listed, none sure).
+    pub found: bool,
+    /// Evaluations run in the cached bisection.
+    pub evaluations: usize,
+    /// Instantiations run between the cached pair.
+    pub instantiations: usize,
+}
+
+/// One commit's closure, read.
+struct Read {
+    roots: Vec<StorePath>,
+    graph: Graph,
+}
+
+fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
+    let size = g.total_size();
+    let bad = match rule {
+        Rule::MaxClosure(limit) => size > *limit,
+        Rule::MaxGrowth(growth) => {
+            let base = good_size.unwrap_or(size);
+            size > base && size - base > growth.limit(base)
+        }
+        Rule::Forbid(globs) => globs
+            .iter()
+            .any(|(_, m)| !crate::roots::matching_in_closure(g, m).is_empty()),
+    };
+    if bad { Verdict::Bad } else { Verdict::Good }
+}
+
+/// The attribute's closure at `commit`, or why there is none.
+fn read_at(
+    src: &dyn StoreSource,
+    req: &Request,
+    commit: &CommitInfo,
+) -> crate::Result<Result<Read, String>> {
+    let spec = SideSpec::Git {
+        repo: req.repo.clone(),
+        rev: commit.id.clone(),
+    };
+    let attrs = [req.attr.to_string()];
+    let outputs = match evaluate_side(&spec, req.evaluator, Some(&attrs), req.options) {
+        Err(e) => return Ok(Err(format!("does not evaluate: {e}"))),
+        Ok(side) => match side.eval.attrs.get(req.attr) {
+            Some(Outcome::Evaluated { outputs, .. }) => outputs.clone(),
+            Some(Outcome::Failed(m)) => {
+                return Ok(Err(format!("does not evaluate: {}", first_error(m))));
+            }
+            None => return Ok(Err(format!("has no attribute {}", req.attr))),
+        },
+    };
+    let roots: Vec<StorePath> = outputs.values().cloned().collect();
+    let infos = src.path_infos(&roots)?;
+    let missing: Vec<&String> = outputs
+        .keys()
+        .zip(&infos)
+        .filter(|(_, i)| i.is_none())
+        .map(|(o, _)| o)
+        .collect();
+    if !missing.is_empty() {
+        let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
+        return Ok(Err(format!("not in the cache ({})", names.join(", "))));
+    }
+    let graph = Graph::load(src, &roots)?;
+    Ok(Ok(Read { roots, graph }))
+}
+
+/// The good (or bad) commit is not what the command line says: a usage
+/// error, as `git bisect` refuses a good commit that is bad.
+fn not_as_said(side: &str, commit: &str, what: &str) -> crate::Error {
+    crate::Error::Usage(format!(
+        "the {side} commit {commit} is {what}: give a {side} commit the stores hold"
+    ))
+}
+
+fn first_error(m: &str) -> String {
+    let line = m
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| m.lines().next())
+        .unwrap_or("");
+    line.strip_prefix("error:")
+        .unwrap_or(line)
+        .trim()
+        .to_string()
+}
+
+/// Finds the first bad commit of `req` from `src`; `step` says what it is
+/// doing (for a spinner).
+pub fn bisect(
+    src: &dyn StoreSource,
+    req: &Request,
+    step: &dyn Fn(Option<String>),
+) -> crate::Result<Bisect> {
+    let commits = commits(
+        &req.repo,
+        &Range::Revs {
+            from: req.good.clone(),
+            to: req.bad.clone(),
+        },
+    )?;
+    let last = commits.len() - 1;
+    // The commits the cached bisection may probe, as indices into commits.
+    let probeable: Vec<usize> = match &req.revs_file {
+        None => (0..=last).collect(),
+        Some(f) => {
+            let listed = commits_listed(&req.repo, f)?;
+            let mut v: Vec<usize> = (1..last)
+                .filter(|&i| listed.contains(&commits[i].id))
+                .collect();
+            if v.is_empty() {
+                return Err(crate::Error::Usage(format!(
+                    "{} names no commit between the good and the bad commit",
+                    f.display()
+                )));
+            }
+            v.insert(0, 0);
+            v.push(last);
+            v
+        }
+    };
+    let mut probes: Vec<Probe> = Vec::new();
+    let mut evaluations = 0;
+    let mut reads: HashMap<usize, Read> = HashMap::new();
+    let mut probe = |i: usize,
+                     good_size: Option<u64>,
+                     step_msg: String|
+     -> crate::Result<(Verdict, Option<u64>)> {
+        step(Some(step_msg));
+        evaluations += 1;
+        let (verdict, size) = match read_at(src, req, &commits[i])? {
+            Err(why) => (Verdict::Skip(why), None),
+            Ok(r) => {
+                let v = verdict_of(&r.graph, &req.rule, good_size);
+                let size = r.graph.total_size();
+                reads.insert(i, r);
+                (v, Some(size))
+            }
+        };
+        probes.push(Probe {
+            commit: i,
+            verdict: verdict.clone(),
+            closure_size: size,
+        });
+        Ok((verdict, size))
+    };
+    let short = |i: usize| commits[i].id[..10.min(commits[i].id.len())].to_string();
+    let (first, good_size) = probe(0, None, format!("reading the good commit {}", short(0)))?;
+    match first {
+        Verdict::Good => {}
+        Verdict::Bad => return Err(not_as_said("good", &req.good, "bad by the rule")),
+        Verdict::Skip(why) => return Err(not_as_said("good", &req.good, &why)),
+    }
+    match probe(
+        last,
+        good_size,
+        format!("reading the bad commit {}", short(last)),
+    )?
+    .0
+    {
+        Verdict::Bad => {}
+        Verdict::Good => return Err(not_as_said("bad", &req.bad, "good by the rule")),
+        Verdict::Skip(why) => return Err(not_as_said("bad", &req.bad, &why)),
+    }
+
+    // Positions in `probeable`: lo good, hi bad, `skipped` undecided.
+    let (mut lo, mut hi) = (0usize, probeable.len() - 1);
+    let mut skipped: BTreeSet<usize> = BTreeSet::new();
+    while hi - lo > 1 {
+        let mid = lo + (hi - lo) / 2;
+        // The middle, else its nearest neighbours not yet skipped,
+        // alternating after and before: broken commits come in runs, and
+        // a neighbour halves the interval nearly as well.
+        let order = (0..hi - lo).flat_map(|d| [mid + d, mid.wrapping_sub(d)]);
+        let next = order
+            .filter(|&p| p > lo && p < hi)
+            .find(|p| !skipped.contains(p));
+        let Some(p) = next else { break };
+        let i = probeable[p];
+        let msg = format!(
+            "bisecting: {} commits left, probing {}",
+            probeable[hi] - probeable[lo] - 1,
+            short(i)
+        );
+        match probe(i, good_size, msg)?.0 {
+            Verdict::Good => lo = p,
+            Verdict::Bad => hi = p,
+            Verdict::Skip(_) => {
+                skipped.insert(p);
+            }
+        }
+    }
+    let (gi, bi) = (probeable[lo], probeable[hi]);
+
+    // What the bad closure gained: the forbidden path, else the largest
+    // path of a package the good closure did not have.
+    let target = match (reads.get(&gi), reads.get(&bi)) {
+        (Some(g), Some(b)) => target_path(g, b, &req.rule),
+        _ => None,
+    };
+    let mut candidates = Vec::new();
+    let mut instantiations = 0;
+    let mut found = false;
+    if bi == gi + 1 {
+        candidates.push(Candidate {
+            commit: bi,
+            why: "the first commit after the last good one".into(),
+            derivation: None,
+        });
+        found = true;
+    } else {
+        step(Some(format!(
+            "instantiating {} commits between {} and {}",
+            bi - gi + 1,
+            short(gi),
+            short(bi)
+        )));
+        let store = tempfile::Builder::new()
+            .prefix("nix-heft-eval-store-")
+            .tempdir()
+            .map_err(|e| nix_heft_types::Error::Io {
+                path: std::env::temp_dir(),
+                source: e,
+            })?;
+        let inst = |i: usize| -> crate::Result<Result<StorePath, String>> {
+            instantiate_at(
+                &req.repo,
+                &commits[i].id,
+                req.attr,
+                req.evaluator,
+                req.options,
+                store.path(),
+            )
+            .map_err(|e| nix_heft_eval::history::HistoryError::from(e).into())
+        };
+        // The first alone: a fresh chroot store is made by one process.
+        let first = inst(gi)?;
+        let rest: Vec<crate::Result<Result<StorePath, String>>> =
+            (gi + 1..=bi).into_par_iter().map(inst).collect();
+        let mut drv_of: Vec<Result<StorePath, String>> = vec![first];
+        for r in rest {
+            drv_of.push(r?);
+        }
+        instantiations = drv_of.len();
+        let mut parsed: HashMap<StorePath, Derivation> = HashMap::new();
+        let has: Vec<Option<bool>> = drv_of
+            .iter()
+            .map(|d| {
+                let d = d.as_ref().ok()?;
+                let outs =
+                    build_graph_outputs(store.path(), d, &mut parsed, &req.options.store_dir);
+                Some(match &target {
+                    Some(t) => outs.iter().any(|o| o.name() == t.name()),
+                    None => false,
+                })
+            })
+            .collect();
+        // The culprit: right after the last commit known not to have the
+        // new package, the first that has it; the commits between them
+        // that do not instantiate could be it too.
+        let at = |k: usize| gi + k;
+        let last_without = has.iter().rposition(|h| *h == Some(false));
+        if target.is_some()
+            && let Some(lw) = last_without
+            && let Some(first_with) = (lw + 1..has.len()).find(|&k| has[k] == Some(true))
+        {
+            let unknown: Vec<usize> = (lw + 1..first_with).collect();
+            for &k in &unknown {
+                candidates.push(Candidate {
+                    commit: at(k),
+                    why: format!(
+                        "does not instantiate ({}), so it cannot be ruled out",
+                        first_error(drv_of[k].as_ref().err().map_or("", |s| s.as_str()))
+                    ),
+                    derivation: None,
+                });
+            }
+            let name = target
+                .as_ref()
+                .map(|t| t.name().to_string())
+                .unwrap_or_default();
+            let derivation = match (&drv_of[first_with - 1], &drv_of[first_with]) {
+                (Ok(b), Ok(a)) => Some(compare(
+                    std::slice::from_ref(b),
+                    std::slice::from_ref(a),
+                    &parsed,
+                    &HashMap::new(),
+                )),
+                _ => None,
+            };
+            candidates.insert(
+                0,
+                Candidate {
+                    commit: at(first_with),
+                    why: format!("brings {name} into {}'s build graph", req.attr),
+                    derivation,
+                },
+            );
+            found = unknown.is_empty();
+        }
+        // Every other change of the attribute's derivation in the gap, in
+        // order: what else could have made the closure grow.
+        for k in 1..drv_of.len() {
+            if candidates.iter().any(|c| c.commit == at(k)) {
+                continue;
+            }
+            if let (Ok(b), Ok(a)) = (&drv_of[k - 1], &drv_of[k])
+                && b != a
+            {
+                candidates.push(Candidate {
+                    commit: at(k),
+                    why: format!("changes {}'s derivation", req.attr),
+                    derivation: None,
+                });
+            }
+        }
+        if target.is_none() {
+            found = false;
+        }
+    }
+    step(None);
+    Ok(Bisect {
+        attr: req.attr.to_string(),
+        commits,
+        probes,
+        cached_good: gi,
+        cached_bad: bi,
+        target,
+        candidates,
+        found,
+        evaluations,
+        instantiations,
+    })
+}
+
+/// The path the bad closure gained that explains it: the largest
+/// forbidden one, else the largest path of a package the good closure did
+/// not have, else the largest new path.
+fn target_path(good: &Read, bad: &Read, rule: &Rule) -> Option<StorePath> {
+    let g = &bad.graph;
+    let in_good: std::collections::HashSet<&StorePath> = good.graph.paths().iter().collect();
+    let names_good: std::collections::HashSet<&str> =
+        good.graph.paths().iter().map(|p| p.name()).collect();
+    let by_size = |mut v: Vec<u32>| {
+        v.sort_by_key(|&n| (std::cmp::Reverse(g.nar_size(n)), g.path(n).clone()));
+        v.first().map(|&n| g.path(n).clone())
+    };
+    if let Rule::Forbid(globs) = rule {
+        let hits: Vec<u32> = globs
+            .iter()
+            .flat_map(|(_, m)| crate::roots::matching_in_closure(g, m))
+            .collect();
+        return by_size(hits);
+    }
+    let _ = &good.roots;
+    let added: Vec<u32> = (0..g.len() as u32)
+        .filter(|&n| !in_good.contains(g.path(n)))
+        .collect();
+    let new_packages: Vec<u32> = added
+        .iter()
+        .copied()
+        .filter(|&n| !names_good.contains(g.path(n).name()))
+        .collect();
+    by_size(new_packages).or_else(|| by_size(added))
+}
+
+/// Every output path of the build graph of `drv` in the chroot store
+/// `root`, reading each `.drv` once (kept in `parsed`).
+fn build_graph_outputs(
+    root: &Path,
+    drv: &StorePath,
+    parsed: &mut HashMap<StorePath, Derivation>,
+    store_dir: &str,
+) -> Vec<StorePath> {
+    let mut out = Vec::new();
+    let mut seen: BTreeSet<StorePath> = BTreeSet::new();
+    let mut stack = vec![drv.clone()];
+    while let Some(d) = stack.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        if !parsed.contains_key(&d) {
+            let file = root.join(d.as_str().trim_start_matches('/'));
+            match Derivation::read(store_dir, &file) {
+                Ok(x) => {
+                    parsed.insert(d.clone(), x);
+                }
+                Err(_) => continue,
+            }
+        }
+        let x = &parsed[&d];
+        out.extend(x.outputs.iter().filter_map(|o| o.path.clone()));
+        stack.extend(x.input_drvs.iter().map(|(p, _)| p.clone()));
+    }
+    out
+}
+
+/// The commits a revision file names, as full hashes.
+fn commits_listed(repo: &Path, file: &Path) -> crate::Result<BTreeSet<String>> {
+    Ok(commits(repo, &Range::File(file.to_path_buf()))?
+        .into_iter()
+        .map(|c| c.id)
+        .collect())
+}

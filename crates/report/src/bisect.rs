@@ -1,0 +1,299 @@
+//! `nix-heft bisect`'s report: the first bad commit, how it was found (the
+//! probes, the cached pair, the candidates between them) and what it
+//! cost.
+
+use serde::Serialize;
+
+use crate::drv_diff::DrvDiffReport;
+use crate::review::{self, Reviewed};
+use crate::{Report, TextOptions, plural};
+use nix_heft_core::bisect::{Bisect, Verdict};
+use nix_heft_types::problem::{Problem, ProblemKind};
+use nix_heft_types::units::iec;
+
+/// A commit as the report names it.
+#[derive(Debug, Clone, Serialize)]
+pub struct CommitRef {
+    /// The full hash.
+    pub commit: String,
+    /// Committer date (ISO 8601).
+    pub date: String,
+    /// The first line of its message.
+    pub subject: String,
+}
+
+/// One probe of the cached bisection.
+#[derive(Debug, Clone, Serialize)]
+pub struct ProbeRow {
+    /// The commit.
+    #[serde(flatten)]
+    pub commit: CommitRef,
+    /// `good`, `bad` or `skipped`.
+    pub verdict: &'static str,
+    /// Why it was skipped.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+    /// Its closure size, when read.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closure_size: Option<u64>,
+}
+
+/// A commit that could be the first bad one.
+#[derive(Debug, Clone, Serialize)]
+pub struct CandidateRow {
+    /// The commit.
+    #[serde(flatten)]
+    pub commit: CommitRef,
+    /// Why it is a candidate.
+    pub why: String,
+    /// Its derivation against its parent's: the root causes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derivation: Option<DrvDiffReport>,
+}
+
+/// What the search cost.
+#[derive(Debug, Clone, Serialize)]
+pub struct Costs {
+    /// First-parent commits from good to bad.
+    pub commits: usize,
+    /// Evaluations of the cached bisection (each a commit's outputs).
+    pub evaluations: usize,
+    /// Instantiations between the cached pair (each a commit's `.drv`s).
+    pub instantiations: usize,
+    /// narinfos fetched from the caches.
+    pub narinfos: u64,
+    /// NARs fetched.
+    pub nars: u64,
+}
+
+/// `bisect`'s report.
+#[derive(Debug, Clone, Serialize)]
+pub struct BisectReport {
+    /// The attribute.
+    pub attr: String,
+    /// The rule, as given.
+    pub rule: String,
+    /// The first bad commit, when one commit explains the change.
+    pub first_bad: Option<CommitRef>,
+    /// Its first parent.
+    pub last_good: Option<CommitRef>,
+    /// The last cached commit found good.
+    pub cached_good: CommitRef,
+    /// Its closure size.
+    pub cached_good_size: Option<u64>,
+    /// The first cached commit found bad after it.
+    pub cached_bad: CommitRef,
+    /// Its closure size.
+    pub cached_bad_size: Option<u64>,
+    /// The path the bad closure gained that the first bad commit brings.
+    pub target: Option<String>,
+    /// The candidates, the first bad commit first.
+    pub candidates: Vec<CandidateRow>,
+    /// The probes, in the order made.
+    pub probes: Vec<ProbeRow>,
+    /// What it cost.
+    pub costs: Costs,
+    /// What could not be decided.
+    pub problems: Vec<Problem>,
+}
+
+impl BisectReport {
+    /// The report of `b`; `rule` as given, the download counters of the
+    /// run (narinfos, NARs).
+    pub fn new(b: &Bisect, rule: &str, downloads: (u64, u64)) -> BisectReport {
+        let c = |i: usize| CommitRef {
+            commit: b.commits[i].id.clone(),
+            date: b.commits[i].date.clone(),
+            subject: b.commits[i].subject.clone(),
+        };
+        let size_of = |i: usize| {
+            b.probes
+                .iter()
+                .find(|p| p.commit == i)
+                .and_then(|p| p.closure_size)
+        };
+        let first = b.candidates.first().filter(|_| b.found);
+        let mut problems = Vec::new();
+        if !b.found {
+            problems.push(Problem::new(
+                b.attr.clone(),
+                ProblemKind::Undecided,
+                "no one commit between the cached pair explains the change: the candidates are listed",
+            ));
+        }
+        BisectReport {
+            attr: b.attr.clone(),
+            rule: rule.to_string(),
+            first_bad: first.map(|x| c(x.commit)),
+            last_good: first.map(|x| c(x.commit - 1)),
+            cached_good: c(b.cached_good),
+            cached_good_size: size_of(b.cached_good),
+            cached_bad: c(b.cached_bad),
+            cached_bad_size: size_of(b.cached_bad),
+            target: b.target.as_ref().map(|t| t.to_string()),
+            candidates: b
+                .candidates
+                .iter()
+                .map(|x| CandidateRow {
+                    commit: c(x.commit),
+                    why: x.why.clone(),
+                    derivation: x.derivation.as_ref().map(DrvDiffReport::new),
+                })
+                .collect(),
+            probes: b
+                .probes
+                .iter()
+                .map(|p| {
+                    let (verdict, reason) = match &p.verdict {
+                        Verdict::Good => ("good", None),
+                        Verdict::Bad => ("bad", None),
+                        Verdict::Skip(r) => ("skipped", Some(r.clone())),
+                    };
+                    ProbeRow {
+                        commit: c(p.commit),
+                        verdict,
+                        reason,
+                        closure_size: p.closure_size,
+                    }
+                })
+                .collect(),
+            costs: Costs {
+                commits: b.commits.len(),
+                evaluations: b.evaluations,
+                instantiations: b.instantiations,
+                narinfos: downloads.0,
+                nars: downloads.1,
+            },
+            problems,
+        }
+    }
+
+    fn named(c: &CommitRef) -> String {
+        format!(
+            "{} {} ({})",
+            &c.commit[..c.commit.len().min(10)],
+            c.subject,
+            c.date.get(..10).unwrap_or(&c.date)
+        )
+    }
+
+    /// The report's lines, each with whether it may be wrapped (a
+    /// derivation diff comes fitted already).
+    fn lines(&self, opts: &TextOptions, code: fn(&str) -> String) -> Vec<(String, bool)> {
+        let size = |s: Option<u64>| s.map_or_else(|| "?".to_string(), iec);
+        let short = |c: &CommitRef| c.commit[..c.commit.len().min(10)].to_string();
+        let mut out: Vec<(String, bool)> = Vec::new();
+        match (&self.first_bad, &self.last_good) {
+            (Some(bad), Some(good)) => {
+                out.push((format!("first bad commit: {}", Self::named(bad)), true));
+                out.push((format!("last good commit: {}", Self::named(good)), true));
+            }
+            _ => out.push((
+                format!(
+                    "no single first bad commit of {} between the cached pair; candidates below",
+                    code(&self.attr)
+                ),
+                true,
+            )),
+        }
+        out.push((
+            format!(
+                "cached pair: {} good ({}), {} bad ({})",
+                short(&self.cached_good),
+                size(self.cached_good_size),
+                short(&self.cached_bad),
+                size(self.cached_bad_size)
+            ),
+            true,
+        ));
+        if let Some(t) = &self.target {
+            out.push((format!("the bad closure gained {}", code(t)), true));
+        }
+        if !self.candidates.is_empty() {
+            out.push(("candidates:".into(), true));
+            let inner = TextOptions {
+                width: opts.width.map(|w| w.saturating_sub(4).max(40)),
+                ..*opts
+            };
+            for c in &self.candidates {
+                out.push((format!("  {}: {}", Self::named(&c.commit), c.why), true));
+                if let Some(d) = &c.derivation {
+                    for l in d
+                        .render_text(&inner)
+                        .lines()
+                        .filter(|l| !l.trim().is_empty())
+                    {
+                        out.push((format!("    {l}"), false));
+                    }
+                }
+            }
+        }
+        out.push(("probes:".into(), true));
+        for p in &self.probes {
+            let what = match (&p.reason, p.verdict) {
+                (Some(r), _) => format!("skipped: {r}"),
+                (None, v) => format!("{v} ({})", size(p.closure_size)),
+            };
+            out.push((format!("  {} {what}", short(&p.commit)), true));
+        }
+        out.push((
+            format!(
+                "cost: {} (the binary search over {}), {} (between the cached pair), {} and {} \
+                 fetched; nothing built",
+                plural(self.costs.evaluations, "evaluation"),
+                plural(self.costs.commits, "commit"),
+                plural(self.costs.instantiations, "instantiation"),
+                plural(self.costs.narinfos as usize, "narinfo"),
+                plural(self.costs.nars as usize, "NAR")
+            ),
+            true,
+        ));
+        out
+    }
+}
+
+impl Report for BisectReport {
+    fn render_text(&self, opts: &TextOptions) -> String {
+        let mut s = String::new();
+        for (l, wrap) in self.lines(opts, review::plain) {
+            if wrap {
+                s.push_str(&crate::style::wrap_hanging(&l, opts.width, "", "      "));
+            } else {
+                s.push_str(&l);
+                s.push('\n');
+            }
+        }
+        s
+    }
+
+    fn problems(&self) -> &[Problem] {
+        &self.problems
+    }
+}
+
+impl Reviewed for BisectReport {
+    fn render_markdown(&self, _limit: usize) -> String {
+        let mut s = format!(
+            "{}\n### bisect of {}\n\n```\n",
+            review::MARKER,
+            review::md(&self.attr)
+        );
+        for (l, _) in self.lines(&TextOptions::default(), review::plain) {
+            s.push_str(&l.replace("```", "'''"));
+            s.push('\n');
+        }
+        s.push_str("```\n");
+        s
+    }
+
+    fn render_github(&self, _at: Option<&review::NixFile>) -> String {
+        match &self.first_bad {
+            Some(c) => format!(
+                "::notice title=nix-heft bisect::first bad commit of {}: {}\n",
+                self.attr,
+                Self::named(c)
+            ),
+            None => String::new(),
+        }
+    }
+}

@@ -1,0 +1,140 @@
+//! `nix-heft bisect ATTR --good REV --bad REV`: the first commit that made
+//! an attribute's closure bad by a rule, from binary caches and
+//! evaluation, never building.
+
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::Ordering;
+
+use clap::Args;
+
+use nix_heft_core::bisect::{Request, Rule, bisect};
+use nix_heft_core::check::Growth;
+use nix_heft_eval::attrs::Evaluator;
+use nix_heft_report::bisect::BisectReport;
+use nix_heft_types::Error;
+
+use super::Context;
+use super::review::{self, ReviewArgs};
+
+/// Which commit made a closure bad: finds the first commit between --good
+/// and --bad at which ATTR's closure breaks the rule (--max-closure,
+/// --max-growth or --forbid), without building.
+///
+/// First a binary search over the commits a cache holds (--revs-file,
+/// e.g. the channel bumps; else every first-parent commit): each probe
+/// evaluates ATTR at the commit in a temporary worktree and reads its
+/// closure from the stores (--store https://cache.nixos.org); a commit the
+/// stores lack or that does not evaluate is skipped, as `git bisect skip`
+/// skips, for its neighbour. It ends with a cached good commit and a
+/// cached bad one. Then every commit between them is instantiated into a
+/// temporary store (the .drv files never touch yours): the first commit
+/// after which the package the bad closure gained is in ATTR's build
+/// graph is the first bad commit, shown with its derivation's root causes
+/// (as diff --derivation). Exit 3 when several commits could be it (they
+/// are listed).
+#[derive(Args, Debug)]
+pub struct BisectArgs {
+    /// The attribute (dotted path of the checkout's default.nix, or of
+    /// --file inside it).
+    #[arg(value_name = "ATTR")]
+    attr: String,
+    /// The git checkout (default: the current directory).
+    #[arg(long, value_name = "DIR", value_hint = clap::ValueHint::DirPath)]
+    repo: Option<PathBuf>,
+    /// A commit good by the rule, whose closure the stores hold.
+    #[arg(long, value_name = "REV", value_hint = clap::ValueHint::Other)]
+    good: String,
+    /// A later commit (good is its ancestor) bad by the rule, whose
+    /// closure the stores hold.
+    #[arg(long, value_name = "REV", value_hint = clap::ValueHint::Other)]
+    bad: String,
+    /// Bad: the closure is larger than SIZE.
+    #[arg(long, value_name = "SIZE", value_hint = clap::ValueHint::Other,
+          conflicts_with_all = ["max_growth", "forbid"])]
+    max_closure: Option<String>,
+    /// Bad: the closure grew more than SIZE or PCT over the good commit's.
+    #[arg(long, value_name = "SIZE|PCT", value_hint = clap::ValueHint::Other,
+          conflicts_with = "forbid")]
+    max_growth: Option<String>,
+    /// Bad: a path whose name matches GLOB is in the closure; repeatable.
+    #[arg(long, value_name = "GLOB", value_hint = clap::ValueHint::Other)]
+    forbid: Vec<String>,
+    /// The commits a cache holds, one revision a line (`#` comments): the
+    /// binary search probes only these.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    revs_file: Option<PathBuf>,
+    /// How attributes are evaluated: nix-eval-jobs, nix-env, or auto
+    /// (nix-eval-jobs when it is on PATH).
+    #[arg(long, value_name = "TOOL", default_value = "auto",
+          value_parser = super::OneOf(&["auto", "nix-eval-jobs", "nix-env"]))]
+    evaluator: String,
+    #[command(flatten)]
+    review: ReviewArgs,
+}
+
+/// Searches and prints the first bad commit; exit 3 when no single commit
+/// could be named.
+pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
+    let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
+    let at = args.review.checked()?;
+    let (rule, said) = match (&args.max_closure, &args.max_growth, args.forbid.as_slice()) {
+        (Some(s), None, []) => (
+            Rule::MaxClosure(nix_heft_types::units::parse_size(s)?),
+            format!("closure larger than {s}"),
+        ),
+        (None, Some(g), []) => (
+            Rule::MaxGrowth(Growth::parse(g)?),
+            format!("closure grown more than {g} over the good commit's"),
+        ),
+        (None, None, globs) if !globs.is_empty() => (
+            Rule::Forbid(
+                globs
+                    .iter()
+                    .map(|g| Ok((g.clone(), nix_heft_core::roots::glob(g)?)))
+                    .collect::<nix_heft_core::Result<_>>()?,
+            ),
+            format!("closure holds {}", globs.join(" or ")),
+        ),
+        _ => {
+            return Err(Error::Usage(
+                "bisect needs a rule: --max-closure SIZE, --max-growth SIZE|PCT or --forbid GLOB"
+                    .into(),
+            )
+            .into());
+        }
+    };
+    let ev = Evaluator::chosen(&args.evaluator, None, None, None);
+    let src = ctx.open()?;
+    let src = src.as_ref();
+    let found = bisect(
+        src,
+        &Request {
+            repo: args.repo.clone().unwrap_or_else(|| PathBuf::from(".")),
+            attr: &args.attr,
+            good: args.good.clone(),
+            bad: args.bad.clone(),
+            rule,
+            revs_file: args.revs_file.clone(),
+            evaluator: &ev,
+            options: &ctx.installables,
+        },
+        &ctx.step_spinner(),
+    )?;
+    let downloads = src.log().downloads().iter().fold((0, 0), |(n, a), d| {
+        (
+            n + d.narinfos.load(Ordering::Relaxed),
+            a + d.nars.load(Ordering::Relaxed),
+        )
+    });
+    let report = BisectReport::new(&found, &said, downloads);
+    review::emit(
+        ctx,
+        src,
+        &report,
+        format,
+        &args.review,
+        at.as_ref(),
+        &args.review.text_options(ctx),
+    )
+}

@@ -1,0 +1,151 @@
+//! `nix-heft bisect` (issue 42) on the repository of 200 commits and the
+//! cache of every tenth (`common::history_fixture`): the first bad commit is
+//! the one that made libcore's README name bigdata, found from the cache
+//! and by instantiating the commits between the cached pair into a
+//! temporary store, with the broken commits skipped, the evaluations
+//! within the binary search's bound, the derivation's root cause named,
+//! and nothing built.
+
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::common::history_fixture::{
+    BROKEN, CULPRIT, HistoryFixture, history_fixture,
+};
+use crate::common::{assert_usage_error, heft_run};
+
+fn bisect(f: &HistoryFixture, extra: &[&str]) -> (i32, Value, String) {
+    let url = f.server.url();
+    let repo = f.repo.display().to_string();
+    let mut args = vec!["--json", "bisect", "app", "--repo", &repo];
+    args.extend(extra);
+    let o = heft_run(Some(&url), &args);
+    let v = serde_json::from_str(&o.stdout).unwrap_or(Value::Null);
+    (o.code, v, o.stderr)
+}
+
+/// The commit number of a hash.
+fn n_of(f: &HistoryFixture, hash: &Value) -> usize {
+    let h = hash.as_str().unwrap();
+    f.commits.iter().position(|c| c == h).expect("a commit of the fixture") + 1
+}
+
+fn assert_finds_the_culprit(f: &HistoryFixture, v: &Value) {
+    assert_eq!(n_of(f, &v["first_bad"]["commit"]), CULPRIT, "{v:#}");
+    assert_eq!(n_of(f, &v["last_good"]["commit"]), CULPRIT - 1, "{v:#}");
+    assert_eq!(v["first_bad"]["subject"], "libcore: document the test data");
+    assert_eq!(n_of(f, &v["cached_good"]["commit"]), 130, "{v:#}");
+    assert_eq!(n_of(f, &v["cached_bad"]["commit"]), 140, "{v:#}");
+    // The cached pair's closures are what Nix says they are.
+    for (key, n) in [("cached_good_size", 130), ("cached_bad_size", 140)] {
+        let out = &f.outputs[&n]["app"]["out"];
+        assert_eq!(v[key], f.closure_size(&[out]), "{key}");
+    }
+    assert!(v["target"].as_str().unwrap().ends_with("-bigdata-1.0"), "{v:#}");
+    // Every probe's verdict is the fixture's.
+    for p in v["probes"].as_array().unwrap() {
+        let n = n_of(f, &p["commit"]);
+        let expected = if BROKEN.contains(&n) || !HistoryFixture::app_cached(n) {
+            "skipped"
+        } else if n < CULPRIT {
+            "good"
+        } else {
+            "bad"
+        };
+        assert_eq!(p["verdict"], expected, "c{n}: {p}");
+    }
+    // The culprit's derivation against its parent's: libcore's, with
+    // bigdata added as an input.
+    let culprit = &v["candidates"][0];
+    assert_eq!(n_of(f, &culprit["commit"]), CULPRIT);
+    let causes = culprit["derivation"]["root_causes"].as_array().unwrap();
+    assert!(
+        causes.iter().any(|c| c["after"].as_str().unwrap().contains("-libcore-1.0.1.drv")),
+        "{causes:#?}"
+    );
+    // Nothing built or substituted: no output of the range is in the
+    // local store.
+    for attrs in f.outputs.values() {
+        for outs in attrs.values() {
+            for p in outs.values() {
+                let valid = Command::new("nix-store")
+                    .args(["-q", "--hash", p])
+                    .output()
+                    .unwrap()
+                    .status
+                    .success();
+                assert!(!valid, "{p} is in the local store after bisect");
+            }
+        }
+    }
+}
+
+#[test]
+fn bisect_finds_the_culprit_from_the_cache_without_building() {
+    let f = history_fixture();
+    let file = f.cached_file.display().to_string();
+    let (code, v, err) = bisect(
+        f,
+        &["--good", f.commit(10), "--bad", f.commit(170), "--max-growth", "1MiB", "--revs-file", &file],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_finds_the_culprit(f, &v);
+    // The binary search over the 15 listed commits between good and bad:
+    // good, bad, ⌈log2 16⌉ probes, and one more for each skipped (c090,
+    // which does not evaluate); then the 11 commits from 130 to 140
+    // instantiated.
+    let skipped = v["probes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|p| p["verdict"] == "skipped")
+        .count();
+    let evaluations = v["costs"]["evaluations"].as_u64().unwrap() as usize;
+    assert_eq!(evaluations, v["probes"].as_array().unwrap().len());
+    assert!(evaluations <= 2 + 4 + skipped, "{evaluations} evaluations: {v:#}");
+    assert_eq!(v["costs"]["instantiations"], 11);
+}
+
+#[test]
+fn bisect_without_a_list_and_with_other_rules() {
+    let f = history_fixture();
+    // Every first-parent commit probed: the uncached ones are skipped for
+    // their neighbours, and the answer is the same.
+    let (code, v, err) = bisect(
+        f,
+        &["--good", f.commit(10), "--bad", f.commit(170), "--max-growth", "1MiB"],
+    );
+    assert_eq!(code, 0, "{err}");
+    assert_finds_the_culprit(f, &v);
+    let file = f.cached_file.display().to_string();
+    for rule in [&["--forbid", "bigdata*"][..], &["--max-closure", "2MiB"][..]] {
+        let mut args = vec!["--good", f.commit(10), "--bad", f.commit(170), "--revs-file", &file];
+        args.extend(rule);
+        let (code, v, err) = bisect(f, &args);
+        assert_eq!(code, 0, "{rule:?}: {err}");
+        assert_eq!(n_of(f, &v["first_bad"]["commit"]), CULPRIT, "{rule:?}: {v:#}");
+    }
+}
+
+#[test]
+fn a_good_commit_that_is_bad_or_no_rule_is_a_usage_error() {
+    let f = history_fixture();
+    let url = f.server.url();
+    let repo = f.repo.display().to_string();
+    let o = heft_run(
+        Some(&url),
+        &["bisect", "app", "--repo", &repo, "--good", f.commit(140), "--bad", f.commit(170), "--forbid", "bigdata*"],
+    );
+    assert_usage_error(&o, "the good commit");
+    let o = heft_run(
+        Some(&url),
+        &["bisect", "app", "--repo", &repo, "--good", f.commit(10), "--bad", f.commit(170)],
+    );
+    assert_usage_error(&o, "bisect needs a rule");
+    let o = heft_run(
+        Some(&url),
+        &["bisect", "app", "--repo", &repo, "--good", f.commit(10), "--bad", f.commit(15), "--forbid", "bigdata*"],
+    );
+    assert_usage_error(&o, "the bad commit");
+}
