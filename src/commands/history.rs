@@ -80,6 +80,16 @@ pub struct HistoryArgs {
     #[arg(long, value_name = "TOOL", default_value = "auto",
           value_parser = super::OneOf(&["auto", "nix-eval-jobs", "nix-env"]))]
     evaluator: String,
+    /// Also write a self-contained HTML page to FILE: a chart of each
+    /// attribute's closure size over the commits (each point linked to its
+    /// commit), the jumps, and a table of every commit.
+    #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
+    html: Option<PathBuf>,
+    /// The link of a commit on the page and in markdown, `{commit}` for its
+    /// hash (default: from the origin remote, on GitHub, GitLab or
+    /// Codeberg).
+    #[arg(long, value_name = "TEMPLATE", value_hint = clap::ValueHint::Url)]
+    commit_url: Option<String>,
     /// Print exact byte counts instead of IEC units.
     #[arg(long)]
     bytes: bool,
@@ -116,13 +126,14 @@ pub fn run(ctx: &Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         }
     };
     let min_jump = Growth::parse(&args.min_jump)?;
+    let repo = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
     let ev = Evaluator::chosen(&args.evaluator, None, None, None);
     let src = ctx.open()?;
     let src = src.as_ref();
     let found = history(
         src,
         &Request {
-            repo: args.repo.clone().unwrap_or_else(|| PathBuf::from(".")),
+            repo: repo.clone(),
             range,
             samples: args.samples.map(|n| n as usize),
             attrs: &args.attrs,
@@ -134,7 +145,11 @@ pub fn run(ctx: &Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         },
         &ctx.step_spinner(),
     )?;
-    let report = HistoryReport::new(
+    let commit_url = args
+        .commit_url
+        .clone()
+        .or_else(|| nix_heft_eval::history::commit_url(&repo));
+    let mut report = HistoryReport::new(
         &found,
         &HistoryContext {
             stores: ctx.store_names(&[], src),
@@ -142,6 +157,12 @@ pub fn run(ctx: &Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
             evaluator: ev.name().to_string(),
         },
     );
+    report.commit_url = commit_url.clone();
+    if let Some(file) = &args.html {
+        let html = report.render_html(commit_url.as_deref());
+        super::report::write_beside(file, html.as_bytes())?;
+        report.page = Some(file.display().to_string());
+    }
     review::emit(
         ctx,
         src,

@@ -219,6 +219,11 @@ fn history_as_markdown_is_one_table_a_commit_a_row() {
     assert_eq!(html.matches("<tr>").count(), 21, "{html}");
     assert_eq!(html.matches("evaluation failed").count(), 1, "{html}");
     assert_eq!(html.matches("<strong>app</strong>").count(), 1, "the jump: {html}");
+    // Each row's commit linked as the origin remote says (GitHub).
+    for n in (1..=20).map(|i| i * 10) {
+        let href = format!("<a href=\"https://github.com/example/pkgs/commit/{}\">", f.commit(n));
+        assert_eq!(html.matches(&href).count(), 1, "c{n}: {html}");
+    }
     assert_eq!(html.matches("share/doc/libcore/README").count(), 1, "{html}");
 }
 
@@ -241,4 +246,43 @@ fn a_range_that_names_nothing_is_a_usage_error() {
         &["history", "app", "--repo", &repo, "--revs-file", &empty.display().to_string()],
     );
     assert_usage_error(&o, "names no commit");
+}
+
+#[test]
+fn history_page_links_each_point_to_its_commit() {
+    let f = history_fixture();
+    let url = f.server.url();
+    let repo = f.repo.display().to_string();
+    let file = f.cached_file.display().to_string();
+    let dir = scratch_dir("nix-heft-test-history-page-");
+    let page = dir.join("history.html");
+    let page_s = page.display().to_string();
+    let o = heft_run(
+        Some(&url),
+        &[
+            "history", "app", "--repo", &repo, "--revs-file", &file, "--min-jump", "1MiB",
+            "--html", &page_s,
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    assert_eq!(o.stdout.matches(&format!("wrote {page_s}")).count(), 1, "{}", o.stdout);
+    let b = crate::report::chromium(&format!("file://{page_s}"), None);
+    assert!(b.console.is_empty(), "{:?}", b.console);
+    // One linked point a commit read (app is read at every listed commit
+    // but 90, where it does not evaluate), linked as the origin remote
+    // says (GitHub).
+    for n in (1..=20).map(|i| i * 10) {
+        let href = format!("href=\"https://github.com/example/pkgs/commit/{}\"", f.commit(n));
+        // The chart's link carries its title as its label; the table's
+        // and the jumps' do not.
+        let in_chart = b.dom.matches(&format!("<a {href} aria-label=")).count();
+        let expected = usize::from(HistoryFixture::app_cached(n));
+        assert_eq!(in_chart, expected, "c{n}");
+    }
+    assert_eq!(b.dom.matches("<circle").count(), 19, "{}", b.dom);
+    assert_eq!(b.dom.matches("class=\"failed\"").count(), 1);
+    assert_eq!(b.dom.matches("class=\"point jump\"").count(), 1);
+    // The jump explained, and a table row a commit.
+    assert_eq!(b.dom.matches("share/doc/libcore/README").count(), 1);
+    assert_eq!(b.dom.matches("<tr>").count(), 21);
 }

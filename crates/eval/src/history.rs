@@ -250,6 +250,38 @@ pub fn sample(commits: Vec<CommitInfo>, n: usize) -> Vec<CommitInfo> {
         .collect()
 }
 
+/// A link to a commit of `repo` (`{commit}` for its hash), from its
+/// `origin` remote when that is on GitHub, GitLab or Codeberg.
+pub fn commit_url(repo: &Path) -> Option<String> {
+    let url = git(
+        repo,
+        &[
+            "config".as_ref(),
+            "--get".as_ref(),
+            "remote.origin.url".as_ref(),
+        ],
+    )
+    .ok()?;
+    commit_url_of(&url)
+}
+
+fn commit_url_of(remote: &str) -> Option<String> {
+    let r = remote.trim().trim_end_matches('/').trim_end_matches(".git");
+    // `git@host:owner/repo` and `https://host/owner/repo`, `ssh://git@host/…`.
+    let (host, path) = if let Some(rest) = r.strip_prefix("git@") {
+        rest.split_once(':')?
+    } else {
+        let rest = r.split_once("://")?.1;
+        let rest = rest.rsplit_once('@').map_or(rest, |(_, h)| h);
+        rest.split_once('/')?
+    };
+    match host {
+        "github.com" | "codeberg.org" => Some(format!("https://{host}/{path}/commit/{{commit}}")),
+        "gitlab.com" => Some(format!("https://{host}/{path}/-/commit/{{commit}}")),
+        _ => None,
+    }
+}
+
 /// Instantiates `attr` of `commit` (checked out in a temporary worktree)
 /// into the chroot store at `eval_store` (`nix-instantiate --eval-store
 /// local?root=DIR`): its `.drv` and every `.drv` it depends on are written
@@ -321,6 +353,32 @@ mod tests {
             sample(all, 1).iter().map(|c| c.time).collect::<Vec<_>>(),
             [199]
         );
+    }
+
+    #[test]
+    fn commit_links_follow_the_forge() {
+        for (remote, want) in [
+            (
+                "https://github.com/NixOS/nixpkgs.git",
+                Some("https://github.com/NixOS/nixpkgs/commit/{commit}"),
+            ),
+            (
+                "git@github.com:NixOS/nixpkgs.git",
+                Some("https://github.com/NixOS/nixpkgs/commit/{commit}"),
+            ),
+            (
+                "ssh://git@gitlab.com/a/b",
+                Some("https://gitlab.com/a/b/-/commit/{commit}"),
+            ),
+            (
+                "https://codeberg.org/a/b/",
+                Some("https://codeberg.org/a/b/commit/{commit}"),
+            ),
+            ("/srv/git/pkgs", None),
+            ("https://example.org/a/b", None),
+        ] {
+            assert_eq!(commit_url_of(remote).as_deref(), want, "{remote}");
+        }
     }
 
     #[test]

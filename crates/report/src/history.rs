@@ -84,6 +84,12 @@ pub struct HistoryReport {
     pub stores: Vec<String>,
     /// The jump threshold, as given.
     pub min_jump: String,
+    /// A commit's link, `{commit}` for its hash (markdown and the page).
+    #[serde(skip)]
+    pub commit_url: Option<String>,
+    /// The HTML page written, when one was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub page: Option<String>,
     /// What could not be read.
     pub problems: Vec<Problem>,
 }
@@ -159,6 +165,8 @@ impl HistoryReport {
             evaluations: h.evaluations,
             stores: ctx.stores.clone(),
             min_jump: ctx.min_jump.clone(),
+            commit_url: None,
+            page: None,
             problems,
         }
     }
@@ -414,6 +422,9 @@ impl Report for HistoryReport {
                 }
             }
         }
+        if let Some(p) = &self.page {
+            out.push_str(&format!("\nwrote {p}\n"));
+        }
         out
     }
 
@@ -443,10 +454,17 @@ impl Reviewed for HistoryReport {
         }
         out.push('\n');
         for c in &self.commits {
+            let commit = match &self.commit_url {
+                Some(t) => format!(
+                    "[`{}`]({})",
+                    short(&c.commit),
+                    t.replace("{commit}", &c.commit)
+                ),
+                None => format!("`{}`", short(&c.commit)),
+            };
             out.push_str(&format!(
-                "| {} | `{}` | {} |",
+                "| {} | {commit} | {} |",
                 c.date.get(..10).unwrap_or(&c.date),
-                short(&c.commit),
                 review::md(&c.subject).replace('|', "\\|")
             ));
             for a in &self.attributes {
@@ -503,5 +521,187 @@ impl Reviewed for HistoryReport {
                 )
             })
             .collect()
+    }
+}
+
+impl HistoryReport {
+    /// A self-contained page: per attribute a chart of its closure size
+    /// over the commits (an SVG drawn here, no script: each commit read a
+    /// point linked to the commit, with its date, subject and size as its
+    /// title; the others marks on the axis), its jumps explained, and a
+    /// table of every commit as the accessible view. `commit_url` turns a
+    /// hash into a link (`{commit}` replaced).
+    pub fn render_html(&self, commit_url: Option<&str>) -> String {
+        use crate::html::html_escape as esc;
+        const TEMPLATE: &str = include_str!("../../../assets/report/history.html");
+        const CSS: &str = include_str!("../../../assets/report/report.css");
+        const W: f64 = 1000.0;
+        const H: f64 = 260.0;
+        const PAD: f64 = 40.0;
+        // Room on the left for the size labels.
+        const LEFT: f64 = 100.0;
+        let link = |id: &str| commit_url.map(|t| t.replace("{commit}", id));
+        let n = self.commits.len().max(1);
+        let x = |i: usize| {
+            if n == 1 {
+                W / 2.0
+            } else {
+                LEFT + (W - LEFT - PAD) * i as f64 / (n - 1) as f64
+            }
+        };
+        let mut body = String::new();
+        for a in &self.attributes {
+            let sizes: Vec<Option<u64>> = self
+                .commits
+                .iter()
+                .map(|c| c.attrs.get(a).and_then(|x| x.closure_size))
+                .collect();
+            let read: Vec<u64> = sizes.iter().flatten().copied().collect();
+            let lo = read.iter().copied().min().unwrap_or(0);
+            let hi = read.iter().copied().max().unwrap_or(0);
+            let y = |s: u64| {
+                if hi == lo {
+                    H / 2.0
+                } else {
+                    H - PAD - (H - 2.0 * PAD) * (s - lo) as f64 / (hi - lo) as f64
+                }
+            };
+            let jump_to: Vec<&str> = self
+                .jumps
+                .iter()
+                .filter(|j| &j.attr == a)
+                .map(|j| j.to.as_str())
+                .collect();
+            body.push_str(&format!(
+                "<section aria-labelledby=\"h-{id}\">\n<h2 id=\"h-{id}\">{name}</h2>\n\
+                 <svg class=\"chart\" viewBox=\"0 0 {W} {H}\" role=\"img\" aria-label=\"closure size of {name} over {n} commits, {lo_s} to {hi_s}\">\n\
+                 <line class=\"axis\" x1=\"{LEFT}\" y1=\"{ax}\" x2=\"{x2}\" y2=\"{ax}\"/>\n\
+                 <text x=\"2\" y=\"{yt}\">{hi_s}</text><text x=\"2\" y=\"{yb}\">{lo_s}</text>\n",
+                id = esc(a).replace(['.', ' '], "-"),
+                name = esc(a),
+                lo_s = iec(lo),
+                hi_s = iec(hi),
+                ax = H - PAD / 2.0,
+                x2 = W - PAD,
+                yt = PAD,
+                yb = H - PAD,
+            ));
+            let points: Vec<String> = sizes
+                .iter()
+                .enumerate()
+                .filter_map(|(i, s)| s.map(|s| format!("{:.1},{:.1}", x(i), y(s))))
+                .collect();
+            if points.len() > 1 {
+                body.push_str(&format!(
+                    "<polyline class=\"line\" points=\"{}\"/>\n",
+                    points.join(" ")
+                ));
+            }
+            for (i, c) in self.commits.iter().enumerate() {
+                let Some(cell) = c.attrs.get(a) else { continue };
+                let title = esc(&format!(
+                    "{} {} {}: {}",
+                    c.date.get(..10).unwrap_or(&c.date),
+                    short(&c.commit),
+                    c.subject,
+                    Self::cell_text(cell, &iec, &iec_delta)
+                ));
+                let mark = match cell.closure_size {
+                    Some(s) => format!(
+                        "<circle class=\"{}\" cx=\"{:.1}\" cy=\"{:.1}\" r=\"5\"><title>{title}</title></circle>",
+                        if jump_to.contains(&c.commit.as_str()) {
+                            "point jump"
+                        } else {
+                            "point"
+                        },
+                        x(i),
+                        y(s)
+                    ),
+                    None => format!(
+                        "<line class=\"{}\" x1=\"{x:.1}\" y1=\"{y1}\" x2=\"{x:.1}\" y2=\"{y2}\"><title>{title}</title></line>",
+                        if cell.status == "eval-failed" {
+                            "failed"
+                        } else {
+                            "unread"
+                        },
+                        x = x(i),
+                        y1 = H - PAD / 2.0 - 4.0,
+                        y2 = H - PAD / 2.0 + 4.0,
+                    ),
+                };
+                match (cell.closure_size, link(&c.commit)) {
+                    (Some(_), Some(url)) => body.push_str(&format!(
+                        "<a href=\"{}\" aria-label=\"{title}\">{mark}</a>\n",
+                        esc(&url)
+                    )),
+                    _ => {
+                        body.push_str(&mark);
+                        body.push('\n');
+                    }
+                }
+            }
+            body.push_str("</svg>\n");
+            let jumps: Vec<&JumpRow> = self.jumps.iter().filter(|j| &j.attr == a).collect();
+            if !jumps.is_empty() {
+                body.push_str("<h3>Jumps</h3>\n<ol class=\"jumps\">\n");
+                for j in jumps {
+                    body.push_str(&format!(
+                        "<li><strong>{}</strong> between {} and {}<ul>\n",
+                        esc(&iec_delta(j.delta)),
+                        commit_cell(&j.from, &link),
+                        commit_cell(&j.to, &link)
+                    ));
+                    if let Some(row) = j.impact.attributes.first() {
+                        for l in j.impact.explained_lines(row, review::plain) {
+                            body.push_str(&format!("<li>{}</li>\n", esc(&l)));
+                        }
+                    }
+                    body.push_str("</ul></li>\n");
+                }
+                body.push_str("</ol>\n");
+            }
+            body.push_str("</section>\n");
+        }
+        body.push_str("<h2>Commits</h2>\n<table class=\"commits\">\n<thead><tr><th>date</th><th>commit</th><th>subject</th>");
+        for a in &self.attributes {
+            body.push_str(&format!("<th>{}</th>", esc(a)));
+        }
+        body.push_str("</tr></thead>\n<tbody>\n");
+        for c in &self.commits {
+            body.push_str(&format!(
+                "<tr><td>{}</td><td>{}</td><td>{}</td>",
+                esc(c.date.get(..10).unwrap_or(&c.date)),
+                commit_cell(&c.commit, &link),
+                esc(&c.subject)
+            ));
+            for a in &self.attributes {
+                let text = c
+                    .attrs
+                    .get(a)
+                    .map(|x| Self::cell_text(x, &iec, &iec_delta))
+                    .unwrap_or_default();
+                body.push_str(&format!("<td class=\"size\">{}</td>", esc(&text)));
+            }
+            body.push_str("</tr>\n");
+        }
+        body.push_str("</tbody>\n</table>\n");
+        TEMPLATE
+            .replace("{{TITLE}}", &esc(&self.attributes.join(", ")))
+            .replace("{{CSS}}", CSS)
+            .replace("{{SUMMARY}}", &esc(&self.headline()))
+            .replacen("{{BODY}}", &body, 1)
+    }
+}
+
+/// A commit's short hash, linked when a URL template is known.
+fn commit_cell(id: &str, link: &dyn Fn(&str) -> Option<String>) -> String {
+    use crate::html::html_escape as esc;
+    match link(id) {
+        Some(url) => format!(
+            "<a href=\"{}\"><code>{}</code></a>",
+            esc(&url),
+            esc(short(id))
+        ),
+        None => format!("<code>{}</code>", esc(short(id))),
     }
 }
