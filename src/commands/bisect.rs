@@ -64,11 +64,8 @@ pub struct BisectArgs {
     /// binary search probes only these.
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     revs_file: Option<PathBuf>,
-    /// How attributes are evaluated: nix-eval-jobs, nix-env, or auto
-    /// (nix-eval-jobs when it is on PATH).
-    #[arg(long, value_name = "TOOL", default_value = "auto",
-          value_parser = super::OneOf(&["auto", "nix-eval-jobs", "nix-env"]))]
-    evaluator: String,
+    #[command(flatten)]
+    evaluator: super::installables::EvaluatorFlag,
     #[command(flatten)]
     review: ReviewArgs,
 }
@@ -104,7 +101,7 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
             .into());
         }
     };
-    let ev = Evaluator::chosen(&args.evaluator, None, None, None);
+    let ev = Evaluator::chosen(&args.evaluator.evaluator, None, None, None);
     let src = ctx.open()?;
     let src = src.as_ref();
     let found = bisect(

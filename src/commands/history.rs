@@ -75,11 +75,8 @@ pub struct HistoryArgs {
     /// downloaded).
     #[arg(long)]
     no_evidence: bool,
-    /// How attributes are evaluated: nix-eval-jobs, nix-env, or auto
-    /// (nix-eval-jobs when it is on PATH).
-    #[arg(long, value_name = "TOOL", default_value = "auto",
-          value_parser = super::OneOf(&["auto", "nix-eval-jobs", "nix-env"]))]
-    evaluator: String,
+    #[command(flatten)]
+    evaluator: super::installables::EvaluatorFlag,
     /// Also write a self-contained HTML page to FILE: a chart of each
     /// attribute's closure size over the commits (each point linked to its
     /// commit), the jumps, and a table of every commit.
@@ -127,7 +124,7 @@ pub fn run(ctx: &Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     };
     let min_jump = Growth::parse(&args.min_jump)?;
     let repo = args.repo.clone().unwrap_or_else(|| PathBuf::from("."));
-    let ev = Evaluator::chosen(&args.evaluator, None, None, None);
+    let ev = Evaluator::chosen(&args.evaluator.evaluator, None, None, None);
     let src = ctx.open()?;
     let src = src.as_ref();
     let found = history(

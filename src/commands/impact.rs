@@ -77,11 +77,8 @@ pub struct ImpactArgs {
     /// machine's, or the only one the report has).
     #[arg(long, value_name = "SYSTEM", value_hint = clap::ValueHint::Other)]
     system: Option<String>,
-    /// How attributes are evaluated: nix-eval-jobs, nix-env, or auto
-    /// (nix-eval-jobs when it is on PATH).
-    #[arg(long, value_name = "TOOL", default_value = "auto",
-          value_parser = super::OneOf(&["auto", "nix-eval-jobs", "nix-env"]))]
-    evaluator: String,
+    #[command(flatten)]
+    evaluator: super::installables::EvaluatorFlag,
     /// nix-eval-jobs' --workers (default: one per core; nix-eval-jobs'
     /// own default is one).
     #[arg(long, value_name = "N", value_hint = clap::ValueHint::Other)]
@@ -163,7 +160,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         );
     }
     let ev = Evaluator::chosen(
-        &args.evaluator,
+        &args.evaluator.evaluator,
         args.workers,
         args.max_memory_size,
         args.chunk_size,

@@ -125,3 +125,14 @@ impl InstallableFlags {
         }
     }
 }
+
+/// `--evaluator`: how `impact`, `history` and `bisect` evaluate a package
+/// set's attributes.
+#[derive(clap::Args, Debug, Clone)]
+pub struct EvaluatorFlag {
+    /// How attributes are evaluated: nix-eval-jobs, nix-env, or auto
+    /// (nix-eval-jobs when it is on PATH).
+    #[arg(long, value_name = "TOOL", default_value = "auto",
+          value_parser = super::OneOf(&["auto", "nix-eval-jobs", "nix-env"]))]
+    pub evaluator: String,
+}
