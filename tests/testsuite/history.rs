@@ -58,13 +58,41 @@ fn history_agrees_with_nix_and_explains_the_jump() {
     let server = CacheServer::start(opts).expect("the cache server starts");
     let xdg = scratch_dir("nix-heft-test-history-xdg-");
     let xdg = xdg.display().to_string();
+    // Its worktrees go to TMPDIR, and are gone when it is done.
+    let tmp = scratch_dir("nix-heft-test-history-tmp-");
+    let tmp_s = tmp.display().to_string();
     let range = format!("{}..{}", f.commit(1), f.commit(COMMITS));
     let v = history_json_from(
         f,
         &server.url(),
-        &[("XDG_CACHE_HOME", &xdg)],
+        &[("XDG_CACHE_HOME", &xdg), ("TMPDIR", &tmp_s)],
         &["--revs", &range, "--min-jump", "1MiB"],
     );
+    // Only the lock that serialises worktree changes of one repository
+    // between runs stays (git's own race, see eval::attrs::git): one file,
+    // no checkout.
+    let left: Vec<String> = std::fs::read_dir(&tmp)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(left.len(), 1, "left in TMPDIR: {left:?}");
+    assert!(
+        left[0].starts_with("nix-heft-worktrees-") && left[0].ends_with(".lock"),
+        "left in TMPDIR: {left:?}"
+    );
+    // Nothing built or substituted: no output of the range is in the
+    // local store (the fixture deleted them after filling the cache).
+    for attrs in f.outputs.values() {
+        for p in attrs.values().flat_map(|o| o.values()) {
+            let valid = Command::new("nix-store")
+                .args(["-q", "--hash", p])
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(!valid, "{p} is in the local store after history");
+        }
+    }
 
     // Every first-parent commit, oldest first, as git has them.
     assert_eq!(numbers(f, &v), (1..=COMMITS).collect::<Vec<_>>());
