@@ -105,6 +105,7 @@ fn bisect_finds_the_culprit_from_the_cache_without_building() {
     assert_eq!(evaluations, v["probes"].as_array().unwrap().len());
     assert!(evaluations <= 2 + 4 + skipped, "{evaluations} evaluations: {v:#}");
     assert_eq!(v["costs"]["instantiations"], 11);
+    assert!(v["costs"]["seconds"].as_f64().unwrap() > 0.0, "{}", v["costs"]);
 }
 
 #[test]

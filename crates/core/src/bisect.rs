@@ -129,6 +129,8 @@ pub struct Bisect {
     pub evaluations: usize,
     /// Instantiations run between the cached pair.
     pub instantiations: usize,
+    /// How long the search took, from listing the commits to the end.
+    pub elapsed: std::time::Duration,
 }
 
 /// One commit's closure, read.
@@ -217,6 +219,7 @@ pub fn bisect(
     req: &Request,
     step: &dyn Fn(Option<String>),
 ) -> crate::Result<Bisect> {
+    let started = std::time::Instant::now();
     let commits = commits(
         &req.repo,
         &Range::Revs {
@@ -455,6 +458,7 @@ pub fn bisect(
         found,
         evaluations,
         instantiations,
+        elapsed: started.elapsed(),
     })
 }
 

@@ -64,6 +64,8 @@ pub struct Costs {
     pub narinfos: u64,
     /// NARs fetched.
     pub nars: u64,
+    /// Wall-clock seconds the search took.
+    pub seconds: f64,
 }
 
 /// `bisect`'s report.
@@ -163,6 +165,7 @@ impl BisectReport {
                 instantiations: b.instantiations,
                 narinfos: downloads.0,
                 nars: downloads.1,
+                seconds: b.elapsed.as_secs_f64(),
             },
             problems,
         }
@@ -239,12 +242,13 @@ impl BisectReport {
         out.push((
             format!(
                 "cost: {} (the binary search over {}), {} (between the cached pair), {} and {} \
-                 fetched; nothing built",
+                 fetched, {:.1} s; nothing built",
                 plural(self.costs.evaluations, "evaluation"),
                 plural(self.costs.commits, "commit"),
                 plural(self.costs.instantiations, "instantiation"),
                 plural(self.costs.narinfos as usize, "narinfo"),
-                plural(self.costs.nars as usize, "NAR")
+                plural(self.costs.nars as usize, "NAR"),
+                self.costs.seconds
             ),
             true,
         ));
