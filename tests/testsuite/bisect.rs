@@ -106,6 +106,7 @@ fn bisect_finds_the_culprit_from_the_cache_without_building() {
     assert!(evaluations <= 2 + 4 + skipped, "{evaluations} evaluations: {v:#}");
     assert_eq!(v["costs"]["instantiations"], 11);
     assert!(v["costs"]["seconds"].as_f64().unwrap() > 0.0, "{}", v["costs"]);
+    assert_eq!(v["notes"], serde_json::json!([]), "with the list, nothing to advise");
 }
 
 #[test]
@@ -119,6 +120,10 @@ fn bisect_without_a_list_and_with_other_rules() {
     );
     assert_eq!(code, 0, "{err}");
     assert_finds_the_culprit(f, &v);
+    // It says how to spend fewer evaluations: once.
+    let notes = v["notes"].as_array().unwrap();
+    assert_eq!(notes.len(), 1, "{notes:?}");
+    assert!(notes[0].as_str().unwrap().contains("--revs-file"), "{notes:?}");
     let file = f.cached_file.display().to_string();
     for rule in [&["--forbid", "bigdata*"][..], &["--max-closure", "2MiB"][..]] {
         let mut args = vec!["--good", f.commit(10), "--bad", f.commit(170), "--revs-file", &file];

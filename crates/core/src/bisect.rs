@@ -131,6 +131,8 @@ pub struct Bisect {
     pub instantiations: usize,
     /// How long the search took, from listing the commits to the end.
     pub elapsed: std::time::Duration,
+    /// Whether the probes were limited to a list of cached commits.
+    pub listed: bool,
 }
 
 /// One commit's closure, read.
@@ -459,6 +461,7 @@ pub fn bisect(
         evaluations,
         instantiations,
         elapsed: started.elapsed(),
+        listed: req.revs_file.is_some(),
     })
 }
 

@@ -95,6 +95,8 @@ pub struct BisectReport {
     pub probes: Vec<ProbeRow>,
     /// What it cost.
     pub costs: Costs,
+    /// Advice on the search itself.
+    pub notes: Vec<String>,
     /// What could not be decided.
     pub problems: Vec<Problem>,
 }
@@ -123,7 +125,23 @@ impl BisectReport {
                 "no one commit between the cached pair explains the change: the candidates are listed",
             ));
         }
+        let uncached = b
+            .probes
+            .iter()
+            .filter(|p| matches!(&p.verdict, Verdict::Skip(r) if r.starts_with("not in the cache")))
+            .count();
+        let mut notes = Vec::new();
+        // Each uncached probe is an evaluation spent: with the list of the
+        // commits the cache holds, none would be.
+        if !b.listed && uncached > 2 {
+            notes.push(format!(
+                "{uncached} of {} probes were not in the cache: --revs-file with the commits \
+                 it holds (the channel bumps, the evaluations of its builders) probes only those",
+                b.probes.len()
+            ));
+        }
         BisectReport {
+            notes,
             attr: b.attr.clone(),
             rule: rule.to_string(),
             first_bad: first.map(|x| c(x.commit)),
@@ -238,6 +256,9 @@ impl BisectReport {
                 (None, v) => format!("{v} ({})", size(p.closure_size)),
             };
             out.push((format!("  {} {what}", short(&p.commit)), true));
+        }
+        for n in &self.notes {
+            out.push((format!("note: {n}"), true));
         }
         out.push((
             format!(
