@@ -409,9 +409,20 @@ pub fn heft() -> assert_cmd::Command {
     c
 }
 
-/// The nix-heft binary under test, with the environment as it is.
+/// The nix-heft binary under test, with the environment as it is but for
+/// TMPDIR: a scratch directory of the test process, removed when it ends,
+/// so that what a run leaves there on purpose (the lock a repository's
+/// worktrees are added under, one file a repository) does not pile up in
+/// /tmp over test runs, each with repositories of its own. A test may set
+/// its own.
 pub fn heft_bare() -> assert_cmd::Command {
-    assert_cmd::Command::cargo_bin("nix-heft").unwrap()
+    static TMP: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    let mut c = assert_cmd::Command::cargo_bin("nix-heft").unwrap();
+    c.env(
+        "TMPDIR",
+        TMP.get_or_init(|| scratch_dir("nix-heft-test-tmpdir-")),
+    );
+    c
 }
 
 pub struct Outcome {
