@@ -68,18 +68,11 @@ fn history_agrees_with_nix_and_explains_the_jump() {
         &[("XDG_CACHE_HOME", &xdg), ("TMPDIR", &tmp_s)],
         &["--revs", &range, "--min-jump", "1MiB"],
     );
-    // Only the lock that serialises worktree changes of one repository
-    // between runs stays (git's own race, see eval::attrs::git): one file,
-    // no checkout.
     let left: Vec<String> = std::fs::read_dir(&tmp)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .collect();
-    assert_eq!(left.len(), 1, "left in TMPDIR: {left:?}");
-    assert!(
-        left[0].starts_with("nix-heft-worktrees-") && left[0].ends_with(".lock"),
-        "left in TMPDIR: {left:?}"
-    );
+    assert!(left.is_empty(), "left in TMPDIR: {left:?}");
     // Nothing built or substituted: no output of the range is in the
     // local store (the fixture deleted them after filling the cache).
     for attrs in f.outputs.values() {

@@ -411,10 +411,8 @@ pub fn heft() -> assert_cmd::Command {
 
 /// The nix-heft binary under test, with the environment as it is but for
 /// TMPDIR: a scratch directory of the test process, removed when it ends,
-/// so that what a run leaves there on purpose (the lock a repository's
-/// worktrees are added under, one file a repository) does not pile up in
-/// /tmp over test runs, each with repositories of its own. A test may set
-/// its own.
+/// so that nothing a run leaves there piles up in /tmp over test runs. A
+/// test may set its own.
 pub fn heft_bare() -> assert_cmd::Command {
     static TMP: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     let mut c = assert_cmd::Command::cargo_bin("nix-heft").unwrap();

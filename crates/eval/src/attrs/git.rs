@@ -84,15 +84,15 @@ pub(crate) fn git(repo: &Path, args: &[&std::ffi::OsStr]) -> Result<String, GitE
 /// worktree add` reads every entry under `.git/worktrees/` while another
 /// `add` may be writing one ("failed to read .git/worktrees/…/commondir"),
 /// so two nix-heft runs on one checkout at once (CI jobs, two terminals)
-/// fail at random; they take turns instead. The lock is a file in the
-/// temporary directory, named after the repository's common git directory
-/// (never a write to the user's repository), locked with the operating
-/// system's advisory lock, which a killed process releases.
+/// fail at random; they take turns instead. The lock is the operating
+/// system's advisory lock on the repository's common git directory itself,
+/// opened read-only: every run on the repository sees it whatever its
+/// TMPDIR (a lock file in the temporary directory did not, and was left
+/// behind), nothing is written, and a killed process releases it.
 struct WorktreeLock(Option<std::fs::File>);
 
 impl WorktreeLock {
     fn take(repo: &Path) -> WorktreeLock {
-        use std::hash::{Hash, Hasher};
         let common = git(
             repo,
             &[
@@ -101,21 +101,14 @@ impl WorktreeLock {
                 "--git-common-dir".as_ref(),
             ],
         )
-        .unwrap_or_else(|_| repo.display().to_string());
-        let mut h = std::hash::DefaultHasher::new();
-        common.hash(&mut h);
-        let path =
-            std::env::temp_dir().join(format!("nix-heft-worktrees-{:016x}.lock", h.finish()));
-        // Without a lock file (a read-only /tmp) the runs go unserialised,
-        // as before: the lock only prevents a race, it guards no data.
-        let file = std::fs::OpenOptions::new()
-            .create(true)
-            .truncate(false)
-            .write(true)
-            .open(&path)
+        .map(PathBuf::from)
+        .unwrap_or_else(|_| repo.to_path_buf());
+        // When the directory cannot be opened the runs go unserialised, as
+        // before: the lock only prevents a race, it guards no data.
+        let dir = std::fs::File::open(&common)
             .ok()
             .filter(|f| f.lock().is_ok());
-        WorktreeLock(file)
+        WorktreeLock(dir)
     }
 }
 
@@ -138,7 +131,7 @@ pub(super) fn is_checkout(dir: &Path) -> bool {
 
 /// The commit `rev` names in `repo` (anything `git rev-parse` takes), in
 /// full; `None` when there is none.
-pub(super) fn resolve(repo: &Path, rev: &str) -> Option<String> {
+pub(crate) fn resolve(repo: &Path, rev: &str) -> Option<String> {
     git(
         repo,
         &[
