@@ -135,12 +135,6 @@ pub struct Bisect {
     pub listed: bool,
 }
 
-/// One commit's closure, read.
-struct Read {
-    roots: Vec<StorePath>,
-    graph: Graph,
-}
-
 fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
     let size = g.total_size();
     let bad = match rule {
@@ -161,7 +155,7 @@ fn read_at(
     src: &dyn StoreSource,
     req: &Request,
     commit: &CommitInfo,
-) -> crate::Result<Result<Read, String>> {
+) -> crate::Result<Result<Graph, String>> {
     let spec = SideSpec::Git {
         repo: req.repo.clone(),
         rev: commit.id.clone(),
@@ -172,7 +166,10 @@ fn read_at(
         Ok(side) => match side.eval.attrs.get(req.attr) {
             Some(Outcome::Evaluated { outputs, .. }) => outputs.clone(),
             Some(Outcome::Failed(m)) => {
-                return Ok(Err(format!("does not evaluate: {}", first_error(m))));
+                return Ok(Err(format!(
+                    "does not evaluate: {}",
+                    nix_heft_format::nix_error::headline(m)
+                )));
             }
             None => return Ok(Err(format!("has no attribute {}", req.attr))),
         },
@@ -189,8 +186,7 @@ fn read_at(
         let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
         return Ok(Err(format!("not in the cache ({})", names.join(", "))));
     }
-    let graph = Graph::load(src, &roots)?;
-    Ok(Ok(Read { roots, graph }))
+    Ok(Ok(Graph::load(src, &roots)?))
 }
 
 /// The good (or bad) commit is not what the command line says: a usage
@@ -199,19 +195,6 @@ fn not_as_said(side: &str, commit: &str, what: &str) -> crate::Error {
     crate::Error::Usage(format!(
         "the {side} commit {commit} is {what}: give a {side} commit the stores hold"
     ))
-}
-
-fn first_error(m: &str) -> String {
-    let line = m
-        .lines()
-        .map(str::trim)
-        .find(|l| l.starts_with("error:"))
-        .or_else(|| m.lines().next())
-        .unwrap_or("");
-    line.strip_prefix("error:")
-        .unwrap_or(line)
-        .trim()
-        .to_string()
 }
 
 /// Finds the first bad commit of `req` from `src`; `step` says what it is
@@ -251,7 +234,7 @@ pub fn bisect(
     };
     let mut probes: Vec<Probe> = Vec::new();
     let mut evaluations = 0;
-    let mut reads: HashMap<usize, Read> = HashMap::new();
+    let mut reads: HashMap<usize, Graph> = HashMap::new();
     let mut probe = |i: usize,
                      good_size: Option<u64>,
                      step_msg: String|
@@ -261,8 +244,8 @@ pub fn bisect(
         let (verdict, size) = match read_at(src, req, &commits[i])? {
             Err(why) => (Verdict::Skip(why), None),
             Ok(r) => {
-                let v = verdict_of(&r.graph, &req.rule, good_size);
-                let size = r.graph.total_size();
+                let v = verdict_of(&r, &req.rule, good_size);
+                let size = r.total_size();
                 reads.insert(i, r);
                 (v, Some(size))
             }
@@ -400,7 +383,9 @@ pub fn bisect(
                     commit: at(k),
                     why: format!(
                         "does not instantiate ({}), so it cannot be ruled out",
-                        first_error(drv_of[k].as_ref().err().map_or("", |s| s.as_str()))
+                        nix_heft_format::nix_error::headline(
+                            drv_of[k].as_ref().err().map_or("", |s| s.as_str())
+                        )
                     ),
                     derivation: None,
                 });
@@ -468,11 +453,11 @@ pub fn bisect(
 /// The path the bad closure gained that explains it: the largest
 /// forbidden one, else the largest path of a package the good closure did
 /// not have, else the largest new path.
-fn target_path(good: &Read, bad: &Read, rule: &Rule) -> Option<StorePath> {
-    let g = &bad.graph;
-    let in_good: std::collections::HashSet<&StorePath> = good.graph.paths().iter().collect();
+fn target_path(good: &Graph, bad: &Graph, rule: &Rule) -> Option<StorePath> {
+    let g = bad;
+    let in_good: std::collections::HashSet<&StorePath> = good.paths().iter().collect();
     let names_good: std::collections::HashSet<&str> =
-        good.graph.paths().iter().map(|p| p.name()).collect();
+        good.paths().iter().map(|p| p.name()).collect();
     let by_size = |mut v: Vec<u32>| {
         v.sort_by_key(|&n| (std::cmp::Reverse(g.nar_size(n)), g.path(n).clone()));
         v.first().map(|&n| g.path(n).clone())
@@ -484,7 +469,6 @@ fn target_path(good: &Read, bad: &Read, rule: &Rule) -> Option<StorePath> {
             .collect();
         return by_size(hits);
     }
-    let _ = &good.roots;
     let added: Vec<u32> = (0..g.len() as u32)
         .filter(|&n| !in_good.contains(g.path(n)))
         .collect();

@@ -115,17 +115,7 @@ fn parse_log(out: &str) -> Vec<CommitInfo> {
 }
 
 fn resolve(repo: &Path, rev: &str) -> Result<String, HistoryError> {
-    git(
-        repo,
-        &[
-            "rev-parse".as_ref(),
-            "--verify".as_ref(),
-            "--quiet".as_ref(),
-            "--end-of-options".as_ref(),
-            format!("{rev}^{{commit}}").as_ref(),
-        ],
-    )
-    .map_err(|_| HistoryError::NoSuchRevision {
+    crate::attrs::git::resolve(repo, rev).ok_or_else(|| HistoryError::NoSuchRevision {
         repo: repo.to_path_buf(),
         rev: rev.to_string(),
     })

@@ -704,6 +704,20 @@ pub struct MissingAttribute {
     pub line: Option<u32>,
 }
 
+/// What Nix's error text says in one line: its first `error:` line
+/// without the prefix (else its first line), trimmed; the trace and the
+/// position that follow are left out, as a table cell or a probe's reason
+/// shows an evaluation's failure.
+pub fn headline(text: &str) -> &str {
+    let line = text
+        .lines()
+        .map(str::trim)
+        .find(|l| l.starts_with("error:"))
+        .or_else(|| text.lines().next())
+        .unwrap_or("");
+    line.strip_prefix("error:").unwrap_or(line).trim()
+}
+
 /// The first "attribute 'x' missing" error of Nix's text (ANSI colours
 /// and `\r` tolerated, as in [`parse`]). Callers that selected the
 /// attribute themselves tell "no such attribute" from an attribute whose
@@ -746,6 +760,14 @@ mod tests {
     //! built from Nix's format strings, cited at each.
 
     use super::*;
+
+    #[test]
+    fn the_headline_is_the_first_error_line() {
+        let text = "warning: something\nerror: attribute 'libcoreX' missing\n\n       at /x/default.nix:62:58:\nerror: second";
+        assert_eq!(headline(text), "attribute 'libcoreX' missing");
+        assert_eq!(headline("no error prefix\nmore"), "no error prefix");
+        assert_eq!(headline(""), "");
+    }
 
     /// Nix 2.8.0's text for `top."nosuch"` in a file (captured from
     /// `nix-env -f chunk.nix -qaP --out-path --json`), and the same with

@@ -5,6 +5,7 @@
 use serde::Serialize;
 
 use crate::drv_diff::DrvDiffReport;
+use crate::history::short;
 use crate::review::{self, Reviewed};
 use crate::{Report, TextOptions, plural};
 use nix_heft_core::bisect::{Bisect, Verdict};
@@ -192,7 +193,7 @@ impl BisectReport {
     fn named(c: &CommitRef) -> String {
         format!(
             "{} {} ({})",
-            &c.commit[..c.commit.len().min(10)],
+            short(&c.commit),
             c.subject,
             c.date.get(..10).unwrap_or(&c.date)
         )
@@ -202,7 +203,7 @@ impl BisectReport {
     /// derivation diff comes fitted already).
     fn lines(&self, opts: &TextOptions, code: fn(&str) -> String) -> Vec<(String, bool)> {
         let size = |s: Option<u64>| s.map_or_else(|| "?".to_string(), iec);
-        let short = |c: &CommitRef| c.commit[..c.commit.len().min(10)].to_string();
+        let short = |c: &CommitRef| short(&c.commit).to_string();
         let mut out: Vec<(String, bool)> = Vec::new();
         match (&self.first_bad, &self.last_good) {
             (Some(bad), Some(good)) => {

@@ -104,7 +104,9 @@ pub struct Context {
     pub evaluator: String,
 }
 
-fn short(id: &str) -> &str {
+/// A commit's hash as the reports show it: its first 10 characters (git's
+/// `--abbrev=10`, unambiguous in nixpkgs).
+pub(crate) fn short(id: &str) -> &str {
     &id[..id.len().min(10)]
 }
 
@@ -231,22 +233,6 @@ impl HistoryReport {
         }
     }
 
-    /// Nix's first `error:` line of a cell that did not evaluate (its
-    /// trace and position are in the JSON).
-    fn first_error(c: &CellRow) -> String {
-        let msg = c.error.as_deref().unwrap_or("");
-        let line = msg
-            .lines()
-            .map(str::trim)
-            .find(|l| l.starts_with("error:"))
-            .or_else(|| msg.lines().next())
-            .unwrap_or("");
-        line.strip_prefix("error:")
-            .unwrap_or(line)
-            .trim()
-            .to_string()
-    }
-
     /// Why cells did not evaluate, a line for each run of consecutive
     /// commits with the same message: "app at 13 commits (c081 .. c093):
     /// attribute 'libcoreX' missing".
@@ -272,7 +258,9 @@ impl HistoryReport {
             for (i, c) in self.commits.iter().enumerate() {
                 match c.attrs.get(a).filter(|x| x.status == "eval-failed") {
                     Some(x) => {
-                        let msg = Self::first_error(x);
+                        let msg =
+                            nix_heft_format::nix_error::headline(x.error.as_deref().unwrap_or(""))
+                                .to_string();
                         match &mut run {
                             Some((m, _, last)) if *m == msg && *last + 1 == i => *last = i,
                             _ => {

@@ -77,6 +77,27 @@ pub fn run(cmd: &mut Command) -> String {
     String::from_utf8(out.stdout).unwrap()
 }
 
+/// `git` in `dir` as the fixtures' repositories are made: a fixed
+/// identity, no signing, no hooks; with `date`, as the author and
+/// committer date. Its trimmed output.
+pub fn git_in(dir: &Path, args: &[&str], date: Option<&str>) -> String {
+    let mut c = Command::new("git");
+    c.arg("-C")
+        .arg(dir)
+        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
+        .args([
+            "-c",
+            "commit.gpgsign=false",
+            "-c",
+            "core.hooksPath=/dev/null",
+        ])
+        .args(args);
+    if let Some(d) = date {
+        c.env("GIT_AUTHOR_DATE", d).env("GIT_COMMITTER_DATE", d);
+    }
+    run(&mut c).trim().to_string()
+}
+
 /// `nix` with the experimental `nix-command` enabled.
 pub fn nix() -> Command {
     require_nix();

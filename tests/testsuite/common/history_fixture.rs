@@ -110,21 +110,7 @@ pub fn subject(n: usize) -> String {
 }
 
 fn git(dir: &Path, args: &[&str], date: Option<&str>) -> String {
-    let mut c = Command::new("git");
-    c.arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .args(args);
-    if let Some(d) = date {
-        c.env("GIT_AUTHOR_DATE", d).env("GIT_COMMITTER_DATE", d);
-    }
-    run(&mut c).trim().to_string()
+    super::git_in(dir, args, date)
 }
 
 /// The date of commit n.

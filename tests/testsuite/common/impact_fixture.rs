@@ -365,19 +365,7 @@ fn render(template: &str, side: Side, salt: &str) -> String {
 }
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    run(Command::new("git")
-        .arg("-C")
-        .arg(dir)
-        .args(["-c", "user.name=t", "-c", "user.email=t@t"])
-        .args([
-            "-c",
-            "commit.gpgsign=false",
-            "-c",
-            "core.hooksPath=/dev/null",
-        ])
-        .args(args))
-    .trim()
-    .to_string()
+    super::git_in(dir, args, None)
 }
 
 /// `nix-env -qaP --out-path --json` of the set in `dir`, read-only (no
