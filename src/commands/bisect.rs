@@ -36,7 +36,8 @@ use super::review::{self, ReviewArgs};
 #[derive(Args, Debug)]
 pub struct BisectArgs {
     /// The attribute (dotted path of the checkout's default.nix, or of
-    /// --file inside it).
+    /// --file inside it); written .#ATTR, of the repository as a flake at
+    /// each commit.
     #[arg(value_name = "ATTR")]
     attr: String,
     /// The git checkout (default: the current directory).

@@ -24,8 +24,9 @@ use super::review::{self, ReviewArgs};
 /// the chain to each and the file that holds it).
 ///
 /// Each commit is checked out in a temporary worktree (your working tree,
-/// index and HEAD are never touched) and its attributes evaluated, never
-/// built; their outputs' closures are read from the stores (--store, e.g.
+/// index and HEAD are never touched; a flake is read from git itself) and
+/// its attributes evaluated, never built (a flake's sources are copied
+/// into a temporary store, never yours); their outputs' closures are read from the stores (--store, e.g.
 /// https://cache.nixos.org, which holds what Hydra evaluated and built:
 /// a commit it lacks is "not in the cache"). Each path's metadata is read
 /// once for the whole range.
@@ -34,7 +35,9 @@ use super::review::{self, ReviewArgs};
 #[derive(Args, Debug)]
 pub struct HistoryArgs {
     /// The attributes (dotted paths of the checkout's default.nix, or of
-    /// --file inside it), each a column.
+    /// --file inside it), each a column; written .#ATTR, of the
+    /// repository as a flake at each commit (its packages, or
+    /// legacyPackages, of this system).
     #[arg(required = true, value_name = "ATTR")]
     attrs: Vec<String>,
     /// The git checkout (default: the current directory).

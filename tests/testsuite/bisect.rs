@@ -155,3 +155,66 @@ fn a_good_commit_that_is_bad_or_no_rule_is_a_usage_error() {
     );
     assert_usage_error(&o, "the bad commit");
 }
+
+/// The repository as a flake (`.#app`, read from git at each commit, no
+/// checkout): `history` reads the closures the tree's attributes give, and
+/// `bisect` finds the same culprit. The flakes' sources went to a scratch
+/// store: none is in the user's store afterwards. Attributes given both
+/// ways at once are refused.
+#[test]
+fn a_flake_reads_as_its_tree() {
+    let f = history_fixture();
+    let url = f.server.url();
+    let repo = f.repo.display().to_string();
+    let cached = f.cached_file.display().to_string();
+    let json = |attrs: &[&str]| -> Value {
+        let mut args = vec!["--json", "history"];
+        args.extend(attrs);
+        args.extend(["--repo", &repo, "--revs-file", &cached]);
+        let o = heft_run(Some(&url), &args);
+        assert_eq!(o.code, 0, "{}", o.stderr);
+        serde_json::from_str(&o.stdout).unwrap()
+    };
+    let tree = json(&["app", "libcore"]);
+    let flake = json(&[".#app", ".#libcore"]);
+    let (tree, flake) = (
+        tree["commits"].as_array().unwrap(),
+        flake["commits"].as_array().unwrap(),
+    );
+    assert_eq!(tree.len(), 20);
+    assert_eq!(flake.len(), 20);
+    let mut read = 0;
+    for (t, fl) in tree.iter().zip(flake) {
+        assert_eq!(t["commit"], fl["commit"]);
+        for (a, fa) in [("app", ".#app"), ("libcore", ".#libcore")] {
+            for k in ["status", "closure_size", "outputs"] {
+                assert_eq!(t["attrs"][a][k], fl["attrs"][fa][k], "{}: {a} {k}", t["commit"]);
+            }
+            read += usize::from(fl["attrs"][fa]["status"] == "read");
+        }
+    }
+    // app at 19 cached commits (c090 does not evaluate), libcore at 20.
+    assert_eq!(read, 39);
+
+    let o = heft_run(
+        Some(&url),
+        &[
+            "--json", "bisect", ".#app", "--repo", &repo, "--good", f.commit(10), "--bad",
+            f.commit(170), "--max-growth", "1MiB", "--revs-file", &cached,
+        ],
+    );
+    assert_eq!(o.code, 0, "{}", o.stderr);
+    let v: Value = serde_json::from_str(&o.stdout).unwrap();
+    assert_finds_the_culprit(f, &v);
+
+    for n in [10, 90, 130, CULPRIT, 140, 170] {
+        let src = crate::common::flake_source(&format!("git+file://{repo}?rev={}", f.commit(n)));
+        assert!(!src.exists(), "c{n}'s flake source {} is in the store", src.display());
+    }
+
+    let mixed = heft_run(
+        Some(&url),
+        &["history", ".#app", "libcore", "--repo", &repo, "--revs-file", &cached],
+    );
+    assert_usage_error(&mixed, "give every attribute as a flake's (.#app) or none");
+}

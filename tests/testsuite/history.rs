@@ -186,7 +186,23 @@ fn history_agrees_with_nix_and_explains_the_jump() {
     // The user's checkout: no change, no worktree left behind.
     assert_eq!(git(f, &["status", "--porcelain"]), status_before);
     assert_eq!(git(f, &["rev-parse", "HEAD"]), head_before);
-    assert_eq!(git(f, &["worktree", "list"]).lines().count(), 1);
+    // Other tests' runs on the repository may have worktrees of their own
+    // at this moment: this run's were in its TMPDIR.
+    let worktrees = git(f, &["worktree", "list", "--porcelain"]);
+    let ours: Vec<&str> = worktrees
+        .lines()
+        .filter_map(|l| l.strip_prefix("worktree "))
+        .filter(|p| p.starts_with(tmp_s.as_str()))
+        .collect();
+    assert!(ours.is_empty(), "left behind: {ours:?}");
+    assert_eq!(
+        worktrees
+            .lines()
+            .filter(|l| l.strip_prefix("worktree ") == Some(&*f.repo.to_string_lossy()))
+            .count(),
+        1,
+        "{worktrees}"
+    );
 }
 
 #[test]

@@ -1465,6 +1465,11 @@ fn directory_and_flake_sides_agree_with_revisions() {
             }
         }
     }
+    // The flakes' sources were copied into a scratch store, not the user's.
+    for f in &flakes {
+        let src = crate::common::flake_source(f);
+        assert!(!src.exists(), "{f}: {}", src.display());
+    }
 }
 
 /// `--list` names the attributes a comparison would compare, one a line

@@ -243,13 +243,17 @@ fn nix_eval_jobs_gives_what_nix_env_gives() {
     assert_eq!(argv.matches(r#"["--help"]"#).count(), 1, "{argv}");
 }
 
-/// v2.31.0 on writes no `.drv` with `--no-instantiate`; older versions
-/// write the `.drv` of what they evaluate, as the real ones do: checked on
-/// a package set of its own (a salt no run used, so no `.drv` of it
-/// exists before).
+/// No version writes to the user's store: v2.31.0 on is given
+/// `--no-instantiate`; older versions, which write the `.drv` of what they
+/// evaluate, are given a scratch store (`--eval-store`, and the `store`
+/// setting v2.9.0 reads) that is gone when the run ends. Checked on a
+/// package set of its own (a salt no run used, so no `.drv` of it exists
+/// before).
 #[test]
 fn no_instantiate_writes_no_derivation() {
-    for (version, writes) in [("v2.30.0", true), ("v2.33.0", false)] {
+    for (version, scratch) in [("v2.9.0", true), ("v2.30.0", true), ("v2.33.0", false)] {
+        let log = scratch_dir("eval-jobs-drv-log").join("argv");
+        let log_s = log.to_string_lossy().into_owned();
         let dir = scratch_dir("eval-jobs-drv");
         let salt = crate::common::nonce();
         std::fs::write(
@@ -269,17 +273,41 @@ fn no_instantiate_writes_no_derivation() {
         assert!(!std::path::Path::new(&drv).exists());
         let d = dir.to_string_lossy().into_owned();
         let o = heft_run_env(
-            &[("PATH", &path_with(version))],
+            &[
+                ("PATH", &path_with(version)),
+                ("NIX_EVAL_JOBS_STANDIN_LOG", &log_s),
+            ],
             None,
             &[
                 "impact", "--json", "--before", &d, "--after", &d, "--attr", "p",
             ],
         );
         assert_eq!(o.code, 0, "{version}: {}", o.stderr);
-        assert_eq!(
-            std::path::Path::new(&drv).exists(),
-            writes,
-            "{version}: {drv}"
-        );
+        assert!(!std::path::Path::new(&drv).exists(), "{version}: {drv}");
+        let runs: Vec<Vec<String>> = std::fs::read_to_string(&log)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .filter(|a: &Vec<String>| a.first().map(String::as_str) != Some("--help"))
+            .collect();
+        assert_eq!(runs.len(), 2, "{version}: {runs:?}");
+        for argv in &runs {
+            let at = |flag: &str| argv.iter().position(|a| a == flag).map(|i| &argv[i + 1]);
+            let store = at("--eval-store");
+            assert_eq!(store.is_some(), scratch, "{version}: {argv:?}");
+            if let Some(url) = store {
+                let root = url.strip_prefix("local?root=").unwrap();
+                // The same store through the setting v2.9.0 reads, and
+                // removed with the run.
+                assert_eq!(
+                    argv.windows(3)
+                        .filter(|w| w[0] == "--option" && w[1] == "store" && &w[2] == url)
+                        .count(),
+                    1,
+                    "{argv:?}"
+                );
+                assert!(!std::path::Path::new(root).exists(), "{version}: {root}");
+            }
+        }
     }
 }

@@ -294,6 +294,12 @@ fn path_flakes() {
     check(&all[0], "clr", &["out"]);
     check(&all[1], "rocblas", &["out"]);
     assert!(!dir().path.join("flake.lock").exists());
+    // Nor any source in the store: the flake and its input were copied
+    // into a scratch store, gone with the evaluation.
+    for d in [dir().path.clone(), dir().path.join("dep")] {
+        let src = crate::common::flake_source(&format!("path:{}", d.display()));
+        assert!(!src.exists(), "{}", src.display());
+    }
 }
 
 #[test]
@@ -612,8 +618,11 @@ fn nix_error(args: &[&str]) -> String {
             "nix-command flakes",
             "eval",
         ])
-        // Nix would write the flake's lock file next to it otherwise.
+        // Nix would write the flake's lock file next to it otherwise, and
+        // the flake's source into the store: a throwaway one instead.
         .arg("--no-write-lock-file")
+        .arg("--eval-store")
+        .arg(format!("local?root={}", crate::common::scratch_dir("nix-error-store").display()))
         .args(args)
         .output()
         .unwrap();

@@ -28,9 +28,10 @@ use rayon::prelude::*;
 use crate::check::Growth;
 use crate::diff::derivation::{DrvComparison, compare};
 use crate::graph::Graph;
-use nix_heft_eval::attrs::side::{SideSpec, evaluate_side};
+use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
-use nix_heft_eval::history::{CommitInfo, Range, commits, instantiate_at};
+use nix_heft_eval::eval_store::EvalStore;
+use nix_heft_eval::history::{CommitInfo, Range, Targets, commits, instantiate_at};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::derivation::Derivation;
 use nix_heft_format::store_path::StorePath;
@@ -154,16 +155,19 @@ fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
 fn read_at(
     src: &dyn StoreSource,
     req: &Request,
+    at: &At,
     commit: &CommitInfo,
 ) -> crate::Result<Result<Graph, String>> {
-    let spec = SideSpec::Git {
-        repo: req.repo.clone(),
-        rev: commit.id.clone(),
-    };
-    let attrs = [req.attr.to_string()];
-    let outputs = match evaluate_side(&spec, req.evaluator, Some(&attrs), req.options) {
+    let spec = at.targets.side_at(&req.repo, &commit.id);
+    let name = &at.targets.names[0];
+    let outputs = match evaluate_side(
+        &spec,
+        req.evaluator,
+        Some(std::slice::from_ref(name)),
+        &at.options,
+    ) {
         Err(e) => return Ok(Err(format!("does not evaluate: {e}"))),
-        Ok(side) => match side.eval.attrs.get(req.attr) {
+        Ok(side) => match side.eval.attrs.get(name) {
             Some(Outcome::Evaluated { outputs, .. }) => outputs.clone(),
             Some(Outcome::Failed(m)) => {
                 return Ok(Err(format!(
@@ -189,6 +193,14 @@ fn read_at(
     Ok(Ok(Graph::load(src, &roots)?))
 }
 
+/// How the attribute is read at each commit, and the scratch store the
+/// evaluations write into (a flake's sources; the gap's `.drv` files).
+struct At {
+    targets: Targets,
+    options: Options,
+    store: EvalStore,
+}
+
 /// The good (or bad) commit is not what the command line says: a usage
 /// error, as `git bisect` refuses a good commit that is bad.
 fn not_as_said(side: &str, commit: &str, what: &str) -> crate::Error {
@@ -205,6 +217,18 @@ pub fn bisect(
     step: &dyn Fn(Option<String>),
 ) -> crate::Result<Bisect> {
     let started = std::time::Instant::now();
+    let targets = Targets::of(&[req.attr.to_string()])?;
+    let (scratch, options) = crate::history::scratch_for(&targets, req.evaluator, req.options)?;
+    let store = match scratch {
+        Some(s) => s,
+        None => EvalStore::new(&req.evaluator.nix_instantiate())
+            .map_err(nix_heft_eval::history::HistoryError::from)?,
+    };
+    let at = At {
+        targets,
+        options,
+        store,
+    };
     let commits = commits(
         &req.repo,
         &Range::Revs {
@@ -241,7 +265,7 @@ pub fn bisect(
      -> crate::Result<(Verdict, Option<u64>)> {
         step(Some(step_msg));
         evaluations += 1;
-        let (verdict, size) = match read_at(src, req, &commits[i])? {
+        let (verdict, size) = match read_at(src, req, &at, &commits[i])? {
             Err(why) => (Verdict::Skip(why), None),
             Ok(r) => {
                 let v = verdict_of(&r, &req.rule, good_size);
@@ -328,30 +352,24 @@ pub fn bisect(
             short(gi),
             short(bi)
         )));
-        let store = tempfile::Builder::new()
-            .prefix("nix-heft-eval-store-")
-            .tempdir()
-            .map_err(|e| nix_heft_types::Error::Io {
-                path: std::env::temp_dir(),
-                source: e,
-            })?;
+        let store = &at.store;
         let inst = |i: usize| -> crate::Result<Result<StorePath, String>> {
             instantiate_at(
                 &req.repo,
                 &commits[i].id,
-                req.attr,
+                at.targets.flake,
+                &at.targets.names[0],
                 req.evaluator,
-                req.options,
-                store.path(),
+                &at.options,
+                store.root(),
             )
             .map_err(|e| nix_heft_eval::history::HistoryError::from(e).into())
         };
-        // The first alone: a fresh chroot store is made by one process.
-        let first = inst(gi)?;
-        let rest: Vec<crate::Result<Result<StorePath, String>>> =
-            (gi + 1..=bi).into_par_iter().map(inst).collect();
-        let mut drv_of: Vec<Result<StorePath, String>> = vec![first];
-        for r in rest {
+        // The store was made before (`EvalStore::new`): all at once.
+        let all: Vec<crate::Result<Result<StorePath, String>>> =
+            (gi..=bi).into_par_iter().map(inst).collect();
+        let mut drv_of: Vec<Result<StorePath, String>> = Vec::with_capacity(all.len());
+        for r in all {
             drv_of.push(r?);
         }
         instantiations = drv_of.len();
@@ -361,7 +379,7 @@ pub fn bisect(
             .map(|d| {
                 let d = d.as_ref().ok()?;
                 let outs =
-                    build_graph_outputs(store.path(), d, &mut parsed, &req.options.store_dir);
+                    build_graph_outputs(store.root(), d, &mut parsed, &req.options.store_dir);
                 Some(match &target {
                     Some(t) => outs.iter().any(|o| o.name() == t.name()),
                     None => false,

@@ -30,9 +30,10 @@ use rayon::prelude::*;
 use crate::check::Growth;
 use crate::graph::{Graph, NodeId};
 use crate::impact::{self, Impact, Rules, SideInput};
-use nix_heft_eval::attrs::side::{SideSpec, evaluate_side};
+use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
-use nix_heft_eval::history::{CommitInfo, Range, commits, sample};
+use nix_heft_eval::eval_store::EvalStore;
+use nix_heft_eval::history::{CommitInfo, Range, Targets, commits, sample};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::StoreSource;
@@ -133,22 +134,32 @@ pub fn history(
         Some(n) => sample(all, n),
         None => all,
     };
+    let targets = Targets::of(req.attrs)?;
     step(Some(format!(
         "evaluating {} at {} commits",
         req.attrs.join(", "),
         picked.len()
     )));
+    let (_scratch, options) = scratch_for(&targets, req.evaluator, req.options)?;
     // Each evaluation is a Nix process of its own: as many at once as
     // there are cores.
     let evaluated: Vec<BTreeMap<String, Outcome>> = picked
         .par_iter()
         .map(|c| {
-            let spec = SideSpec::Git {
-                repo: req.repo.clone(),
-                rev: c.id.clone(),
-            };
-            match evaluate_side(&spec, req.evaluator, Some(req.attrs), req.options) {
-                Ok(side) => side.eval.attrs,
+            let spec = targets.side_at(&req.repo, &c.id);
+            match evaluate_side(&spec, req.evaluator, Some(&targets.names), &options) {
+                // Keyed by the attributes as given (`.#app`).
+                Ok(side) => req
+                    .attrs
+                    .iter()
+                    .zip(&targets.names)
+                    .filter_map(|(given, name)| {
+                        side.eval
+                            .attrs
+                            .get(name)
+                            .map(|o| (given.clone(), o.clone()))
+                    })
+                    .collect(),
                 // The commit as a whole does not evaluate (a syntax error,
                 // a throw at the top): every attribute failed with it.
                 Err(e) => req
@@ -282,4 +293,23 @@ pub fn history(
         commits_in_range,
         evaluations: evaluated.len(),
     })
+}
+
+/// A flake's commits are evaluated into one scratch store (each copies
+/// the flake's source, and its inputs, into the store it is evaluated
+/// in; never the user's), made before the evaluations run at once; the
+/// options that name it. A tree's need none.
+pub(crate) fn scratch_for(
+    targets: &Targets,
+    evaluator: &Evaluator,
+    options: &Options,
+) -> crate::Result<(Option<EvalStore>, Options)> {
+    let mut options = options.clone();
+    if !targets.flake || options.eval_store.is_some() {
+        return Ok((None, options));
+    }
+    let store = EvalStore::new(&evaluator.nix_instantiate())
+        .map_err(nix_heft_eval::history::HistoryError::from)?;
+    options.eval_store = Some(store.root().to_path_buf());
+    Ok((Some(store), options))
 }

@@ -6,7 +6,8 @@
 use std::path::{Path, PathBuf};
 
 use crate::attrs::git::git;
-use crate::attrs::{Evaluator, GitError, GitSide, eval_flags, target};
+use crate::attrs::side::SideSpec;
+use crate::attrs::{Evaluator, GitError, GitSide, eval_flags, flake_target, target};
 use crate::installable::Options;
 use nix_heft_format::store_path::StorePath;
 
@@ -75,6 +76,12 @@ pub enum HistoryError {
         /// B.
         to: String,
     },
+    /// The scratch store a flake's commits are evaluated into.
+    #[error(transparent)]
+    EvalStore(#[from] crate::eval_store::EvalStoreError),
+    /// Some attributes are a flake's (`.#app`) and some not.
+    #[error("give every attribute as a flake's (.#app) or none: each commit is read one way")]
+    MixedTargets,
     /// A revision file could not be read.
     #[error("cannot read {path}: {source}")]
     Read {
@@ -89,7 +96,7 @@ impl HistoryError {
     /// Whether the range was named wrong (a usage error) rather than git
     /// failing.
     pub fn is_usage(&self) -> bool {
-        !matches!(self, HistoryError::Git(_))
+        !matches!(self, HistoryError::Git(_) | HistoryError::EvalStore(_))
     }
 }
 
@@ -272,8 +279,60 @@ fn commit_url_of(remote: &str) -> Option<String> {
     }
 }
 
-/// Instantiates `attr` of `commit` (checked out in a temporary worktree)
-/// into the chroot store at `eval_store` (`nix-instantiate --eval-store
+/// How each commit's attributes are read: as paths of the checked-out
+/// tree's expression (`app`: its `default.nix`, or `--file`), or, written
+/// `.#app`, of the repository as a flake at the commit (as `nix build
+/// .#app` in a checkout of it would read them).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Targets {
+    /// Whether the attributes are the flake's.
+    pub flake: bool,
+    /// The attribute paths, without `.#`, in the order given.
+    pub names: Vec<String>,
+}
+
+impl Targets {
+    /// Reads the attributes as given: all `.#…` or none.
+    pub fn of(given: &[String]) -> Result<Targets, HistoryError> {
+        let flake = given.iter().filter(|a| a.starts_with(".#")).count();
+        if flake != 0 && flake != given.len() {
+            return Err(HistoryError::MixedTargets);
+        }
+        Ok(Targets {
+            flake: flake != 0,
+            names: given
+                .iter()
+                .map(|a| a.strip_prefix(".#").unwrap_or(a).to_string())
+                .collect(),
+        })
+    }
+
+    /// What `commit` of `repo` is evaluated as: the flake of the
+    /// repository at that commit (`git+file:///REPO?rev=C`, read from git
+    /// itself: no checkout), or the tree checked out in a worktree.
+    pub fn side_at(&self, repo: &Path, commit: &str) -> SideSpec {
+        if self.flake {
+            SideSpec::Flake(flake_at(repo, commit))
+        } else {
+            SideSpec::Git {
+                repo: repo.to_path_buf(),
+                rev: commit.to_string(),
+            }
+        }
+    }
+}
+
+/// The flake reference of `repo` at `commit`.
+fn flake_at(repo: &Path, commit: &str) -> String {
+    let abs = std::fs::canonicalize(repo)
+        .or_else(|_| std::path::absolute(repo))
+        .unwrap_or_else(|_| repo.to_path_buf());
+    format!("git+file://{}?rev={commit}", abs.display())
+}
+
+/// Instantiates `attr` of `commit` (its tree checked out in a temporary
+/// worktree, or, with `flake`, the repository's flake at the commit) into
+/// the chroot store at `eval_store` (`nix-instantiate --eval-store
 /// local?root=DIR`): its `.drv` and every `.drv` it depends on are written
 /// there, never into the user's store. Returns the `.drv`'s path, or Nix's
 /// message when it does not evaluate.
@@ -281,25 +340,43 @@ fn commit_url_of(remote: &str) -> Option<String> {
 /// A fresh chroot store must be made by one process alone (concurrent
 /// first uses race for its directories); later instantiations may run at
 /// once.
+#[allow(clippy::too_many_arguments)]
 pub fn instantiate_at(
     repo: &Path,
     commit: &str,
+    flake: bool,
     attr: &str,
     evaluator: &Evaluator,
     opts: &Options,
     eval_store: &Path,
 ) -> Result<Result<StorePath, String>, GitError> {
-    let side = GitSide::checkout(repo, commit)?;
+    // A flake is read from git itself; a tree needs a checkout.
+    let (side, expr) = if flake {
+        (None, flake_target(&flake_at(repo, commit)))
+    } else {
+        let side = GitSide::checkout(repo, commit)?;
+        let expr = target(side.path(), opts);
+        (Some(side), expr)
+    };
+    let mut opts = opts.clone();
+    opts.eval_store = Some(eval_store.to_path_buf());
+    if flake {
+        opts.options.push((
+            "extra-experimental-features".into(),
+            "nix-command flakes".into(),
+        ));
+    }
     let out = std::process::Command::new(evaluator.nix_instantiate())
         .arg("--eval-store")
-        .arg(format!("local?root={}", eval_store.display()))
+        .arg(crate::eval_store::url(eval_store))
         .arg("-E")
-        .arg(target(side.path(), opts))
+        .arg(expr)
         .args(["-A", attr])
-        .args(eval_flags(opts, false))
+        .args(eval_flags(&opts, false))
         .stdin(std::process::Stdio::null())
         .output()
         .map_err(GitError::Spawn)?;
+    drop(side);
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     if !out.status.success() {

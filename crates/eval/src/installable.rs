@@ -100,6 +100,10 @@ pub struct Options {
     /// `store_dir` itself (a chroot store's `ROOT/nix/store`): `.drv`
     /// installables are read from there.
     pub real_store_dir: Option<std::path::PathBuf>,
+    /// The root of a scratch chroot store ([`crate::eval_store`]) that
+    /// flake evaluations copy their sources into, never the user's store.
+    /// `None`: each run of evaluations that needs one makes its own.
+    pub eval_store: Option<std::path::PathBuf>,
 }
 
 impl Default for Options {
@@ -117,6 +121,7 @@ impl Default for Options {
             nix: "nix".into(),
             store_dir: "/nix/store".into(),
             real_store_dir: None,
+            eval_store: None,
         }
     }
 }
@@ -195,6 +200,9 @@ pub struct Evaluated {
 /// Why an installable could not be evaluated. Each names the installable.
 #[derive(Debug, thiserror::Error)]
 pub enum InstallableError {
+    /// The scratch store a flake is evaluated in could not be made.
+    #[error(transparent)]
+    EvalStore(#[from] crate::eval_store::EvalStoreError),
     /// No `nix` to evaluate with (the CLI's exit 2: a set-up problem, not
     /// a failure of the installable).
     #[error(
@@ -554,6 +562,22 @@ pub fn evaluate(
     if opts.file.is_some() && opts.expr.is_some() {
         return Err(InstallableError::FileAndExpr);
     }
+    // A flake's source is copied into the store it is evaluated in: a
+    // scratch one, shared by the flakes of this run.
+    let scratch;
+    let mut with_store;
+    let opts = if opts.eval_store.is_none()
+        && installables
+            .iter()
+            .any(|i| matches!(i, Installable::Flake { .. }))
+    {
+        scratch = crate::eval_store::EvalStore::empty()?;
+        with_store = opts.clone();
+        with_store.eval_store = Some(scratch.root().to_path_buf());
+        &with_store
+    } else {
+        opts
+    };
     installables.iter().map(|i| evaluate_one(i, opts)).collect()
 }
 
@@ -583,6 +607,9 @@ fn evaluate_one(inst: &Installable, opts: &Options) -> Result<Evaluated, Install
     ]);
     if !opts.instantiate {
         cmd.arg("--read-only");
+    }
+    if is_flake && let Some(root) = &opts.eval_store {
+        cmd.args(["--eval-store", &crate::eval_store::url(root)]);
     }
     cmd.args(user_flags(opts));
     // An empty attribute path is the value itself: `nix eval` takes no

@@ -12,5 +12,6 @@
 #![warn(missing_docs)]
 
 pub mod attrs;
+pub mod eval_store;
 pub mod history;
 pub mod installable;

@@ -142,12 +142,23 @@ fn make() -> HistoryFixture {
         ],
         None,
     );
+    let system: String = serde_json::from_str(&run(Command::new("nix-instantiate").args([
+        "--eval",
+        "--json",
+        "--expr",
+        "builtins.currentSystem",
+    ])))
+    .unwrap();
+    let flake = std::fs::read_to_string(repo().join("tests/fixtures/history/flake.nix"))
+        .expect("tests/fixtures/history/flake.nix")
+        .replace("@SYSTEM@", &system);
+    std::fs::write(repo_dir.join("flake.nix"), flake).unwrap();
     let mut commits = Vec::new();
     let mut trees: Vec<(usize, PathBuf)> = Vec::new();
     for n in 1..=COMMITS {
         let text = render(&template, n, &salt);
         std::fs::write(repo_dir.join("default.nix"), &text).unwrap();
-        git(&repo_dir, &["add", "default.nix"], None);
+        git(&repo_dir, &["add", "default.nix", "flake.nix"], None);
         git(
             &repo_dir,
             &["commit", "-q", "-m", &subject(n)],

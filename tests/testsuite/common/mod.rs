@@ -512,6 +512,20 @@ pub fn nonce() -> String {
     )
 }
 
+/// Where the source of `flake` (a `path:` or `git+file:` reference) would
+/// be in `/nix/store` had an evaluation copied it there: asked of Nix with
+/// a throwaway store, so that asking writes nothing to the real one.
+pub fn flake_source(flake: &str) -> PathBuf {
+    let scratch = scratch_dir("flake-source");
+    let out = run(Command::new("nix")
+        .args(["--extra-experimental-features", "nix-command flakes"])
+        .args(["flake", "metadata", "--json", "--store"])
+        .arg(format!("local?root={}", scratch.display()))
+        .arg(flake));
+    let v: serde_json::Value = serde_json::from_str(&out).unwrap();
+    PathBuf::from(v["path"].as_str().unwrap())
+}
+
 /// The bundled example's root, as `examples/rocm-mini/ROOT` names it.
 pub fn example_root() -> String {
     std::fs::read_to_string(repo().join("examples/rocm-mini/ROOT"))

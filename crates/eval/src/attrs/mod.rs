@@ -156,7 +156,7 @@ impl Evaluator {
 
     /// The `nix-instantiate` that checks a side evaluates before its
     /// attributes are (and, with `nix-env`, lists them).
-    pub(crate) fn nix_instantiate(&self) -> OsString {
+    pub fn nix_instantiate(&self) -> OsString {
         match self {
             Evaluator::NixEnv {
                 nix_instantiate, ..
@@ -338,6 +338,9 @@ pub enum AttrsError {
     /// A temporary directory or file could not be made.
     #[error("cannot make a temporary file: {0}")]
     Temp(std::io::Error),
+    /// The scratch store the evaluation writes into could not be made.
+    #[error(transparent)]
+    EvalStore(#[from] crate::eval_store::EvalStoreError),
 }
 
 /// The file `opts` names inside `dir` (`--file`, relative to `dir`, or
@@ -357,7 +360,7 @@ pub(crate) fn target(dir: &Path, opts: &Options) -> String {
 
 /// A flake's package set, as `nix build REF#attr` looks attributes up:
 /// `legacyPackages` of this system (nixpkgs'), else `packages`.
-fn flake_target(flake_ref: &str) -> String {
+pub(crate) fn flake_target(flake_ref: &str) -> String {
     format!(
         "let fl = builtins.getFlake {}; s = builtins.currentSystem; in \
          fl.legacyPackages.${{s}} or fl.packages.${{s}} or \
@@ -453,6 +456,16 @@ pub(crate) fn eval_flags(opts: &Options, impure: bool) -> Vec<String> {
     for (name, value) in &opts.options {
         f.extend(["--option".into(), name.clone(), value.clone()]);
     }
+    // The scratch store what the evaluation writes goes to: `nix-env`
+    // evaluates in the `store` setting's store (it ignores
+    // `--eval-store`), as `nix-instantiate` does when given no other.
+    if let Some(root) = &opts.eval_store {
+        f.extend([
+            "--option".into(),
+            "store".into(),
+            crate::eval_store::url(root),
+        ]);
+    }
     f
 }
 
@@ -488,7 +501,19 @@ pub fn evaluate_flake(
         "nix-command flakes".into(),
     ));
     opts.impure = true;
-    evaluate_target(evaluator, &flake_target(flake_ref), attrs, &opts)
+    // The flake's source is copied into the store it is evaluated in,
+    // read-only mode or not: a scratch store, never the user's.
+    let scratch = match opts.eval_store {
+        Some(_) => None,
+        None => {
+            let s = crate::eval_store::EvalStore::new(&evaluator.nix_instantiate())?;
+            opts.eval_store = Some(s.root().to_path_buf());
+            Some(s)
+        }
+    };
+    let eval = evaluate_target(evaluator, &flake_target(flake_ref), attrs, &opts);
+    drop(scratch);
+    eval
 }
 
 fn evaluate_target(
@@ -520,10 +545,35 @@ fn evaluate_target(
                 None => "top".to_string(),
             };
             let file = write_entry(tmp.path(), "all.nix", &entry(target, &body))?;
+            let flags = ej.flags()?;
+            // Without `--no-instantiate` (before v2.31.0) it writes the
+            // `.drv` of each derivation it evaluates: into a scratch store.
+            let scratch =
+                if opts.eval_store.is_none() && !flags.iter().any(|f| f == "--no-instantiate") {
+                    Some(crate::eval_store::EvalStore::new(
+                        &evaluator.nix_instantiate(),
+                    )?)
+                } else {
+                    None
+                };
+            let mut ej_opts;
+            let opts = match &scratch {
+                Some(s) => {
+                    ej_opts = opts.clone();
+                    ej_opts.eval_store = Some(s.root().to_path_buf());
+                    &ej_opts
+                }
+                None => opts,
+            };
             let mut cmd = Command::new(&ej.program);
-            cmd.args(ej.flags()?)
-                .args(eval_flags(opts, true))
-                .arg(&file);
+            cmd.args(flags).args(eval_flags(opts, true));
+            // Every version reads Nix's `--eval-store` (`MixEvalArgs`);
+            // v2.9.0 opens the `store` setting's store instead, which
+            // `eval_flags` sets too.
+            if let Some(root) = &opts.eval_store {
+                cmd.args(["--eval-store", &crate::eval_store::url(root)]);
+            }
+            cmd.arg(&file);
             let mut eval = eval_jobs::run(cmd, &ej.program, &opts.store_dir)?;
             if let Some(paths) = &requested {
                 let mut keyed = Evaluation::default();
