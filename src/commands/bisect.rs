@@ -65,6 +65,13 @@ pub struct BisectArgs {
     /// binary search probes only these.
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     revs_file: Option<PathBuf>,
+    /// Confirm by building: the first bad commit and its parent are built
+    /// in your store, with your settings (nix-build, or nix build for a
+    /// flake: the one write nix-heft makes, and only with this flag), and
+    /// each built closure judged by the rule. Exit 3 when a build fails or
+    /// disagrees.
+    #[arg(long)]
+    build: bool,
     #[command(flatten)]
     evaluator: super::installables::EvaluatorFlag,
     #[command(flatten)]
@@ -105,6 +112,15 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
     let ev = Evaluator::chosen(&args.evaluator.evaluator, None, None, None);
     let src = ctx.open()?;
     let src = src.as_ref();
+    // What was built is read from the store Nix built it in, read-only.
+    let local = if args.build {
+        Some(nix_heft_store::source::LocalStore::open(
+            std::path::Path::new("/"),
+            Default::default(),
+        )?)
+    } else {
+        None
+    };
     let found = bisect(
         src,
         &Request {
@@ -116,6 +132,9 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
             revs_file: args.revs_file.clone(),
             evaluator: &ev,
             options: &ctx.installables,
+            build: local
+                .as_ref()
+                .map(|l| l as &dyn nix_heft_store::source::StoreSource),
         },
         &ctx.step_spinner(),
     )?;

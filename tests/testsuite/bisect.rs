@@ -7,10 +7,16 @@
 //! and nothing built.
 
 use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::common::cache_server::{CacheServer, Options};
+use crate::common::execs::{execs, runs, traced};
+use crate::common::{scratch_dir, trusting_conf};
+
 use crate::common::history_fixture::{
+    local_store_lock,
     BROKEN, CULPRIT, HistoryFixture, history_fixture,
 };
 use crate::common::{assert_usage_error, heft_run};
@@ -64,8 +70,11 @@ fn assert_finds_the_culprit(f: &HistoryFixture, v: &Value) {
         causes.iter().any(|c| c["after"].as_str().unwrap().contains("-libcore-1.0.1.drv")),
         "{causes:#?}"
     );
-    // Nothing built or substituted: no output of the range is in the
-    // local store.
+}
+
+/// Nothing built or substituted: no output of the range is in the local
+/// store.
+fn assert_nothing_local(f: &HistoryFixture) {
     for attrs in f.outputs.values() {
         for outs in attrs.values() {
             for p in outs.values() {
@@ -84,6 +93,7 @@ fn assert_finds_the_culprit(f: &HistoryFixture, v: &Value) {
 #[test]
 fn bisect_finds_the_culprit_from_the_cache_without_building() {
     let f = history_fixture();
+    let _store = local_store_lock().read().unwrap_or_else(|e| e.into_inner());
     let file = f.cached_file.display().to_string();
     let (code, v, err) = bisect(
         f,
@@ -91,6 +101,7 @@ fn bisect_finds_the_culprit_from_the_cache_without_building() {
     );
     assert_eq!(code, 0, "{err}");
     assert_finds_the_culprit(f, &v);
+    assert_nothing_local(f);
     // The binary search over the 15 listed commits between good and bad:
     // good, bad, ⌈log2 16⌉ probes, and one more for each skipped (c090,
     // which does not evaluate); then the 11 commits from 130 to 140
@@ -112,6 +123,7 @@ fn bisect_finds_the_culprit_from_the_cache_without_building() {
 #[test]
 fn bisect_without_a_list_and_with_other_rules() {
     let f = history_fixture();
+    let _store = local_store_lock().read().unwrap_or_else(|e| e.into_inner());
     // Every first-parent commit probed: the uncached ones are skipped for
     // their neighbours, and the answer is the same.
     let (code, v, err) = bisect(
@@ -120,6 +132,7 @@ fn bisect_without_a_list_and_with_other_rules() {
     );
     assert_eq!(code, 0, "{err}");
     assert_finds_the_culprit(f, &v);
+    assert_nothing_local(f);
     // It says how to spend fewer evaluations: once.
     let notes = v["notes"].as_array().unwrap();
     assert_eq!(notes.len(), 1, "{notes:?}");
@@ -164,6 +177,7 @@ fn a_good_commit_that_is_bad_or_no_rule_is_a_usage_error() {
 #[test]
 fn a_flake_reads_as_its_tree() {
     let f = history_fixture();
+    let _store = local_store_lock().read().unwrap_or_else(|e| e.into_inner());
     let url = f.server.url();
     let repo = f.repo.display().to_string();
     let cached = f.cached_file.display().to_string();
@@ -206,6 +220,7 @@ fn a_flake_reads_as_its_tree() {
     assert_eq!(o.code, 0, "{}", o.stderr);
     let v: Value = serde_json::from_str(&o.stdout).unwrap();
     assert_finds_the_culprit(f, &v);
+    assert_nothing_local(f);
 
     for n in [10, 90, 130, CULPRIT, 140, 170] {
         let src = crate::common::flake_source(&format!("git+file://{repo}?rev={}", f.commit(n)));
@@ -217,4 +232,178 @@ fn a_flake_reads_as_its_tree() {
         &["history", ".#app", "libcore", "--repo", &repo, "--revs-file", &cached],
     );
     assert_usage_error(&mixed, "give every attribute as a flake's (.#app) or none");
+}
+
+/// What `bisect` reports it ran is what the kernel saw it run (strace of
+/// every execve): one `nix-env` a probe, one `nix-instantiate` an
+/// instantiation, one worktree for each of them (none for a flake, read
+/// from git), and nothing that builds; and every narinfo asked for once,
+/// on a server and a local cache of the run's own.
+#[test]
+fn bisect_runs_what_it_counts_and_asks_each_narinfo_once() {
+    let f = history_fixture();
+    let _store = local_store_lock().read().unwrap_or_else(|e| e.into_inner());
+    let mut opts = Options::new(&f.cache_dir);
+    opts.latency = Duration::from_millis(20);
+    let server = CacheServer::start(opts).expect("the cache server starts");
+    let repo = f.repo.display().to_string();
+    let file = f.cached_file.display().to_string();
+    for attr in ["app", ".#app"] {
+        let traces = scratch_dir("nix-heft-test-bisect-strace-");
+        let xdg = scratch_dir("nix-heft-test-bisect-xdg-");
+        let tmp = scratch_dir("nix-heft-test-bisect-tmp-");
+        let before = server.served().len();
+        let url = server.url();
+        let out = traced(
+            &traces,
+            Command::new(assert_cmd::cargo::cargo_bin("nix-heft"))
+                .env("NIX_CONFIG", trusting_conf())
+                .env("XDG_CACHE_HOME", &xdg)
+                .env("TMPDIR", &tmp)
+                .args(["--store", &url, "--json", "bisect", attr, "--repo", &repo])
+                .args(["--good", f.commit(10), "--bad", f.commit(170)])
+                .args(["--max-growth", "1MiB", "--revs-file", &file]),
+        );
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(0), "{attr}: {stderr}");
+        let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_finds_the_culprit(f, &v);
+        assert_nothing_local(f);
+        let evaluations = v["costs"]["evaluations"].as_u64().unwrap() as usize;
+        let instantiations = v["costs"]["instantiations"].as_u64().unwrap() as usize;
+
+        let ex = execs(&traces);
+        let count = |pred: &dyn Fn(&Vec<String>) -> bool| ex.iter().filter(|a| pred(a)).count();
+        let has = |a: &Vec<String>, w: &str| a.iter().any(|x| x == w);
+        assert_eq!(
+            count(&|a| runs(a, "nix-env") && has(a, "-qaP")),
+            evaluations,
+            "{attr}: one nix-env a probe"
+        );
+        assert_eq!(
+            count(&|a| runs(a, "nix-instantiate") && has(a, "--eval-store") && !has(a, "--eval")),
+            instantiations,
+            "{attr}: one nix-instantiate an instantiation"
+        );
+        let worktrees = count(&|a| {
+            runs(a, "git") && a.windows(2).any(|w| w[0] == "worktree" && w[1] == "add")
+        });
+        let expected = if attr.starts_with(".#") {
+            0
+        } else {
+            evaluations + instantiations
+        };
+        assert_eq!(worktrees, expected, "{attr}: worktrees");
+        let builds: Vec<&Vec<String>> = ex
+            .iter()
+            .filter(|a| {
+                runs(a, "nix-build")
+                    || (runs(a, "nix-store") && (has(a, "--realise") || has(a, "-r")))
+                    || (runs(a, "nix") && has(a, "build"))
+            })
+            .collect();
+        assert!(builds.is_empty(), "{attr}: built: {builds:?}");
+
+        let served = server.served();
+        let mut narinfos: std::collections::BTreeMap<&str, usize> = Default::default();
+        for s in &served[before..] {
+            if s.path.ends_with(".narinfo") {
+                *narinfos.entry(s.path.as_str()).or_default() += 1;
+            }
+        }
+        assert!(narinfos.len() > 10, "{attr}: {narinfos:?}");
+        let twice: Vec<_> = narinfos.iter().filter(|(_, c)| **c > 1).collect();
+        assert!(twice.is_empty(), "{attr}: asked more than once: {twice:?}");
+    }
+}
+
+/// `--build` builds the first bad commit and its parent in the local store
+/// (the one write nix-heft makes, asked for) and judges each built closure:
+/// the parent good, the commit bad, each size what `nix path-info -S` says
+/// of the built output. What it built is deleted again, holding the local
+/// store's lock alone, so the other tests still find none of the
+/// fixture's outputs there.
+#[test]
+fn bisect_build_confirms_by_building() {
+    let f = history_fixture();
+    let _alone = local_store_lock().write().unwrap_or_else(|e| e.into_inner());
+    let file = f.cached_file.display().to_string();
+    // The outputs both commits build, by Nix's own evaluation of their
+    // trees (read-only: nothing written).
+    let out_of = |n: usize| -> String {
+        let tree = scratch_dir("nix-heft-test-bisect-build-tree-");
+        let text = crate::common::git_in(&f.repo, &["show", &format!("{}:default.nix", f.commit(n))], None);
+        std::fs::write(tree.join("default.nix"), text).unwrap();
+        let o = crate::common::run(
+            Command::new("nix-instantiate")
+                .args(["--readonly-mode", "--eval", "--json", "-A", "app.outPath"])
+                .arg(tree.join("default.nix")),
+        );
+        serde_json::from_str(&o).unwrap()
+    };
+    let (parent, culprit) = (out_of(CULPRIT - 1), out_of(CULPRIT));
+    for p in [&parent, &culprit] {
+        assert!(!std::path::Path::new(p).exists(), "{p} before the build");
+    }
+    let (code, v, err) = bisect(
+        f,
+        &[
+            "--good", f.commit(10), "--bad", f.commit(170), "--max-growth", "1MiB", "--revs-file",
+            &file, "--build", "--option", "sandbox", "false",
+        ],
+    );
+    // What it built, and the .drv files Nix wrote to build it: deleted
+    // whatever the assertions below say.
+    // A build makes every output of each derivation of the build graph
+    // (the fixture deleted every output it built; its `.drv` files, which
+    // these share, stay, as they did).
+    let mut built: Vec<String> = Vec::new();
+    for p in [&parent, &culprit] {
+        if std::path::Path::new(p).exists() {
+            let drv = crate::common::run(Command::new("nix-store").args(["-qd", p]));
+            let drvs = crate::common::run(Command::new("nix-store").args(["-qR", drv.trim()]));
+            for d in drvs.lines() {
+                let outs = crate::common::run(Command::new("nix-store").args(["-q", "--outputs", d]));
+                built.extend(
+                    outs.lines()
+                        .filter(|o| std::path::Path::new(o).exists())
+                        .map(String::from),
+                );
+            }
+        }
+    }
+    let sizes: Vec<u64> = [&parent, &culprit]
+        .iter()
+        .map(|p| {
+            let o = crate::common::run(
+                crate::common::nix().args(["path-info", "-S", "--json"]).arg(p),
+            );
+            let v: Value = serde_json::from_str(&o).unwrap();
+            v[0]["closureSize"].as_u64().unwrap()
+        })
+        .collect();
+    built.sort();
+    built.dedup();
+    let deleted = Command::new("nix-store")
+        .arg("--delete")
+        .args(&built)
+        .output()
+        .unwrap();
+    assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
+
+    assert_eq!(code, 0, "{err}");
+    assert_finds_the_culprit(f, &v);
+    let k = &v["confirmation"];
+    assert_eq!(k["agrees"], true, "{k:#}");
+    assert_eq!(n_of(f, &k["last_good"]["commit"]), CULPRIT - 1);
+    assert_eq!(k["last_good"]["verdict"], "good");
+    assert_eq!(k["last_good"]["closure_size"], sizes[0]);
+    assert_eq!(n_of(f, &k["first_bad"]["commit"]), CULPRIT);
+    assert_eq!(k["first_bad"]["verdict"], "bad");
+    assert_eq!(k["first_bad"]["closure_size"], sizes[1]);
+    assert!(sizes[1] > sizes[0] + (1 << 20), "{sizes:?}");
+    assert_nothing_local(f);
+    for p in [&parent, &culprit] {
+        assert!(!std::path::Path::new(p).exists(), "{p} left after the test");
+    }
 }

@@ -11,6 +11,7 @@ use std::process::Command;
 use serde_json::Value;
 
 use crate::common::history_fixture::{
+    local_store_lock,
     BROKEN, COMMITS, CULPRIT, DECOY, HistoryFixture, date, history_fixture, subject,
 };
 use std::time::Duration;
@@ -49,6 +50,7 @@ fn numbers(f: &HistoryFixture, v: &Value) -> Vec<usize> {
 #[test]
 fn history_agrees_with_nix_and_explains_the_jump() {
     let f = history_fixture();
+    let _store = local_store_lock().read().unwrap_or_else(|e| e.into_inner());
     let status_before = git(f, &["status", "--porcelain"]);
     let head_before = git(f, &["rev-parse", "HEAD"]);
     // A server of its own, and no narinfo cached on disk, so that every

@@ -31,7 +31,7 @@ use crate::graph::Graph;
 use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
 use nix_heft_eval::eval_store::EvalStore;
-use nix_heft_eval::history::{CommitInfo, Range, Targets, commits, instantiate_at};
+use nix_heft_eval::history::{CommitInfo, Range, Targets, build_at, commits, instantiate_at};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::derivation::Derivation;
 use nix_heft_format::store_path::StorePath;
@@ -67,6 +67,9 @@ pub struct Request<'a> {
     pub evaluator: &'a Evaluator,
     /// `--file`, `--arg`, `--argstr`.
     pub options: &'a Options,
+    /// `--build`: build the first candidate and its parent in the user's
+    /// store, and read their closures from this store (the user's).
+    pub build: Option<&'a dyn StoreSource>,
 }
 
 /// What a probe found.
@@ -105,6 +108,30 @@ pub struct Candidate {
     pub derivation: Option<DrvComparison>,
 }
 
+/// One commit built to confirm the answer.
+#[derive(Debug, Clone)]
+pub struct Built {
+    /// Index into [`Bisect::commits`].
+    pub commit: usize,
+    /// The rule's verdict on the built closure and its size, or why there
+    /// is none (the build failed).
+    pub outcome: Result<(Verdict, u64), String>,
+}
+
+/// `--build`: the first bad commit and its parent built, each judged by
+/// the rule from the store it was built in.
+#[derive(Debug, Clone)]
+pub struct Confirmation {
+    /// The first candidate's first parent.
+    pub parent: Built,
+    /// The first candidate.
+    pub culprit: Built,
+    /// The parent built good and the candidate built bad.
+    pub agrees: bool,
+    /// How long the two builds and reads took.
+    pub elapsed: std::time::Duration,
+}
+
 /// What [`bisect`] found.
 #[derive(Debug, Clone)]
 pub struct Bisect {
@@ -134,6 +161,8 @@ pub struct Bisect {
     pub elapsed: std::time::Duration,
     /// Whether the probes were limited to a list of cached commits.
     pub listed: bool,
+    /// The builds that confirm it, when asked for.
+    pub confirmation: Option<Confirmation>,
 }
 
 fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
@@ -451,8 +480,21 @@ pub fn bisect(
             found = false;
         }
     }
+    let confirmation = match (req.build, candidates.first()) {
+        (Some(local), Some(first)) if first.commit > 0 => Some(confirm(
+            local,
+            req,
+            &at,
+            &commits,
+            first.commit,
+            good_size,
+            step,
+        )?),
+        _ => None,
+    };
     step(None);
     Ok(Bisect {
+        confirmation,
         attr: req.attr.to_string(),
         commits,
         probes,
@@ -465,6 +507,55 @@ pub fn bisect(
         instantiations,
         elapsed: started.elapsed(),
         listed: req.revs_file.is_some(),
+    })
+}
+
+/// Builds the first candidate and its first parent in the user's store
+/// and judges each built closure by the rule, read from `local`.
+fn confirm(
+    local: &dyn StoreSource,
+    req: &Request,
+    at: &At,
+    commits: &[CommitInfo],
+    culprit: usize,
+    good_size: Option<u64>,
+    step: &dyn Fn(Option<String>),
+) -> crate::Result<Confirmation> {
+    let started = std::time::Instant::now();
+    let mut built = Vec::with_capacity(2);
+    for i in [culprit - 1, culprit] {
+        let c = &commits[i];
+        step(Some(format!(
+            "building {} at {}",
+            req.attr,
+            &c.id[..10.min(c.id.len())]
+        )));
+        let outcome = match build_at(
+            &req.repo,
+            &c.id,
+            &at.targets,
+            &at.targets.names[0],
+            req.options,
+        )
+        .map_err(nix_heft_eval::history::HistoryError::from)?
+        {
+            Err(log) => Err(format!("the build failed: {log}")),
+            Ok(()) => match read_at(local, req, at, c)? {
+                Err(why) => Err(why),
+                Ok(g) => Ok((verdict_of(&g, &req.rule, good_size), g.total_size())),
+            },
+        };
+        built.push(Built { commit: i, outcome });
+    }
+    let culprit = built.pop().expect("two builds");
+    let parent = built.pop().expect("two builds");
+    let agrees = matches!(parent.outcome, Ok((Verdict::Good, _)))
+        && matches!(culprit.outcome, Ok((Verdict::Bad, _)));
+    Ok(Confirmation {
+        parent,
+        culprit,
+        agrees,
+        elapsed: started.elapsed(),
     })
 }
 

@@ -387,6 +387,57 @@ pub fn instantiate_at(
         .map_err(|e| format!("nix-instantiate printed {line:?}: {e}")))
 }
 
+/// Builds `attr` at `commit` in the user's own store with the user's
+/// settings, as they would build it by hand: `nix-build` of the tree
+/// checked out in a temporary worktree, or `nix build` of the repository's
+/// flake at the commit (`targets.flake`). Only `bisect --build` asks for
+/// this: the one write nix-heft makes, and only when told. A derivation's
+/// build makes all its outputs. No result link is left. Returns Nix's
+/// last lines when the build fails.
+pub fn build_at(
+    repo: &Path,
+    commit: &str,
+    targets: &Targets,
+    attr: &str,
+    opts: &Options,
+) -> Result<Result<(), String>, GitError> {
+    // The user's store, never the scratch one evaluations write into.
+    let mut opts = opts.clone();
+    opts.eval_store = None;
+    let (side, mut cmd) = if targets.flake {
+        let mut cmd = std::process::Command::new("nix");
+        cmd.args([
+            "--extra-experimental-features",
+            "nix-command flakes",
+            "build",
+        ])
+        .args(["--no-link", "--no-write-lock-file"])
+        .arg(format!("{}#{attr}", flake_at(repo, commit)));
+        (None, cmd)
+    } else {
+        let side = GitSide::checkout(repo, commit)?;
+        let mut cmd = std::process::Command::new("nix-build");
+        cmd.arg("--no-out-link")
+            .arg("-E")
+            .arg(target(side.path(), &opts))
+            .args(["-A", attr]);
+        (Some(side), cmd)
+    };
+    // `--impure` is the new CLI's; `nix-build` is impure already.
+    let out = cmd
+        .args(eval_flags(&opts, targets.flake))
+        .stdin(std::process::Stdio::null())
+        .output()
+        .map_err(GitError::Spawn)?;
+    drop(side);
+    if out.status.success() {
+        return Ok(Ok(()));
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let lines: Vec<&str> = stderr.trim_end().lines().collect();
+    Ok(Err(lines[lines.len().saturating_sub(5)..].join("\n")))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

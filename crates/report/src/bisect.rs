@@ -52,6 +52,36 @@ pub struct CandidateRow {
     pub derivation: Option<DrvDiffReport>,
 }
 
+/// One commit built by `--build`.
+#[derive(Debug, Clone, Serialize)]
+pub struct BuiltRow {
+    /// The commit.
+    #[serde(flatten)]
+    pub commit: CommitRef,
+    /// `good` or `bad` by the rule, as built.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verdict: Option<&'static str>,
+    /// The built closure's size.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub closure_size: Option<u64>,
+    /// Why there is no verdict (the build failed: Nix's last lines).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// `--build`'s confirmation.
+#[derive(Debug, Clone, Serialize)]
+pub struct ConfirmationRow {
+    /// The first bad commit's parent, built.
+    pub last_good: BuiltRow,
+    /// The first bad commit, built.
+    pub first_bad: BuiltRow,
+    /// The parent built good and the commit built bad.
+    pub agrees: bool,
+    /// Seconds the builds and reads took.
+    pub seconds: f64,
+}
+
 /// What the search cost.
 #[derive(Debug, Clone, Serialize)]
 pub struct Costs {
@@ -98,6 +128,9 @@ pub struct BisectReport {
     pub costs: Costs,
     /// Advice on the search itself.
     pub notes: Vec<String>,
+    /// `--build`: the first candidate and its parent built and judged.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub confirmation: Option<ConfirmationRow>,
     /// What could not be decided.
     pub problems: Vec<Problem>,
 }
@@ -126,6 +159,39 @@ impl BisectReport {
                 "no one commit between the cached pair explains the change: the candidates are listed",
             ));
         }
+        let verdict_name = |v: &Verdict| match v {
+            Verdict::Good => "good",
+            Verdict::Bad => "bad",
+            Verdict::Skip(_) => "skipped",
+        };
+        let built = |x: &nix_heft_core::bisect::Built| match &x.outcome {
+            Ok((v, size)) => BuiltRow {
+                commit: c(x.commit),
+                verdict: Some(verdict_name(v)),
+                closure_size: Some(*size),
+                error: None,
+            },
+            Err(e) => BuiltRow {
+                commit: c(x.commit),
+                verdict: None,
+                closure_size: None,
+                error: Some(e.clone()),
+            },
+        };
+        let confirmation = b.confirmation.as_ref().map(|k| ConfirmationRow {
+            last_good: built(&k.parent),
+            first_bad: built(&k.culprit),
+            agrees: k.agrees,
+            seconds: k.elapsed.as_secs_f64(),
+        });
+        if confirmation.as_ref().is_some_and(|k| !k.agrees) {
+            problems.push(Problem::new(
+                b.attr.clone(),
+                ProblemKind::Undecided,
+                "building does not confirm the first bad commit: the parent must build good and \
+                 the commit bad by the rule",
+            ));
+        }
         let uncached = b
             .probes
             .iter()
@@ -142,6 +208,7 @@ impl BisectReport {
             ));
         }
         BisectReport {
+            confirmation,
             notes,
             attr: b.attr.clone(),
             rule: rule.to_string(),
@@ -165,11 +232,11 @@ impl BisectReport {
                 .probes
                 .iter()
                 .map(|p| {
-                    let (verdict, reason) = match &p.verdict {
-                        Verdict::Good => ("good", None),
-                        Verdict::Bad => ("bad", None),
-                        Verdict::Skip(r) => ("skipped", Some(r.clone())),
+                    let reason = match &p.verdict {
+                        Verdict::Skip(r) => Some(r.clone()),
+                        _ => None,
                     };
+                    let verdict = verdict_name(&p.verdict);
                     ProbeRow {
                         commit: c(p.commit),
                         verdict,
@@ -218,6 +285,32 @@ impl BisectReport {
                 true,
             )),
         }
+        if let Some(k) = &self.confirmation {
+            let one = |r: &BuiltRow| match (&r.verdict, &r.error) {
+                (Some(v), _) => {
+                    format!("{} built {v} ({})", short(&r.commit), size(r.closure_size))
+                }
+                (None, e) => format!(
+                    "{} did not build: {}",
+                    short(&r.commit),
+                    e.as_deref().unwrap_or("").replace('\n', " / ")
+                ),
+            };
+            out.push((
+                format!(
+                    "{}: {}, {} ({:.1} s)",
+                    if k.agrees {
+                        "confirmed by building"
+                    } else {
+                        "NOT confirmed by building"
+                    },
+                    one(&k.last_good),
+                    one(&k.first_bad),
+                    k.seconds
+                ),
+                true,
+            ));
+        }
         out.push((
             format!(
                 "cached pair: {} good ({}), {} bad ({})",
@@ -264,13 +357,18 @@ impl BisectReport {
         out.push((
             format!(
                 "cost: {} (the binary search over {}), {} (between the cached pair), {} and {} \
-                 fetched, {:.1} s; nothing built",
+                 fetched, {:.1} s; {}",
                 plural(self.costs.evaluations, "evaluation"),
                 plural(self.costs.commits, "commit"),
                 plural(self.costs.instantiations, "instantiation"),
                 plural(self.costs.narinfos as usize, "narinfo"),
                 plural(self.costs.nars as usize, "NAR"),
-                self.costs.seconds
+                self.costs.seconds,
+                if self.confirmation.is_some() {
+                    "2 commits built (--build)"
+                } else {
+                    "nothing built"
+                }
             ),
             true,
         ));

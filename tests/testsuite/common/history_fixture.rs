@@ -118,6 +118,15 @@ pub fn date(n: usize) -> String {
     format!("2025-01-{:02}T{:02}:00:00+00:00", 1 + n / 24, n % 24)
 }
 
+/// The local store's share of the fixture: tests that check that no
+/// output of it is in the local store hold this for reading; the one that
+/// builds some (`bisect --build`) holds it alone, and deletes what it
+/// built before letting go.
+pub fn local_store_lock() -> &'static std::sync::RwLock<()> {
+    static L: std::sync::RwLock<()> = std::sync::RwLock::new(());
+    &L
+}
+
 /// The fixture, made on first use and shared by the test process.
 pub fn history_fixture() -> &'static HistoryFixture {
     static F: OnceLock<HistoryFixture> = OnceLock::new();

@@ -14,6 +14,7 @@
 
 pub mod cache_server;
 pub mod commands;
+pub mod execs;
 pub use commands::*;
 pub mod fault_server;
 pub mod history_fixture;
