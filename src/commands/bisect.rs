@@ -144,7 +144,13 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
             a + d.nars.load(Ordering::Relaxed),
         )
     });
-    let report = BisectReport::new(&found, &said, downloads);
+    let report = BisectReport::new(
+        &found,
+        &said,
+        downloads,
+        &ctx.store_names(&[], src),
+        ev.name(),
+    );
     review::emit(
         ctx,
         src,

@@ -49,6 +49,12 @@ fn assert_finds_the_culprit(f: &HistoryFixture, v: &Value) {
         assert_eq!(v[key], f.closure_size(&[out]), "{key}");
     }
     assert!(v["target"].as_str().unwrap().ends_with("-bigdata-1.0"), "{v:#}");
+    // The jump between the cached pair explained as history explains one:
+    // bigdata is new, held by libcore's README.
+    let first = &v["explanation"]["attributes"][0]["changes"][0];
+    assert_eq!(first["package"], "bigdata", "{:#}", v["explanation"]);
+    assert_eq!(first["kind"], "new");
+    assert_eq!(first["holds"], serde_json::json!(["share/doc/libcore/README"]));
     // Every probe's verdict is the fixture's.
     for p in v["probes"].as_array().unwrap() {
         let n = n_of(f, &p["commit"]);

@@ -169,7 +169,26 @@ fn history_agrees_with_nix_and_explains_the_jump() {
             first["referrer"].as_str().unwrap().contains("-libcore-1.0.1"),
             "{first:#}"
         );
+        // The two commits' derivations compared: libcore's, once, with
+        // bigdata's derivation added as an input.
+        let causes = j["derivation"]["root_causes"].as_array().unwrap();
+        let libcore: Vec<&Value> = causes
+            .iter()
+            .filter(|c| c["after"].as_str().unwrap().ends_with("-libcore-1.0.1.drv"))
+            .collect();
+        assert_eq!(libcore.len(), 1, "{causes:#?}");
+        let added: Vec<&Value> = libcore[0]["changes"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|c| c["kind"] == "input_added")
+            .collect();
+        assert_eq!(added.len(), 1, "{libcore:#?}");
+        assert!(added[0]["path"].as_str().unwrap().ends_with("-bigdata-1.0.drv"));
     }
+    // Each end of a jump instantiated once: app at c130 and c140, libcore
+    // at c132 and c137.
+    assert_eq!(v["instantiations"], 4);
     let attrs: Vec<&str> = jumps.iter().map(|j| j["attr"].as_str().unwrap()).collect();
     assert_eq!(attrs, ["libcore", "app"]);
 
@@ -263,7 +282,14 @@ fn history_as_markdown_is_one_table_a_commit_a_row() {
         let href = format!("<a href=\"https://github.com/example/pkgs/commit/{}\">", f.commit(n));
         assert_eq!(html.matches(&href).count(), 1, "c{n}: {html}");
     }
-    assert_eq!(html.matches("share/doc/libcore/README").count(), 1, "{html}");
+    // The jump explained: the file that holds bigdata, once (the
+    // derivations' diff below it shows the builder's lines that write it).
+    assert_eq!(
+        html.matches("holds it in <code>share/doc/libcore/README</code>").count(),
+        1,
+        "{html}"
+    );
+    assert_eq!(html.matches("Why the derivations differ").count(), 1, "{html}");
 }
 
 #[test]
@@ -322,6 +348,8 @@ fn history_page_links_each_point_to_its_commit() {
     assert_eq!(b.dom.matches("class=\"failed\"").count(), 1);
     assert_eq!(b.dom.matches("class=\"point jump\"").count(), 1);
     // The jump explained, and a table row a commit.
-    assert_eq!(b.dom.matches("share/doc/libcore/README").count(), 1);
+    assert_eq!(b.dom.matches("holds it in share/doc/libcore/README").count(), 1);
+    assert_eq!(b.dom.matches("class=\"derivation\"").count(), 1);
+    assert_eq!(b.dom.matches("input derivation added: bigdata-1.0.drv").count(), 1);
     assert_eq!(b.dom.matches("<tr>").count(), 21);
 }

@@ -19,7 +19,7 @@
 //!    the culprit. Its derivation is compared with its parent's as `diff
 //!    --derivation` compares them (the root causes).
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use globset::GlobMatcher;
@@ -36,6 +36,10 @@ use nix_heft_eval::installable::Options;
 use nix_heft_format::derivation::Derivation;
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::StoreSource;
+
+/// Changes explained between the cached pair, as `history --top`'s
+/// default.
+const EXPLAINED: usize = 5;
 
 /// What makes a commit bad.
 #[derive(Debug, Clone)]
@@ -133,7 +137,6 @@ pub struct Confirmation {
 }
 
 /// What [`bisect`] found.
-#[derive(Debug, Clone)]
 pub struct Bisect {
     /// The attribute.
     pub attr: String,
@@ -163,6 +166,9 @@ pub struct Bisect {
     pub listed: bool,
     /// The builds that confirm it, when asked for.
     pub confirmation: Option<Confirmation>,
+    /// The change between the cached pair, explained as `impact` explains
+    /// one (one row).
+    pub explanation: Option<crate::impact::Impact>,
 }
 
 fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
@@ -180,13 +186,16 @@ fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
     if bad { Verdict::Bad } else { Verdict::Good }
 }
 
+/// A commit read: the attribute's closure and its outputs.
+type Read = (Graph, BTreeMap<String, StorePath>);
+
 /// The attribute's closure at `commit`, or why there is none.
 fn read_at(
     src: &dyn StoreSource,
     req: &Request,
     at: &At,
     commit: &CommitInfo,
-) -> crate::Result<Result<Graph, String>> {
+) -> crate::Result<Result<Read, String>> {
     let spec = at.targets.side_at(&req.repo, &commit.id);
     let name = &at.targets.names[0];
     let outputs = match evaluate_side(
@@ -219,7 +228,7 @@ fn read_at(
         let names: Vec<&str> = missing.iter().map(|s| s.as_str()).collect();
         return Ok(Err(format!("not in the cache ({})", names.join(", "))));
     }
-    Ok(Ok(Graph::load(src, &roots)?))
+    Ok(Ok((Graph::load(src, &roots)?, outputs)))
 }
 
 /// How the attribute is read at each commit, and the scratch store the
@@ -287,7 +296,7 @@ pub fn bisect(
     };
     let mut probes: Vec<Probe> = Vec::new();
     let mut evaluations = 0;
-    let mut reads: HashMap<usize, Graph> = HashMap::new();
+    let mut reads: HashMap<usize, Read> = HashMap::new();
     let mut probe = |i: usize,
                      good_size: Option<u64>,
                      step_msg: String|
@@ -296,10 +305,10 @@ pub fn bisect(
         evaluations += 1;
         let (verdict, size) = match read_at(src, req, &at, &commits[i])? {
             Err(why) => (Verdict::Skip(why), None),
-            Ok(r) => {
+            Ok((r, outputs)) => {
                 let v = verdict_of(&r, &req.rule, good_size);
                 let size = r.total_size();
-                reads.insert(i, r);
+                reads.insert(i, (r, outputs));
                 (v, Some(size))
             }
         };
@@ -361,7 +370,48 @@ pub fn bisect(
     // What the bad closure gained: the forbidden path, else the largest
     // path of a package the good closure did not have.
     let target = match (reads.get(&gi), reads.get(&bi)) {
-        (Some(g), Some(b)) => target_path(g, b, &req.rule),
+        (Some((g, _)), Some((b, _))) => target_path(g, b, &req.rule),
+        _ => None,
+    };
+    // The jump between the cached pair explained as `history` explains
+    // one: the packages added and removed, the chain to each and the file
+    // that holds it, read from the cache.
+    let explanation = match (reads.get(&gi), reads.get(&bi)) {
+        (Some((_, before)), Some((_, after))) => {
+            step(Some("explaining the jump between the cached pair".into()));
+            let side = |o: &BTreeMap<String, StorePath>| {
+                BTreeMap::from([(
+                    req.attr.to_string(),
+                    Outcome::Evaluated {
+                        drv_path: None,
+                        outputs: o.clone(),
+                    },
+                )])
+            };
+            let (b, a) = (side(before), side(after));
+            let no_notes = BTreeMap::new();
+            let quiet = |_: u64| {};
+            Some(crate::impact::impact(
+                crate::impact::SideInput {
+                    src,
+                    attrs: &b,
+                    notes: &no_notes,
+                },
+                crate::impact::SideInput {
+                    src,
+                    attrs: &a,
+                    notes: &no_notes,
+                },
+                &crate::impact::Request {
+                    attrs: &[req.attr.to_string()],
+                    top: EXPLAINED,
+                    rules: &crate::impact::Rules::default(),
+                    evidence: true,
+                    removed_evidence: false,
+                },
+                (&quiet, &quiet),
+            )?)
+        }
         _ => None,
     };
     let mut candidates = Vec::new();
@@ -494,6 +544,7 @@ pub fn bisect(
     };
     step(None);
     Ok(Bisect {
+        explanation,
         confirmation,
         attr: req.attr.to_string(),
         commits,
@@ -522,8 +573,7 @@ fn confirm(
     step: &dyn Fn(Option<String>),
 ) -> crate::Result<Confirmation> {
     let started = std::time::Instant::now();
-    let mut built = Vec::with_capacity(2);
-    for i in [culprit - 1, culprit] {
+    let build = |i: usize| -> crate::Result<Built> {
         let c = &commits[i];
         step(Some(format!(
             "building {} at {}",
@@ -542,13 +592,13 @@ fn confirm(
             Err(log) => Err(format!("the build failed: {log}")),
             Ok(()) => match read_at(local, req, at, c)? {
                 Err(why) => Err(why),
-                Ok(g) => Ok((verdict_of(&g, &req.rule, good_size), g.total_size())),
+                Ok((g, _)) => Ok((verdict_of(&g, &req.rule, good_size), g.total_size())),
             },
         };
-        built.push(Built { commit: i, outcome });
-    }
-    let culprit = built.pop().expect("two builds");
-    let parent = built.pop().expect("two builds");
+        Ok(Built { commit: i, outcome })
+    };
+    let parent = build(culprit - 1)?;
+    let culprit = build(culprit)?;
     let agrees = matches!(parent.outcome, Ok((Verdict::Good, _)))
         && matches!(culprit.outcome, Ok((Verdict::Bad, _)));
     Ok(Confirmation {
@@ -591,7 +641,7 @@ fn target_path(good: &Graph, bad: &Graph, rule: &Rule) -> Option<StorePath> {
 
 /// Every output path of the build graph of `drv` in the chroot store
 /// `root`, reading each `.drv` once (kept in `parsed`).
-fn build_graph_outputs(
+pub(crate) fn build_graph_outputs(
     root: &Path,
     drv: &StorePath,
     parsed: &mut HashMap<StorePath, Derivation>,

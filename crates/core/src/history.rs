@@ -33,7 +33,7 @@ use crate::impact::{self, Impact, Rules, SideInput};
 use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
 use nix_heft_eval::eval_store::EvalStore;
-use nix_heft_eval::history::{CommitInfo, Range, Targets, commits, sample};
+use nix_heft_eval::history::{CommitInfo, Range, Targets, commits, instantiate_at, sample};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::StoreSource;
@@ -106,6 +106,9 @@ pub struct Jump {
     pub delta: i128,
     /// The change explained, as `impact` explains one (one row).
     pub impact: Impact,
+    /// The two commits' derivations compared (`diff --derivation`'s root
+    /// causes), when both instantiate.
+    pub derivation: Option<crate::diff::derivation::DrvComparison>,
 }
 
 /// What [`history`] found.
@@ -120,6 +123,9 @@ pub struct History {
     pub commits_in_range: usize,
     /// Evaluations run (one per commit).
     pub evaluations: usize,
+    /// Instantiations for the jumps' derivations (one per commit and
+    /// attribute a jump starts or ends at).
+    pub instantiations: usize,
 }
 
 /// Reads the closure history of `req.attrs` from `src`.
@@ -283,7 +289,72 @@ pub fn history(
             to,
             delta,
             impact,
+            derivation: None,
         });
+    }
+    // Each jump's two commits instantiated into a scratch store (the
+    // `.drv` files never touch the user's) and their derivations compared
+    // as `diff --derivation` compares them: which input changed, down to
+    // the variable. A commit shared by two jumps is instantiated once.
+    let mut wanted: BTreeSet<(usize, String)> = BTreeSet::new();
+    for j in &jumps {
+        wanted.insert((j.from, j.attr.clone()));
+        wanted.insert((j.to, j.attr.clone()));
+    }
+    let own;
+    let drv_root: Option<&std::path::Path> = match &_scratch {
+        _ if wanted.is_empty() => None,
+        Some(s) => Some(s.root()),
+        None => {
+            own = EvalStore::new(&req.evaluator.nix_instantiate())
+                .map_err(nix_heft_eval::history::HistoryError::from)?;
+            Some(own.root())
+        }
+    };
+    let mut instantiations = 0;
+    if let Some(root) = drv_root {
+        step(Some(format!(
+            "instantiating {} commit(s) for the jumps' derivations",
+            wanted.len()
+        )));
+        let name_of: HashMap<&String, &String> = req.attrs.iter().zip(&targets.names).collect();
+        let drvs: Vec<((usize, String), Result<StorePath, String>)> = wanted
+            .into_par_iter()
+            .map(|(i, attr)| {
+                let name = name_of.get(&attr).map_or(attr.as_str(), |n| n.as_str());
+                let drv = instantiate_at(
+                    &req.repo,
+                    &rows[i].commit.id,
+                    targets.flake,
+                    name,
+                    req.evaluator,
+                    &options,
+                    root,
+                )
+                .map_err(nix_heft_eval::history::HistoryError::from)?;
+                Ok(((i, attr), drv))
+            })
+            .collect::<crate::Result<_>>()?;
+        instantiations = drvs.len();
+        let drvs: HashMap<(usize, String), Result<StorePath, String>> = drvs.into_iter().collect();
+        let mut parsed = HashMap::new();
+        for j in &mut jumps {
+            let (Some(Ok(b)), Some(Ok(a))) = (
+                drvs.get(&(j.from, j.attr.clone())),
+                drvs.get(&(j.to, j.attr.clone())),
+            ) else {
+                continue;
+            };
+            for d in [b, a] {
+                crate::bisect::build_graph_outputs(root, d, &mut parsed, &req.options.store_dir);
+            }
+            j.derivation = Some(crate::diff::derivation::compare(
+                std::slice::from_ref(b),
+                std::slice::from_ref(a),
+                &parsed,
+                &HashMap::new(),
+            ));
+        }
     }
     step(None);
     Ok(History {
@@ -292,6 +363,7 @@ pub fn history(
         jumps,
         commits_in_range,
         evaluations: evaluated.len(),
+        instantiations,
     })
 }
 

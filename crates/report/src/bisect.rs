@@ -6,6 +6,7 @@ use serde::Serialize;
 
 use crate::drv_diff::DrvDiffReport;
 use crate::history::short;
+use crate::impact::{Context as ImpactContext, ImpactReport, SideMeta};
 use crate::review::{self, Reviewed};
 use crate::{Report, TextOptions, plural};
 use nix_heft_core::bisect::{Bisect, Verdict};
@@ -128,6 +129,11 @@ pub struct BisectReport {
     pub costs: Costs,
     /// Advice on the search itself.
     pub notes: Vec<String>,
+    /// The change between the cached pair, as `impact` reports it: the
+    /// packages added and removed, the chain to each and the file that
+    /// holds it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub explanation: Option<ImpactReport>,
     /// `--build`: the first candidate and its parent built and judged.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub confirmation: Option<ConfirmationRow>,
@@ -138,7 +144,14 @@ pub struct BisectReport {
 impl BisectReport {
     /// The report of `b`; `rule` as given, the download counters of the
     /// run (narinfos, NARs).
-    pub fn new(b: &Bisect, rule: &str, downloads: (u64, u64)) -> BisectReport {
+    /// `stores` and `evaluator` name what was read, as `history`'s.
+    pub fn new(
+        b: &Bisect,
+        rule: &str,
+        downloads: (u64, u64),
+        stores: &[String],
+        evaluator: &str,
+    ) -> BisectReport {
         let c = |i: usize| CommitRef {
             commit: b.commits[i].id.clone(),
             date: b.commits[i].date.clone(),
@@ -207,7 +220,29 @@ impl BisectReport {
                 b.probes.len()
             ));
         }
+        let explanation = b.explanation.as_ref().map(|imp| {
+            let side = |i: usize| SideMeta {
+                side: b.commits[i].id.clone(),
+                commit: Some(b.commits[i].id.clone()),
+                dirty: false,
+                stores: stores.to_vec(),
+            };
+            let r = ImpactReport::new(
+                imp,
+                &ImpactContext {
+                    before: side(b.cached_good),
+                    after: side(b.cached_bad),
+                    evaluator: evaluator.to_string(),
+                    build: &|_, _| String::new(),
+                    notes: Vec::new(),
+                },
+                Vec::new(),
+            );
+            problems.extend(r.problems.iter().cloned());
+            r
+        });
         BisectReport {
+            explanation,
             confirmation,
             notes,
             attr: b.attr.clone(),
@@ -323,6 +358,14 @@ impl BisectReport {
         ));
         if let Some(t) = &self.target {
             out.push((format!("the bad closure gained {}", code(t)), true));
+        }
+        if let Some(e) = &self.explanation
+            && let Some(a) = e.attributes.first()
+        {
+            out.push(("between the cached pair:".into(), true));
+            for l in e.explained_lines(a, code) {
+                out.push((format!("  {l}"), true));
+            }
         }
         if !self.candidates.is_empty() {
             out.push(("candidates:".into(), true));

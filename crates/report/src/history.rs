@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 
 use serde::Serialize;
 
+use crate::drv_diff::DrvDiffReport;
 use crate::impact::{Context as ImpactContext, ImpactReport, SideMeta};
 use crate::review::{self, Reviewed};
 use crate::table::{Align, Table};
@@ -52,6 +53,10 @@ pub struct CommitRow {
     pub attrs: BTreeMap<String, CellRow>,
 }
 
+/// The characters a jump's derivation section may take in markdown: the
+/// root causes fit, the derivations that only followed them are cut.
+const DERIVATION_MARKDOWN: usize = 4000;
+
 /// A jump, explained.
 #[derive(Debug, Clone, Serialize)]
 pub struct JumpRow {
@@ -65,6 +70,10 @@ pub struct JumpRow {
     pub delta: i128,
     /// The change between the two commits, as `impact` reports it.
     pub impact: ImpactReport,
+    /// The two commits' derivations compared, as `diff --derivation`
+    /// reports them: the root causes.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub derivation: Option<DrvDiffReport>,
 }
 
 /// `history`'s report.
@@ -80,6 +89,8 @@ pub struct HistoryReport {
     pub commits_in_range: usize,
     /// Evaluations run.
     pub evaluations: usize,
+    /// Instantiations for the jumps' derivations.
+    pub instantiations: usize,
     /// The stores read.
     pub stores: Vec<String>,
     /// The jump threshold, as given.
@@ -156,6 +167,7 @@ impl HistoryReport {
                     to: h.rows[j.to].commit.id.clone(),
                     delta: j.delta,
                     impact,
+                    derivation: j.derivation.as_ref().map(DrvDiffReport::new),
                 }
             })
             .collect();
@@ -165,6 +177,7 @@ impl HistoryReport {
             jumps,
             commits_in_range: h.commits_in_range,
             evaluations: h.evaluations,
+            instantiations: h.instantiations,
             stores: ctx.stores.clone(),
             min_jump: ctx.min_jump.clone(),
             commit_url: None,
@@ -287,10 +300,17 @@ impl HistoryReport {
             s.push_str(&format!(" (sampled from {})", self.commits_in_range));
         }
         s.push_str(&format!(
-            ", read from {} ({})",
+            ", read from {} ({}",
             self.stores.join(", "),
             plural(self.evaluations, "evaluation")
         ));
+        if self.instantiations > 0 {
+            s.push_str(&format!(
+                ", {}",
+                plural(self.instantiations, "instantiation")
+            ));
+        }
+        s.push(')');
         s
     }
 }
@@ -409,6 +429,19 @@ impl Report for HistoryReport {
                     out.push_str(&wrap(&l, "  ", "      "));
                 }
             }
+            if let Some(d) = &j.derivation {
+                let inner = TextOptions {
+                    width: opts.width.map(|w| w.saturating_sub(2).max(40)),
+                    ..*opts
+                };
+                for l in d
+                    .render_text(&inner)
+                    .lines()
+                    .filter(|l| !l.trim().is_empty())
+                {
+                    out.push_str(&format!("  {l}\n"));
+                }
+            }
         }
         if let Some(p) = &self.page {
             out.push_str(&format!("\nwrote {p}\n"));
@@ -484,6 +517,9 @@ impl Reviewed for HistoryReport {
                 for l in j.impact.explained_lines(a, review::code) {
                     out.push_str(&format!("- {l}\n"));
                 }
+            }
+            if let Some(d) = &j.derivation {
+                out.push_str(&d.render_markdown(DERIVATION_MARKDOWN));
             }
         }
         if out.chars().count() > limit {
@@ -643,6 +679,12 @@ impl HistoryReport {
                         for l in j.impact.explained_lines(row, review::plain) {
                             body.push_str(&format!("<li>{}</li>\n", esc(&l)));
                         }
+                    }
+                    if let Some(d) = &j.derivation {
+                        body.push_str(&format!(
+                            "<li class=\"derivation\"><pre>{}</pre></li>\n",
+                            esc(d.render_text(&TextOptions::default()).trim())
+                        ));
                     }
                     body.push_str("</ul></li>\n");
                 }
