@@ -353,3 +353,47 @@ fn history_page_links_each_point_to_its_commit() {
     assert_eq!(b.dom.matches("input derivation added: bigdata-1.0.drv").count(), 1);
     assert_eq!(b.dom.matches("<tr>").count(), 21);
 }
+
+/// `--file` and `--argstr` reach each commit's evaluation as they reach
+/// `impact`'s: the tree's own file named, with the fixture's `system`
+/// argument, reads what the default reads; another system's outputs are
+/// other paths, which no store has.
+#[test]
+fn history_takes_the_file_and_arguments_of_each_commit() {
+    let f = history_fixture();
+    let system: String = serde_json::from_str(&run(Command::new("nix-instantiate").args([
+        "--eval",
+        "--json",
+        "--expr",
+        "builtins.currentSystem",
+    ])))
+    .unwrap();
+    let file = f.cached_file.display().to_string();
+    let base = history_json(f, &["--revs-file", &file]);
+    let named = history_json(
+        f,
+        &["--revs-file", &file, "--file", "default.nix", "--argstr", "system", &system],
+    );
+    let other = history_json(f, &["--revs-file", &file, "--argstr", "system", "other-system"]);
+    let cells = |v: &Value, attr: &str| -> Vec<(String, Value)> {
+        v["commits"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| {
+                let cell = &c["attrs"][attr];
+                (cell["status"].as_str().unwrap().to_string(), cell["closure_size"].clone())
+            })
+            .collect()
+    };
+    for attr in ["app", "libcore"] {
+        assert_eq!(cells(&named, attr), cells(&base, attr), "{attr}");
+        let statuses: Vec<String> = cells(&other, attr).into_iter().map(|(s, _)| s).collect();
+        let read = statuses.iter().filter(|s| *s == "read").count();
+        assert_eq!(read, 0, "{attr}: {statuses:?}");
+    }
+    // app: 19 commits evaluate to outputs no store has, c090 fails.
+    let app: Vec<String> = cells(&other, "app").into_iter().map(|(s, _)| s).collect();
+    assert_eq!(app.iter().filter(|s| *s == "not-in-cache").count(), 19, "{app:?}");
+    assert_eq!(cells(&base, "app").iter().filter(|(s, _)| s == "read").count(), 19);
+}
