@@ -58,7 +58,8 @@ pub struct BisectArgs {
     #[arg(long, value_name = "SIZE|PCT", value_hint = clap::ValueHint::Other,
           conflicts_with = "forbid")]
     max_growth: Option<String>,
-    /// Bad: a path whose name matches GLOB is in the closure; repeatable.
+    /// Bad: a path whose name matches GLOB is in the closure, or, given a
+    /// whole store path (one `diff` named, say), that very path; repeatable.
     #[arg(long, value_name = "GLOB", value_hint = clap::ValueHint::Other)]
     forbid: Vec<String>,
     /// The commits a cache holds, one revision a line (`#` comments): the
@@ -92,15 +93,28 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
             Rule::MaxGrowth(Growth::parse(g)?),
             format!("closure grown more than {g} over the good commit's"),
         ),
-        (None, None, globs) if !globs.is_empty() => (
-            Rule::Forbid(
-                globs
-                    .iter()
-                    .map(|g| Ok((g.clone(), nix_heft_core::roots::glob(g)?)))
-                    .collect::<nix_heft_core::Result<_>>()?,
-            ),
-            format!("closure holds {}", globs.join(" or ")),
-        ),
+        (None, None, given) if !given.is_empty() => {
+            // A whole store path is that path, exactly; anything else a
+            // glob on names.
+            let dir = format!("{}/", ctx.installables.store_dir.trim_end_matches('/'));
+            let (paths, globs): (Vec<&String>, Vec<&String>) =
+                given.iter().partition(|g| g.starts_with(&dir));
+            let paths = paths
+                .into_iter()
+                .map(|p| {
+                    nix_heft_format::store_path::StorePath::parse(&ctx.installables.store_dir, p)
+                        .map_err(|e| Error::Usage(format!("--forbid {p}: {e}")))
+                })
+                .collect::<Result<_, _>>()?;
+            let globs = globs
+                .into_iter()
+                .map(|g| Ok((g.clone(), nix_heft_core::roots::glob(g)?)))
+                .collect::<nix_heft_core::Result<_>>()?;
+            (
+                Rule::Forbid { globs, paths },
+                format!("closure holds {}", given.join(" or ")),
+            )
+        }
         _ => {
             return Err(Error::Usage(
                 "bisect needs a rule: --max-closure SIZE, --max-growth SIZE|PCT or --forbid GLOB"

@@ -144,13 +144,30 @@ fn bisect_without_a_list_and_with_other_rules() {
     assert_eq!(notes.len(), 1, "{notes:?}");
     assert!(notes[0].as_str().unwrap().contains("--revs-file"), "{notes:?}");
     let file = f.cached_file.display().to_string();
-    for rule in [&["--forbid", "bigdata*"][..], &["--max-closure", "2MiB"][..]] {
+    // The path the bad closure gained, forbidden by itself; another path
+    // of the same name (another hash) is not it.
+    let bigdata = v["target"].as_str().unwrap().to_string();
+    let (dir, base) = bigdata.rsplit_once('/').unwrap();
+    let other = format!("{dir}/{}{}", "0".repeat(32), &base[32..]);
+    for rule in [
+        &["--forbid", "bigdata*"][..],
+        &["--max-closure", "2MiB"][..],
+        &["--forbid", &bigdata][..],
+    ] {
         let mut args = vec!["--good", f.commit(10), "--bad", f.commit(170), "--revs-file", &file];
         args.extend(rule);
         let (code, v, err) = bisect(f, &args);
         assert_eq!(code, 0, "{rule:?}: {err}");
         assert_eq!(n_of(f, &v["first_bad"]["commit"]), CULPRIT, "{rule:?}: {v:#}");
+        assert_eq!(v["target"], bigdata.as_str(), "{rule:?}");
     }
+    let repo = f.repo.display().to_string();
+    let o = heft_run(
+        Some(&f.server.url()),
+        &["bisect", "app", "--repo", &repo, "--good", f.commit(10), "--bad", f.commit(170), "--forbid", &other],
+    );
+    assert_usage_error(&o, "the bad commit");
+    assert_eq!(o.stderr.matches("good by the rule").count(), 1, "{}", o.stderr);
 }
 
 #[test]

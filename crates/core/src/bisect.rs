@@ -49,7 +49,12 @@ pub enum Rule {
     /// It grew more than this over the good commit's closure.
     MaxGrowth(Growth),
     /// A path whose name matches one of these globs is in it.
-    Forbid(Vec<(String, GlobMatcher)>),
+    Forbid {
+        /// Globs matched against each path's name, as `check --forbid`.
+        globs: Vec<(String, GlobMatcher)>,
+        /// Exact store paths (one taken from `diff`, say).
+        paths: Vec<StorePath>,
+    },
 }
 
 /// What to search.
@@ -179,9 +184,15 @@ fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
             let base = good_size.unwrap_or(size);
             size > base && size - base > growth.limit(base)
         }
-        Rule::Forbid(globs) => globs
-            .iter()
-            .any(|(_, m)| !crate::roots::matching_in_closure(g, m).is_empty()),
+        Rule::Forbid { globs, paths } => {
+            globs
+                .iter()
+                .any(|(_, m)| !crate::roots::matching_in_closure(g, m).is_empty())
+                || {
+                    let index = g.index();
+                    paths.iter().any(|p| index.contains_key(p))
+                }
+        }
     };
     if bad { Verdict::Bad } else { Verdict::Good }
 }
@@ -621,10 +632,12 @@ fn target_path(good: &Graph, bad: &Graph, rule: &Rule) -> Option<StorePath> {
         v.sort_by_key(|&n| (std::cmp::Reverse(g.nar_size(n)), g.path(n).clone()));
         v.first().map(|&n| g.path(n).clone())
     };
-    if let Rule::Forbid(globs) = rule {
+    if let Rule::Forbid { globs, paths } = rule {
+        let index = g.index();
         let hits: Vec<u32> = globs
             .iter()
             .flat_map(|(_, m)| crate::roots::matching_in_closure(g, m))
+            .chain(paths.iter().filter_map(|p| index.get(p).copied()))
             .collect();
         return by_size(hits);
     }
