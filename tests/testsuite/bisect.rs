@@ -341,7 +341,8 @@ fn bisect_runs_what_it_counts_and_asks_each_narinfo_once() {
 }
 
 /// `--build` builds the first bad commit and its parent in the local store
-/// (the one write nix-heft makes, asked for) and judges each built closure:
+/// (the one write nix-heft makes, asked for), the tree with `nix-build`
+/// and the flake with `nix build`, and judges each built closure:
 /// the parent good, the commit bad, each size what `nix path-info -S` says
 /// of the built output. What it built is deleted again, holding the local
 /// store's lock alone, so the other tests still find none of the
@@ -365,68 +366,74 @@ fn bisect_build_confirms_by_building() {
         serde_json::from_str(&o).unwrap()
     };
     let (parent, culprit) = (out_of(CULPRIT - 1), out_of(CULPRIT));
-    for p in [&parent, &culprit] {
-        assert!(!std::path::Path::new(p).exists(), "{p} before the build");
-    }
-    let (code, v, err) = bisect(
-        f,
-        &[
-            "--good", f.commit(10), "--bad", f.commit(170), "--max-growth", "1MiB", "--revs-file",
-            &file, "--build", "--option", "sandbox", "false",
-        ],
-    );
-    // What it built, and the .drv files Nix wrote to build it: deleted
-    // whatever the assertions below say.
-    // A build makes every output of each derivation of the build graph
-    // (the fixture deleted every output it built; its `.drv` files, which
-    // these share, stay, as they did).
-    let mut built: Vec<String> = Vec::new();
-    for p in [&parent, &culprit] {
-        if std::path::Path::new(p).exists() {
-            let drv = crate::common::run(Command::new("nix-store").args(["-qd", p]));
-            let drvs = crate::common::run(Command::new("nix-store").args(["-qR", drv.trim()]));
-            for d in drvs.lines() {
-                let outs = crate::common::run(Command::new("nix-store").args(["-q", "--outputs", d]));
-                built.extend(
-                    outs.lines()
-                        .filter(|o| std::path::Path::new(o).exists())
-                        .map(String::from),
-                );
+    let repo = f.repo.display().to_string();
+    // The tree built with nix-build, the flake with nix build.
+    for attr in ["app", ".#app"] {
+        for p in [&parent, &culprit] {
+            assert!(!std::path::Path::new(p).exists(), "{p} before the build");
+        }
+        let o = heft_run(
+            Some(&f.server.url()),
+            &[
+                "--json", "bisect", attr, "--repo", &repo, "--good", f.commit(10), "--bad",
+                f.commit(170), "--max-growth", "1MiB", "--revs-file", &file, "--build", "--option",
+                "sandbox", "false",
+            ],
+        );
+        let (code, err) = (o.code, &o.stderr);
+        let v: Value = serde_json::from_str(&o.stdout).unwrap_or(Value::Null);
+        // What it built is deleted whatever the assertions below say. A
+        // build makes every output of each derivation of the build graph
+        // (the fixture deleted every output it built; the `.drv` files,
+        // which the fixture's share, stay, as the fixture's did).
+        let mut built: Vec<String> = Vec::new();
+        for p in [&parent, &culprit] {
+            if std::path::Path::new(p).exists() {
+                let drv = crate::common::run(Command::new("nix-store").args(["-qd", p]));
+                let drvs = crate::common::run(Command::new("nix-store").args(["-qR", drv.trim()]));
+                for d in drvs.lines() {
+                    let outs = crate::common::run(Command::new("nix-store").args(["-q", "--outputs", d]));
+                    built.extend(
+                        outs.lines()
+                            .filter(|o| std::path::Path::new(o).exists())
+                            .map(String::from),
+                    );
+                }
             }
         }
-    }
-    let sizes: Vec<u64> = [&parent, &culprit]
-        .iter()
-        .map(|p| {
-            let o = crate::common::run(
-                crate::common::nix().args(["path-info", "-S", "--json"]).arg(p),
-            );
-            let v: Value = serde_json::from_str(&o).unwrap();
-            v[0]["closureSize"].as_u64().unwrap()
-        })
-        .collect();
-    built.sort();
-    built.dedup();
-    let deleted = Command::new("nix-store")
-        .arg("--delete")
-        .args(&built)
-        .output()
-        .unwrap();
-    assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
+        let sizes: Vec<u64> = [&parent, &culprit]
+            .iter()
+            .map(|p| {
+                let o = crate::common::run(
+                    crate::common::nix().args(["path-info", "-S", "--json"]).arg(p),
+                );
+                let v: Value = serde_json::from_str(&o).unwrap();
+                v[0]["closureSize"].as_u64().unwrap()
+            })
+            .collect();
+        built.sort();
+        built.dedup();
+        let deleted = Command::new("nix-store")
+            .arg("--delete")
+            .args(&built)
+            .output()
+            .unwrap();
+        assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
 
-    assert_eq!(code, 0, "{err}");
-    assert_finds_the_culprit(f, &v);
-    let k = &v["confirmation"];
-    assert_eq!(k["agrees"], true, "{k:#}");
-    assert_eq!(n_of(f, &k["last_good"]["commit"]), CULPRIT - 1);
-    assert_eq!(k["last_good"]["verdict"], "good");
-    assert_eq!(k["last_good"]["closure_size"], sizes[0]);
-    assert_eq!(n_of(f, &k["first_bad"]["commit"]), CULPRIT);
-    assert_eq!(k["first_bad"]["verdict"], "bad");
-    assert_eq!(k["first_bad"]["closure_size"], sizes[1]);
-    assert!(sizes[1] > sizes[0] + (1 << 20), "{sizes:?}");
-    assert_nothing_local(f);
-    for p in [&parent, &culprit] {
-        assert!(!std::path::Path::new(p).exists(), "{p} left after the test");
+        assert_eq!(code, 0, "{err}");
+        assert_finds_the_culprit(f, &v);
+        let k = &v["confirmation"];
+        assert_eq!(k["agrees"], true, "{k:#}");
+        assert_eq!(n_of(f, &k["last_good"]["commit"]), CULPRIT - 1);
+        assert_eq!(k["last_good"]["verdict"], "good");
+        assert_eq!(k["last_good"]["closure_size"], sizes[0]);
+        assert_eq!(n_of(f, &k["first_bad"]["commit"]), CULPRIT);
+        assert_eq!(k["first_bad"]["verdict"], "bad");
+        assert_eq!(k["first_bad"]["closure_size"], sizes[1]);
+        assert!(sizes[1] > sizes[0] + (1 << 20), "{sizes:?}");
+        assert_nothing_local(f);
+        for p in [&parent, &culprit] {
+            assert!(!std::path::Path::new(p).exists(), "{p} left after the test");
+        }
     }
 }
