@@ -31,7 +31,9 @@ use crate::graph::Graph;
 use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
 use nix_heft_eval::eval_store::EvalStore;
-use nix_heft_eval::history::{CommitInfo, Range, Targets, build_at, commits, instantiate_at};
+use nix_heft_eval::history::{
+    CommitInfo, Range, Targets, build_at, build_graph_outputs, commits, instantiate_at,
+};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::derivation::Derivation;
 use nix_heft_format::store_path::StorePath;
@@ -267,7 +269,9 @@ pub fn bisect(
 ) -> crate::Result<Bisect> {
     let started = std::time::Instant::now();
     let targets = Targets::of(&[req.attr.to_string()])?;
-    let (scratch, options) = crate::history::scratch_for(&targets, req.evaluator, req.options)?;
+    let (scratch, options) = targets
+        .scratch_store(req.evaluator, req.options)
+        .map_err(nix_heft_eval::history::HistoryError::from)?;
     let store = match scratch {
         Some(s) => s,
         None => EvalStore::new(&req.evaluator.nix_instantiate())
@@ -650,37 +654,6 @@ fn target_path(good: &Graph, bad: &Graph, rule: &Rule) -> Option<StorePath> {
         .filter(|&n| !names_good.contains(g.path(n).name()))
         .collect();
     by_size(new_packages).or_else(|| by_size(added))
-}
-
-/// Every output path of the build graph of `drv` in the chroot store
-/// `root`, reading each `.drv` once (kept in `parsed`).
-pub(crate) fn build_graph_outputs(
-    root: &Path,
-    drv: &StorePath,
-    parsed: &mut HashMap<StorePath, Derivation>,
-    store_dir: &str,
-) -> Vec<StorePath> {
-    let mut out = Vec::new();
-    let mut seen: BTreeSet<StorePath> = BTreeSet::new();
-    let mut stack = vec![drv.clone()];
-    while let Some(d) = stack.pop() {
-        if !seen.insert(d.clone()) {
-            continue;
-        }
-        if !parsed.contains_key(&d) {
-            let file = root.join(d.as_str().trim_start_matches('/'));
-            match Derivation::read(store_dir, &file) {
-                Ok(x) => {
-                    parsed.insert(d.clone(), x);
-                }
-                Err(_) => continue,
-            }
-        }
-        let x = &parsed[&d];
-        out.extend(x.outputs.iter().filter_map(|o| o.path.clone()));
-        stack.extend(x.input_drvs.iter().map(|(p, _)| p.clone()));
-    }
-    out
 }
 
 /// The commits a revision file names, as full hashes.

@@ -146,7 +146,9 @@ pub fn history(
         req.attrs.join(", "),
         picked.len()
     )));
-    let (_scratch, options) = scratch_for(&targets, req.evaluator, req.options)?;
+    let (_scratch, options) = targets
+        .scratch_store(req.evaluator, req.options)
+        .map_err(nix_heft_eval::history::HistoryError::from)?;
     // Each evaluation is a Nix process of its own: as many at once as
     // there are cores.
     let evaluated: Vec<BTreeMap<String, Outcome>> = picked
@@ -346,7 +348,12 @@ pub fn history(
                 continue;
             };
             for d in [b, a] {
-                crate::bisect::build_graph_outputs(root, d, &mut parsed, &req.options.store_dir);
+                nix_heft_eval::history::build_graph_outputs(
+                    root,
+                    d,
+                    &mut parsed,
+                    &req.options.store_dir,
+                );
             }
             j.derivation = Some(crate::diff::derivation::compare(
                 std::slice::from_ref(b),
@@ -365,23 +372,4 @@ pub fn history(
         evaluations: evaluated.len(),
         instantiations,
     })
-}
-
-/// A flake's commits are evaluated into one scratch store (each copies
-/// the flake's source, and its inputs, into the store it is evaluated
-/// in; never the user's), made before the evaluations run at once; the
-/// options that name it. A tree's need none.
-pub(crate) fn scratch_for(
-    targets: &Targets,
-    evaluator: &Evaluator,
-    options: &Options,
-) -> crate::Result<(Option<EvalStore>, Options)> {
-    let mut options = options.clone();
-    if !targets.flake || options.eval_store.is_some() {
-        return Ok((None, options));
-    }
-    let store = EvalStore::new(&evaluator.nix_instantiate())
-        .map_err(nix_heft_eval::history::HistoryError::from)?;
-    options.eval_store = Some(store.root().to_path_buf());
-    Ok((Some(store), options))
 }

@@ -8,7 +8,9 @@ use std::path::{Path, PathBuf};
 use crate::attrs::git::git;
 use crate::attrs::side::SideSpec;
 use crate::attrs::{Evaluator, GitError, GitSide, eval_flags, flake_target, target};
+use crate::eval_store::EvalStore;
 use crate::installable::Options;
+use nix_heft_format::derivation::Derivation;
 use nix_heft_format::store_path::StorePath;
 
 /// One commit as `history` shows it.
@@ -320,6 +322,58 @@ impl Targets {
             }
         }
     }
+}
+
+impl Targets {
+    /// A flake's commits are evaluated into one scratch store (each copies
+    /// the flake's source, and its inputs, into the store it is evaluated
+    /// in; never the user's), made before the evaluations run at once; and
+    /// the options that name it. A tree's need none.
+    pub fn scratch_store(
+        &self,
+        evaluator: &Evaluator,
+        options: &Options,
+    ) -> Result<(Option<EvalStore>, Options), crate::eval_store::EvalStoreError> {
+        let mut options = options.clone();
+        if !self.flake || options.eval_store.is_some() {
+            return Ok((None, options));
+        }
+        let store = EvalStore::new(&evaluator.nix_instantiate())?;
+        options.eval_store = Some(store.root().to_path_buf());
+        Ok((Some(store), options))
+    }
+}
+
+/// Every output path of the build graph of `drv` in the chroot store
+/// `root` (where [`instantiate_at`] wrote it), reading each `.drv` once
+/// (kept in `parsed`); a `.drv` that cannot be read is left out.
+pub fn build_graph_outputs(
+    root: &Path,
+    drv: &StorePath,
+    parsed: &mut std::collections::HashMap<StorePath, Derivation>,
+    store_dir: &str,
+) -> Vec<StorePath> {
+    let mut out = Vec::new();
+    let mut seen: std::collections::BTreeSet<StorePath> = std::collections::BTreeSet::new();
+    let mut stack = vec![drv.clone()];
+    while let Some(d) = stack.pop() {
+        if !seen.insert(d.clone()) {
+            continue;
+        }
+        if !parsed.contains_key(&d) {
+            let file = root.join(d.as_str().trim_start_matches('/'));
+            match Derivation::read(store_dir, &file) {
+                Ok(x) => {
+                    parsed.insert(d.clone(), x);
+                }
+                Err(_) => continue,
+            }
+        }
+        let Some(x) = parsed.get(&d) else { continue };
+        out.extend(x.outputs.iter().filter_map(|o| o.path.clone()));
+        stack.extend(x.input_drvs.iter().map(|(p, _)| p.clone()));
+    }
+    out
 }
 
 /// The flake reference of `repo` at `commit`.
