@@ -361,18 +361,12 @@ fn history_page_links_each_point_to_its_commit() {
 #[test]
 fn history_takes_the_file_and_arguments_of_each_commit() {
     let f = history_fixture();
-    let system: String = serde_json::from_str(&run(Command::new("nix-instantiate").args([
-        "--eval",
-        "--json",
-        "--expr",
-        "builtins.currentSystem",
-    ])))
-    .unwrap();
+    let system = crate::common::current_system();
     let file = f.cached_file.display().to_string();
     let base = history_json(f, &["--revs-file", &file]);
     let named = history_json(
         f,
-        &["--revs-file", &file, "--file", "default.nix", "--argstr", "system", &system],
+        &["--revs-file", &file, "--file", "default.nix", "--argstr", "system", system],
     );
     let other = history_json(f, &["--revs-file", &file, "--argstr", "system", "other-system"]);
     let cells = |v: &Value, attr: &str| -> Vec<(String, Value)> {

@@ -46,6 +46,16 @@ pub fn standin(version: &str) -> PathBuf {
 }
 
 /// `PATH` with the stand-in of `version` first.
+/// The runs the stand-in logged (each its argv), but `--help`.
+fn logged_runs(log: &std::path::Path) -> Vec<Vec<String>> {
+    std::fs::read_to_string(log)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|a: &Vec<String>| a.first().map(String::as_str) != Some("--help"))
+        .collect()
+}
+
 fn path_with(version: &str) -> String {
     format!(
         "{}:{}",
@@ -188,12 +198,7 @@ fn nix_eval_jobs_gives_what_nix_env_gives() {
             for ((attr, g), (_, e)) in got.iter().zip(&expected) {
                 assert_eq!(g, e, "{version} {list:?}: {attr}");
             }
-            let runs: Vec<Vec<String>> = std::fs::read_to_string(&log)
-                .unwrap()
-                .lines()
-                .map(|l| serde_json::from_str(l).unwrap())
-                .filter(|a: &Vec<String>| a.first().map(String::as_str) != Some("--help"))
-                .collect();
+            let runs = logged_runs(&log);
             assert_eq!(runs.len(), 2, "{version}: one run per side: {runs:?}");
             for argv in &runs {
                 let at = |flag: &str| {
@@ -284,12 +289,7 @@ fn no_instantiate_writes_no_derivation() {
         );
         assert_eq!(o.code, 0, "{version}: {}", o.stderr);
         assert!(!std::path::Path::new(&drv).exists(), "{version}: {drv}");
-        let runs: Vec<Vec<String>> = std::fs::read_to_string(&log)
-            .unwrap()
-            .lines()
-            .map(|l| serde_json::from_str(l).unwrap())
-            .filter(|a: &Vec<String>| a.first().map(String::as_str) != Some("--help"))
-            .collect();
+        let runs = logged_runs(&log);
         assert_eq!(runs.len(), 2, "{version}: {runs:?}");
         for argv in &runs {
             let at = |flag: &str| argv.iter().position(|a| a == flag).map(|i| &argv[i + 1]);

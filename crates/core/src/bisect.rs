@@ -190,10 +190,7 @@ fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
             globs
                 .iter()
                 .any(|(_, m)| !crate::roots::matching_in_closure(g, m).is_empty())
-                || {
-                    let index = g.index();
-                    paths.iter().any(|p| index.contains_key(p))
-                }
+                || paths.iter().any(|p| g.paths().contains(p))
         }
     };
     if bad { Verdict::Bad } else { Verdict::Good }
@@ -637,11 +634,15 @@ fn target_path(good: &Graph, bad: &Graph, rule: &Rule) -> Option<StorePath> {
         v.first().map(|&n| g.path(n).clone())
     };
     if let Rule::Forbid { globs, paths } = rule {
-        let index = g.index();
         let hits: Vec<u32> = globs
             .iter()
             .flat_map(|(_, m)| crate::roots::matching_in_closure(g, m))
-            .chain(paths.iter().filter_map(|p| index.get(p).copied()))
+            .chain(
+                paths
+                    .iter()
+                    .filter_map(|p| g.paths().iter().position(|q| q == p))
+                    .map(|n| n as u32),
+            )
             .collect();
         return by_size(hits);
     }

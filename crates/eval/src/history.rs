@@ -412,14 +412,12 @@ pub fn instantiate_at(
         let expr = target(side.path(), opts);
         (Some(side), expr)
     };
-    let mut opts = opts.clone();
+    let mut opts = if flake {
+        crate::attrs::flake_options(opts)
+    } else {
+        opts.clone()
+    };
     opts.eval_store = Some(eval_store.to_path_buf());
-    if flake {
-        opts.options.push((
-            "extra-experimental-features".into(),
-            "nix-command flakes".into(),
-        ));
-    }
     let out = std::process::Command::new(evaluator.nix_instantiate())
         .arg("--eval-store")
         .arg(crate::eval_store::url(eval_store))

@@ -151,16 +151,10 @@ fn make() -> HistoryFixture {
         ],
         None,
     );
-    let system: String = serde_json::from_str(&run(Command::new("nix-instantiate").args([
-        "--eval",
-        "--json",
-        "--expr",
-        "builtins.currentSystem",
-    ])))
-    .unwrap();
+    let system = super::current_system();
     let flake = std::fs::read_to_string(repo().join("tests/fixtures/history/flake.nix"))
         .expect("tests/fixtures/history/flake.nix")
-        .replace("@SYSTEM@", &system);
+        .replace("@SYSTEM@", system);
     std::fs::write(repo_dir.join("flake.nix"), flake).unwrap();
     let mut commits = Vec::new();
     let mut trees: Vec<(usize, PathBuf)> = Vec::new();

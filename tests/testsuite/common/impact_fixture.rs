@@ -437,13 +437,7 @@ fn make() -> ImpactFixture {
     let top = scratch_dir("nix-heft-test-impact-");
     let template = std::fs::read_to_string(repo().join("tests/fixtures/impact/default.nix"))
         .expect("tests/fixtures/impact/default.nix");
-    let system = run(Command::new("nix-instantiate").args([
-        "--eval",
-        "--json",
-        "--expr",
-        "builtins.currentSystem",
-    ]));
-    let system: String = serde_json::from_str(&system).unwrap();
+    let system = super::current_system().to_string();
 
     // The repository: the base commit, then the head commit on top.
     let repo_dir = top.join("nixpkgs");

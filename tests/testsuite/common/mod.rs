@@ -160,14 +160,24 @@ pub fn example_copy(prefix: &str) -> ExampleCopy {
         .arg("-r")
         .arg(ex.join("src"))
         .arg(dir.join("src")));
-    let system = run(Command::new("nix-instantiate").args([
-        "--eval",
-        "--json",
-        "--expr",
-        "builtins.currentSystem",
-    ]));
+    let system = serde_json::to_string(current_system()).unwrap();
     let nonce = nonce();
     ExampleCopy { dir, system, nonce }
+}
+
+/// `builtins.currentSystem` as this machine's `nix-instantiate` says it
+/// (`x86_64-linux`), asked once.
+pub fn current_system() -> &'static str {
+    static S: OnceLock<String> = OnceLock::new();
+    S.get_or_init(|| {
+        let out = run(Command::new("nix-instantiate").args([
+            "--eval",
+            "--json",
+            "--expr",
+            "builtins.currentSystem",
+        ]));
+        serde_json::from_str(&out).unwrap()
+    })
 }
 
 pub fn fixture() -> &'static Fixture {

@@ -484,23 +484,15 @@ pub fn evaluate(
 }
 
 /// [`evaluate`] for a flake: its `legacyPackages` (else `packages`) of the
-/// current system, as `nix build REF#attr` finds attributes. Flakes are
-/// an experimental feature of the Nix versions this runs with, so it is
-/// enabled for these evaluations only, and `nix-eval-jobs` runs impure
-/// (`builtins.getFlake` of an unlocked reference needs it; `nix-env` is
-/// always impure).
+/// current system, as `nix build REF#attr` finds attributes, with
+/// [`flake_options`].
 pub fn evaluate_flake(
     evaluator: &Evaluator,
     flake_ref: &str,
     attrs: Option<&[String]>,
     opts: &Options,
 ) -> Result<Evaluation, AttrsError> {
-    let mut opts = opts.clone();
-    opts.options.push((
-        "extra-experimental-features".into(),
-        "nix-command flakes".into(),
-    ));
-    opts.impure = true;
+    let mut opts = flake_options(opts);
     // The flake's source is copied into the store it is evaluated in,
     // read-only mode or not: a scratch store, never the user's.
     let scratch = match opts.eval_store {
@@ -514,6 +506,21 @@ pub fn evaluate_flake(
     let eval = evaluate_target(evaluator, &flake_target(flake_ref), attrs, &opts);
     drop(scratch);
     eval
+}
+
+/// `opts` for evaluating a flake through `builtins.getFlake`: flakes are
+/// an experimental feature of the Nix versions this runs with, so it is
+/// enabled for these evaluations only, and they run impure
+/// (`nix-eval-jobs` needs it for an unlocked reference; `nix-env` is
+/// always impure).
+pub(crate) fn flake_options(opts: &Options) -> Options {
+    let mut opts = opts.clone();
+    opts.options.push((
+        "extra-experimental-features".into(),
+        "nix-command flakes".into(),
+    ));
+    opts.impure = true;
+    opts
 }
 
 fn evaluate_target(
