@@ -1073,7 +1073,7 @@ fn browsing_marks_roots_and_gives_their_joint_figure_and_commands() {
     let mut app = RootsApp::new(&a, &c, true);
     assert!(screen(&app).contains("nothing marked"));
     // Mark app-a's two roots: neither frees anything alone, both do.
-    let at = |l: &Path| a.roots.iter().position(|r| r.location == l).unwrap();
+    let at = |l: &Path| a.roots.iter().position(|r| *r.location == *l).unwrap();
     for l in [
         s.links.join("proj-a/result"),
         s.chroot.join("nix/var/nix/profiles/test-1-link"),

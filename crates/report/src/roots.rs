@@ -146,7 +146,10 @@ impl RootsReport {
             }
             row.push(Cell::new(r.freed.paths.to_string(), Paint::Plain));
             row.push(Cell::new(
-                r.closure.map(|c| b(c.nar_bytes)).unwrap_or_default(),
+                r.closure
+                    .as_deref()
+                    .map(|c| b(c.nar_bytes))
+                    .unwrap_or_default(),
                 Paint::Plain,
             ));
             row.push(Cell::new(

@@ -99,7 +99,7 @@ fn page_root(r: &Root) -> PageRoot {
         f: r.freed,
         w: r.freed_with_same_path,
         s: r.same_path_roots,
-        c: r.closure,
+        c: r.closure.as_deref().copied(),
         a: r.age_secs,
         x: r.command.as_deref().map(str::to_string),
         g: r.generation.as_ref().map(|g| {

@@ -34,8 +34,6 @@ pub struct Collector {
     /// be removed.
     root_node: Vec<u32>,
     removable: Vec<bool>,
-    /// Per root node, the roots (analysis's order) that hold it.
-    by_node: Vec<Vec<usize>>,
     profiles: Vec<Profile>,
     store_arg: Option<String>,
     /// Most links a group's commands name (a table shows a few).
@@ -85,7 +83,6 @@ impl Collector {
             holders,
             root_node: Vec::new(),
             removable: Vec::new(),
-            by_node: Vec::new(),
             profiles,
             store_arg: req.store_arg.clone(),
             max_links: match req.detail {
@@ -149,11 +146,6 @@ impl Collector {
             .map(|r| self.target_of[r.node as usize])
             .collect();
         self.removable = roots.iter().map(|r| r.removable).collect();
-        let mut by_node = vec![Vec::new(); self.live.targets.len()];
-        for (i, &k) in self.root_node.iter().enumerate() {
-            by_node[k as usize].push(i);
-        }
-        self.by_node = by_node;
     }
 
     /// The paths each root frees alone: its root node's dominator subtree.
@@ -177,7 +169,8 @@ impl Collector {
             r.root.freed_paths = by_top
                 .get(&self.live.root_node(k))
                 .map(|vs| names(&self.g, vs))
-                .unwrap_or_default();
+                .unwrap_or_default()
+                .into_boxed_slice();
         }
     }
 
@@ -330,11 +323,24 @@ impl Collector {
             reaching.push((k, chain));
         }
         reaching.sort_by_key(|(_, c)| c.len());
+        // The roots of each root node that reaches it, in the analysis's
+        // order (asked here only: a table of every root node's roots would
+        // cost a vector a node on a million roots).
+        let mut slot = vec![u32::MAX; live.targets.len()];
+        for (j, (k, _)) in reaching.iter().enumerate() {
+            slot[*k] = j as u32;
+        }
+        let mut roots_of: Vec<Vec<usize>> = vec![Vec::new(); reaching.len()];
+        for (i, &k) in self.root_node.iter().enumerate() {
+            if let Some(rs) = roots_of.get_mut(slot[k as usize] as usize) {
+                rs.push(i);
+            }
+        }
         let mut out = Vec::new();
         let mut members = Vec::new();
         let mut all_removable = true;
-        for (k, chain) in reaching {
-            for &i in &self.by_node[k] {
+        for ((_, chain), rs) in reaching.into_iter().zip(roots_of) {
+            for i in rs {
                 out.push(WhyRoot {
                     root: i,
                     chain: chain.clone(),

@@ -20,22 +20,6 @@ pub(super) struct Found {
     pub node: NodeId,
     /// A link or file the user can remove (not a process).
     pub removable: bool,
-    /// Its profile (index) and generation number.
-    pub generation: Option<(usize, u64)>,
-    /// When the link was made.
-    pub mtime: Option<i64>,
-}
-
-impl Found {
-    /// How the groups see it.
-    pub fn member(&self) -> groups::Member<'_> {
-        groups::Member {
-            root: &self.root,
-            removable: self.removable,
-            generation: self.generation,
-            mtime: self.mtime,
-        }
-    }
 }
 
 /// Every root found, and what is not one.
@@ -62,7 +46,7 @@ pub(super) fn temp_rooted(name: &OsStr, temp_hashes: &HashSet<String>) -> bool {
 fn root(kind: RootKind, location: PathBuf, store_path: Arc<str>) -> Root {
     Root {
         kind,
-        location,
+        location: location.into_boxed_path(),
         via: None,
         store_path,
         link_target: None,
@@ -74,7 +58,7 @@ fn root(kind: RootKind, location: PathBuf, store_path: Arc<str>) -> Root {
         freed_with_same_path: Figure::default(),
         closure: None,
         command: None,
-        freed_paths: Vec::new(),
+        freed_paths: Box::default(),
     }
 }
 
@@ -106,6 +90,7 @@ pub(super) fn assemble(
 ) -> Assembled {
     let nix_heft_store::gc::roots::Found {
         links,
+        targets,
         profiles,
         stale: found_stale,
         unreadable,
@@ -130,25 +115,46 @@ pub(super) fn assemble(
             .get_or_insert_with(|| Arc::from(g.path(v).as_str()))
             .clone()
     };
-    let mut roots: Vec<Found> = Vec::with_capacity(links.len());
+    let mut links = links;
+    let mut roots: Vec<Found> = Vec::new();
     let mut stale: Vec<Stale> = Vec::new();
     // The lookups (a hash and a comparison each, cache misses mostly) on
-    // every core; the rest in order.
-    let nodes: Vec<Option<NodeId>> = {
+    // every core, with the little text wanted of the targets (a file inside
+    // the path, or the path of a stale link), so that the targets' buffer
+    // goes before the roots are made; the rest in order.
+    let mut looked: Vec<(Option<NodeId>, Option<Box<str>>)> = {
         use rayon::prelude::*;
         links
             .par_iter()
             .with_min_len(4096)
-            .map(|l| index.find(g.paths(), l.store_path.as_str()))
+            .map(|l| {
+                let node = index.find_base(g.paths(), l.store_base(&targets));
+                let text = match node {
+                    Some(_) => l
+                        .inside(&targets)
+                        .map(|t| Box::from(String::from_utf8_lossy(t).as_ref())),
+                    None => Some(Box::from(l.store_path(&targets).as_str())),
+                };
+                (node, text)
+            })
             .collect()
     };
-    for (l, node) in links.into_iter().zip(nodes) {
+    drop(targets);
+    // Taken from the end, the links' vector shrunk as the roots' grows
+    // (both by `mremap`, no copy, at this size), so that the two are not
+    // held whole at once; reversed after.
+    const STEP: usize = 1 << 16;
+    while let (Some(l), Some((node, text))) = (links.pop(), looked.pop()) {
+        if roots.len() == roots.capacity() {
+            roots.reserve_exact(STEP.min(links.len() + 1));
+            links.shrink_to_fit();
+        }
         let Some(node) = node else {
             stale.push(Stale {
                 command: Some(groups::rm_command(std::slice::from_ref(&l.location))),
                 reason: format!(
                     "points to {}, which the store does not hold (the collector skips it)",
-                    l.store_path
+                    text.as_deref().unwrap_or_default()
                 ),
                 location: l.location,
                 via: l.via,
@@ -161,6 +167,7 @@ pub(super) fn assemble(
                 profile: profile.path.clone(),
                 number,
                 current: profile.current == Some(number),
+                profile_index: p,
             })
         });
         let kind = if generation.is_some() {
@@ -171,20 +178,17 @@ pub(super) fn assemble(
             RootKind::Link
         };
         let mut r = root(kind, l.location, name(node));
-        r.via = l.via;
-        r.link_target = l
-            .inside
-            .map(|t| Box::from(String::from_utf8_lossy(t.as_bytes()).as_ref()));
+        r.via = l.via.map(PathBuf::into_boxed_path);
+        r.link_target = text;
         r.age_secs = l.mtime.map(|m| now - m);
         r.generation = generation;
         roots.push(Found {
             root: r,
             node,
             removable: matches!(l.tree, Tree::GcRoots | Tree::Profiles),
-            generation: l.generation,
-            mtime: l.mtime,
         });
     }
+    roots.reverse();
     for s in found_stale {
         stale.push(Stale {
             command: s
@@ -213,8 +217,6 @@ pub(super) fn assemble(
             root,
             node,
             removable: false,
-            generation: None,
-            mtime: None,
         });
     }
     let mut temp_hashes: HashSet<String> = HashSet::new();
@@ -239,8 +241,6 @@ pub(super) fn assemble(
                 root,
                 node,
                 removable: false,
-                generation: None,
-                mtime: None,
             });
         }
     }

@@ -93,15 +93,9 @@ pub(super) struct Context<'a> {
     pub profiles: &'a [Profile],
 }
 
-/// A root as the groups see it.
-pub(super) struct Member<'a> {
-    pub root: &'a Root,
-    /// A link or file the user can remove.
-    pub removable: bool,
-    /// Its profile (index) and generation number.
-    pub generation: Option<(usize, u64)>,
-    pub mtime: Option<i64>,
-}
+/// A root as the groups see it: with the path it keeps, whether it can be
+/// removed and its generation.
+pub(super) use super::found::Found as Member;
 
 fn word(p: &Path) -> String {
     quote::shell(&String::from_utf8_lossy(p.as_os_str().as_bytes()))
@@ -248,7 +242,7 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
             .collect()
     };
     let roots_of =
-        |members: &[usize]| -> Vec<&Root> { members.iter().map(|&i| view[i].root).collect() };
+        |members: &[usize]| -> Vec<&Root> { members.iter().map(|&i| &view[i].root).collect() };
     let push = |defs: &mut Vec<Def>,
                 kind,
                 title: String,
@@ -301,8 +295,8 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
     // Each profile's generations among the roots, in one pass.
     let mut gens: Vec<Vec<(usize, u64)>> = vec![Vec::new(); ctx.profiles.len()];
     for (i, m) in view.iter().enumerate() {
-        if let (true, Some((k, n))) = (m.removable, m.generation) {
-            gens[k].push((i, n));
+        if let (true, Some(g)) = (m.removable, m.root.generation.as_deref()) {
+            gens[g.profile_index].push((i, g.number));
         }
     }
     for (k, p) in ctx.profiles.iter().enumerate() {
@@ -405,7 +399,8 @@ pub(super) fn define(ctx: &Context, view: &[Member], req: &RootsRequest) -> Vec<
         false,
     );
     let old = of(&|m| {
-        m.mtime.is_some_and(|mt| mt < t)
+        // Made before `t`: its age counted from `now`.
+        m.root.age_secs.is_some_and(|age| req.now - age < t)
             && !m.root.generation.as_ref().is_some_and(|g| g.current)
             && !m.root.location.as_os_str().as_bytes().starts_with(b"/run/")
     });
@@ -426,7 +421,7 @@ pub(super) fn keeping(ctx: &Context, view: &[Member], members: &[usize], path: &
     let mut members = members.to_vec();
     members.sort_unstable();
     members.dedup();
-    let roots: Vec<&Root> = members.iter().map(|&i| view[i].root).collect();
+    let roots: Vec<&Root> = members.iter().map(|&i| &view[i].root).collect();
     let (commands, left_out) = remove_commands(ctx, &roots);
     Def {
         kind: GroupKind::Keeping {
@@ -478,7 +473,7 @@ mod tests {
             } else {
                 RootKind::Link
             },
-            location: loc.into(),
+            location: std::path::Path::new(loc).into(),
             via: None,
             store_path: "".into(),
             link_target: None,
@@ -488,6 +483,7 @@ mod tests {
                     profile: "/home/u/p".into(),
                     number,
                     current,
+                    profile_index: 0,
                 })
             }),
             held: None,
@@ -496,7 +492,7 @@ mod tests {
             freed_with_same_path: Default::default(),
             closure: None,
             command: None,
-            freed_paths: Vec::new(),
+            freed_paths: Box::default(),
         }
     }
 

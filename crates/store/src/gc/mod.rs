@@ -94,6 +94,14 @@ impl PathIndex {
         (paths.get(i as usize)?.as_str() == path).then_some(i)
     }
 
+    /// [`PathIndex::find`] of `/nix/store/<base>`, not written out.
+    pub fn find_base(&self, paths: &[StorePath], base: &str) -> Option<u32> {
+        let i = self.find_hash(base.get(..32)?)?;
+        let p = paths.get(i as usize)?.as_str();
+        let rest = p.strip_prefix(crate::source::DEFAULT_STORE_DIR)?;
+        (rest.strip_prefix('/')? == base).then_some(i)
+    }
+
     /// The index of the path whose hash part is `hash` (how the collector
     /// matches temporary roots: by hash part, so that a build's `.lock`
     /// and `.chroot` neighbours count too).

@@ -64,19 +64,59 @@ pub struct LinkRoot {
     pub via: Option<PathBuf>,
     /// The tree it was found in.
     pub tree: Tree,
-    /// The store path it names (parsed, not yet checked for validity).
-    pub store_path: StorePath,
+    /// Where what the link says lies in [`Found::targets`]: a store path
+    /// (checked when found, not yet for validity) or a file inside one;
+    /// `None` for a file named after the store path it keeps. The store
+    /// path is read from it ([`LinkRoot::store_base`]). All targets are in
+    /// one buffer, not a string each: a million and a half strings freed
+    /// once looked up would leave as many holes between the locations
+    /// kept (150 MB of a 1.5-million-root store's memory).
+    pub target: Option<std::ops::Range<usize>>,
     /// A file named after the path, not a link.
     pub file: bool,
-    /// The link's target when it names more than the store path (a file
-    /// inside it).
-    pub inside: Option<OsString>,
     /// Modification time of the location (`lstat`), seconds since the
     /// epoch: when the link was made (Nix's generation "creation time").
     pub mtime: Option<i64>,
     /// When the location is a generation of a profile: the profile (an
     /// index into [`Found::profiles`]) and the generation's number.
     pub generation: Option<(usize, u64)>,
+}
+
+impl LinkRoot {
+    /// What the link says, out of `targets` ([`Found::targets`]).
+    pub fn target<'a>(&self, targets: &'a [u8]) -> Option<&'a [u8]> {
+        targets.get(self.target.clone()?)
+    }
+
+    /// The base name (`<hash>-<name>`) of the store path it keeps
+    /// (`targets`: [`Found::targets`]).
+    pub fn store_base<'a>(&'a self, targets: &'a [u8]) -> &'a str {
+        let bytes = match self.target(targets) {
+            Some(t) => {
+                let rest = t.get(STORE_DIR.len() + 1..).unwrap_or_default();
+                rest.split(|&b| b == b'/').next().unwrap_or(rest)
+            }
+            None => self
+                .location
+                .file_name()
+                .map(|n| n.as_bytes())
+                .unwrap_or_default(),
+        };
+        // Checked as a store path's base name when found.
+        std::str::from_utf8(bytes).unwrap_or_default()
+    }
+
+    /// The store path it keeps, written out.
+    pub fn store_path(&self, targets: &[u8]) -> String {
+        format!("{STORE_DIR}/{}", self.store_base(targets))
+    }
+
+    /// The link's target when it names more than the store path (a file
+    /// inside it).
+    pub fn inside<'a>(&'a self, targets: &'a [u8]) -> Option<&'a [u8]> {
+        let t = self.target(targets)?;
+        (t.len() > STORE_DIR.len() + 1 + self.store_base(targets).len()).then_some(t)
+    }
 }
 
 /// A profile some root is a generation of, as Nix 2.8's `profiles.cc`
@@ -158,6 +198,8 @@ pub struct Found {
     /// Roots in the trees, each location once (in the order walked: the
     /// caller orders them by what they free).
     pub links: Vec<LinkRoot>,
+    /// The links' targets, one after another ([`LinkRoot::target`]).
+    pub targets: Vec<u8>,
     /// The profiles those roots are generations of.
     pub profiles: Vec<Profile>,
     /// Entries that root nothing.
@@ -227,7 +269,18 @@ pub fn find(state: &Path, look: Look) -> Found {
     let mut resolved = walker.resolve(pending);
     roots.append(&mut resolved.roots);
     other.append(&mut resolved.other);
-    let mut links: Vec<LinkRoot> = roots.concat();
+    // Moved, not `concat`ed (which clones every link and its strings),
+    // each chunk's targets moved into one buffer.
+    let mut links: Vec<LinkRoot> = Vec::with_capacity(roots.iter().map(|c| c.links.len()).sum());
+    let mut targets: Vec<u8> = Vec::with_capacity(roots.iter().map(|c| c.targets.len()).sum());
+    for chunk in roots {
+        let base = targets.len();
+        targets.extend_from_slice(&chunk.targets);
+        links.extend(chunk.links.into_iter().map(|mut l| {
+            l.target = l.target.map(|t| t.start + base..t.end + base);
+            l
+        }));
+    }
     while let Some(e) = other.pop() {
         match e {
             Entry::Stale(s) => found.stale.push(s),
@@ -254,6 +307,7 @@ pub fn find(state: &Path, look: Look) -> Found {
     }
     found.profiles = profiles_of(&mut links, &state.join("profiles"));
     found.links = links;
+    found.targets = targets;
     found.stale.sort_by(|a, b| {
         a.location
             .as_os_str()
@@ -277,7 +331,7 @@ pub fn find(state: &Path, look: Look) -> Found {
 /// and the indirect links whose second link is still to read.
 #[derive(Default)]
 struct Walked {
-    roots: Vec<Vec<LinkRoot>>,
+    roots: Vec<Chunk>,
     other: Vec<Entry>,
     pending: Vec<Indirect>,
 }
@@ -287,6 +341,26 @@ impl Walked {
         self.roots.append(&mut other.roots);
         self.other.append(&mut other.other);
         self.pending.append(&mut other.pending);
+    }
+}
+
+/// The roots of one directory, their targets in a buffer of their own
+/// (merged into [`Found::targets`] after the walk).
+#[derive(Default)]
+struct Chunk {
+    links: Vec<LinkRoot>,
+    targets: Vec<u8>,
+}
+
+impl Chunk {
+    /// Adds a root, its link's target `target`.
+    fn add(&mut self, mut l: LinkRoot, target: Option<OsString>) {
+        if let Some(t) = target {
+            let at = self.targets.len();
+            self.targets.extend_from_slice(t.as_bytes());
+            l.target = Some(at..self.targets.len());
+        }
+        self.links.push(l);
     }
 }
 
@@ -305,7 +379,9 @@ struct Indirect {
 
 /// A root found, or one entry of a root tree that is no root.
 enum Found1 {
-    Root(LinkRoot),
+    /// A root, with what its link says (copied into its directory's
+    /// [`Chunk`] at once, the string freed: no hole left behind).
+    Root(LinkRoot, Option<OsString>),
     Other(Entry),
     Dir(Walked),
     Indirect(Indirect),
@@ -337,6 +413,21 @@ pub fn to_store_path(target: &[u8]) -> Option<StorePath> {
     StorePath::from_base_name(STORE_DIR, base).ok()
 }
 
+/// `dir/name` in a buffer of its size: `Path::join` grows its buffer as a
+/// vector grows (up to twice what it holds), and a million roots keep
+/// their locations.
+fn join(dir: &Path, name: &std::ffi::OsStr) -> PathBuf {
+    let dir = dir.as_os_str().as_bytes();
+    let sep = !dir.ends_with(b"/");
+    let mut v = Vec::with_capacity(dir.len() + usize::from(sep) + name.len());
+    v.extend_from_slice(dir);
+    if sep {
+        v.push(b'/');
+    }
+    v.extend_from_slice(name.as_bytes());
+    PathBuf::from(OsString::from_vec(v))
+}
+
 /// Nix's `absPath(target, dir)` without resolving symlinks: `target`
 /// against `dir` when relative, then `.`, `..` and repeated slashes
 /// removed lexically (`canonPath`).
@@ -366,12 +457,6 @@ fn ignorable(e: &std::io::Error) -> bool {
         e.raw_os_error(),
         Some(libc::EACCES) | Some(libc::ENOENT) | Some(libc::ENOTDIR)
     )
-}
-
-/// A link's target, kept when it names more than its store path (a file
-/// inside it): `/nix/store/<hash>-foo/bin/foo`.
-fn beyond(target: OsString, sp: &StorePath) -> Option<OsString> {
-    (target.as_bytes() != sp.as_str().as_bytes()).then_some(target)
 }
 
 fn io(e: nix::errno::Errno) -> std::io::Error {
@@ -482,17 +567,17 @@ impl Walker<'_> {
         // of the same directory contend in the kernel (on a 450,000-link
         // directory, twice the system time of one thread and a longer
         // wall time); directories are spread over the threads below.
-        let mut roots: Vec<LinkRoot> = Vec::new();
+        let mut chunk = Chunk::default();
         let mut others: Vec<Found1> = Vec::new();
         for (_, name, ty) in rest {
             match self.entry(&d, name, ty, tree) {
-                Some(Found1::Root(r)) => roots.push(r),
+                Some(Found1::Root(r, t)) => chunk.add(r, t),
                 Some(other) => others.push(other),
                 None => {}
             }
         }
         let mut out = Walked {
-            roots: vec![roots],
+            roots: vec![chunk],
             ..Walked::default()
         };
         let below: Vec<Walked> = dirs
@@ -504,7 +589,7 @@ impl Walker<'_> {
                 Found1::Other(e) => out.other.push(e),
                 Found1::Dir(mut w) => out.append(&mut w),
                 Found1::Indirect(i) => out.pending.push(i),
-                Found1::Root(_) => {}
+                Found1::Root(..) => {}
             }
         }
         for mut w in below {
@@ -555,19 +640,20 @@ impl Walker<'_> {
         if ty.is_file() {
             // A file named after a store path roots it (its contents are
             // not read).
-            let sp = name
-                .to_str()
-                .and_then(|n| StorePath::from_base_name(STORE_DIR, n).ok())?;
-            return Some(Found1::Root(LinkRoot {
-                mtime: d.mtime(&name),
-                location: d.path.join(name),
-                via: None,
-                tree,
-                store_path: sp,
-                file: true,
-                inside: None,
-                generation: None,
-            }));
+            name.to_str()
+                .filter(|n| StorePath::from_base_name(STORE_DIR, n).is_ok())?;
+            return Some(Found1::Root(
+                LinkRoot {
+                    mtime: d.mtime(&name),
+                    location: join(d.path, &name),
+                    via: None,
+                    tree,
+                    target: None,
+                    file: true,
+                    generation: None,
+                },
+                None,
+            ));
         }
         // Sockets, fifos, devices: no root.
         None
@@ -583,18 +669,20 @@ impl Walker<'_> {
         let target = d.read_link(&name).map_err(|e| (d.path.join(&name), e))?;
         if in_store(target.as_bytes()) {
             let mtime = d.mtime(&name);
-            let location = d.path.join(name);
+            let location = join(d.path, &name);
             return Ok(Some(match to_store_path(target.as_bytes()) {
-                Some(sp) => Found1::Root(LinkRoot {
-                    location,
-                    via: None,
-                    tree,
-                    inside: beyond(target, &sp),
-                    store_path: sp,
-                    file: false,
-                    mtime,
-                    generation: None,
-                }),
+                Some(_) => Found1::Root(
+                    LinkRoot {
+                        location,
+                        via: None,
+                        tree,
+                        target: None,
+                        file: false,
+                        mtime,
+                        generation: None,
+                    },
+                    Some(target),
+                ),
                 None => Found1::Other(Entry::Stale(StaleLink {
                     location,
                     via: None,
@@ -603,8 +691,9 @@ impl Walker<'_> {
             }));
         }
         // Indirect: one more link, read after the walk (`resolve`).
-        let path = d.path.join(name);
-        let at = absolute(Path::new(&target), d.path);
+        let path = join(d.path, &name);
+        let mut at = absolute(Path::new(&target), d.path);
+        at.shrink_to_fit();
         // Below `auto/` (bytes: a path compared component by component a
         // million times costs seconds).
         let in_auto = path
@@ -642,7 +731,7 @@ impl Walker<'_> {
             }
             groups.last_mut().expect("pushed above").push(i);
         }
-        let done: Vec<(Vec<LinkRoot>, Vec<Entry>)> = groups
+        let done: Vec<(Chunk, Vec<Entry>)> = groups
             .into_par_iter()
             .map(|g| self.resolve_dir(g))
             .collect();
@@ -656,8 +745,11 @@ impl Walker<'_> {
 
     /// The indirect links `group` whose second links are all in one
     /// directory.
-    fn resolve_dir(&self, group: Vec<Indirect>) -> (Vec<LinkRoot>, Vec<Entry>) {
-        let mut roots = Vec::with_capacity(group.len());
+    fn resolve_dir(&self, group: Vec<Indirect>) -> (Chunk, Vec<Entry>) {
+        let mut roots = Chunk {
+            links: Vec::with_capacity(group.len()),
+            targets: Vec::new(),
+        };
         let mut other = Vec::new();
         let dir = group
             .first()
@@ -686,7 +778,7 @@ impl Walker<'_> {
                 _ => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
             };
             match self.indirect(i, looked) {
-                Ok(Some(Found1::Root(r))) => roots.push(r),
+                Ok(Some(Found1::Root(r, t))) => roots.add(r, t),
                 Ok(Some(Found1::Other(e))) => other.push(e),
                 Ok(_) => {}
                 Err((path, e)) => other.push(self.unreadable_or_warn(&path, &e)),
@@ -732,16 +824,18 @@ impl Walker<'_> {
             return stale(StaleReason::TargetOutsideStore(target2), at, path);
         }
         Ok(Some(match to_store_path(target2.as_bytes()) {
-            Some(sp) => Found1::Root(LinkRoot {
-                location: at,
-                via: Some(path),
-                tree,
-                inside: beyond(target2, &sp),
-                store_path: sp,
-                file: false,
-                mtime: Some(mtime),
-                generation: None,
-            }),
+            Some(_) => Found1::Root(
+                LinkRoot {
+                    location: at,
+                    via: Some(path),
+                    tree,
+                    target: None,
+                    file: false,
+                    mtime: Some(mtime),
+                    generation: None,
+                },
+                Some(target2),
+            ),
             None => Found1::Other(Entry::Stale(StaleLink {
                 location: at,
                 via: Some(path),
@@ -1242,7 +1336,7 @@ mod tests {
                         .unwrap()
                         .display()
                         .to_string(),
-                    r.store_path.name().to_string(),
+                    r.store_base(&f.targets)[33..].to_string(),
                     r.via.is_some(),
                 )
             })
