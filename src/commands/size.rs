@@ -93,7 +93,11 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let roots = ctx.roots(src, &args.roots)?;
     let g = ctx.load(src, &roots)?;
     let report = report(&g, args);
-    emit(ctx, src, &report, args)
+    let shown = emit(ctx, src, &report, args);
+    // Not freed: the process ends here, and a whole store's graph and
+    // report are a million allocations to free one by one.
+    std::mem::forget((g, report));
+    shown
 }
 
 fn report(g: &nix_heft_core::graph::Graph, args: &SizeArgs) -> SizeReport {

@@ -70,7 +70,11 @@ pub struct WholeStore {
 /// graph: give it the paths to check against).
 #[derive(Debug, Default)]
 pub struct PathIndex {
-    by_hash: HashMap<[u8; 32], u32>,
+    /// By hash part. foldhash, not the standard SipHash: the keys are
+    /// random already, and with a million and a half roots looked up the
+    /// hashing showed in profiles (the lookups and the locations' set took
+    /// 1.3 s of CPU with SipHash, 0.9 s with foldhash; `perf record`).
+    by_hash: HashMap<[u8; 32], u32, foldhash::fast::RandomState>,
 }
 
 impl PathIndex {

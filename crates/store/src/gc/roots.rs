@@ -292,8 +292,8 @@ pub fn find(state: &Path, look: Look) -> Found {
     // profile's current generation is found as itself and through the
     // profile's link to it. The direct one is kept.
     {
-        let mut seen: std::collections::HashSet<&[u8]> =
-            std::collections::HashSet::with_capacity(links.len());
+        let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
+            std::collections::HashSet::with_capacity_and_hasher(links.len(), Default::default());
         let mut keep = vec![true; links.len()];
         for pass in [false, true] {
             for (i, l) in links.iter().enumerate() {
