@@ -188,7 +188,9 @@ pub(super) fn assemble(
             removable: matches!(l.tree, Tree::GcRoots | Tree::Profiles),
         });
     }
+    // Back in the links' order (the stale ones so far are theirs only).
     roots.reverse();
+    stale.reverse();
     for s in found_stale {
         stale.push(Stale {
             command: s
