@@ -303,7 +303,6 @@ impl Collector {
         roots: &[Found],
         target: NodeId,
         defs: &mut Vec<groups::Def>,
-        view: &[groups::Member],
     ) -> WhyRoots {
         let (g, live) = (&self.g, &self.live);
         let next = live.toward(target);
@@ -355,7 +354,7 @@ impl Collector {
         let group = (!members.is_empty()).then(|| {
             defs.push(groups::keeping(
                 &self.context(),
-                view,
+                roots,
                 &members,
                 g.path(target).as_str(),
             ));

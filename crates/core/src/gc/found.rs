@@ -89,7 +89,7 @@ pub(super) fn assemble(
     now: i64,
 ) -> Assembled {
     let nix_heft_store::gc::roots::Found {
-        links,
+        mut links,
         targets,
         profiles,
         stale: found_stale,
@@ -115,7 +115,6 @@ pub(super) fn assemble(
             .get_or_insert_with(|| Arc::from(g.path(v).as_str()))
             .clone()
     };
-    let mut links = links;
     let mut roots: Vec<Found> = Vec::new();
     let mut stale: Vec<Stale> = Vec::new();
     // The lookups (a hash and a comparison each, cache misses mostly) on

@@ -413,14 +413,9 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
     let n = c.g.len();
     let entry_node: Vec<Option<NodeId>> = entries
         .iter()
-        .map(|e| {
-            let s = format!(
-                "{}/{}",
-                nix_heft_store::source::DEFAULT_STORE_DIR,
-                e.to_string_lossy()
-            );
-            index.find(c.g.paths(), &s)
-        })
+        // By base name: no path written out for each entry (a name that is
+        // no UTF-8 is no valid path's).
+        .map(|e| e.to_str().and_then(|b| index.find_base(c.g.paths(), b)))
         .collect();
     drop(index);
     let on_disk = entry_node.iter().flatten().count();
@@ -473,7 +468,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
     };
     let ctx = c.context();
     let mut defs = groups::define(&ctx, &roots, req);
-    let why = why.map(|target| c.why(&roots, target, &mut defs, &roots));
+    let why = why.map(|target| c.why(&roots, target, &mut defs));
     // The rows shown, and the roots `why` names.
     let mut detailed: Vec<usize> = (0..upto).collect();
     if let Some(w) = &why {

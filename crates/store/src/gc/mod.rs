@@ -93,9 +93,7 @@ impl PathIndex {
     /// (`/nix/store/<hash>-<name>` exactly), as Nix's `isValidPath` asks.
     pub fn find(&self, paths: &[StorePath], path: &str) -> Option<u32> {
         let base = path.strip_prefix(crate::source::DEFAULT_STORE_DIR)?;
-        let base = base.strip_prefix('/')?;
-        let i = self.find_hash(base.get(..32)?)?;
-        (paths.get(i as usize)?.as_str() == path).then_some(i)
+        self.find_base(paths, base.strip_prefix('/')?)
     }
 
     /// [`PathIndex::find`] of `/nix/store/<base>`, not written out.

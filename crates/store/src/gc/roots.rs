@@ -92,10 +92,7 @@ impl LinkRoot {
     /// (`targets`: [`Found::targets`]).
     pub fn store_base<'a>(&'a self, targets: &'a [u8]) -> &'a str {
         let bytes = match self.target(targets) {
-            Some(t) => {
-                let rest = t.get(STORE_DIR.len() + 1..).unwrap_or_default();
-                rest.split(|&b| b == b'/').next().unwrap_or(rest)
-            }
+            Some(t) => base_name(t),
             None => self
                 .location
                 .file_name()
@@ -407,10 +404,15 @@ pub fn to_store_path(target: &[u8]) -> Option<StorePath> {
     if !in_store(target) {
         return None;
     }
-    let rest = &target[STORE_DIR.len() + 1..];
-    let base = rest.split(|&b| b == b'/').next().unwrap_or(rest);
-    let base = std::str::from_utf8(base).ok()?;
+    let base = std::str::from_utf8(base_name(target)).ok()?;
     StorePath::from_base_name(STORE_DIR, base).ok()
+}
+
+/// The first name after the store directory in `target` (a path in the
+/// store): the base name of the store path it is in.
+fn base_name(target: &[u8]) -> &[u8] {
+    let rest = target.get(STORE_DIR.len() + 1..).unwrap_or_default();
+    rest.split(|&b| b == b'/').next().unwrap_or(rest)
 }
 
 /// `dir/name` in a buffer of its size: `Path::join` grows its buffer as a
