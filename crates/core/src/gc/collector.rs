@@ -122,7 +122,8 @@ impl Collector {
 
     /// Every root's figures: alone, and with the others of its path.
     pub(super) fn figure_roots(&self, roots: &mut [Found]) {
-        for r in roots {
+        use rayon::prelude::*;
+        roots.par_iter_mut().with_min_len(4096).for_each(|r| {
             let k = self.target_of[r.node as usize] as usize;
             let all = self.node_figure(k);
             let n = self.holders[k];
@@ -136,7 +137,7 @@ impl Collector {
                     ..Figure::default()
                 }
             };
-        }
+        });
     }
 
     /// Takes the roots' final order (the analysis's indices).
@@ -283,6 +284,10 @@ impl Collector {
     /// The commands that remove `members` of `roots` (the analysis's
     /// roots), those that cannot be removed (processes) left out.
     pub fn commands(&self, roots: &[Root], members: &[usize]) -> Vec<String> {
+        // Each root once, as `remove_commands` takes them.
+        let mut members = members.to_vec();
+        members.sort_unstable();
+        members.dedup();
         let rs: Vec<&Root> = members
             .iter()
             .filter(|&&m| self.removable.get(m).copied().unwrap_or(false))

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use super::{Figure, Generation, Held, Root, RootKind, Stale, groups};
 use crate::graph::{Graph, NodeId};
 use nix_heft_store::gc::PathIndex;
-use nix_heft_store::gc::roots::{Profile, StaleReason, Tree};
+use nix_heft_store::gc::roots::{LinkRoot, Profile, StaleReason, Tree};
 
 /// A root before its figures, with what the figures need.
 pub(super) struct Found {
@@ -79,6 +79,56 @@ fn stale_reason(r: &StaleReason) -> String {
     }
 }
 
+/// The root link `l` makes (`looked`: the path it keeps, and the text
+/// wanted of its target), or the stale entry it is when the store does not
+/// hold that path.
+fn made(
+    l: LinkRoot,
+    looked: (Option<NodeId>, Option<Box<str>>),
+    profiles: &[Profile],
+    name: &(impl Fn(NodeId) -> Arc<str> + Sync),
+    now: i64,
+) -> Result<Found, Stale> {
+    let (node, text) = looked;
+    let Some(node) = node else {
+        return Err(Stale {
+            command: Some(groups::rm_command(std::slice::from_ref(&l.location))),
+            reason: format!(
+                "points to {}, which the store does not hold (the collector skips it)",
+                text.as_deref().unwrap_or_default()
+            ),
+            location: l.location,
+            via: l.via,
+        });
+    };
+    let generation = l.generation.map(|(p, number)| {
+        let profile = &profiles[p];
+        Box::new(Generation {
+            profile: profile.path.clone(),
+            number,
+            current: profile.current == Some(number),
+            profile_index: p,
+        })
+    });
+    let kind = if generation.is_some() {
+        RootKind::Generation
+    } else if l.file {
+        RootKind::File
+    } else {
+        RootKind::Link
+    };
+    let mut r = root(kind, l.location, name(node));
+    r.via = l.via.map(PathBuf::into_boxed_path);
+    r.link_target = text;
+    r.age_secs = l.mtime.map(|m| now - m);
+    r.generation = generation;
+    Ok(Found {
+        root: r,
+        node,
+        removable: matches!(l.tree, Tree::GcRoots | Tree::Profiles),
+    })
+}
+
 /// The roots `found` names over `g`'s paths (`index` their index), ages
 /// counted from `now`. Consumes what was found, so that a million links
 /// are not held twice.
@@ -108,88 +158,79 @@ pub(super) fn assemble(
              denied); the collector skips them too, unless it runs with more rights"
         ));
     }
-    // One string per path kept, shared by its roots.
-    let mut names: Vec<Option<Arc<str>>> = vec![None; g.len()];
-    let mut name = |v: NodeId| -> Arc<str> {
-        names[v as usize]
-            .get_or_insert_with(|| Arc::from(g.path(v).as_str()))
-            .clone()
-    };
     let mut roots: Vec<Found> = Vec::new();
     let mut stale: Vec<Stale> = Vec::new();
     // The lookups (a hash and a comparison each, cache misses mostly) on
     // every core, with the little text wanted of the targets (a file inside
     // the path, or the path of a stale link), so that the targets' buffer
-    // goes before the roots are made; the rest in order.
-    let mut looked: Vec<(Option<NodeId>, Option<Box<str>>)> = {
-        use rayon::prelude::*;
-        links
-            .par_iter()
-            .with_min_len(4096)
-            .map(|l| {
-                let node = index.find_base(g.paths(), l.store_base(&targets));
-                let text = match node {
-                    Some(_) => l
-                        .inside(&targets)
-                        .map(|t| Box::from(String::from_utf8_lossy(t).as_ref())),
-                    None => Some(Box::from(l.store_path(&targets).as_str())),
-                };
-                (node, text)
-            })
-            .collect()
-    };
+    // goes before the roots are made.
+    use rayon::prelude::*;
+    let mut looked: Vec<(Option<NodeId>, Option<Box<str>>)> = links
+        .par_iter()
+        .with_min_len(4096)
+        .map(|l| {
+            let node = index.find_base(g.paths(), l.store_base(&targets));
+            let text = match node {
+                Some(_) => l
+                    .inside(&targets)
+                    .map(|t| Box::from(String::from_utf8_lossy(t).as_ref())),
+                None => Some(Box::from(l.store_path(&targets).as_str())),
+            };
+            (node, text)
+        })
+        .collect();
     drop(targets);
-    // Taken from the end, the links' vector shrunk as the roots' grows
-    // (both by `mremap`, no copy, at this size), so that the two are not
-    // held whole at once; reversed after.
-    const STEP: usize = 1 << 16;
-    while let (Some(l), Some((node, text))) = (links.pop(), looked.pop()) {
-        if roots.len() == roots.capacity() {
-            roots.reserve_exact(STEP.min(links.len() + 1));
-            links.shrink_to_fit();
+    // One string per path kept, shared by its roots: made once, before the
+    // roots are, so that they can be made on every core.
+    let mut wanted = vec![false; g.len()];
+    for (node, _) in &looked {
+        if let Some(v) = node {
+            wanted[*v as usize] = true;
         }
-        let Some(node) = node else {
-            stale.push(Stale {
-                command: Some(groups::rm_command(std::slice::from_ref(&l.location))),
-                reason: format!(
-                    "points to {}, which the store does not hold (the collector skips it)",
-                    text.as_deref().unwrap_or_default()
-                ),
-                location: l.location,
-                via: l.via,
-            });
-            continue;
-        };
-        let generation = l.generation.map(|(p, number)| {
-            let profile = &profiles[p];
-            Box::new(Generation {
-                profile: profile.path.clone(),
-                number,
-                current: profile.current == Some(number),
-                profile_index: p,
-            })
-        });
-        let kind = if generation.is_some() {
-            RootKind::Generation
-        } else if l.file {
-            RootKind::File
-        } else {
-            RootKind::Link
-        };
-        let mut r = root(kind, l.location, name(node));
-        r.via = l.via.map(PathBuf::into_boxed_path);
-        r.link_target = text;
-        r.age_secs = l.mtime.map(|m| now - m);
-        r.generation = generation;
-        roots.push(Found {
-            root: r,
-            node,
-            removable: matches!(l.tree, Tree::GcRoots | Tree::Profiles),
-        });
+    }
+    let mut names: Vec<Option<Arc<str>>> = wanted
+        .into_par_iter()
+        .enumerate()
+        .map(|(v, w)| w.then(|| Arc::from(g.path(v as NodeId).as_str())))
+        .collect();
+    let name = |v: NodeId| -> Arc<str> {
+        names[v as usize]
+            .clone()
+            .unwrap_or_else(|| Arc::from(g.path(v).as_str()))
+    };
+    // Made a slice at a time from the end, on every core, the links'
+    // vector shrunk as the roots' grows (both by `mremap`, no copy, at
+    // this size), so that the two are not held whole at once; reversed
+    // after.
+    const STEP: usize = 1 << 16;
+    while !links.is_empty() {
+        let from = links.len().saturating_sub(STEP);
+        let slice: Vec<LinkRoot> = links.drain(from..).collect();
+        let texts: Vec<(Option<NodeId>, Option<Box<str>>)> = looked.drain(from..).collect();
+        links.shrink_to_fit();
+        looked.shrink_to_fit();
+        let made: Vec<Result<Found, Stale>> = slice
+            .into_par_iter()
+            .zip(texts)
+            .with_min_len(1024)
+            .map(|(l, looked)| made(l, looked, &profiles, &name, now))
+            .collect();
+        roots.reserve_exact(made.len());
+        for m in made.into_iter().rev() {
+            match m {
+                Ok(f) => roots.push(f),
+                Err(s) => stale.push(s),
+            }
+        }
     }
     // Back in the links' order (the stale ones so far are theirs only).
     roots.reverse();
     stale.reverse();
+    let mut name = |v: NodeId| -> Arc<str> {
+        names[v as usize]
+            .get_or_insert_with(|| Arc::from(g.path(v).as_str()))
+            .clone()
+    };
     for s in found_stale {
         stale.push(Stale {
             command: s

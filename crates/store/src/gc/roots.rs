@@ -246,8 +246,11 @@ pub fn find(state: &Path, look: Look) -> Found {
     let walker = Walker { auto: &auto };
     let (trees, (runtime, temp)) = rayon::join(
         || {
-            let mut out = walker.walk(&gcroots, Tree::GcRoots);
-            out.append(&mut walker.walk(&state.join("profiles"), Tree::Profiles));
+            let (mut out, mut profiles) = rayon::join(
+                || walker.walk(&gcroots, Tree::GcRoots),
+                || walker.walk(&state.join("profiles"), Tree::Profiles),
+            );
+            out.append(&mut profiles);
             out
         },
         || {
@@ -258,14 +261,7 @@ pub fn find(state: &Path, look: Look) -> Found {
         },
     );
     let mut found = Found::default();
-    let Walked {
-        mut roots,
-        mut other,
-        pending,
-    } = trees;
-    let mut resolved = walker.resolve(pending);
-    roots.append(&mut resolved.roots);
-    other.append(&mut resolved.other);
+    let Walked { roots, mut other } = trees;
     // Moved, not `concat`ed (which clones every link and its strings),
     // each chunk's targets moved into one buffer.
     let mut links: Vec<LinkRoot> = Vec::with_capacity(roots.iter().map(|c| c.links.len()).sum());
@@ -287,16 +283,41 @@ pub fn find(state: &Path, look: Look) -> Found {
     }
     // One root per location (Nix's root map is a set of links per path): a
     // profile's current generation is found as itself and through the
-    // profile's link to it. The direct one is kept.
+    // profile's link to it. The direct one is kept, else the one reached
+    // from the first entry (by bytes): the same root whatever order the
+    // parallel walk found them in. Only an indirect root's location can
+    // come twice (a direct one is the entry walked, each once), so only
+    // those are kept in a map, and the direct ones looked up in it on
+    // every core.
     {
-        let mut seen: std::collections::HashSet<&[u8], foldhash::fast::RandomState> =
-            std::collections::HashSet::with_capacity_and_hasher(links.len(), Default::default());
+        use std::collections::hash_map::Entry as Slot;
+        let mut indirect: HashMap<&[u8], usize, foldhash::fast::RandomState> = HashMap::default();
         let mut keep = vec![true; links.len()];
-        for pass in [false, true] {
-            for (i, l) in links.iter().enumerate() {
-                if l.via.is_some() == pass && !seen.insert(l.location.as_os_str().as_bytes()) {
-                    keep[i] = false;
+        let via = |i: usize| links[i].via.as_deref().map(|v| v.as_os_str().as_bytes());
+        for (i, l) in links.iter().enumerate().filter(|(_, l)| l.via.is_some()) {
+            match indirect.entry(l.location.as_os_str().as_bytes()) {
+                Slot::Vacant(e) => {
+                    e.insert(i);
                 }
+                Slot::Occupied(mut e) => {
+                    let k = *e.get();
+                    if via(i) < via(k) {
+                        keep[k] = false;
+                        e.insert(i);
+                    } else {
+                        keep[i] = false;
+                    }
+                }
+            }
+        }
+        if !indirect.is_empty() {
+            let shadowed: Vec<usize> = links
+                .par_iter()
+                .filter(|l| l.via.is_none())
+                .filter_map(|l| indirect.get(l.location.as_os_str().as_bytes()).copied())
+                .collect();
+            for k in shadowed {
+                keep[k] = false;
             }
         }
         let mut k = keep.iter();
@@ -305,11 +326,17 @@ pub fn find(state: &Path, look: Look) -> Found {
     found.profiles = profiles_of(&mut links, &state.join("profiles"));
     found.links = links;
     found.targets = targets;
+    // By location, then by the entry that leads to it.
     found.stale.sort_by(|a, b| {
-        a.location
-            .as_os_str()
-            .as_bytes()
-            .cmp(b.location.as_os_str().as_bytes())
+        fn bytes(p: &Path) -> &[u8] {
+            p.as_os_str().as_bytes()
+        }
+        bytes(&a.location).cmp(bytes(&b.location)).then_with(|| {
+            a.via
+                .as_deref()
+                .map(bytes)
+                .cmp(&b.via.as_deref().map(bytes))
+        })
     });
     found.unreadable.sort();
     if let Some((runtime, unreadable)) = runtime {
@@ -324,20 +351,18 @@ pub fn find(state: &Path, look: Look) -> Found {
     found
 }
 
-/// What a walk found: roots, in chunks (a directory's each), the rest,
-/// and the indirect links whose second link is still to read.
+/// What a walk found: roots, in chunks (a directory's each), and the
+/// rest.
 #[derive(Default)]
 struct Walked {
     roots: Vec<Chunk>,
     other: Vec<Entry>,
-    pending: Vec<Indirect>,
 }
 
 impl Walked {
     fn append(&mut self, other: &mut Walked) {
         self.roots.append(&mut other.roots);
         self.other.append(&mut other.other);
-        self.pending.append(&mut other.pending);
     }
 }
 
@@ -362,8 +387,8 @@ impl Chunk {
 }
 
 /// An indirect link of a root tree (`auto/<hash>` → `~/proj/result`): the
-/// second link is read after the walk, all those of one directory from
-/// one descriptor of it.
+/// second links are read once the directory's entries are, all those of
+/// one directory from one descriptor of it.
 struct Indirect {
     /// The entry of the tree.
     path: PathBuf,
@@ -401,11 +426,19 @@ fn in_store(target: &[u8]) -> bool {
 /// Nix's `toStorePath(target).first`: the store path a path in the store
 /// is in, or `None` when it names no store path (`BadStorePath`).
 pub fn to_store_path(target: &[u8]) -> Option<StorePath> {
-    if !in_store(target) {
+    if !names_store_path(target) {
         return None;
     }
     let base = std::str::from_utf8(base_name(target)).ok()?;
     StorePath::from_base_name(STORE_DIR, base).ok()
+}
+
+/// Whether [`to_store_path`] finds a store path in `target`, nothing
+/// allocated (asked of every link).
+fn names_store_path(target: &[u8]) -> bool {
+    in_store(target)
+        && std::str::from_utf8(base_name(target))
+            .is_ok_and(|b| nix_heft_format::store_path::check_base_name(b).is_ok())
 }
 
 /// The first name after the store directory in `target` (a path in the
@@ -582,18 +615,28 @@ impl Walker<'_> {
             roots: vec![chunk],
             ..Walked::default()
         };
-        let below: Vec<Walked> = dirs
-            .into_par_iter()
-            .map(|(_, name, _)| self.walk(&dir.join(name), tree))
-            .collect();
+        let mut pending = Vec::new();
         for f in others {
             match f {
                 Found1::Other(e) => out.other.push(e),
                 Found1::Dir(mut w) => out.append(&mut w),
-                Found1::Indirect(i) => out.pending.push(i),
+                Found1::Indirect(i) => pending.push(i),
                 Found1::Root(..) => {}
             }
         }
+        // This directory's second links read while its subdirectories are
+        // walked: the thread done with a directory goes on with another's
+        // work rather than wait for the largest to be walked (`auto/`'s
+        // 600,000 links beside a 800,000-link directory).
+        let (mut resolved, below) = rayon::join(
+            || self.resolve(pending),
+            || {
+                dirs.into_par_iter()
+                    .map(|(_, name, _)| self.walk(&dir.join(name), tree))
+                    .collect::<Vec<Walked>>()
+            },
+        );
+        out.append(&mut resolved);
         for mut w in below {
             out.append(&mut w);
         }
@@ -643,7 +686,7 @@ impl Walker<'_> {
             // A file named after a store path roots it (its contents are
             // not read).
             name.to_str()
-                .filter(|n| StorePath::from_base_name(STORE_DIR, n).is_ok())?;
+                .filter(|n| nix_heft_format::store_path::check_base_name(n).is_ok())?;
             return Some(Found1::Root(
                 LinkRoot {
                     mtime: d.mtime(&name),
@@ -672,8 +715,8 @@ impl Walker<'_> {
         if in_store(target.as_bytes()) {
             let mtime = d.mtime(&name);
             let location = join(d.path, &name);
-            return Ok(Some(match to_store_path(target.as_bytes()) {
-                Some(_) => Found1::Root(
+            return Ok(Some(match names_store_path(target.as_bytes()) {
+                true => Found1::Root(
                     LinkRoot {
                         location,
                         via: None,
@@ -685,7 +728,7 @@ impl Walker<'_> {
                     },
                     Some(target),
                 ),
-                None => Found1::Other(Entry::Stale(StaleLink {
+                false => Found1::Other(Entry::Stale(StaleLink {
                     location,
                     via: None,
                     reason: StaleReason::NotAStorePath(target),
@@ -715,24 +758,27 @@ impl Walker<'_> {
     /// are in (a `result` link's project), each directory opened once and
     /// its links read from that descriptor (`fstatat` and `readlinkat` of
     /// one name, not of a path resolved again from `/`), the directories
-    /// in parallel. Sorted by the link's path first (then by the entry
-    /// that leads to it): the order does not depend on the walk's.
-    fn resolve(&self, mut pending: Vec<Indirect>) -> Walked {
-        pending.par_sort_unstable_by(|a, b| {
-            (a.at.as_os_str().as_bytes(), a.path.as_os_str().as_bytes())
-                .cmp(&(b.at.as_os_str().as_bytes(), b.path.as_os_str().as_bytes()))
-        });
-        let parent = |i: &Indirect| i.at.parent().map(|p| p.as_os_str().as_bytes().to_vec());
-        let mut groups: Vec<Vec<Indirect>> = Vec::new();
-        let mut last: Option<Option<Vec<u8>>> = None;
+    /// in parallel; the directories in order, each one's links by path
+    /// (then by the entry that leads to it): the order does not depend on
+    /// the walk's.
+    fn resolve(&self, pending: Vec<Indirect>) -> Walked {
+        // Grouped by hash of the directory, each group then sorted: no
+        // sort of every link by its whole path (a million paths compared
+        // byte by byte showed in profiles).
+        let mut by_dir: HashMap<Vec<u8>, Vec<Indirect>, foldhash::fast::RandomState> =
+            HashMap::default();
         for i in pending {
-            let p = parent(&i);
-            if last.as_ref() != Some(&p) {
-                groups.push(Vec::new());
-                last = Some(p);
+            let parent = i.at.parent().map_or(&b""[..], |p| p.as_os_str().as_bytes());
+            match by_dir.get_mut(parent) {
+                Some(g) => g.push(i),
+                None => {
+                    by_dir.insert(parent.to_vec(), vec![i]);
+                }
             }
-            groups.last_mut().expect("pushed above").push(i);
         }
+        let mut groups: Vec<(Vec<u8>, Vec<Indirect>)> = by_dir.into_iter().collect();
+        groups.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+        let groups: Vec<Vec<Indirect>> = groups.into_iter().map(|(_, g)| g).collect();
         let done: Vec<(Chunk, Vec<Entry>)> = groups
             .into_par_iter()
             .map(|g| self.resolve_dir(g))
@@ -747,7 +793,11 @@ impl Walker<'_> {
 
     /// The indirect links `group` whose second links are all in one
     /// directory.
-    fn resolve_dir(&self, group: Vec<Indirect>) -> (Chunk, Vec<Entry>) {
+    fn resolve_dir(&self, mut group: Vec<Indirect>) -> (Chunk, Vec<Entry>) {
+        group.sort_unstable_by(|a, b| {
+            (a.at.as_os_str().as_bytes(), a.path.as_os_str().as_bytes())
+                .cmp(&(b.at.as_os_str().as_bytes(), b.path.as_os_str().as_bytes()))
+        });
         let mut roots = Chunk {
             links: Vec::with_capacity(group.len()),
             targets: Vec::new(),
@@ -825,8 +875,8 @@ impl Walker<'_> {
         if !in_store(target2.as_bytes()) {
             return stale(StaleReason::TargetOutsideStore(target2), at, path);
         }
-        Ok(Some(match to_store_path(target2.as_bytes()) {
-            Some(_) => Found1::Root(
+        Ok(Some(match names_store_path(target2.as_bytes()) {
+            true => Found1::Root(
                 LinkRoot {
                     location: at,
                     via: Some(path),
@@ -838,7 +888,7 @@ impl Walker<'_> {
                 },
                 Some(target2),
             ),
-            None => Found1::Other(Entry::Stale(StaleLink {
+            false => Found1::Other(Entry::Stale(StaleLink {
                 location: at,
                 via: Some(path),
                 reason: StaleReason::NotAStorePath(target2),
@@ -887,13 +937,22 @@ fn parse_generation(profile: &[u8], name: &[u8]) -> Option<u64> {
 fn profiles_of(links: &mut [LinkRoot], state_profiles: &Path) -> Vec<Profile> {
     let mut by_path: HashMap<PathBuf, usize> = HashMap::new();
     let mut out: Vec<Profile> = Vec::new();
-    for l in links.iter_mut() {
-        let Some(file) = l.location.file_name() else {
-            continue;
-        };
-        let Some((name, number)) = generation_name(file.as_bytes()) else {
-            continue;
-        };
+    // The names parsed on every core (a million and a half links, a few
+    // generations among them), as bytes.
+    let named: Vec<(usize, usize, u64)> = links
+        .par_iter()
+        .enumerate()
+        .filter_map(|(i, l)| {
+            let path = l.location.as_os_str().as_bytes();
+            let slash = memchr::memrchr(b'/', path)?;
+            let (name, number) = generation_name(&path[slash + 1..])?;
+            Some((i, slash + 1 + name.len(), number))
+        })
+        .collect();
+    for (i, end, number) in named {
+        let l = &mut links[i];
+        let path = l.location.as_os_str().as_bytes();
+        let name = &path[memchr::memrchr(b'/', path).map_or(0, |s| s + 1)..end];
         let dir = l.location.parent().unwrap_or(Path::new("/"));
         let profile = dir.join(std::ffi::OsStr::from_bytes(name));
         let k = match by_path.get(&profile) {
