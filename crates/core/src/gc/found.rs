@@ -82,7 +82,7 @@ fn stale_reason(r: &StaleReason) -> String {
 /// The root link `l` makes (`looked`: the path it keeps, and the text
 /// wanted of its target), or the stale entry it is when the store does not
 /// hold that path.
-fn made(
+fn make_root(
     l: LinkRoot,
     looked: (Option<NodeId>, Option<Box<str>>),
     profiles: &[Profile],
@@ -209,14 +209,14 @@ pub(super) fn assemble(
         let texts: Vec<(Option<NodeId>, Option<Box<str>>)> = looked.drain(from..).collect();
         links.shrink_to_fit();
         looked.shrink_to_fit();
-        let made: Vec<Result<Found, Stale>> = slice
+        let batch: Vec<Result<Found, Stale>> = slice
             .into_par_iter()
             .zip(texts)
             .with_min_len(1024)
-            .map(|(l, looked)| made(l, looked, &profiles, &name, now))
+            .map(|(l, looked)| make_root(l, looked, &profiles, &name, now))
             .collect();
-        roots.reserve_exact(made.len());
-        for m in made.into_iter().rev() {
+        roots.reserve_exact(batch.len());
+        for m in batch.into_iter().rev() {
             match m {
                 Ok(f) => roots.push(f),
                 Err(s) => stale.push(s),

@@ -525,15 +525,24 @@ fn read_link_at(
     dir: &impl std::os::fd::AsRawFd,
     name: &std::ffi::OsStr,
 ) -> std::io::Result<OsString> {
-    let name = std::ffi::CString::new(name.as_bytes())
-        .map_err(|_| std::io::Error::from_raw_os_error(libc::EINVAL))?;
+    // The name NUL-terminated on the stack too (a file name is at most
+    // `NAME_MAX` bytes): no `CString` allocated for each link.
+    let name = name.as_bytes();
+    let mut c_name = [0u8; 256];
+    if name.len() >= c_name.len() {
+        return Err(std::io::Error::from_raw_os_error(libc::ENAMETOOLONG));
+    }
+    if name.contains(&0) {
+        return Err(std::io::Error::from_raw_os_error(libc::EINVAL));
+    }
+    c_name[..name.len()].copy_from_slice(name);
     let mut buf = [0u8; libc::PATH_MAX as usize];
-    // SAFETY: `name` is NUL-terminated; the kernel writes at most
+    // SAFETY: `c_name` is NUL-terminated; the kernel writes at most
     // `buf.len()` bytes into `buf`, which outlives the call.
     let n = unsafe {
         libc::readlinkat(
             dir.as_raw_fd(),
-            name.as_ptr(),
+            c_name.as_ptr().cast(),
             buf.as_mut_ptr().cast(),
             buf.len(),
         )
