@@ -135,10 +135,7 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
             ..ctx.text_options()
         }),
     );
-    // Not freed: the process ends here, and freeing a million roots'
-    // strings one by one took a tenth of the run (0.4 s of CPU on 1.5
-    // million roots, bench/roots.sh).
-    std::mem::forget(report);
+    super::keep_until_exit(report);
     shown
 }
 

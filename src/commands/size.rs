@@ -94,9 +94,7 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     let g = ctx.load(src, &roots)?;
     let report = report(&g, args);
     let shown = emit(ctx, src, &report, args);
-    // Not freed: the process ends here, and a whole store's graph and
-    // report are a million allocations to free one by one.
-    std::mem::forget((g, report));
+    super::keep_until_exit((g, report));
     shown
 }
 

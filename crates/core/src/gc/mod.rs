@@ -541,8 +541,8 @@ fn release_freed_memory() {
 }
 
 /// `roots` most freed first, then most freed with the other roots of
-/// their path, then by location (as bytes): sorted as indices, then put
-/// in that order in place, cycle by cycle (a second vector of a million
+/// their path, then by location (as bytes): their keys sorted with their
+/// indices, then the roots put in that order in place, cycle by cycle (a second vector of a million
 /// and a half roots would double the analysis's peak memory).
 fn most_freed_first(mut roots: Vec<found::Found>) -> Vec<found::Found> {
     use rayon::prelude::*;

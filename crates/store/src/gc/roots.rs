@@ -426,7 +426,7 @@ fn in_store(target: &[u8]) -> bool {
 /// Nix's `toStorePath(target).first`: the store path a path in the store
 /// is in, or `None` when it names no store path (`BadStorePath`).
 pub fn to_store_path(target: &[u8]) -> Option<StorePath> {
-    if !names_store_path(target) {
+    if !in_store(target) {
         return None;
     }
     let base = std::str::from_utf8(base_name(target)).ok()?;
@@ -724,8 +724,8 @@ impl Walker<'_> {
         if in_store(target.as_bytes()) {
             let mtime = d.mtime(&name);
             let location = join(d.path, &name);
-            return Ok(Some(match names_store_path(target.as_bytes()) {
-                true => Found1::Root(
+            return Ok(Some(if names_store_path(target.as_bytes()) {
+                Found1::Root(
                     LinkRoot {
                         location,
                         via: None,
@@ -736,15 +736,17 @@ impl Walker<'_> {
                         generation: None,
                     },
                     Some(target),
-                ),
-                false => Found1::Other(Entry::Stale(StaleLink {
+                )
+            } else {
+                Found1::Other(Entry::Stale(StaleLink {
                     location,
                     via: None,
                     reason: StaleReason::NotAStorePath(target),
-                })),
+                }))
             }));
         }
-        // Indirect: one more link, read after the walk (`resolve`).
+        // Indirect: one more link, read with the directory's others once
+        // its entries are (`resolve`).
         let path = join(d.path, &name);
         let mut at = absolute(Path::new(&target), d.path);
         at.shrink_to_fit();
@@ -884,8 +886,8 @@ impl Walker<'_> {
         if !in_store(target2.as_bytes()) {
             return stale(StaleReason::TargetOutsideStore(target2), at, path);
         }
-        Ok(Some(match names_store_path(target2.as_bytes()) {
-            true => Found1::Root(
+        Ok(Some(if names_store_path(target2.as_bytes()) {
+            Found1::Root(
                 LinkRoot {
                     location: at,
                     via: Some(path),
@@ -896,12 +898,13 @@ impl Walker<'_> {
                     generation: None,
                 },
                 Some(target2),
-            ),
-            false => Found1::Other(Entry::Stale(StaleLink {
+            )
+        } else {
+            Found1::Other(Entry::Stale(StaleLink {
                 location: at,
                 via: Some(path),
                 reason: StaleReason::NotAStorePath(target2),
-            })),
+            }))
         }))
     }
 }
@@ -948,20 +951,19 @@ fn profiles_of(links: &mut [LinkRoot], state_profiles: &Path) -> Vec<Profile> {
     let mut out: Vec<Profile> = Vec::new();
     // The names parsed on every core (a million and a half links, a few
     // generations among them), as bytes.
-    let named: Vec<(usize, usize, u64)> = links
+    let named: Vec<(usize, std::ops::Range<usize>, u64)> = links
         .par_iter()
         .enumerate()
         .filter_map(|(i, l)| {
             let path = l.location.as_os_str().as_bytes();
-            let slash = memchr::memrchr(b'/', path)?;
-            let (name, number) = generation_name(&path[slash + 1..])?;
-            Some((i, slash + 1 + name.len(), number))
+            let start = memchr::memrchr(b'/', path)? + 1;
+            let (name, number) = generation_name(&path[start..])?;
+            Some((i, start..start + name.len(), number))
         })
         .collect();
-    for (i, end, number) in named {
+    for (i, name, number) in named {
         let l = &mut links[i];
-        let path = l.location.as_os_str().as_bytes();
-        let name = &path[memchr::memrchr(b'/', path).map_or(0, |s| s + 1)..end];
+        let name = &l.location.as_os_str().as_bytes()[name];
         let dir = l.location.parent().unwrap_or(Path::new("/"));
         let profile = dir.join(std::ffi::OsStr::from_bytes(name));
         let k = match by_path.get(&profile) {
