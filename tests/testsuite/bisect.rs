@@ -20,6 +20,7 @@ use crate::common::history_fixture::{
     BROKEN, CULPRIT, HistoryFixture, history_fixture,
 };
 use crate::common::{assert_usage_error, heft_run};
+use crate::common::{nix_output, system_store_lock};
 
 fn bisect(f: &HistoryFixture, extra: &[&str]) -> (i32, Value, String) {
     let url = f.server.url();
@@ -84,10 +85,8 @@ fn assert_nothing_local(f: &HistoryFixture) {
     for attrs in f.outputs.values() {
         for outs in attrs.values() {
             for p in outs.values() {
-                let valid = Command::new("nix-store")
-                    .args(["-q", "--hash", p])
-                    .output()
-                    .unwrap()
+                let valid = nix_output(Command::new("nix-store")
+                    .args(["-q", "--hash", p]))
                     .status
                     .success();
                 assert!(!valid, "{p} is in the local store after bisect");
@@ -372,14 +371,20 @@ fn bisect_build_confirms_by_building() {
         for p in [&parent, &culprit] {
             assert!(!std::path::Path::new(p).exists(), "{p} before the build");
         }
-        let o = heft_run(
-            Some(&f.server.url()),
-            &[
-                "--json", "bisect", attr, "--repo", &repo, "--good", f.commit(10), "--bad",
-                f.commit(170), "--max-growth", "1MiB", "--revs-file", &file, "--build", "--option",
-                "sandbox", "false",
-            ],
-        );
+        // The builds nix-heft runs write to the system store: under the
+        // lock the tests' own Nix processes take (common::system_store_lock;
+        // the fixture is made above, so nothing held waits for it).
+        let o = {
+            let _nix = system_store_lock();
+            heft_run(
+                Some(&f.server.url()),
+                &[
+                    "--json", "bisect", attr, "--repo", &repo, "--good", f.commit(10), "--bad",
+                    f.commit(170), "--max-growth", "1MiB", "--revs-file", &file, "--build", "--option",
+                    "sandbox", "false",
+                ],
+            )
+        };
         let (code, err) = (o.code, &o.stderr);
         let v: Value = serde_json::from_str(&o.stdout).unwrap_or(Value::Null);
         // What it built is deleted whatever the assertions below say. A
@@ -413,11 +418,9 @@ fn bisect_build_confirms_by_building() {
             .collect();
         built.sort();
         built.dedup();
-        let deleted = Command::new("nix-store")
+        let deleted = nix_output(Command::new("nix-store")
             .arg("--delete")
-            .args(&built)
-            .output()
-            .unwrap();
+            .args(&built));
         assert!(deleted.status.success(), "{}", String::from_utf8_lossy(&deleted.stderr));
 
         assert_eq!(code, 0, "{err}");

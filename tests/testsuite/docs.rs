@@ -165,6 +165,9 @@ fn output_matches(shown: &[String], got: &[String]) -> bool {
     shown.len() == got.len() && shown.iter().zip(got).all(|(s, g)| line_matches(s, g))
 }
 
+/// The Nix programs a doc's command may run (besides nix-heft).
+const NIX_PROGRAMS: &[&str] = &["nix", "nix-build", "nix-store", "nix-instantiate", "nix-env", "nix-shell"];
+
 /// The fixtures the docs build with `nix-build` (and the build graph's
 /// derivations whose output sizes they show), built first with the sandbox
 /// off and no substituters, as `common::nix_build` builds, so the docs' own
@@ -238,6 +241,14 @@ fn check_doc(doc: &Path) {
     let mut failures = Vec::new();
     let examples = examples(&text);
     for e in &examples {
+        // A doc's own `nix-build` (its fixtures built above, so it builds
+        // nothing) still opens the system store and adds its `-o` root:
+        // under the lock the tests' Nix processes take.
+        let _nix = e
+            .command
+            .split(|c: char| c.is_whitespace() || c == '|' || c == ';' || c == '(')
+            .any(|w| NIX_PROGRAMS.contains(&w))
+            .then(crate::common::system_store_lock);
         let o = Command::new("bash")
             .arg("-c")
             .arg(format!("exec 2>&1\n{}", e.command))

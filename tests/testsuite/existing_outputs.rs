@@ -255,10 +255,8 @@ fn advise_moves_into_the_existing_output_and_the_snippet_parses() {
     assert!(!snippet.contains("outputs ="), "{snippet}");
     let reason = split["reason"].as_str().unwrap();
     assert!(reason.contains("already has output 'dev'"), "{reason}");
-    let parsed = Command::new("nix-instantiate")
-        .args(["--parse", "--expr", &format!("{{\n{snippet}\n}}")])
-        .output()
-        .expect("nix-instantiate");
+    let parsed = nix_output(Command::new("nix-instantiate")
+        .args(["--parse", "--expr", &format!("{{\n{snippet}\n}}")]));
     assert!(
         parsed.status.success(),
         "{snippet}\n{}",

@@ -18,6 +18,7 @@ use std::time::Duration;
 
 use crate::common::cache_server::{CacheServer, Options};
 use crate::common::{assert_usage_error, heft_run, heft_run_env, run, scratch_dir};
+use crate::common::nix_output;
 
 fn git(f: &HistoryFixture, args: &[&str]) -> String {
     run(Command::new("git").arg("-C").arg(&f.repo).args(args))
@@ -79,10 +80,8 @@ fn history_agrees_with_nix_and_explains_the_jump() {
     // local store (the fixture deleted them after filling the cache).
     for attrs in f.outputs.values() {
         for p in attrs.values().flat_map(|o| o.values()) {
-            let valid = Command::new("nix-store")
-                .args(["-q", "--hash", p])
-                .output()
-                .unwrap()
+            let valid = nix_output(Command::new("nix-store")
+                .args(["-q", "--hash", p]))
                 .status
                 .success();
             assert!(!valid, "{p} is in the local store after history");

@@ -14,6 +14,7 @@ use crate::common::impact_fixture::{
 };
 use crate::common::review_writer::Version;
 use crate::common::{key_pair, nix, run};
+use crate::common::nix_output;
 use nix_heft_format::nixpkgs_review::{Layout, ReviewDir};
 
 fn set(items: &[&[&str]]) -> BTreeSet<String> {
@@ -135,7 +136,7 @@ fn fixture_is_what_the_impact_tests_need() {
         .flat_map(|o| o.values().cloned())
         .collect();
     let verify = |key: &str| {
-        nix()
+        nix_output(nix()
             .args([
                 "store",
                 "verify",
@@ -145,9 +146,7 @@ fn fixture_is_what_the_impact_tests_need() {
                 &f.cache_url,
             ])
             .args(["--option", "trusted-public-keys", key])
-            .args(&base_roots)
-            .output()
-            .unwrap()
+            .args(&base_roots))
     };
     let ok = verify(&f.public_key);
     assert!(
@@ -190,10 +189,8 @@ fn fixture_is_what_the_impact_tests_need() {
             let unbuilt = f.unbuilt.contains(attr);
             assert_eq!(valid_locally(p), !unbuilt, "{attr}: {p}");
             if unbuilt {
-                let o = nix()
-                    .args(["path-info", "--store", &f.cache_url, p])
-                    .output()
-                    .unwrap();
+                let o = nix_output(nix()
+                    .args(["path-info", "--store", &f.cache_url, p]));
                 assert!(!o.status.success(), "{attr}'s head {p} is in the cache");
             }
         }

@@ -11,6 +11,7 @@ use std::process::Command;
 use std::sync::OnceLock;
 
 use crate::common::{ExampleCopy, example_copy, in_child, is_child, run};
+use crate::common::nix_output;
 use nix_heft_eval::installable::{Evaluated, Installable, InstallableError, Options, evaluate};
 
 struct Dir {
@@ -561,7 +562,7 @@ fn show_trace_passes_nix_trace_through() {
     let frame = "while evaluating 'inner'";
     assert!(!short.contains(frame), "{short}");
     assert!(traced.contains(frame), "{traced}");
-    let nix = Command::new("nix")
+    let nix = nix_output(Command::new("nix")
         .args([
             "--extra-experimental-features",
             "nix-command",
@@ -570,9 +571,7 @@ fn show_trace_passes_nix_trace_through() {
             "--expr",
             failing,
             "pkg",
-        ])
-        .output()
-        .unwrap();
+        ]));
     assert!(String::from_utf8_lossy(&nix.stderr).contains(frame));
 }
 
@@ -612,7 +611,7 @@ fn typed_flake_reference_without_fragment_means_its_default_package() {
 
 /// The first `error:` line `nix` itself prints for `args`.
 fn nix_error(args: &[&str]) -> String {
-    let out = Command::new("nix")
+    let out = nix_output(Command::new("nix")
         .args([
             "--extra-experimental-features",
             "nix-command flakes",
@@ -623,9 +622,7 @@ fn nix_error(args: &[&str]) -> String {
         .arg("--no-write-lock-file")
         .arg("--eval-store")
         .arg(format!("local?root={}", crate::common::scratch_dir("nix-error-store").display()))
-        .args(args)
-        .output()
-        .unwrap();
+        .args(args));
     assert!(!out.status.success(), "{args:?} succeeded");
     String::from_utf8_lossy(&out.stderr)
         .lines()
@@ -701,10 +698,8 @@ fn dot_flake_in_the_working_directory() {
 }
 
 fn valid(path: &str) -> bool {
-    Command::new("nix-store")
-        .args(["--check-validity", path])
-        .output()
-        .unwrap()
+    nix_output(Command::new("nix-store")
+        .args(["--check-validity", path]))
         .status
         .success()
 }

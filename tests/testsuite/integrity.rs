@@ -162,12 +162,10 @@ fn verify_finds_a_local_store_path_edited_in_place() {
     assert_eq!(verified.stdout, plain.stdout);
     // Nix's own check agrees that the store is intact.
     let nix_check = |root: &std::path::Path| {
-        nix()
+        nix_output(nix()
             .args(["--store"])
             .arg(root)
-            .args(["store", "verify", "--no-trust", "--all"])
-            .output()
-            .unwrap()
+            .args(["store", "verify", "--no-trust", "--all"]))
     };
     assert!(nix_check(&root).status.success());
     // Edit one byte of a file of a referrer that refs reads, in place.

@@ -15,11 +15,9 @@ use crate::packaging::paged_commands;
 
 fn nix_instantiate(args: &[&str]) -> String {
     require_nix();
-    let out = Command::new("nix-instantiate")
+    let out = nix_output(Command::new("nix-instantiate")
         .current_dir(repo())
-        .args(args)
-        .output()
-        .expect("nix-instantiate is needed (scripts/test.sh installs nix-bin)");
+        .args(args));
     assert!(
         out.status.success(),
         "nix-instantiate {args:?}: {}",

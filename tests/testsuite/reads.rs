@@ -30,10 +30,8 @@ fn trees(src: &dyn StoreSource, paths: &[&str]) -> BTreeMap<String, Option<FileT
 }
 
 fn nix_dump(path: &str) -> Vec<u8> {
-    let out = std::process::Command::new("nix-store")
-        .args(["--dump", path])
-        .output()
-        .unwrap();
+    let out = nix_output(std::process::Command::new("nix-store")
+        .args(["--dump", path]));
     assert!(out.status.success());
     out.stdout
 }

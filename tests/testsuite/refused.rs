@@ -38,6 +38,7 @@ use std::sync::OnceLock;
 use serde_json::Value;
 
 use crate::common::{heft_run, nix, nonce, repo, run};
+use crate::common::nix_output;
 
 /// The fixture's file, the binary's directory and this run's salt.
 struct Refused {
@@ -131,8 +132,8 @@ fn build(attr: &str, sandbox: Sandbox, tag: &str, o: &Opts) -> Built {
             ]);
         }
     }
-    let out = c
-        .args(["--argstr", "heft", &heft_dir])
+    let out = nix_output(
+        c.args(["--argstr", "heft", &heft_dir])
         .args(["--argstr", "hook", &f.hook])
         .args(["--argstr", "salt", &format!("{}-{tag}-{sandbox:?}", f.salt)])
         .args(["--arg", "restricted", &o.restricted.to_string()])
@@ -143,9 +144,8 @@ fn build(attr: &str, sandbox: Sandbox, tag: &str, o: &Opts) -> Built {
         .args(["--arg", "hooked", &o.hooked.to_string()])
         .args(["--argstr", "fix", &o.fix])
         .args(["--arg", "override", &o.checks])
-        .args(["-A", attr, "--no-out-link"])
-        .output()
-        .expect("nix-build (Debian's nix-bin) is needed");
+            .args(["-A", attr, "--no-out-link"]),
+    );
     Built {
         ok: out.status.success(),
         paths: String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -1086,10 +1086,8 @@ fn the_left_output_is_read_by_refs_and_why() {
     ));
     let out = v["refused"][0]["output_path"].as_str().unwrap().to_string();
     let dep = v["refused"][0]["path"].as_str().unwrap().to_string();
-    let valid = Command::new("nix-store")
-        .args(["--check-validity", &out])
-        .output()
-        .unwrap();
+    let valid = nix_output(Command::new("nix-store")
+        .args(["--check-validity", &out]));
     assert!(!valid.status.success(), "{out} is not valid");
     let by_path = heft_run(None, &["refs", "--json", &out]);
     assert_eq!(by_path.code, 0, "{}", by_path.stderr);

@@ -822,6 +822,14 @@ impl ActionRun {
             .env("PATH", &path)
             .env("NIX_HEFT", &heft)
             .envs(inputs.iter().copied());
+        // The steps that start a writer of the system store (`install:
+        // nix`'s `nix build`, impact's `build: true` nix-build) run under
+        // the lock the tests' own Nix processes take; the others start
+        // only nix-heft, whose evaluations write nothing there.
+        let writes = inputs.iter().any(|&(k, v)| {
+            (k == "INPUT_BUILD" && v == "true") || (k == "INPUT_INSTALL" && v == "nix")
+        });
+        let _nix = writes.then(crate::common::system_store_lock);
         c.output().unwrap()
     }
 

@@ -827,13 +827,11 @@ fn collect(s: &TestStore, commands: &[String], options: &[String]) -> BTreeSet<S
     for c in commands {
         run(Command::new("sh").arg("-c").arg(c));
     }
-    let out = Command::new("nix-store")
+    let out = nix_output(Command::new("nix-store")
         .arg("--store")
         .arg(&s.chroot)
         .args(options)
-        .arg("--gc")
-        .output()
-        .unwrap();
+        .arg("--gc"));
     assert!(out.status.success(), "{out:?}");
     String::from_utf8_lossy(&out.stderr)
         .lines()

@@ -14,6 +14,7 @@ use std::sync::OnceLock;
 
 use crate::common;
 use crate::common::{nix, nix_build, repo, run};
+use crate::common::nix_output;
 use nix_heft_format::nix_conf::{ConfEnv, NixConf};
 use nix_heft_store::source::signature::{SigProblem, TrustedKeys, Verdict, verify_narinfo};
 
@@ -114,7 +115,7 @@ fn ours(cache: &Path, path: &str, keys: &[&str]) -> Verdict {
 /// `nix store verify` of `paths` in `cache`, signatures only, trusting
 /// `keys`: Ok, or Err with Nix's stderr.
 fn nix_verify(cache: &Path, paths: &[&str], keys: &[&str]) -> Result<(), String> {
-    let out = nix()
+    let out = nix_output(nix()
         .args([
             "store",
             "verify",
@@ -126,9 +127,7 @@ fn nix_verify(cache: &Path, paths: &[&str], keys: &[&str]) -> Result<(), String>
             "--store",
             &format!("file://{}", cache.display()),
         ])
-        .args(paths)
-        .output()
-        .expect("nix runs");
+        .args(paths));
     let err = String::from_utf8_lossy(&out.stderr).into_owned();
     if out.status.success() {
         Ok(())

@@ -25,10 +25,8 @@ use serde_json::Value;
 
 /// `nix-instantiate --parse` of `expr`; the error text when it fails.
 fn nix_parse(expr: &str) -> Result<(), String> {
-    let out = Command::new("nix-instantiate")
-        .args(["--parse", "--expr", expr])
-        .output()
-        .expect("nix-instantiate (scripts/test.sh installs it)");
+    let out = nix_output(Command::new("nix-instantiate")
+        .args(["--parse", "--expr", expr]));
     if out.status.success() {
         Ok(())
     } else {
@@ -69,10 +67,8 @@ fn hooks(snippet: &str, cuts: &[String]) -> Vec<String> {
          set = with pkgs; {{\n{snippet}\n}}; \
          in builtins.filter (x: x != null) [ (set.postFixup or null) (set.postInstall or null) ]"
     );
-    let out = Command::new("nix-instantiate")
-        .args(["--eval", "--strict", "--json", "--expr", &expr])
-        .output()
-        .expect("nix-instantiate");
+    let out = nix_output(Command::new("nix-instantiate")
+        .args(["--eval", "--strict", "--json", "--expr", &expr]));
     assert!(
         out.status.success(),
         "{snippet}: {}",

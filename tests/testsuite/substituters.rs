@@ -609,14 +609,12 @@ fn tampered_and_unsigned_narinfos_are_refused() {
     // Nix agrees on every case: its own verify refuses each edited cache
     // and accepts the one it signed.
     let verify = |cache: &Path| {
-        nix()
+        nix_output(nix()
             .args(["store", "verify", "--no-contents", "--sigs-needed", "1"])
             .args(["--trusted-public-keys", &key.public])
             .arg("--store")
             .arg(format!("file://{}", cache.display()))
-            .arg(top)
-            .output()
-            .unwrap()
+            .arg(top))
             .status
             .success()
     };
@@ -889,7 +887,7 @@ fn content_addressed_narinfos_need_no_signature() {
         .args(&paths));
     let url = format!("file://{}", cache.display());
     let verify = |p: &str| {
-        nix()
+        nix_output(nix()
             .args(["store", "verify", "--no-contents", "--sigs-needed", "1"])
             .args([
                 "--trusted-public-keys",
@@ -897,9 +895,7 @@ fn content_addressed_narinfos_need_no_signature() {
                 "--store",
                 &url,
                 p,
-            ])
-            .output()
-            .unwrap()
+            ]))
             .status
             .success()
     };

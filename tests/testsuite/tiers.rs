@@ -63,6 +63,8 @@ const NEEDS_NIX: &[&str] = &[
     "Command::new(\"nix",
     "nix()",
     "nix_build(",
+    "nix_output(",
+    "system_store_lock(",
     "fixture()",
     "scratch(",
     "example_copy(",
@@ -109,4 +111,130 @@ fn no_fast_module_needs_nix() {
     // The check sees what it looks for: the Nix tier's uses.
     let http = std::fs::read_to_string(testsuite().join("http.rs")).unwrap();
     assert!(NEEDS_NIX.iter().any(|n| http.contains(n)));
+}
+
+/// Where `text` (a test module's source) starts a Nix process that does
+/// not go through the helpers that take the system store's lock
+/// (`common::run`, `common::nix_output`; commands.rs's
+/// `system_store_lock` says why): a `Command::new("nix…")` or `nix()`
+/// whose statement runs it (`.output()`, `.status()`, `.spawn()`) outside
+/// them, directly or through the variable it is bound to. A statement
+/// naming `--store` runs on a store of the test's own and needs no lock.
+fn unlocked_nix_processes(text: &str) -> Vec<String> {
+    let code: String = text
+        .lines()
+        .map(|l| {
+            if l.trim_start().starts_with("//") {
+                ""
+            } else {
+                l
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let statements: Vec<&str> = code.split(';').collect();
+    let runs = |s: &str| {
+        [".output()", ".status()", ".spawn()"]
+            .iter()
+            .any(|r| s.contains(r))
+    };
+    let locked =
+        |s: &str| s.contains("run(") || s.contains("nix_output(") || s.contains("\"--store\"");
+    let mut found = Vec::new();
+    for (i, st) in statements.iter().enumerate() {
+        let Some(at) = ["Command::new(\"nix", "nix()"]
+            .iter()
+            .filter_map(|n| st.find(n))
+            .min()
+        else {
+            continue;
+        };
+        if runs(st) && !locked(st) {
+            found.push(st.trim().to_string());
+        }
+        // `let mut c = Command::new("nix-build");` … `c.output()` later.
+        let binding = st[..at]
+            .trim_end()
+            .strip_suffix('=')
+            .and_then(|b| b.trim().rsplit(' ').next())
+            .filter(|v| !v.is_empty() && v.chars().all(|c| c.is_alphanumeric() || c == '_'));
+        if let Some(var) = binding {
+            // Up to the end of the function: the next `fn` starts another.
+            let starts_fn = |s: &str| {
+                s.lines().any(|l| {
+                    let l = l.trim_start();
+                    l.starts_with("fn ") || l.starts_with("pub fn ") || l.contains(" fn ")
+                })
+            };
+            for later in &statements[i + 1..] {
+                if starts_fn(later) {
+                    break;
+                }
+                let t = later.trim_start();
+                let t = t
+                    .strip_prefix("let ")
+                    .map_or(t, |r| r.split_once('=').map_or(r, |x| x.1));
+                if t.trim_start()
+                    .strip_prefix(var)
+                    .is_some_and(|r| r.trim_start().starts_with('.'))
+                    && runs(later)
+                    && !locked(later)
+                {
+                    found.push(later.trim().to_string());
+                }
+            }
+        }
+    }
+    found
+}
+
+/// Every Nix process the tests start runs under the system store's lock
+/// (issue 52: two at once raced on Nix's database), checked over every
+/// module and the survey's tests, which share commands.rs.
+#[test]
+fn every_nix_process_runs_under_the_store_lock() {
+    // The check finds what it looks for.
+    let bad = "let out = Command::new(\"nix-build\")\n    .arg(f)\n    .output()\n    .unwrap();\n\
+               let mut c = nix();\nc.args([\"copy\"]);\nlet o = c\n    .arg(p)\n    .status();\n";
+    assert_eq!(unlocked_nix_processes(bad).len(), 2, "{bad}");
+    let good = "let out = nix_output(Command::new(\"nix-build\").arg(f));\n\
+                let mut c = nix();\nlet o = run(c.arg(p));\n\
+                let r = Command::new(\"nix\").args([\"repl\", \"--store\"]).arg(d).spawn();\n";
+    assert_eq!(unlocked_nix_processes(good), Vec::<String>::new());
+
+    let mut files: Vec<std::path::PathBuf> = Vec::new();
+    for dir in [
+        testsuite(),
+        testsuite().join("common"),
+        repo().join("survey/tests"),
+    ] {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let p = e.path();
+            if p.extension().is_some_and(|x| x == "rs")
+                && p.file_name()
+                    .is_some_and(|n| n != "commands.rs" && n != "tiers.rs")
+            {
+                files.push(p);
+            }
+        }
+    }
+    let mut starts = 0;
+    let mut found = Vec::new();
+    for p in &files {
+        let text = std::fs::read_to_string(p).unwrap();
+        starts += text.matches("Command::new(\"nix").count() + text.matches("nix()").count();
+        for st in unlocked_nix_processes(&text) {
+            found.push(format!("{}: {st}", p.display()));
+        }
+    }
+    assert!(
+        starts > 100,
+        "only {starts} Nix commands found in {} files",
+        files.len()
+    );
+    assert!(
+        found.is_empty(),
+        "Nix run outside common::run / common::nix_output (the system store's lock):\n{}",
+        found.join("\n---\n")
+    );
 }

@@ -445,13 +445,23 @@ fn a_workload_that_ends_before_the_timeout_keeps_its_own_code() {
 }
 
 /// A trace of llama-server with `ROCBLAS_GPU_TARGET=target`, written once
-/// per target.
+/// per target and shared: two tests read gfx90a's, and writing it again
+/// (`trace` removes the file first) while the other reads it failed one of
+/// them at `--test-threads 8` (issue 52).
 fn server_trace(target: &str) -> String {
+    static WRITTEN: std::sync::Mutex<BTreeMap<String, String>> =
+        std::sync::Mutex::new(BTreeMap::new());
+    let mut written = WRITTEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(file) = written.get(target) {
+        return file.clone();
+    }
     let server = format!("{}/bin/llama-server", rocm());
     let name = format!("server-{target}.json");
     let (o, _) = trace(&[&server], &[("ROCBLAS_GPU_TARGET", target)], &[], &name);
     assert_eq!(o.code, 0, "{}", o.stderr);
-    scratch_file(&name).to_str().unwrap().to_string()
+    let file = scratch_file(&name).to_str().unwrap().to_string();
+    written.insert(target.to_string(), file.clone());
+    file
 }
 
 /// A trace of what CMake does with rocblas-config.cmake: read it, then
@@ -523,11 +533,9 @@ fn advise_with_a_trace_keeps_the_traced_target() {
             std::fs::remove_file(e.path()).unwrap();
         }
     }
-    let dump = Command::new("nix-store")
+    let dump = nix_output(Command::new("nix-store")
         .arg("--dump")
-        .arg(&copy)
-        .output()
-        .unwrap();
+        .arg(&copy));
     assert!(dump.status.success());
     let shrink = info[&rocblas]["narSize"].as_u64().unwrap() - dump.stdout.len() as u64;
     assert!(shrink > 0);
@@ -785,11 +793,9 @@ fn nar_size_without(path: &str, remove: &[&str], keep_target: Option<&str>) -> u
         "-empty",
         "-delete",
     ]));
-    let dump = Command::new("nix-store")
+    let dump = nix_output(Command::new("nix-store")
         .arg("--dump")
-        .arg(&copy)
-        .output()
-        .unwrap();
+        .arg(&copy));
     assert!(dump.status.success());
     dump.stdout.len() as u64
 }

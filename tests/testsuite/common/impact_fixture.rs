@@ -18,7 +18,7 @@
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use serde_json::Value;
 
 use super::cache_server::{CacheServer, Options};
 use super::review_writer;
-use super::{nix, nonce, repo, run, scratch_dir, signed_cache_url, test_key};
+use super::{nix, nix_output, nonce, repo, run, scratch_dir, signed_cache_url, test_key};
 
 /// Attributes whose closure grows from base to head, among those built on
 /// both sides: libcore (its README now names [`LARGE`]), its dependents
@@ -328,12 +328,8 @@ pub fn closure(store: Option<&str>, paths: &[String]) -> BTreeMap<String, u64> {
 
 /// Whether `path` is valid in the local store (`nix-store -q --hash`).
 pub fn valid_locally(path: &str) -> bool {
-    Command::new("nix-store")
-        .args(["-q", "--hash", path])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("nix-store")
+    nix_output(Command::new("nix-store").args(["-q", "--hash", path]))
+        .status
         .success()
 }
 
