@@ -23,17 +23,14 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use globset::GlobMatcher;
-use rayon::prelude::*;
 
 use crate::check::Growth;
-use crate::diff::derivation::{DrvComparison, compare};
+use crate::diff::derivation::DrvComparison;
 use crate::graph::Graph;
 use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
 use nix_heft_eval::eval_store::EvalStore;
-use nix_heft_eval::history::{
-    CommitInfo, Range, Targets, build_at, build_graph_outputs, commits, instantiate_at,
-};
+use nix_heft_eval::history::{CommitInfo, Range, Targets, build_at, build_graph_outputs, commits};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::derivation::Derivation;
 use nix_heft_format::store_path::StorePath;
@@ -401,27 +398,8 @@ pub fn bisect(
                 )])
             };
             let (b, a) = (side(before), side(after));
-            let no_notes = BTreeMap::new();
-            let quiet = |_: u64| {};
-            Some(crate::impact::impact(
-                crate::impact::SideInput {
-                    src,
-                    attrs: &b,
-                    notes: &no_notes,
-                },
-                crate::impact::SideInput {
-                    src,
-                    attrs: &a,
-                    notes: &no_notes,
-                },
-                &crate::impact::Request {
-                    attrs: &[req.attr.to_string()],
-                    top: EXPLAINED,
-                    rules: &crate::impact::Rules::default(),
-                    evidence: true,
-                    removed_evidence: false,
-                },
-                (&quiet, &quiet),
+            Some(crate::impact::jump::explain(
+                src, &b, &a, req.attr, EXPLAINED, true,
             )?)
         }
         _ => None,
@@ -444,25 +422,18 @@ pub fn bisect(
             short(bi)
         )));
         let store = &at.store;
-        let inst = |i: usize| -> crate::Result<Result<StorePath, String>> {
-            instantiate_at(
-                &req.repo,
-                &commits[i].id,
-                at.targets.flake,
-                &at.targets.names[0],
-                req.evaluator,
-                &at.options,
-                store.root(),
-            )
-            .map_err(|e| nix_heft_eval::history::HistoryError::from(e).into())
-        };
         // The store was made before (`EvalStore::new`): all at once.
-        let all: Vec<crate::Result<Result<StorePath, String>>> =
-            (gi..=bi).into_par_iter().map(inst).collect();
-        let mut drv_of: Vec<Result<StorePath, String>> = Vec::with_capacity(all.len());
-        for r in all {
-            drv_of.push(r?);
-        }
+        let each: Vec<(&str, &str)> = (gi..=bi)
+            .map(|i| (commits[i].id.as_str(), at.targets.names[0].as_str()))
+            .collect();
+        let drv_of = crate::impact::jump::instantiate_each(
+            &req.repo,
+            &each,
+            at.targets.flake,
+            req.evaluator,
+            &at.options,
+            store.root(),
+        )?;
         instantiations = drv_of.len();
         let mut parsed: HashMap<StorePath, Derivation> = HashMap::new();
         let has: Vec<Option<bool>> = drv_of
@@ -504,11 +475,12 @@ pub fn bisect(
                 .map(|t| t.name().to_string())
                 .unwrap_or_default();
             let derivation = match (&drv_of[first_with - 1], &drv_of[first_with]) {
-                (Ok(b), Ok(a)) => Some(compare(
-                    std::slice::from_ref(b),
-                    std::slice::from_ref(a),
-                    &parsed,
-                    &HashMap::new(),
+                (Ok(b), Ok(a)) => Some(crate::impact::jump::derivation_change(
+                    store.root(),
+                    b,
+                    a,
+                    &mut parsed,
+                    &req.options.store_dir,
                 )),
                 _ => None,
             };

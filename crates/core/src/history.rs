@@ -29,11 +29,11 @@ use rayon::prelude::*;
 
 use crate::check::Growth;
 use crate::graph::{Graph, NodeId};
-use crate::impact::{self, Impact, Rules, SideInput};
+use crate::impact::{self, Impact};
 use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
 use nix_heft_eval::eval_store::EvalStore;
-use nix_heft_eval::history::{CommitInfo, Range, Targets, commits, instantiate_at, sample};
+use nix_heft_eval::history::{CommitInfo, Range, Targets, commits, sample};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::StoreSource;
@@ -256,34 +256,18 @@ pub fn history(
         rows.push(Row { commit, cells });
     }
 
-    let no_notes = BTreeMap::new();
-    let rules = Rules::default();
-    let quiet = |_: u64| {};
     let mut jumps = Vec::with_capacity(jumps_at.len());
     if !jumps_at.is_empty() {
         step(Some(format!("explaining {} jump(s)", jumps_at.len())));
     }
     for (attr, from, to, delta) in jumps_at {
-        let attrs = [attr.clone()];
-        let impact = impact::impact(
-            SideInput {
-                src,
-                attrs: &evaluated[from],
-                notes: &no_notes,
-            },
-            SideInput {
-                src,
-                attrs: &evaluated[to],
-                notes: &no_notes,
-            },
-            &impact::Request {
-                attrs: &attrs,
-                top: req.top,
-                rules: &rules,
-                evidence: req.evidence,
-                removed_evidence: false,
-            },
-            (&quiet, &quiet),
+        let impact = impact::jump::explain(
+            src,
+            &evaluated[from],
+            &evaluated[to],
+            &attr,
+            req.top,
+            req.evidence,
         )?;
         jumps.push(Jump {
             attr,
@@ -320,25 +304,25 @@ pub fn history(
             wanted.len()
         )));
         let name_of: HashMap<&String, &String> = req.attrs.iter().zip(&targets.names).collect();
-        let drvs: Vec<((usize, String), Result<StorePath, String>)> = wanted
-            .into_par_iter()
+        let wanted: Vec<(usize, String)> = wanted.into_iter().collect();
+        let at: Vec<(&str, &str)> = wanted
+            .iter()
             .map(|(i, attr)| {
-                let name = name_of.get(&attr).map_or(attr.as_str(), |n| n.as_str());
-                let drv = instantiate_at(
-                    &req.repo,
-                    &rows[i].commit.id,
-                    targets.flake,
-                    name,
-                    req.evaluator,
-                    &options,
-                    root,
-                )
-                .map_err(nix_heft_eval::history::HistoryError::from)?;
-                Ok(((i, attr), drv))
+                let name = name_of.get(attr).map_or(attr.as_str(), |n| n.as_str());
+                (rows[*i].commit.id.as_str(), name)
             })
-            .collect::<crate::Result<_>>()?;
+            .collect();
+        let drvs = impact::jump::instantiate_each(
+            &req.repo,
+            &at,
+            targets.flake,
+            req.evaluator,
+            &options,
+            root,
+        )?;
         instantiations = drvs.len();
-        let drvs: HashMap<(usize, String), Result<StorePath, String>> = drvs.into_iter().collect();
+        let drvs: HashMap<(usize, String), Result<StorePath, String>> =
+            wanted.into_iter().zip(drvs).collect();
         let mut parsed = HashMap::new();
         for j in &mut jumps {
             let (Some(Ok(b)), Some(Ok(a))) = (
@@ -347,19 +331,12 @@ pub fn history(
             ) else {
                 continue;
             };
-            for d in [b, a] {
-                nix_heft_eval::history::build_graph_outputs(
-                    root,
-                    d,
-                    &mut parsed,
-                    &req.options.store_dir,
-                );
-            }
-            j.derivation = Some(crate::diff::derivation::compare(
-                std::slice::from_ref(b),
-                std::slice::from_ref(a),
-                &parsed,
-                &HashMap::new(),
+            j.derivation = Some(impact::jump::derivation_change(
+                root,
+                b,
+                a,
+                &mut parsed,
+                &req.options.store_dir,
             ));
         }
     }

@@ -176,11 +176,6 @@ impl<'a> Scanned<'a> {
         self
     }
 
-    /// How many hashes a serialisation is scanned for.
-    pub fn candidate_count(&self) -> usize {
-        self.candidates.len()
-    }
-
     /// Where a path's files are: a tree's directory, the store's own
     /// answer, or (a candidate the store does not hold, inside a build)
     /// the store path itself on this machine's disk.

@@ -127,21 +127,7 @@ impl Liveness {
             succ.push(t);
             succ_off.push(succ.len() as u32);
         }
-        let mut pred_off = vec![0u32; n + 1];
-        for &w in &succ {
-            pred_off[w as usize + 1] += 1;
-        }
-        for i in 0..n {
-            pred_off[i + 1] += pred_off[i];
-        }
-        let mut fill = pred_off[..n].to_vec();
-        let mut pred = vec![0; succ.len()];
-        for v in 0..n {
-            for &w in &succ[succ_off[v] as usize..succ_off[v + 1] as usize] {
-                pred[fill[w as usize] as usize] = v as NodeId;
-                fill[w as usize] += 1;
-            }
-        }
+        let (pred_off, pred) = crate::graph::transpose(&succ_off, &succ);
         Liveness {
             paths,
             starts: (paths as NodeId..n as NodeId).collect(),

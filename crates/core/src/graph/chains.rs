@@ -3,7 +3,7 @@
 //! to [`MAX_CHAINS`]. Store graphs are acyclic, but a path-info JSON file
 //! need not be, so every chain counted or listed is a simple path.
 
-use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::collections::{BTreeSet, VecDeque};
 
 use super::request::ReadRequest;
 use super::{Graph, NodeId};
@@ -128,19 +128,6 @@ fn enumerate(
             }
         }
     }
-}
-
-/// The edges of `chains`, for the read stage.
-pub fn edges_on(chains: &[Vec<NodeId>]) -> ReadRequest {
-    let mut by: BTreeMap<NodeId, BTreeSet<NodeId>> = BTreeMap::new();
-    for c in chains {
-        for w in c.windows(2) {
-            by.entry(w[0]).or_default().insert(w[1]);
-        }
-    }
-    by.into_iter()
-        .map(|(referrer, t)| (referrer, t.into_iter().collect()))
-        .collect()
 }
 
 /// Which nodes lie on some chain from `roots` to a dependency (a chain

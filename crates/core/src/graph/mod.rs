@@ -43,6 +43,30 @@ pub struct Graph {
     roots: Vec<NodeId>,
 }
 
+/// The reverse of a graph in compressed adjacency (`targets[offsets[v] ..
+/// offsets[v + 1]]` are `v`'s edges): for each node, the nodes with an edge
+/// to it, ascending, as offsets and targets again. The graph's referrers
+/// and the collector's predecessors are both made by it.
+pub fn transpose(offsets: &[u32], targets: &[NodeId]) -> (Vec<u32>, Vec<NodeId>) {
+    let n = offsets.len().saturating_sub(1);
+    let mut rev_offsets = vec![0u32; n + 1];
+    for &w in targets {
+        rev_offsets[w as usize + 1] += 1;
+    }
+    for i in 0..n {
+        rev_offsets[i + 1] += rev_offsets[i];
+    }
+    let mut fill = rev_offsets[..n].to_vec();
+    let mut rev = vec![0; targets.len()];
+    for v in 0..n {
+        for &w in &targets[offsets[v] as usize..offsets[v + 1] as usize] {
+            rev[fill[w as usize] as usize] = v as NodeId;
+            fill[w as usize] += 1;
+        }
+    }
+    (rev_offsets, rev)
+}
+
 impl Graph {
     /// Reads the closure of `roots` from `src`.
     ///
@@ -119,7 +143,6 @@ impl Graph {
         let mut ref_offsets = Vec::with_capacity(n + 1);
         let mut refs = Vec::new();
         let mut self_ref = vec![false; n];
-        let mut indeg = vec![0u32; n];
         ref_offsets.push(0);
         for (i, rs) in raw.references.iter().enumerate() {
             let start = refs.len();
@@ -141,24 +164,9 @@ impl Graph {
                 }
             }
             refs.truncate(w);
-            for &r in &refs[start..] {
-                indeg[r as usize] += 1;
-            }
             ref_offsets.push(refs.len() as u32);
         }
-        let mut rev_offsets = Vec::with_capacity(n + 1);
-        rev_offsets.push(0u32);
-        for d in &indeg {
-            rev_offsets.push(rev_offsets.last().unwrap() + d);
-        }
-        let mut fill = rev_offsets[..n].to_vec();
-        let mut rev = vec![0; refs.len()];
-        for v in 0..n {
-            for &w in &refs[ref_offsets[v] as usize..ref_offsets[v + 1] as usize] {
-                rev[fill[w as usize] as usize] = v as NodeId;
-                fill[w as usize] += 1;
-            }
-        }
+        let (rev_offsets, rev) = transpose(&ref_offsets, &refs);
         Graph {
             paths: raw.paths,
             nar_sizes: raw.nar_sizes,
@@ -200,21 +208,7 @@ impl Graph {
             });
         }
         let n = paths.len();
-        let mut rev_offsets = vec![0u32; n + 1];
-        for &w in &refs {
-            rev_offsets[w as usize + 1] += 1;
-        }
-        for i in 0..n {
-            rev_offsets[i + 1] += rev_offsets[i];
-        }
-        let mut fill = rev_offsets[..n].to_vec();
-        let mut rev = vec![0; refs.len()];
-        for v in 0..n {
-            for &w in &refs[ref_offsets[v] as usize..ref_offsets[v + 1] as usize] {
-                rev[fill[w as usize] as usize] = v as NodeId;
-                fill[w as usize] += 1;
-            }
-        }
+        let (rev_offsets, rev) = transpose(&ref_offsets, &refs);
         Ok(Graph {
             paths,
             nar_sizes,
@@ -360,6 +354,34 @@ impl Graph {
 mod tests {
     use super::*;
     use nix_heft_store::source::PathInfoJson;
+
+    /// The transpose holds exactly the edges reversed, each node's
+    /// referrers ascending, on a graph with a node without edges, a node
+    /// every other refers to, and an edge list out of order.
+    #[test]
+    fn transpose_reverses_every_edge_and_sorts_referrers() {
+        // 0 → {1, 3}; 1 → {3}; 2 → {}; 3 → {}; 4 → {0, 3, 1}.
+        let offsets = [0u32, 2, 3, 3, 3, 6];
+        let targets: [NodeId; 6] = [1, 3, 3, 0, 3, 1];
+        let (ro, rt) = transpose(&offsets, &targets);
+        assert_eq!(ro, vec![0, 1, 3, 3, 6, 6]);
+        assert_eq!(rt, vec![4, 0, 4, 0, 1, 4]);
+        let mut want: Vec<(NodeId, NodeId)> = Vec::new();
+        for v in 0..5 {
+            for &w in &targets[offsets[v] as usize..offsets[v + 1] as usize] {
+                want.push((w, v as NodeId));
+            }
+        }
+        want.sort();
+        let mut got: Vec<(NodeId, NodeId)> = Vec::new();
+        for w in 0..5 {
+            for &v in &rt[ro[w] as usize..ro[w + 1] as usize] {
+                got.push((w as NodeId, v));
+            }
+        }
+        assert_eq!(got, want);
+        assert_eq!(transpose(&[0], &[]), (vec![0], vec![]));
+    }
 
     /// `/nix/store/<hash>-<name>` with a hash made of one repeated base-32
     /// character.

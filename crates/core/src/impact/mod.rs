@@ -44,6 +44,7 @@ use nix_heft_eval::attrs::Outcome;
 use nix_heft_format::store_path::StorePath;
 use nix_heft_store::source::StoreSource;
 
+pub mod jump;
 pub mod prepare;
 pub mod review;
 pub mod units;

@@ -340,16 +340,6 @@ pub fn fingerprint(info: &NarInfo) -> Result<String, SigError> {
     ))
 }
 
-/// The `Sig:` values of a narinfo's text, in order, read as
-/// `narinfo::NarInfo::parse` reads them (`Key: value`, else `Key:value`).
-pub fn sig_lines(text: &str) -> Vec<&str> {
-    text.lines()
-        .filter_map(|l| l.split_once(": ").or_else(|| l.split_once(':')))
-        .filter(|(k, _)| *k == "Sig")
-        .map(|(_, v)| v)
-        .collect()
-}
-
 /// Why one signature (or the lack of any) does not make a narinfo trusted.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum SigProblem {
