@@ -100,9 +100,8 @@ pub struct SystemStoreLock {
 
 impl Drop for SystemStoreLock {
     fn drop(&mut self) {
+        // The file is closed after this, which releases the flock.
         HELD.set(HELD.get() - 1);
-        // Dropping the file closes it, which releases the flock.
-        drop(self.file.take());
     }
 }
 
