@@ -4,67 +4,47 @@
 //! is this binary's to say, appended to that error's line. Each crate has
 //! its own error enum; this judge knows them all.
 
-use nix_heft_core::Error as CoreError;
+use nix_heft_ops::Error as OpsError;
+use nix_heft_ops::error::Layers;
+use nix_heft_scan::Error as ScanError;
 use nix_heft_store::Error as StoreError;
 use nix_heft_types::error::Judged;
-
-/// One error of a run's chain as each crate's enum sees it: a crate's
-/// error that wraps a lower crate's is looked through (their messages and
-/// sources are the inner error's), so the inner one is judged.
-#[derive(Default)]
-struct Seen<'a> {
-    core: Option<&'a CoreError>,
-    store: Option<&'a StoreError>,
-    shared: Option<&'a nix_heft_types::Error>,
-}
-
-fn seen<'a>(e: &'a (dyn std::error::Error + 'static)) -> Seen<'a> {
-    let mut s = Seen {
-        core: e.downcast_ref::<CoreError>(),
-        store: e.downcast_ref::<StoreError>(),
-        shared: e.downcast_ref::<nix_heft_types::Error>(),
-    };
-    match s.core {
-        Some(CoreError::Store(inner)) => s.store = Some(inner),
-        Some(CoreError::Shared(inner)) => s.shared = Some(inner),
-        _ => {}
-    }
-    if let Some(StoreError::Shared(inner)) = s.store {
-        s.shared = Some(inner);
-    }
-    s
-}
 
 /// Whether `e` is the command line's fault (exit 2), and what to do about
 /// it when its fix is a flag or setting.
 pub fn judge(e: &(dyn std::error::Error + 'static)) -> Judged {
-    let s = seen(e);
+    let s = Layers::of(e);
     Judged {
-        usage: s.core.is_some_and(CoreError::is_usage)
-            || s.store.is_some_and(StoreError::is_usage)
-            || s.shared.is_some_and(nix_heft_types::Error::is_usage),
+        usage: s.is_usage(),
         advice: advice(&s).map(str::to_string),
     }
 }
 
-fn advice(s: &Seen) -> Option<&'static str> {
-    let core = match s.core {
-        Some(CoreError::MissingOutput { .. }) => Some(
+fn advice(s: &Layers) -> Option<&'static str> {
+    let ops = match s.ops {
+        Some(OpsError::MissingOutput { .. }) => Some(
             ": read it from a binary cache that has it (--store https://cache.nixos.org), \
              or build it first (nix build)",
         ),
-        Some(CoreError::DanglingLink { .. }) => Some(
+        Some(OpsError::DanglingLink { .. }) => Some(
             ": build it again (nix build), or read it from a binary cache that has it \
              (--store https://cache.nixos.org)",
         ),
-        Some(CoreError::NoDeriver { .. }) => Some(" (--derivation reads the build graph)"),
-        Some(CoreError::DeriverNotHere { .. }) => {
+        Some(OpsError::DeriverNotHere { .. }) => {
             Some(" (or give the installable with --derivation, which instantiates it)")
         }
         _ => None,
     };
-    if core.is_some() {
-        return core;
+    if ops.is_some() {
+        return ops;
+    }
+    let scan = match s.scan {
+        Some(ScanError::NoDeriver { .. }) => Some(" (--derivation reads the build graph)"),
+        Some(ScanError::NoCandidates) => Some(": give --candidates FILE or --to PATH"),
+        _ => None,
+    };
+    if scan.is_some() {
+        return scan;
     }
     Some(match s.store? {
         StoreError::UntrustedNarinfo(u) if u.mismatched.is_empty() => {
@@ -93,7 +73,7 @@ mod tests {
 
     /// An error as the binary meets it: in a context (anyhow's), its
     /// crate's error inside another crate's.
-    fn failure(e: CoreError) -> nix_heft_types::error::Failure {
+    fn failure(e: OpsError) -> nix_heft_types::error::Failure {
         let e = anyhow::Error::new(e).context("reading the closure");
         nix_heft_types::error::failure(e.as_ref(), &judge)
     }
@@ -119,17 +99,32 @@ mod tests {
         );
         assert_eq!(f.code, 2);
         assert!(f.lines[1].ends_with("(--store https://BUCKET.s3.REGION.amazonaws.com)"));
-        // Core's own: a name that matches nothing is exit 2.
-        let f = failure(CoreError::NoMatch {
-            pattern: "x".into(),
-            store: "s".into(),
-            closest: None,
-            candidates: Vec::new(),
-        });
+        // A name that matches nothing is exit 2, inside any crate's error.
+        let f = failure(
+            nix_heft_types::Error::NoMatch {
+                pattern: "x".into(),
+                store: "s".into(),
+                closest: None,
+                candidates: Vec::new(),
+            }
+            .into(),
+        );
         assert_eq!(f.code, 2);
-        let f = failure(CoreError::NoDeriver { path: "/p".into() });
+        // The scan's, inside the operations': its advice, its exit code.
+        let f = failure(ScanError::NoDeriver { path: "/p".into() }.into());
         assert_eq!(f.code, 1);
         assert!(f.lines[1].ends_with(" (--derivation reads the build graph)"));
+        let f = failure(ScanError::NoCandidates.into());
+        assert_eq!(f.code, 2);
+        assert_eq!(
+            f.lines[1],
+            "  caused by: no store to take the candidates from: give --candidates FILE or --to PATH"
+        );
+        // The graph's store error inside the operations': the store's advice.
+        let f =
+            failure(nix_heft_graph::Error::Store(StoreError::NoLocalStore("/nix".into())).into());
+        assert_eq!(f.code, 1);
+        assert!(f.lines[1].contains("point nix-heft at one with --store"));
         // The shared ones, through either crate: a usage error is exit 2.
         let f = failure(nix_heft_types::Error::Usage("give one root".into()).into());
         assert_eq!(

@@ -12,7 +12,7 @@ use std::time::Duration;
 use ratatui::crossterm::event::{self, Event, KeyEventKind};
 
 use nix_heft_browse::{App, BuildGraph, Loaded, Outcome};
-use nix_heft_core::graph::Graph;
+use nix_heft_graph::Graph;
 
 /// The OSC 52 sequence that puts `text` on the clipboard of the terminal
 /// (and of the machine running it, over ssh).

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::pipeline::AdviseRequest;
+use nix_heft_ops::pipeline::AdviseRequest;
 use nix_heft_report::TextOptions;
 use nix_heft_report::advise::AdviceReport;
 
@@ -36,7 +36,7 @@ pub struct AdviseArgs {
     min_saving: nix_heft_types::units::Threshold,
 }
 
-/// [`nix_heft_core::pipeline::advise`] on the roots' closure, printed.
+/// [`nix_heft_ops::pipeline::advise`] on the roots' closure, printed.
 pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
     let src = ctx.open()?;
     let src = src.as_ref();
@@ -50,7 +50,7 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         targets: args.targets.as_deref(),
         traces: traces.as_ref(),
     };
-    let advised = nix_heft_core::pipeline::advise(src, &g, &req, &ctx.read_bar(src))?;
+    let advised = nix_heft_ops::pipeline::advise(src, &g, &req, &ctx.read_bar(src))?;
     // On stderr whatever the format, with the run's other warnings: the
     // JSON carries them in the plan too.
     for w in &advised.plan.warnings {

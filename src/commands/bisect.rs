@@ -8,9 +8,9 @@ use std::sync::atomic::Ordering;
 
 use clap::Args;
 
-use nix_heft_core::bisect::{Request, Rule, bisect};
-use nix_heft_core::check::Growth;
+use nix_heft_analysis::check::Growth;
 use nix_heft_eval::attrs::Evaluator;
+use nix_heft_ops::bisect::{Request, Rule, bisect};
 use nix_heft_report::bisect::BisectReport;
 use nix_heft_types::Error;
 
@@ -108,8 +108,8 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
                 .collect::<Result<_, _>>()?;
             let globs = globs
                 .into_iter()
-                .map(|g| Ok((g.clone(), nix_heft_core::roots::glob(g)?)))
-                .collect::<nix_heft_core::Result<_>>()?;
+                .map(|g| Ok((g.clone(), nix_heft_ops::roots::glob(g)?)))
+                .collect::<nix_heft_ops::Result<_>>()?;
             (
                 Rule::Forbid { globs, paths },
                 format!("closure holds {}", given.join(" or ")),

@@ -1,5 +1,5 @@
 //! `nix-heft browse`: the terminal browser. Sizes are drawn at once; the
-//! evidence and advice ([`nix_heft_core::pipeline::examine`]) arrive from a
+//! evidence and advice ([`nix_heft_ops::pipeline::examine`]) arrive from a
 //! background thread.
 
 use std::process::ExitCode;
@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use clap::Args;
 
 use nix_heft_browse::BuildGraph;
-use nix_heft_core::graph::request;
+use nix_heft_graph::request;
 use nix_heft_store::source::StoreSource;
 use nix_heft_store::source::build_graph::DerivationSource;
 
@@ -72,7 +72,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     let total: u64 = if args.no_evidence {
         0
     } else {
-        nix_heft_core::pipeline::bytes_to_scan(&g, &request::all_edges(&g))
+        nix_heft_ops::pipeline::bytes_to_scan(&g, &request::all_edges(&g))
     };
     let (tx, rx) = std::sync::mpsc::channel();
     if args.no_evidence {
@@ -85,9 +85,9 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
                 p2.fetch_add(n, Ordering::Relaxed);
             };
             let examined = if derivation {
-                nix_heft_core::pipeline::examine_build_graph(src2.as_ref(), &g2, &progress)
+                nix_heft_ops::pipeline::examine_build_graph(src2.as_ref(), &g2, &progress)
             } else {
-                nix_heft_core::pipeline::examine(src2.as_ref(), &g2, None, &progress)
+                nix_heft_ops::pipeline::examine(src2.as_ref(), &g2, None, &progress)
             };
             let _ = tx.send(nix_heft_browse::Loaded::from(examined));
         });
@@ -97,7 +97,7 @@ pub fn run(ctx: &Context, args: &BrowseArgs) -> anyhow::Result<ExitCode> {
     let (sizes_tx, crx) = std::sync::mpsc::channel();
     let g3 = Arc::clone(&g);
     std::thread::spawn(move || {
-        let _ = sizes_tx.send(nix_heft_core::graph::closure_sizes(&g3));
+        let _ = sizes_tx.send(nix_heft_graph::closure_sizes(&g3));
     });
     let origins = g
         .paths()

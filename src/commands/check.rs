@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::check::{Baseline, BaselineFrom, Config, Settings};
+use nix_heft_analysis::check::{Baseline, BaselineFrom, Config, Settings};
 use nix_heft_report::check::CheckReport;
 use nix_heft_report::size::SizeReport;
 
@@ -88,7 +88,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
     let at = args.review.checked()?;
     let flags = args.as_config(ctx.store.as_deref());
-    let settings = Settings::new(flags, nix_heft_core::roots::glob)?;
+    let settings = Settings::new(flags, nix_heft_ops::roots::glob)?;
     // The file is read before the store is opened: a bad baseline fails at
     // once.
     let saved = match &settings.baseline {
@@ -112,7 +112,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     };
     let roots = ctx.roots(src, &settings.roots)?;
     let g = ctx.load(src, &roots)?;
-    let checked = nix_heft_core::pipeline::check(
+    let checked = nix_heft_ops::pipeline::check(
         src,
         &g,
         &settings.rules,

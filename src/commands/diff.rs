@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::pipeline::CompareOptions;
+use nix_heft_ops::pipeline::CompareOptions;
 
 use super::Context;
 use super::review::{self, ReviewArgs};
@@ -77,7 +77,7 @@ fn compare(
     let broots = ctx.roots(bsrc, std::slice::from_ref(&args.before))?;
     let aroots = ctx.roots(asrc, std::slice::from_ref(&args.after))?;
     let (bg, ag) = ctx.load_pair((bsrc, &broots), (asrc, &aroots))?;
-    let c = nix_heft_core::pipeline::compare(
+    let c = nix_heft_ops::pipeline::compare(
         (bsrc, &bg),
         (asrc, &ag),
         CompareOptions {
@@ -100,7 +100,8 @@ fn compare(
                 (!known.is_empty()).then(|| (d, known.iter().sum()))
             })
             .collect();
-        let c = nix_heft_core::diff::derivation::compare(&broots, &aroots, &drvs.parsed(), &bytes);
+        let c =
+            nix_heft_analysis::diff::derivation::compare(&broots, &aroots, &drvs.parsed(), &bytes);
         report.derivations = Some(nix_heft_report::drv_diff::DrvDiffReport::new(&c));
     }
     // Origins as AFTER's store says (BEFORE's own store, when separate,

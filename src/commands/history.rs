@@ -7,10 +7,10 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::check::Growth;
-use nix_heft_core::history::{Request, history};
+use nix_heft_analysis::check::Growth;
 use nix_heft_eval::attrs::Evaluator;
 use nix_heft_eval::history::Range;
+use nix_heft_ops::history::{Request, history};
 use nix_heft_report::history::{Context as HistoryContext, HistoryReport};
 use nix_heft_types::Error;
 

@@ -8,9 +8,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::impact::{self, Prepared, Request, Rules, Side, Sides};
 use nix_heft_eval::attrs::Evaluator;
 use nix_heft_format::nixpkgs_review::ReviewDir;
+use nix_heft_ops::impact::{self, Prepared, Request, Rules, Side, Sides};
 use nix_heft_report::impact::{AttrList, ImpactReport, SideMeta};
 use nix_heft_types::Error;
 
@@ -242,7 +242,7 @@ fn context<'a>(
     args: &ImpactArgs,
     p: &Prepared,
     ev: &Evaluator,
-    found: &nix_heft_core::impact::Impact,
+    found: &nix_heft_ops::impact::Impact,
     srcs: [&dyn nix_heft_store::source::StoreSource; 2],
     build: &'a dyn Fn(&str, Side) -> String,
 ) -> nix_heft_report::impact::Context<'a> {

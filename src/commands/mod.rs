@@ -34,7 +34,7 @@ pub use context::{Color, Context, Shown};
 
 use clap::Args;
 
-use nix_heft_core::graph::NodeId;
+use nix_heft_graph::NodeId;
 
 /// Leaves `value` unfreed: the command ends right after, and a million
 /// roots' or paths' allocations freed one by one took a tenth of a run
@@ -113,7 +113,7 @@ fn load_with(
     src: &dyn nix_heft_store::source::StoreSource,
     path: &nix_heft_format::StorePath,
     roots: &[nix_heft_format::StorePath],
-) -> anyhow::Result<(nix_heft_core::graph::Graph, NodeId, Vec<NodeId>)> {
+) -> anyhow::Result<(nix_heft_graph::Graph, NodeId, Vec<NodeId>)> {
     let mut all = roots.to_vec();
     if !all.contains(path) {
         all.push(path.clone());
@@ -135,7 +135,7 @@ pub fn target_and_roots(
     default_roots: impl FnOnce(
         &nix_heft_format::StorePath,
     ) -> anyhow::Result<Vec<nix_heft_format::StorePath>>,
-) -> anyhow::Result<(nix_heft_core::graph::Graph, NodeId, Vec<NodeId>)> {
+) -> anyhow::Result<(nix_heft_graph::Graph, NodeId, Vec<NodeId>)> {
     if !root_args.is_empty() {
         let roots = ctx.roots(src, root_args)?;
         let g = ctx.load(src, &roots)?;
@@ -143,7 +143,7 @@ pub fn target_and_roots(
         // roots' closure first.
         if !ctx.is_installable(src, path_arg)
             && let Some(p) =
-                nix_heft_core::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)?
+                nix_heft_ops::roots::resolve_one_in_closure(&g, src.store_dir(), path_arg)?
         {
             let r = g.roots().to_vec();
             return Ok((g, p, r));

@@ -6,7 +6,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::graph::{ReadRequest, request};
+use nix_heft_graph::{ReadRequest, request};
 use nix_heft_report::partition::PartitionReport;
 
 use super::{Context, Shown, TraceOpt};
@@ -39,7 +39,7 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
     let src = src.as_ref();
     let traces = args.trace.load()?;
     // A bad regex is a usage error, found before anything is read.
-    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft_core::Error::BadPattern {
+    regex::bytes::Regex::new(&args.by).map_err(|e| nix_heft_types::Error::BadPattern {
         pattern: args.by.clone(),
         reason: e.to_string(),
     })?;
@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
     })?;
     let wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
     let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let part = nix_heft_core::plan::partition::partition(
+    let part = nix_heft_analysis::plan::partition::partition(
         &g,
         &c,
         p,

@@ -5,7 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::graph::request;
+use nix_heft_graph::request;
 use nix_heft_report::refs::RefsReport;
 
 use super::tree::{self, TreeArgs};

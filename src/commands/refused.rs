@@ -12,9 +12,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::Error;
-use nix_heft_core::pipeline::refused::{RefusedOf, refused, refused_log};
 use nix_heft_format::StorePath;
+use nix_heft_ops::Error;
+use nix_heft_ops::pipeline::refused::{RefusedOf, refused, refused_log};
 use nix_heft_report::Report;
 use nix_heft_report::refused::{RefusedLogReport, RefusedReport};
 

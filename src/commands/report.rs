@@ -8,7 +8,7 @@ use std::process::ExitCode;
 use anyhow::Context as _;
 use clap::Args;
 
-use nix_heft_core::pipeline::{CompareOptions, PageReading};
+use nix_heft_ops::pipeline::{CompareOptions, PageReading};
 use nix_heft_report::html::{BuildGraph, HtmlReport, ReportWritten};
 use nix_heft_report::size::UnknownOutputs;
 use nix_heft_store::source::StoreSource;
@@ -65,7 +65,7 @@ pub struct ReportArgs {
     derivation: bool,
 }
 
-/// Examines the closure ([`nix_heft_core::pipeline::examine`], plus advise's
+/// Examines the closure ([`nix_heft_ops::pipeline::examine`], plus advise's
 /// joint plan for the total), builds the page and writes it.
 pub fn run(ctx: &Context, args: &ReportArgs) -> anyhow::Result<ExitCode> {
     // Checked here: clap waives `requires` on "diff" when ROOTs, which
@@ -120,10 +120,10 @@ fn page(
         (false, true) => PageReading::BuildGraph,
         (false, false) => PageReading::Examined,
     };
-    let ev = nix_heft_core::pipeline::page_evidence(src, &g, reading, traces, &ctx.read_bar(src));
+    let ev = nix_heft_ops::pipeline::page_evidence(src, &g, reading, traces, &ctx.read_bar(src));
     let mut model = HtmlReport::new(
         &g,
-        &nix_heft_core::graph::Sizes::compute(&g),
+        &nix_heft_graph::Sizes::compute(&g),
         src.describe(),
         ev.classified.as_ref(),
         ev.actions,
@@ -156,7 +156,7 @@ fn page(
         // left; the page's own evidence (every edge of AFTER) explains the
         // new ones, and groups the paths added for one reason as `diff`
         // does.
-        let mut cmp = nix_heft_core::pipeline::compare(
+        let mut cmp = nix_heft_ops::pipeline::compare(
             (bsrc, &bg),
             (src, &g),
             CompareOptions {

@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::gc::{self, Detail, RootsRequest};
+use nix_heft_ops::gc::{self, Detail, RootsRequest};
 use nix_heft_report::TextOptions;
 use nix_heft_report::roots::{MarkedReport, RootsReport, WhyRootsReport};
 use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
@@ -78,7 +78,7 @@ impl RootsArgs {
         &self,
         ctx: &Context,
         store: &nix_heft_store::source::LocalStore,
-    ) -> nix_heft_core::Result<RootsRequest> {
+    ) -> nix_heft_ops::Result<RootsRequest> {
         Ok(RootsRequest {
             older_than_days: self.older_than,
             under: self.paths.iter().flat_map(|p| gc::locations(p)).collect(),
@@ -207,6 +207,6 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
 pub fn request(
     ctx: &Context,
     store: &nix_heft_store::source::LocalStore,
-) -> nix_heft_core::Result<RootsRequest> {
+) -> nix_heft_ops::Result<RootsRequest> {
     RootsRequest::for_collector(&ctx.installables.options, store.root())
 }

@@ -98,10 +98,10 @@ pub fn run(ctx: &Context, args: &SizeArgs) -> anyhow::Result<ExitCode> {
     shown
 }
 
-fn report(g: &nix_heft_core::graph::Graph, args: &SizeArgs) -> SizeReport {
+fn report(g: &nix_heft_graph::Graph, args: &SizeArgs) -> SizeReport {
     SizeReport::new(
         g,
-        &nix_heft_core::graph::Sizes::compute(g),
+        &nix_heft_graph::Sizes::compute(g),
         SizeOptions {
             sort: args.sort.into(),
             top: args.top,

@@ -5,9 +5,9 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_core::graph::{Graph, NodeId};
-use nix_heft_core::plan::split::Existing;
-use nix_heft_core::roots::SiblingOutput;
+use nix_heft_analysis::plan::split::Existing;
+use nix_heft_graph::{Graph, NodeId};
+use nix_heft_ops::roots::SiblingOutput;
 use nix_heft_report::split::SplitReport;
 use nix_heft_store::source::StoreSource;
 
@@ -24,7 +24,7 @@ pub struct SplitArgs {
     /// Move files matching GLOB (relative to the output root) to OUTPUT,
     /// in order, like `moveToOutput GLOB "$OUTPUT"`.
     #[arg(long = "move", value_name = "GLOB=OUTPUT")]
-    moves: Vec<nix_heft_core::plan::split::Move>,
+    moves: Vec<nix_heft_analysis::plan::split::Move>,
     /// Apply nixpkgs' multiple-outputs defaults first (include, pkg-config,
     /// CMake, aclocal → dev; share/doc → doc; share/man → man; share/info →
     /// info; gtk-doc, devhelp → devdoc).
@@ -57,7 +57,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
     let src = src.as_ref();
     let traces = args.trace.load()?;
     let mut moves = match args.preset {
-        Some(Preset::Nixpkgs) => nix_heft_core::plan::split::nixpkgs_preset(),
+        Some(Preset::Nixpkgs) => nix_heft_analysis::plan::split::nixpkgs_preset(),
         None => Vec::new(),
     };
     moves.extend(args.moves.iter().cloned());
@@ -68,7 +68,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
         .into());
     }
     let (g, p, root_ids) = super::target_and_roots(ctx, src, &args.path, &args.roots, |path| {
-        match nix_heft_core::roots::top_level_referrers(src, path)? {
+        match nix_heft_ops::roots::top_level_referrers(src, path)? {
             // Nothing pulls it in: it is its own root.
             Some(r) if r.is_empty() => Ok(vec![path.clone()]),
             Some(r) => Ok(r),
@@ -81,7 +81,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
     })?;
     // The outputs the package already has: moved files join them, so
     // their files and holds are read too, and they must be in the graph.
-    let siblings = nix_heft_core::roots::sibling_outputs(src, g.path(p))?;
+    let siblings = nix_heft_ops::roots::sibling_outputs(src, g.path(p))?;
     let (g, p, root_ids) = with_siblings(ctx, src, g, p, root_ids, &siblings)?;
     let index = g.index();
     let existing: Vec<Existing> = siblings
@@ -93,7 +93,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
             found_by: s.found_by,
         })
         .collect();
-    let (plan, problems) = nix_heft_core::pipeline::split(
+    let (plan, problems) = nix_heft_ops::pipeline::split(
         src,
         &g,
         p,

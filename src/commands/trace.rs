@@ -100,7 +100,7 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         None => ctx.open_store(None).ok(),
     };
     let (g, problems) = match &src {
-        Some(src) => nix_heft_core::pipeline::traced_closure(src.as_ref(), &traced.trace),
+        Some(src) => nix_heft_ops::pipeline::traced_closure(src.as_ref(), &traced.trace),
         None => (None, Vec::new()),
     };
     let report =

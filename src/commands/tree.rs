@@ -8,9 +8,9 @@ use std::path::PathBuf;
 
 use clap::Args;
 
-use nix_heft_core::Error;
-use nix_heft_core::unregistered::{Opened, TreeRequest, open_tree};
 use nix_heft_format::StorePath;
+use nix_heft_ops::Error;
+use nix_heft_scan::unregistered::{Opened, TreeRequest, open_tree};
 
 use super::Context;
 
@@ -85,17 +85,7 @@ pub fn open(ctx: &Context, args: &TreeArgs, root: Option<&str>) -> anyhow::Resul
         )
         .into());
     }
-    Ok(
-        open_tree(base, &store_dir, &req, root).map_err(|e| match e {
-            Error::Usage(m) if m.starts_with("no store to take the candidates from") => {
-                Error::Usage(
-                    "no store to take the candidates from: give --candidates FILE or --to PATH"
-                        .into(),
-                )
-            }
-            e => e,
-        })?,
-    )
+    Ok(open_tree(base, &store_dir, &req, root)?)
 }
 
 /// The error of a tree command left with nothing to read (`open` fails

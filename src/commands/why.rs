@@ -113,7 +113,7 @@ fn explain(
     let g = ctx.load(src, std::slice::from_ref(&root))?;
     let deps = ctx.in_closure(src, &g, dep)?;
     let root = g.roots()[0];
-    let why = nix_heft_core::pipeline::why(
+    let why = nix_heft_ops::pipeline::why(
         src,
         &g,
         root,

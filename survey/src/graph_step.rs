@@ -3,21 +3,21 @@
 //! cutting that edge alone saves from the referrer's own closure. Per-root
 //! savings of every edge would be billions of rows on a channel, so they
 //! stay per edge. The graph functions are the library's, shared with
-//! `advise` (`nix_heft_core::graph::bounds`).
+//! `advise` (`nix_heft_graph::bounds`).
 
 use std::sync::Arc;
 
 use datafusion::arrow::array::{RecordBatch, StringBuilder, UInt64Builder};
 use datafusion::arrow::error::ArrowError;
-use nix_heft_core::graph::{Graph, NodeId, bounds};
+use nix_heft_graph::{Graph, NodeId, bounds};
 use rayon::prelude::*;
 
 use crate::schema;
 
 /// `(graph_paths, graph_edges)`: the columns the graph step adds.
 pub fn graph_step(g: &Graph) -> Result<(RecordBatch, RecordBatch), ArrowError> {
-    let closure = nix_heft_core::graph::closure_sizes(g);
-    let dependents = nix_heft_core::graph::dependents(g, g.roots());
+    let closure = nix_heft_graph::closure_sizes(g);
+    let dependents = nix_heft_graph::dependents(g, g.roots());
     let mut path = StringBuilder::new();
     let mut cs = UInt64Builder::new();
     let mut deps = UInt64Builder::new();

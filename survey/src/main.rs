@@ -268,25 +268,15 @@ async fn sql(cli: &Cli, args: &QueryArgs) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::SUCCESS)
 }
 
-/// What to do about a library error, in this binary's flags (the library
-/// says what is wrong, never which flag fixes it).
 /// Whether an error of the run's chain is the command line's fault, and
 /// what to do about it in this program's words (its flags): each crate's
-/// enum, a crate's error inside another's looked through.
+/// enum, a crate's error inside another's looked through
+/// ([`nix_heft_ops::error::Layers`]); the library says what is wrong,
+/// never which flag fixes it.
 fn judge(e: &(dyn std::error::Error + 'static)) -> nix_heft_types::error::Judged {
     use nix_heft_store::Error as StoreError;
-    let core = e.downcast_ref::<nix_heft_core::Error>();
-    let mut store = e.downcast_ref::<StoreError>();
-    let mut shared = e.downcast_ref::<nix_heft_types::Error>();
-    match core {
-        Some(nix_heft_core::Error::Store(s)) => store = Some(s),
-        Some(nix_heft_core::Error::Shared(t)) => shared = Some(t),
-        _ => {}
-    }
-    if let Some(StoreError::Shared(t)) = store {
-        shared = Some(t);
-    }
-    let advice = match store {
+    let layers = nix_heft_ops::error::Layers::of(e);
+    let advice = match layers.store {
         Some(StoreError::UntrustedNarinfo(u)) if u.mismatched.is_empty() => Some(
             "; trust the cache's key with `run --trusted-public-keys` or nix.conf's \
              trusted-public-keys, or accept such narinfos with `run --no-require-sigs`",
@@ -298,9 +288,7 @@ fn judge(e: &(dyn std::error::Error + 'static)) -> nix_heft_types::error::Judged
         _ => None,
     };
     nix_heft_types::error::Judged {
-        usage: core.is_some_and(nix_heft_core::Error::is_usage)
-            || store.is_some_and(StoreError::is_usage)
-            || shared.is_some_and(nix_heft_types::Error::is_usage),
+        usage: layers.is_usage(),
         advice: advice.map(str::to_string),
     }
 }

@@ -11,11 +11,11 @@ use datafusion::arrow::array::{
 };
 use datafusion::arrow::error::ArrowError;
 use datafusion::parquet::arrow::ArrowWriter;
-use nix_heft_core::explain::summarise;
-use nix_heft_core::graph::{Graph, NodeId, ReadRequest, request};
+use nix_heft_analysis::explain::summarise;
 use nix_heft_format::StorePath;
 use nix_heft_format::nar::tree::TreeNode;
 use nix_heft_format::store_path::split_name;
+use nix_heft_graph::{Graph, NodeId, ReadRequest, request};
 use nix_heft_store::source::{RawClosure, StoreSource};
 use nix_heft_types::evidence::Kind;
 use nix_heft_types::problem::{Problem, ProblemKind};
@@ -54,7 +54,7 @@ pub fn survey_partition(
     progress: &(dyn Fn(u64) + Sync),
 ) -> datafusion::common::Result<PartitionFacts> {
     // The store's errors and core's, as DataFusion carries them.
-    let ext = |e: nix_heft_core::Error| datafusion::common::DataFusionError::External(Box::new(e));
+    let ext = |e: nix_heft_ops::Error| datafusion::common::DataFusionError::External(Box::new(e));
     let mut problems: Vec<Problem> = Vec::new();
     let mut raw = RawClosure::default();
     let mut index: std::collections::HashMap<StorePath, u32> = Default::default();
@@ -94,7 +94,7 @@ pub fn survey_partition(
         .map(|v| (v, request::references_of(&g, v)))
         .collect();
     let nar_bytes = AtomicU64::new(0);
-    let c = nix_heft_core::pipeline::classified(src, &g, &wants, None, &|n: u64| {
+    let c = nix_heft_ops::pipeline::classified(src, &g, &wants, None, &|n: u64| {
         nar_bytes.fetch_add(n, Ordering::Relaxed);
         progress(n);
     });

@@ -19,8 +19,8 @@ use datafusion::datasource::listing::{
     ListingOptions, ListingTable, ListingTableConfig, ListingTableUrl,
 };
 use datafusion::prelude::{SessionConfig, SessionContext};
-use nix_heft_core::graph::Graph;
 use nix_heft_format::StorePath;
+use nix_heft_graph::Graph;
 use nix_heft_store::open::{Opener, StoreSpec};
 use nix_heft_store::source::StoreSource;
 use serde::{Deserialize, Serialize};
@@ -100,7 +100,7 @@ pub struct RunSummary {
 /// The roots the input names.
 fn roots_of(src: &dyn StoreSource, input: &Input) -> anyhow::Result<Vec<StorePath>> {
     let roots = match input {
-        Input::Roots(args) => nix_heft_core::roots::resolve_roots(src, args)?,
+        Input::Roots(args) => nix_heft_ops::roots::resolve_roots(src, args)?,
         Input::PathsFile(file) => {
             let text = fs::read_to_string(file)
                 .with_context(|| format!("reading the path list {}", file.display()))?;

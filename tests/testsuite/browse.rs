@@ -5,7 +5,7 @@
 //! tests/testsuite/browse_tmux.rs.
 
 use nix_heft_browse::{App, Loaded, Outcome, key, ui};
-use nix_heft_core::graph::{Graph, request};
+use nix_heft_graph::{Graph, request};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use ratatui::crossterm::event::KeyCode;
@@ -15,11 +15,11 @@ use crate::common::*;
 fn example_graph() -> (Graph, Loaded) {
     let cache = example_cache().display().to_string();
     let src = nix_heft_store::source::open(Some(&cache)).unwrap();
-    let roots = nix_heft_core::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
+    let roots = nix_heft_ops::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
     let g = Graph::load(src.as_ref(), &roots).unwrap();
-    let reads = nix_heft_core::read::read(src.as_ref(), &g, &request::all_edges(&g), &|_| {});
-    let c = nix_heft_core::classify::classify(&g, reads);
-    let (actions, sim) = nix_heft_core::plan::advise::advise(&g, &c, None, None);
+    let reads = nix_heft_scan::read::read(src.as_ref(), &g, &request::all_edges(&g), &|_| {});
+    let c = nix_heft_scan::classify::classify(&g, reads);
+    let (actions, sim) = nix_heft_analysis::plan::advise::advise(&g, &c, None, None);
     let loaded = Loaded {
         problems: c.problems.iter().cloned().chain(sim).collect(),
         classified: c,
@@ -203,7 +203,7 @@ fn first_screen_draws_before_closure_sizes_arrive() {
     press(&mut app, &[KeyCode::Char('s')]);
     assert_eq!(app.items, by_added, "closure order before closure sizes");
     assert!(app.status.contains("still computing"));
-    app.set_closure_sizes(nix_heft_core::graph::closure_sizes(&g));
+    app.set_closure_sizes(nix_heft_graph::closure_sizes(&g));
     assert_ne!(app.items, by_added);
     assert!(screen(&app).contains("closure 108.1 MiB"));
 }
@@ -222,7 +222,7 @@ fn details_show_where_the_path_came_from() {
         ..Default::default()
     };
     let src = nix_heft_store::source::open_with(Some(&cache), &opts).unwrap();
-    let roots = nix_heft_core::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
+    let roots = nix_heft_ops::roots::resolve_roots(src.as_ref(), &[example_root()]).unwrap();
     let g = Graph::load(src.as_ref(), &roots).unwrap();
     let mut app = App::new(&g, true);
     app.origins = g

@@ -20,7 +20,7 @@ fn refs_json(store: Option<&str>, roots: &[&str]) -> (i32, RefsReport, String) {
     )
 }
 
-fn edge<'a>(r: &'a RefsReport, from: &str, to: &str) -> &'a nix_heft_core::explain::EdgeSummary {
+fn edge<'a>(r: &'a RefsReport, from: &str, to: &str) -> &'a nix_heft_analysis::explain::EdgeSummary {
     r.edges
         .iter()
         .find(|e| e.referrer.ends_with(from) && e.reference.ends_with(to))

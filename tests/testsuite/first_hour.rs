@@ -3,7 +3,7 @@
 //! ambiguous names, each on a real store built with real Nix.
 
 use crate::common::*;
-use nix_heft_core::plan::advise::ActionKind;
+use nix_heft_analysis::plan::advise::ActionKind;
 use nix_heft_report::advise::AdviceReport;
 use nix_heft_report::split::SplitReport;
 use nix_heft_report::why::WhyReport;

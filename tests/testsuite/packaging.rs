@@ -267,7 +267,7 @@ fn variables_read() -> std::collections::BTreeSet<String> {
     found.extend(["NIX_SSL_CERT_FILE".to_string(), "SSL_CERT_FILE".to_string()]);
     // `refused --in-build` reads the builder's environment as a map (the
     // variables Nix sets), and the setup hook reads its own switch.
-    let build = std::fs::read_to_string(repo().join("crates/core/src/unregistered.rs")).unwrap();
+    let build = std::fs::read_to_string(repo().join("crates/scan/src/unregistered.rs")).unwrap();
     for v in ["NIX_ATTRS_JSON_FILE", "NIX_BUILD_TOP"] {
         assert!(
             build.contains(&format!("vars.get(\"{v}\")"))

@@ -9,7 +9,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::sync::OnceLock;
 
 use crate::common::*;
-use nix_heft_core::plan::advise::ActionKind;
+use nix_heft_analysis::plan::advise::ActionKind;
 use nix_heft_report::advise::AdviceReport;
 use nix_heft_report::partition::PartitionReport;
 use regex::Regex;

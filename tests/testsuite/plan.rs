@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::common::*;
-use nix_heft_core::plan::advise::{ActionKind, Safety};
+use nix_heft_analysis::plan::advise::{ActionKind, Safety};
 use nix_heft_report::advise::AdviceReport;
 use nix_heft_report::partition::PartitionReport;
 use nix_heft_report::refs::RefsReport;

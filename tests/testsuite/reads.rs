@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::sync::Mutex;
 
 use crate::common::*;
-use nix_heft_core::graph::{Graph, ReadRequest, request};
+use nix_heft_graph::{Graph, ReadRequest, request};
 use nix_heft_format::StorePath;
 use nix_heft_format::nar::tree::{FileTree, tree_of_nar};
 use nix_heft_store::source::{Nar, PathContents, StoreSource};
@@ -20,7 +20,7 @@ fn trees(src: &dyn StoreSource, paths: &[&str]) -> BTreeMap<String, Option<FileT
         .collect();
     let g = Graph::load(src, &roots).unwrap();
     let wants: ReadRequest = g.roots().iter().map(|&r| (r, Vec::new())).collect();
-    let reads = nix_heft_core::read::read(src, &g, &wants, &|_| {});
+    let reads = nix_heft_scan::read::read(src, &g, &wants, &|_| {});
     assert!(reads.problems.is_empty(), "{:?}", reads.problems);
     reads
         .paths
@@ -97,10 +97,10 @@ fn advise_opens_each_nar_once_through_the_library() {
     };
     let root = StorePath::parse("/nix/store", &example_root()).unwrap();
     let g = Graph::load(src.inner.as_ref(), &[root]).unwrap();
-    let reads = nix_heft_core::read::read(&src, &g, &request::all_edges(&g), &|_| {});
-    let c = nix_heft_core::classify::classify(&g, reads);
+    let reads = nix_heft_scan::read::read(&src, &g, &request::all_edges(&g), &|_| {});
+    let c = nix_heft_scan::classify::classify(&g, reads);
     assert!(c.problems.is_empty(), "{:?}", c.problems);
-    let (actions, problems) = nix_heft_core::plan::advise::advise(&g, &c, None, None);
+    let (actions, problems) = nix_heft_analysis::plan::advise::advise(&g, &c, None, None);
     assert!(problems.is_empty(), "{problems:?}");
     assert!(actions.len() >= 4, "{actions:?}");
     let opens = src.opens.into_inner().unwrap();

@@ -1043,7 +1043,7 @@ fn browsing_marks_roots_and_gives_their_joint_figure_and_commands() {
     let t = template();
     let o = opts(false, true);
     let store = nix_heft_store::source::LocalStore::open(&s.chroot, Default::default()).unwrap();
-    let req = nix_heft_core::gc::RootsRequest {
+    let req = nix_heft_ops::gc::RootsRequest {
         keep_derivations: true,
         store_arg: Some(s.chroot.display().to_string()),
         options: vec![
@@ -1054,7 +1054,7 @@ fn browsing_marks_roots_and_gives_their_joint_figure_and_commands() {
         now: 2_000_000_000,
         ..Default::default()
     };
-    let (a, c) = nix_heft_core::gc::analyse_with(&store, &req).unwrap();
+    let (a, c) = nix_heft_ops::gc::analyse_with(&store, &req).unwrap();
     let screen = |app: &RootsApp| {
         let mut term = ratatui::Terminal::new(ratatui::backend::TestBackend::new(120, 30)).unwrap();
         term.draw(|f| draw(f, app)).unwrap();

@@ -1,97 +1,40 @@
-//! What the compiler cannot keep of docs/ARCHITECTURE.md's rules.
+//! What Cargo and the compiler cannot keep of docs/ARCHITECTURE.md's rules.
 //!
-//! The crates are the layers (format → types → trace, store, eval → core
-//! → report → browse → the binary): a crate cannot name a crate above it,
-//! because it does not depend on it, so no check is needed for that. Left
-//! here are the rules that live inside one crate or outside the code:
-//! - the stages inside `nix-heft-core` (graph → roots → resolve → read → classify →
-//!   explain → plan → diff, check → pipeline), one crate so that a change
-//!   to a stage does not rebuild six crates, kept by a check of the code;
-//! - the pure stages (classify, explain, plan, diff, check) touch no file,
-//!   process or socket;
+//! The crates are the layers (format → types → trace, store, eval → graph →
+//! scan → analysis → ops → report → browse → the binary): a crate cannot
+//! name a crate above it, because it does not depend on it, so no check is
+//! needed for that. Left here are the rules of the manifests and of code
+//! inside a crate:
+//! - which crate may depend on which below it: only ops runs Nix (eval),
+//!   and the analysis reads no store (no nix-heft-store), which Cargo then
+//!   keeps;
+//! - the analysis touches no file, process or socket of std either;
 //! - no library crate prints or depends on the command line's crates
-//!   (clap, indicatif, anyhow), which is a rule of the manifests;
+//!   (clap, indicatif, anyhow);
 //! - no library crate re-exports or renames another (`pub(crate) use
 //!   nix_heft_store::source;`): a path says which crate holds its code.
 //!
-//! The check reads the code as the compiler would see it: comments and
-//! string literals blanked (so a `"file://…"` or a `// crate::x` is not
-//! read as code), and every `#[cfg(test)]` item skipped wherever it sits
-//! (a unit test may build fixtures with any stage).
+//! The code is read as the compiler reads it, parsed by `syn`: comments and
+//! string literals are not code, every `#[cfg(test)]` item is skipped
+//! wherever it sits (a unit test may build fixtures with anything), and the
+//! arguments of a macro (`format!`, `write!`) are read as the expressions
+//! they are.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
-/// The stages inside nix-heft-core, lowest first. A module may use modules
-/// of lower layers only.
-const CORE_LAYERS: &[&[&str]] = &[
-    // Core's error enum, which every stage may return.
-    &["error"],
-    &["graph"],
-    &["roots"],
-    // Arguments as `nix` takes them: installables and roots together.
-    &["resolve"],
-    &["read"],
-    // Trees that are not valid paths, scanned as Nix registers them: a
-    // source over the read stage's hash finder.
-    &["unregistered"],
-    &["classify"],
-    &["explain"],
-    &["plan"],
-    &["diff", "check", "refusal"],
-    &["pipeline"],
-    // Many attributes' closures compared (issue 32): looks outputs up and
-    // loads the graphs itself, then runs the pipeline's read once. The
-    // collector's view of a whole store (issue 41): the graph's dominators
-    // over every root, the plan's shell quoting for its commands.
-    &["impact", "gc"],
-    // A closure's history over many commits, and the bisect that finds
-    // the commit that made it bad (issue 42): each jump is an impact
-    // between two commits, each culprit a derivation diff.
-    &["history", "bisect"],
-];
-
-/// The stages that compute from what they are given: no I/O.
-const PURE: &[&str] = &["classify", "explain", "plan", "diff", "check", "refusal"];
+use syn::visit::Visit;
 
 fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn core_src() -> PathBuf {
-    repo().join("crates/core/src")
-}
-
-/// Top-level modules of a crate's `src`: `NAME.rs` or `NAME/`.
-fn modules(src: &Path) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for e in std::fs::read_dir(src).unwrap().flatten() {
-        let name = e.file_name().to_string_lossy().to_string();
-        if e.path().is_dir() {
-            out.insert(name);
-        } else if let Some(stem) = name.strip_suffix(".rs")
-            && stem != "lib"
-            && stem != "main"
-        {
-            out.insert(stem.to_string());
-        }
-    }
-    out
-}
-
-/// Every `.rs` file below `dir` (or `dir.rs` itself).
-fn rs_files(src: &Path, module: &str) -> Vec<PathBuf> {
+/// Every `.rs` file below `dir`, sorted.
+fn rs_files(dir: &Path) -> Vec<PathBuf> {
     let mut out = Vec::new();
-    let file = src.join(format!("{module}.rs"));
-    if file.is_file() {
-        out.push(file);
-    }
-    let mut stack = vec![src.join(module)];
+    let mut stack = vec![dir.to_path_buf()];
     while let Some(d) = stack.pop() {
-        let Ok(rd) = std::fs::read_dir(&d) else {
-            continue;
-        };
-        for e in rd.flatten() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
             if p.is_dir() {
                 stack.push(p);
@@ -104,282 +47,271 @@ fn rs_files(src: &Path, module: &str) -> Vec<PathBuf> {
     out
 }
 
-/// The code of a file with comments and the contents of string and char
-/// literals blanked (newlines kept), so that what remains is code.
-fn blank_comments_and_strings(text: &str) -> String {
-    let b = text.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    let blank = |out: &mut Vec<u8>, c: u8| out.push(if c == b'\n' { b'\n' } else { b' ' });
-    while i < b.len() {
-        let c = b[i];
-        if c == b'/' && b.get(i + 1) == Some(&b'/') {
-            while i < b.len() && b[i] != b'\n' {
-                out.push(b' ');
-                i += 1;
-            }
-        } else if c == b'/' && b.get(i + 1) == Some(&b'*') {
-            let mut depth = 0usize;
-            while i < b.len() {
-                if b[i] == b'/' && b.get(i + 1) == Some(&b'*') {
-                    depth += 1;
-                    out.extend_from_slice(b"  ");
-                    i += 2;
-                } else if b[i] == b'*' && b.get(i + 1) == Some(&b'/') {
-                    depth -= 1;
-                    out.extend_from_slice(b"  ");
-                    i += 2;
-                    if depth == 0 {
-                        break;
-                    }
-                } else {
-                    blank(&mut out, b[i]);
-                    i += 1;
-                }
-            }
-        } else if c == b'r'
-            && (b.get(i + 1) == Some(&b'"') || b.get(i + 1) == Some(&b'#'))
-            && !b[..i]
-                .last()
-                .is_some_and(|p| p.is_ascii_alphanumeric() || *p == b'_')
-        {
-            // A raw string: r"…", r#"…"#, …
-            let mut j = i + 1;
-            let mut hashes = 0;
-            while b.get(j) == Some(&b'#') {
-                hashes += 1;
-                j += 1;
-            }
-            if b.get(j) != Some(&b'"') {
-                out.push(c);
-                i += 1;
-                continue;
-            }
-            out.extend_from_slice(&b[i..=j]);
-            j += 1;
-            let close: Vec<u8> = std::iter::once(b'"')
-                .chain(std::iter::repeat_n(b'#', hashes))
-                .collect();
-            while j < b.len() && !b[j..].starts_with(&close) {
-                blank(&mut out, b[j]);
-                j += 1;
-            }
-            out.extend_from_slice(&b[j..(j + close.len()).min(b.len())]);
-            i = j + close.len();
-        } else if c == b'"' {
-            out.push(b'"');
-            i += 1;
-            while i < b.len() && b[i] != b'"' {
-                if b[i] == b'\\' && i + 1 < b.len() {
-                    blank(&mut out, b[i]);
-                    i += 1;
-                }
-                blank(&mut out, b[i]);
-                i += 1;
-            }
-            if i < b.len() {
-                out.push(b'"');
-                i += 1;
-            }
-        } else if c == b'\'' {
-            // A char literal ('x', '\n', '\u{..}'), not a lifetime ('a).
-            let is_char = (b.get(i + 1) == Some(&b'\\'))
-                || (b.get(i + 2) == Some(&b'\'') && b.get(i + 1).is_some());
-            if is_char {
-                out.push(b'\'');
-                i += 1;
-                while i < b.len() && b[i] != b'\'' {
-                    if b[i] == b'\\' {
-                        blank(&mut out, b[i]);
-                        i += 1;
-                    }
-                    if i < b.len() {
-                        blank(&mut out, b[i]);
-                        i += 1;
-                    }
-                }
-                if i < b.len() {
-                    out.push(b'\'');
-                    i += 1;
-                }
+/// What a file's code names outside its `#[cfg(test)]` items.
+#[derive(Default, Debug)]
+struct Names {
+    /// Every path as written: each leaf of a `use` tree in full
+    /// (`std::fs::File`), every path of an expression, type or pattern
+    /// (`std::fs::read`, `File::open`).
+    paths: Vec<String>,
+    /// Every macro invoked, by its last segment (`println`).
+    macros: Vec<String>,
+    /// Each public `use` of a nix-heft crate's item, and each nix-heft
+    /// crate renamed, as `pub use nix_heft_format::netrc` or `use
+    /// nix_heft_report as report`.
+    aliases: Vec<String>,
+}
+
+fn cfg_test(attrs: &[syn::Attribute]) -> bool {
+    attrs.iter().any(|a| {
+        a.path().is_ident("cfg")
+            && a.parse_args::<syn::Meta>()
+                .is_ok_and(|m| m.path().is_ident("test"))
+    })
+}
+
+fn path_string(p: &syn::Path) -> String {
+    p.segments
+        .iter()
+        .map(|s| s.ident.to_string())
+        .collect::<Vec<_>>()
+        .join("::")
+}
+
+impl Names {
+    /// The leaves of a `use` tree, each with the path leading to it.
+    fn use_tree(&mut self, prefix: &str, t: &syn::UseTree, public: bool) {
+        let join = |p: &str, i: &syn::Ident| {
+            if p.is_empty() {
+                i.to_string()
             } else {
-                out.push(c);
-                i += 1;
+                format!("{p}::{i}")
             }
-        } else {
-            out.push(c);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
-}
-
-/// `code` (already blanked) without the items under `#[cfg(test)]`: the
-/// attribute and the item after it, to its closing brace or semicolon.
-fn without_test_items(code: &str) -> String {
-    let mut out = String::with_capacity(code.len());
-    let mut rest = code;
-    while let Some(i) = rest.find("#[cfg(test)]") {
-        out.push_str(&rest[..i]);
-        let item = &rest[i..];
-        let mut depth = 0usize;
-        let mut end = item.len();
-        for (j, ch) in item.char_indices() {
-            match ch {
-                '{' => depth += 1,
-                '}' => {
-                    depth = depth.saturating_sub(1);
-                    if depth == 0 {
-                        end = j + 1;
-                        break;
-                    }
-                }
-                ';' if depth == 0 => {
-                    end = j + 1;
-                    break;
-                }
-                _ => {}
-            }
-        }
-        out.extend(
-            item[..end]
-                .chars()
-                .map(|c| if c == '\n' { '\n' } else { ' ' }),
-        );
-        rest = &item[end..];
-    }
-    out.push_str(rest);
-    out
-}
-
-fn code_of(text: &str) -> String {
-    without_test_items(&blank_comments_and_strings(text))
-}
-
-/// Every top-level module named as `crate::NAME` or in `use crate::{…}`.
-fn uses(code: &str) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    let ident = |s: &str| -> String {
-        s.trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_alphanumeric() || *c == '_')
-            .collect()
-    };
-    let mut rest = code;
-    while let Some(i) = rest.find("crate::") {
-        rest = &rest[i + "crate::".len()..];
-        let Some(group) = rest.strip_prefix('{') else {
-            out.insert(ident(rest));
-            continue;
         };
-        let mut depth = 0usize;
-        let mut start = 0usize;
-        for (j, ch) in group.char_indices() {
-            match ch {
-                '{' => depth += 1,
-                '}' if depth == 0 => {
-                    out.insert(ident(&group[start..j]));
-                    break;
+        match t {
+            syn::UseTree::Path(p) => self.use_tree(&join(prefix, &p.ident), &p.tree, public),
+            syn::UseTree::Name(n) => {
+                // `use std::fs::{self, File}` names `std::fs` itself.
+                let full = if n.ident == "self" {
+                    prefix.to_string()
+                } else {
+                    join(prefix, &n.ident)
+                };
+                if public && full.starts_with("nix_heft_") {
+                    self.aliases.push(format!("pub use {full}"));
                 }
-                '}' => depth -= 1,
-                ',' if depth == 0 => {
-                    out.insert(ident(&group[start..j]));
-                    start = j + 1;
+                self.paths.push(full);
+            }
+            syn::UseTree::Rename(r) => {
+                let full = join(prefix, &r.ident);
+                // A crate renamed (`use nix_heft_report as report`) makes a
+                // path that hides it; an item renamed keeps its crate's
+                // path at the `use`.
+                if full.starts_with("nix_heft_") && (public || !full.contains("::")) {
+                    let vis = if public { "pub " } else { "" };
+                    self.aliases
+                        .push(format!("{vis}use {full} as {}", r.rename));
                 }
-                _ => {}
+                self.paths.push(full);
+            }
+            syn::UseTree::Glob(_) => {
+                if public && prefix.starts_with("nix_heft_") {
+                    self.aliases.push(format!("pub use {prefix}::*"));
+                }
+                self.paths.push(format!("{prefix}::*"));
+            }
+            syn::UseTree::Group(g) => {
+                for t in &g.items {
+                    self.use_tree(prefix, t, public);
+                }
             }
         }
     }
-    out.remove("");
-    out
 }
 
-fn layer_of(module: &str) -> Option<usize> {
-    CORE_LAYERS.iter().position(|l| l.contains(&module))
-}
-
-/// Which of core's stages each stage's code names.
-fn core_graph() -> BTreeMap<String, BTreeSet<String>> {
-    let src = core_src();
-    let mods = modules(&src);
-    let mut out = BTreeMap::new();
-    for m in &mods {
-        let mut used = BTreeSet::new();
-        for f in rs_files(&src, m) {
-            used.extend(uses(&code_of(&std::fs::read_to_string(&f).unwrap())));
+impl<'ast> Visit<'ast> for Names {
+    fn visit_item(&mut self, i: &'ast syn::Item) {
+        let attrs: &[syn::Attribute] = match i {
+            syn::Item::Const(x) => &x.attrs,
+            syn::Item::Enum(x) => &x.attrs,
+            syn::Item::Fn(x) => &x.attrs,
+            syn::Item::Impl(x) => &x.attrs,
+            syn::Item::Mod(x) => &x.attrs,
+            syn::Item::Static(x) => &x.attrs,
+            syn::Item::Struct(x) => &x.attrs,
+            syn::Item::Trait(x) => &x.attrs,
+            syn::Item::Type(x) => &x.attrs,
+            syn::Item::Use(x) => &x.attrs,
+            syn::Item::Macro(x) => &x.attrs,
+            _ => &[],
+        };
+        if !cfg_test(attrs) {
+            syn::visit::visit_item(self, i);
         }
-        used.remove(m.as_str());
-        used.retain(|u| mods.contains(u));
-        out.insert(m.clone(), used);
+    }
+    fn visit_impl_item(&mut self, i: &'ast syn::ImplItem) {
+        let attrs: &[syn::Attribute] = match i {
+            syn::ImplItem::Const(x) => &x.attrs,
+            syn::ImplItem::Fn(x) => &x.attrs,
+            syn::ImplItem::Type(x) => &x.attrs,
+            _ => &[],
+        };
+        if !cfg_test(attrs) {
+            syn::visit::visit_impl_item(self, i);
+        }
+    }
+    fn visit_stmt(&mut self, s: &'ast syn::Stmt) {
+        let skip = match s {
+            syn::Stmt::Local(l) => cfg_test(&l.attrs),
+            syn::Stmt::Macro(m) => cfg_test(&m.attrs),
+            _ => false,
+        };
+        if !skip {
+            syn::visit::visit_stmt(self, s);
+        }
+    }
+    fn visit_item_use(&mut self, u: &'ast syn::ItemUse) {
+        let public = !matches!(u.vis, syn::Visibility::Inherited);
+        self.use_tree("", &u.tree, public);
+    }
+    fn visit_path(&mut self, p: &'ast syn::Path) {
+        self.paths.push(path_string(p));
+        syn::visit::visit_path(self, p);
+    }
+    fn visit_macro(&mut self, m: &'ast syn::Macro) {
+        if let Some(last) = m.path.segments.last() {
+            self.macros.push(last.ident.to_string());
+        }
+        // A macro's arguments are tokens to syn; most are expressions
+        // (`format!`, `write!`, `assert!`), read as such when they parse.
+        let args = m.parse_body_with(
+            syn::punctuated::Punctuated::<syn::Expr, syn::Token![,]>::parse_terminated,
+        );
+        if let Ok(args) = args {
+            for a in &args {
+                self.visit_expr(a);
+            }
+        }
+        syn::visit::visit_macro(self, m);
+    }
+}
+
+/// What `text`, a file of Rust, names outside its tests.
+fn names_in(file: &Path, text: &str) -> Names {
+    let parsed =
+        syn::parse_file(text).unwrap_or_else(|e| panic!("{}: does not parse: {e}", file.display()));
+    let mut n = Names::default();
+    n.visit_file(&parsed);
+    n
+}
+
+/// What each file of a crate's `src` names.
+fn names_of_crate(krate: &Path) -> Vec<(PathBuf, Names)> {
+    rs_files(&krate.join("src"))
+        .into_iter()
+        .map(|f| {
+            let text = std::fs::read_to_string(&f).unwrap();
+            let n = names_in(&f, &text);
+            (f, n)
+        })
+        .collect()
+}
+
+/// The I/O of std a pure crate must not name: a path that starts so.
+const IO_PATHS: &[&str] = &[
+    "std::fs",
+    "std::process",
+    "std::net",
+    "std::os::unix::net",
+    "std::io::stdin",
+    "File",
+    "OpenOptions",
+    "Command",
+    "TcpStream",
+    "UnixStream",
+];
+
+/// Which of `names`' paths are I/O.
+fn io_of(names: &Names) -> Vec<&str> {
+    names
+        .paths
+        .iter()
+        .map(|p| p.strip_prefix("::").unwrap_or(p))
+        .filter(|p| {
+            IO_PATHS
+                .iter()
+                .any(|io| *p == *io || p.starts_with(&format!("{io}::")))
+        })
+        .collect()
+}
+
+/// Which of `names`' macros and paths print.
+fn prints_of(names: &Names) -> Vec<String> {
+    let mut out: Vec<String> = names
+        .macros
+        .iter()
+        .filter(|m| ["println", "print", "eprintln", "eprint", "dbg"].contains(&m.as_str()))
+        .map(|m| format!("{m}!"))
+        .collect();
+    for p in &names.paths {
+        let segs: Vec<&str> = p.split("::").collect();
+        let last = segs[segs.len() - 1];
+        // A path of one segment is a local (`let Output { stderr, .. }`);
+        // std's are `io::stderr` or a `use` of `std::io::stderr`.
+        let under_io = segs.len() >= 2 && segs[segs.len() - 2] == "io";
+        if under_io && (last == "stdout" || last == "stderr") {
+            out.push(p.clone());
+        }
     }
     out
 }
 
 #[test]
-fn every_core_stage_has_a_layer() {
-    let missing: Vec<String> = modules(&core_src())
-        .into_iter()
-        .filter(|m| layer_of(m).is_none())
-        .collect();
+fn the_reader_reads_code_as_the_compiler_does() {
+    let text = concat!(
+        "use std::fs::{self, File};\nuse crate::{b, c::{D, E as F}};\n// std::process::Command\n",
+        "pub use nix_heft_format::netrc;\npub(crate) use nix_heft_store::{local_cache, source};\n",
+        "use nix_heft_report as report;\nuse nix_heft_store::source::RunLog;\n",
+        "use nix_heft_format::store_path::name_of as full_name;\n",
+        "fn f() { let x = g(\"std::net::TcpStream\", 'c', r#\"println!()\"#); stderr.len() }\n",
+        "/* eprintln!() /* nested */ dbg!() */\n",
+        "fn h() -> String { format!(\"{}\", std::io::stdout().lock().x) }\n",
+        "#[cfg(test)]\nmod tests { fn t() { println!(); std::process::exit(0); } }\n",
+        "#[cfg(test)]\nuse std::net::TcpStream;\n",
+        "struct S;\nimpl S {\n    #[cfg(test)]\n    fn t() { dbg!(1); }\n    fn u() { eprint!(\"x\") }\n}\n",
+    );
+    let n = names_in(Path::new("sample.rs"), text);
+    assert_eq!(io_of(&n), ["std::fs", "std::fs::File"]);
+    assert_eq!(prints_of(&n), ["eprint!", "std::io::stdout"]);
+    assert_eq!(
+        n.aliases,
+        [
+            "pub use nix_heft_format::netrc",
+            "pub use nix_heft_store::local_cache",
+            "pub use nix_heft_store::source",
+            "use nix_heft_report as report",
+        ]
+    );
     assert!(
-        missing.is_empty(),
-        "core modules without a layer in tests/testsuite/stages.rs (and docs/ARCHITECTURE.md): {missing:?}"
+        n.paths.contains(&"crate::c::E".to_string()),
+        "{:?}",
+        n.paths
     );
 }
 
+/// The analysis computes from what it is given: no file, process or
+/// socket (and, by its manifest, no store).
 #[test]
-fn no_core_stage_uses_a_later_one() {
-    let mut broken = Vec::new();
-    for (m, used) in core_graph() {
-        let Some(lm) = layer_of(&m) else { continue };
-        for u in used {
-            match layer_of(&u) {
-                Some(lu) if lu < lm => {}
-                _ => broken.push(format!("{m} uses {u}")),
-            }
-        }
-    }
-    assert!(broken.is_empty(), "stage rules broken: {broken:#?}");
-}
-
-#[test]
-fn the_checker_reads_code_as_the_compiler_does() {
-    let code = code_of(concat!(
-        "use crate::a::X;\nuse crate::{b, c::{D, E}, d::F};\n// crate::zz\n",
-        "let x = crate::e::f(\"file://crate::s\", 'c', r#\"crate::r\"#);\n",
-        "fn g<'a>(_: &'a str) { crate::h::i() }\n/* crate::y /* nested */ crate::w */\n",
-        "#[cfg(test)]\nmod tests { use crate::t; }\n",
-        "#[cfg(test)]\nuse crate::u;\n",
-        "fn after() { crate::k::l(); }\n",
-    ));
-    let got: Vec<String> = uses(&code).into_iter().collect();
-    assert_eq!(got, ["a", "b", "c", "d", "e", "h", "k"]);
-}
-
-#[test]
-fn pure_stages_touch_no_file_process_or_socket() {
-    let src = core_src();
+fn the_analysis_touches_no_file_process_or_socket() {
     let mut found = Vec::new();
-    for m in PURE {
-        for f in rs_files(&src, m) {
-            let code = code_of(&std::fs::read_to_string(&f).unwrap());
-            for needle in [
-                "std::fs",
-                "File::",
-                "read_to_string",
-                "OpenOptions",
-                "std::process",
-                "Command::new",
-                "std::net",
-                "nix_heft_store::",
-            ] {
-                if code.contains(needle) {
-                    found.push(format!("{}: {needle}", f.display()));
-                }
-            }
+    let files = names_of_crate(&repo().join("crates/analysis"));
+    assert!(files.len() >= 10, "only {} files read", files.len());
+    for (f, n) in &files {
+        for p in io_of(n) {
+            found.push(format!("{}: {p}", f.display()));
         }
     }
-    assert!(found.is_empty(), "I/O in a pure stage: {found:?}");
+    assert!(found.is_empty(), "I/O in the analysis: {found:#?}");
 }
 
 /// The library crates under crates/.
@@ -394,6 +326,16 @@ fn library_crates() -> Vec<PathBuf> {
     assert!(out.len() >= 5, "{out:?}");
     out
 }
+
+/// Dependencies Cargo would allow (the crate is below) that the layers
+/// forbid: only the operations run Nix (eval), and the analysis computes
+/// from what it is given, reading no store.
+const FORBIDDEN_BELOW: &[(&str, &str)] = &[
+    ("nix-heft-graph", "nix-heft-eval"),
+    ("nix-heft-scan", "nix-heft-eval"),
+    ("nix-heft-analysis", "nix-heft-eval"),
+    ("nix-heft-analysis", "nix-heft-store"),
+];
 
 #[test]
 fn no_library_crate_depends_on_the_command_lines_crates() {
@@ -430,6 +372,9 @@ fn no_library_crate_depends_on_the_command_lines_crates() {
             if name == "nix-heft-types" && !dev && ["rusqlite", "rayon"].contains(&d) {
                 broken.push(format!("{name} depends on {d}"));
             }
+            if !dev && FORBIDDEN_BELOW.contains(&(name, d)) {
+                broken.push(format!("{name} depends on {d}"));
+            }
             if !dev
                 && [
                     "clap",
@@ -454,110 +399,28 @@ fn no_library_crate_prints() {
     // Warnings and progress go to the RunLog or a callback that the
     // binary draws; even the test hooks signal by a file.
     let mut found = Vec::new();
+    let mut files = 0;
     for krate in library_crates() {
-        let src = krate.join("src");
-        for m in modules(&src).into_iter().chain(["lib".to_string()]) {
-            for f in rs_files(&src, &m) {
-                let code = code_of(&std::fs::read_to_string(&f).unwrap());
-                let rel = f
-                    .strip_prefix(repo().join("crates"))
-                    .unwrap()
-                    .to_string_lossy()
-                    .to_string();
-                for needle in [
-                    "println!",
-                    "print!",
-                    "eprintln!",
-                    "eprint!",
-                    "dbg!",
-                    "stdout()",
-                    "stderr()",
-                ] {
-                    // `print!` inside `eprint!` is not a second use.
-                    let n = code
-                        .match_indices(needle)
-                        .filter(|(i, _)| {
-                            !code[..*i]
-                                .chars()
-                                .next_back()
-                                .is_some_and(|c| c.is_ascii_alphanumeric() || c == '_')
-                        })
-                        .count();
-                    if n > 0 {
-                        found.push(format!("{rel}: {needle}"));
-                    }
-                }
+        for (f, n) in names_of_crate(&krate) {
+            files += 1;
+            for p in prints_of(&n) {
+                found.push(format!("{}: {p}", f.display()));
             }
         }
     }
-    assert!(found.is_empty(), "a library crate prints: {found:?}");
-}
-
-/// Every re-export or renaming of a nix-heft crate in `code` (already
-/// blanked): `pub(crate) use nix_heft_store::source;`, `pub use
-/// nix_heft_format::netrc;`, `use nix_heft_report as report;`. Each makes
-/// a path (`crate::source`) that hides which crate holds the code.
-fn crate_aliases(code: &str) -> Vec<String> {
-    let mut out = Vec::new();
-    for stmt in code.split(';') {
-        let words: Vec<&str> = stmt.split_whitespace().collect();
-        let Some(u) = words.iter().position(|w| *w == "use") else {
-            continue;
-        };
-        let Some(path) = words.get(u + 1) else {
-            continue;
-        };
-        if !path.starts_with("nix_heft_") {
-            continue;
-        }
-        let public = u > 0 && words[u - 1].starts_with("pub");
-        let renamed = words.get(u + 2) == Some(&"as");
-        if public || renamed {
-            let start = if public { u - 1 } else { u };
-            out.push(words[start..].join(" "));
-        }
-    }
-    out
-}
-
-#[test]
-fn the_alias_check_finds_each_form() {
-    let code = code_of(concat!(
-        "use nix_heft_store::source::RunLog;\n",
-        "pub(crate) use nix_heft_store::{local_cache, source};\n",
-        "pub use nix_heft_format::netrc;\n",
-        "pub(crate)\n    use nix_heft_types::error;\n",
-        "use nix_heft_report as report;\n",
-        "// pub(crate) use nix_heft_core::graph;\n",
-        "#[cfg(test)]\npub(crate) use nix_heft_core::plan;\n",
-        "pub use self::x::Y;\n",
-        "fn f() {}\npub use nix_heft_core::diff;\n",
-    ));
-    assert_eq!(
-        crate_aliases(&code),
-        [
-            "pub(crate) use nix_heft_store::{local_cache, source}",
-            "pub use nix_heft_format::netrc",
-            "pub(crate) use nix_heft_types::error",
-            "use nix_heft_report as report",
-            "pub use nix_heft_core::diff",
-        ]
-    );
+    assert!(files >= 100, "only {files} files read");
+    assert!(found.is_empty(), "a library crate prints: {found:#?}");
 }
 
 #[test]
 fn no_library_crate_aliases_another() {
     // A path says where its code lives: `nix_heft_store::source::RunLog`
-    // in core, never `crate::source` through a re-export.
+    // in ops, never `crate::source` through a re-export.
     let mut found = Vec::new();
     for krate in library_crates() {
-        let src = krate.join("src");
-        for m in modules(&src).into_iter().chain(["lib".to_string()]) {
-            for f in rs_files(&src, &m) {
-                let code = code_of(&std::fs::read_to_string(&f).unwrap());
-                for a in crate_aliases(&code) {
-                    found.push(format!("{}: {a}", f.display()));
-                }
+        for (f, n) in names_of_crate(&krate) {
+            for a in n.aliases {
+                found.push(format!("{}: {a}", f.display()));
             }
         }
     }

@@ -19,9 +19,9 @@ use std::collections::HashSet;
 
 use ratatui::crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
-use nix_heft_core::classify::Classified;
-use nix_heft_core::graph::{Graph, NodeId, added_sizes, closure_sizes};
-use nix_heft_core::plan::advise::Action;
+use nix_heft_analysis::plan::advise::Action;
+use nix_heft_graph::{Graph, NodeId, added_sizes, closure_sizes};
+use nix_heft_scan::classify::Classified;
 
 /// Evidence and advice, once the background read is done.
 #[derive(Debug, Default)]
@@ -37,8 +37,8 @@ pub struct Loaded {
     pub available: bool,
 }
 
-impl From<nix_heft_core::pipeline::Examined> for Loaded {
-    fn from(ex: nix_heft_core::pipeline::Examined) -> Loaded {
+impl From<nix_heft_ops::pipeline::Examined> for Loaded {
+    fn from(ex: nix_heft_ops::pipeline::Examined) -> Loaded {
         Loaded {
             classified: ex.classified,
             actions: ex.actions,
@@ -528,7 +528,7 @@ impl<'g> App<'g> {
         if let Some(l) = &self.loaded
             && l.available
         {
-            return nix_heft_core::explain::best_chains(
+            return nix_heft_analysis::explain::best_chains(
                 self.g,
                 &l.classified,
                 self.g.roots(),
@@ -541,7 +541,7 @@ impl<'g> App<'g> {
         let mut seen = HashSet::new();
         let mut out = Vec::new();
         for &r in self.g.roots() {
-            let (_, mut ch) = nix_heft_core::graph::chains::chains(self.g, r, &[v], false);
+            let (_, mut ch) = nix_heft_graph::chains::chains(self.g, r, &[v], false);
             if let Some(c) = ch.pop()
                 && seen.insert(c.clone())
             {

@@ -14,7 +14,7 @@ use ratatui::style::{Modifier, Style};
 use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, List, ListItem, ListState, Paragraph, Wrap};
 
-use nix_heft_core::gc::{Collector, Figure, RootsAnalysis};
+use nix_heft_ops::gc::{Collector, Figure, RootsAnalysis};
 use nix_heft_report::roots::{age, root_label};
 use nix_heft_types::units::iec;
 

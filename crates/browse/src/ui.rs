@@ -9,7 +9,7 @@ use ratatui::text::{Line, Span};
 use ratatui::widgets::{Block, Borders, Clear, List, ListItem, ListState, Paragraph, Wrap};
 
 use super::{App, Focus, Mode};
-use nix_heft_core::graph::NodeId;
+use nix_heft_graph::NodeId;
 use nix_heft_types::evidence::Verdict;
 use nix_heft_types::units::iec;
 

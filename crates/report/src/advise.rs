@@ -4,10 +4,10 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions};
-use nix_heft_core::graph::{Graph, NodeId};
-use nix_heft_core::pipeline::{Advised, ReadFor as Why};
-use nix_heft_core::plan::advise::Action;
+use nix_heft_analysis::plan::advise::Action;
 use nix_heft_format::StorePath;
+use nix_heft_graph::{Graph, NodeId};
+use nix_heft_ops::pipeline::{Advised, ReadFor as Why};
 
 use nix_heft_types::problem::Problem;
 
@@ -22,12 +22,12 @@ pub struct AdviceReport {
     pub actions: Vec<Action>,
     /// Every non-breaking action applied together.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub plan: Option<nix_heft_core::plan::joint::Plan>,
+    pub plan: Option<nix_heft_analysis::plan::joint::Plan>,
     /// The `--min-saving` threshold in bytes: referrers whose bound is
     /// below it were not read.
     pub min_saving: u64,
     /// Referrers not read because no action on them could save
-    /// `min_saving` ([`nix_heft_core::graph::bounds`]), largest bound first.
+    /// `min_saving` ([`nix_heft_graph::bounds`]), largest bound first.
     pub not_examined: Vec<NotExamined>,
     /// Actions on referrers read that were not simulated because even
     /// with every unread consumer keeping only `out` they could not save
@@ -62,7 +62,7 @@ pub struct NotSimulated {
     pub max_saving: u64,
 }
 
-/// One path `advise` read and why (see `nix_heft_core::pipeline::ReadFor`).
+/// One path `advise` read and why (see `nix_heft_ops::pipeline::ReadFor`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ReadFor {
     /// The store path.

@@ -9,7 +9,7 @@ use crate::history::short;
 use crate::impact::{Context as ImpactContext, ImpactReport, SideMeta};
 use crate::review::{self, Reviewed};
 use crate::{Report, TextOptions, plural};
-use nix_heft_core::bisect::{Bisect, Verdict};
+use nix_heft_ops::bisect::{Bisect, Verdict};
 use nix_heft_types::problem::{Problem, ProblemKind};
 use nix_heft_types::units::iec;
 
@@ -177,7 +177,7 @@ impl BisectReport {
             Verdict::Bad => "bad",
             Verdict::Skip(_) => "skipped",
         };
-        let built = |x: &nix_heft_core::bisect::Built| match &x.outcome {
+        let built = |x: &nix_heft_ops::bisect::Built| match &x.outcome {
             Ok((v, size)) => BuiltRow {
                 commit: c(x.commit),
                 verdict: Some(verdict_name(v)),

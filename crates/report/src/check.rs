@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions, review};
-use nix_heft_core::check::{Baseline, Rule, Violation};
+use nix_heft_analysis::check::{Baseline, Rule, Violation};
 use nix_heft_format::store_path::name_of;
 use nix_heft_types::problem::Problem;
 use nix_heft_types::units::{iec, iec_delta};

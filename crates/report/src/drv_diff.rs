@@ -1,5 +1,5 @@
 //! The section `diff --derivation` adds to the closure diff: why the two
-//! build graphs differ, as [`nix_heft_core::diff::derivation`] found it. The root
+//! build graphs differ, as [`nix_heft_analysis::diff::derivation`] found it. The root
 //! causes first, most dependents first, each with its own changes
 //! (environment, sources, inputs, builder, arguments, system, outputs;
 //! long values as a compact diff), then every derivation that changed only
@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use super::review;
 use super::{Names, TextOptions, plural};
-use nix_heft_core::diff::derivation::{DiffLine, DrvComparison, OwnChange, Tag};
+use nix_heft_analysis::diff::derivation::{DiffLine, DrvComparison, OwnChange, Tag};
 
 /// A root cause: a derivation whose own attributes differ.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

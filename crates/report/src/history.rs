@@ -11,7 +11,7 @@ use crate::impact::{Context as ImpactContext, ImpactReport, SideMeta};
 use crate::review::{self, Reviewed};
 use crate::table::{Align, Table};
 use crate::{Report, TextOptions, plural};
-use nix_heft_core::history::{Cell, History};
+use nix_heft_ops::history::{Cell, History};
 use nix_heft_types::problem::Problem;
 use nix_heft_types::units::{iec, iec_delta};
 

@@ -15,10 +15,10 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::diff::{DiffReport, Package};
-use nix_heft_core::classify::Classified;
-use nix_heft_core::graph::{Graph, NodeId, Sizes};
-use nix_heft_core::plan::advise::Action;
+use nix_heft_analysis::plan::advise::Action;
 use nix_heft_format::store_path::{OutputKind, name_of};
+use nix_heft_graph::{Graph, NodeId, Sizes};
+use nix_heft_scan::classify::Classified;
 use nix_heft_types::evidence::{Evidence, Kind, Traced, Verdict};
 use nix_heft_types::problem::Problem;
 
@@ -432,7 +432,7 @@ impl HtmlReport {
         }
         let holding = c.map_or_else(
             || vec![None; g.len()],
-            |c| nix_heft_core::explain::holding(g, c),
+            |c| nix_heft_analysis::explain::holding(g, c),
         );
         let mut edges = Vec::new();
         let mut read_any = false;
@@ -699,7 +699,7 @@ pub(crate) fn html_escape(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use nix_heft_core::graph::testgraph::random_dag;
+    use nix_heft_graph::testgraph::random_dag;
 
     #[test]
     fn added_sizes_nest_under_dominators_and_data_is_embedded_once() {
@@ -744,7 +744,7 @@ mod tests {
         for (nb, na) in [(60, 45), (45, 60)] {
             let before = random_dag(3, nb, 2);
             let after = random_dag(4, na, 3);
-            let d = nix_heft_core::diff::diff(&before, &after);
+            let d = nix_heft_analysis::diff::diff(&before, &after);
             let dr = DiffReport::new(
                 &before,
                 &after,

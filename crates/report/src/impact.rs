@@ -1,6 +1,6 @@
 //! `impact`'s report: every attribute a change touches, its closure before
 //! and after, and why, as text, JSON, a pull-request comment (markdown)
-//! and GitHub workflow commands. Built from [`nix_heft_core::impact::Impact`]
+//! and GitHub workflow commands. Built from [`nix_heft_ops::impact::Impact`]
 //! and what only the caller knows (how each side was given, the command
 //! that would build a missing side).
 //!
@@ -20,9 +20,9 @@ use crate::plural;
 use crate::review::{self, Annotation, Fitter, MARKER, NixFile};
 use crate::table::{Align, Table};
 use crate::{Report, TextOptions};
-use nix_heft_core::classify::Classified;
-use nix_heft_core::graph::{Graph, NodeId};
-use nix_heft_core::impact::{AttrImpact, AttrSide, Broken, Change, Impact, Side, Status};
+use nix_heft_graph::{Graph, NodeId};
+use nix_heft_ops::impact::{AttrImpact, AttrSide, Broken, Change, Impact, Side, Status};
+use nix_heft_scan::classify::Classified;
 use nix_heft_types::evidence::EvidenceGroup;
 use nix_heft_types::problem::Problem;
 use nix_heft_types::units::{iec, iec_delta};

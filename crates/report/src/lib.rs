@@ -3,8 +3,8 @@
 //! and rendered as text otherwise (the same struct, so the two never
 //! disagree). Formatting only: reports never compute closures, sizes,
 //! chains or dominators, and never read the store. Their constructors take
-//! what earlier stages computed (the graph's [`nix_heft_core::graph::Sizes`],
-//! [`nix_heft_core::explain`]'s chains, plans, a [`nix_heft_core::diff::ClosureDiff`]) and
+//! what earlier stages computed (the graph's [`nix_heft_graph::Sizes`],
+//! [`nix_heft_analysis::explain`]'s chains, plans, a [`nix_heft_analysis::diff::ClosureDiff`]) and
 //! only select, sort and name it.
 
 //!
@@ -24,9 +24,9 @@
 //!     ..Default::default()
 //! })
 //! .open()?;
-//! let roots = nix_heft_core::roots::resolve_roots(src.as_ref(), &["./result".into()])?;
-//! let g = nix_heft_core::graph::Graph::load(src.as_ref(), &roots)?;
-//! let sizes = nix_heft_core::graph::Sizes::compute(&g);
+//! let roots = nix_heft_ops::roots::resolve_roots(src.as_ref(), &["./result".into()])?;
+//! let g = nix_heft_graph::Graph::load(src.as_ref(), &roots)?;
+//! let sizes = nix_heft_graph::Sizes::compute(&g);
 //! let report = nix_heft_report::size::SizeReport::new(&g, &sizes, Default::default());
 //! print!("{}", report.render_text(&Default::default()));
 //! # Ok::<(), Box<dyn std::error::Error>>(())

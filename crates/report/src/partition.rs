@@ -6,9 +6,9 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::table::{Align, Cell, Paint, Table};
 use super::{Report, TextOptions};
-use nix_heft_core::graph::{Graph, NodeId};
-use nix_heft_core::plan::partition::Partition;
+use nix_heft_analysis::plan::partition::Partition;
 use nix_heft_format::store_path::name_of;
+use nix_heft_graph::{Graph, NodeId};
 use nix_heft_types::problem::Problem;
 use nix_heft_types::units::iec;
 

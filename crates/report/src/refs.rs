@@ -4,14 +4,14 @@ use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Cell, Paint, Table};
 use super::{Report, TextOptions};
-use nix_heft_core::classify::Classified;
-use nix_heft_core::graph::{Graph, NodeId};
 use nix_heft_format::store_path::name_of;
+use nix_heft_graph::{Graph, NodeId};
+use nix_heft_scan::classify::Classified;
 use nix_heft_types::problem::Problem;
 
 /// One edge with its evidence summarised (computed by `explain`).
-use nix_heft_core::explain::EdgeSummary;
-use nix_heft_core::explain::summarise;
+use nix_heft_analysis::explain::EdgeSummary;
+use nix_heft_analysis::explain::summarise;
 
 /// The whole report; also the `--json` document.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

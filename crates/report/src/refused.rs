@@ -9,11 +9,11 @@ use serde::Serialize;
 
 use crate::names::Names;
 use crate::{Report, TextOptions};
-use nix_heft_core::classify::Classified;
-use nix_heft_core::graph::{Graph, NodeId};
-use nix_heft_core::pipeline::refused::{Left, Refused, RefusedLog};
-use nix_heft_core::refusal::{Fix, Held, Remedy};
+use nix_heft_analysis::refusal::{Fix, Held, Remedy};
 use nix_heft_format::nix_error;
+use nix_heft_graph::{Graph, NodeId};
+use nix_heft_ops::pipeline::refused::{Left, Refused, RefusedLog};
+use nix_heft_scan::classify::Classified;
 use nix_heft_types::evidence::{Evidence, EvidenceGroup};
 use nix_heft_types::problem::Problem;
 

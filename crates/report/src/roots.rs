@@ -1,13 +1,13 @@
 //! The `roots` report: every garbage-collector root with what removing it
 //! frees, the groups, what is dead now and the commands, as
-//! `nix_heft_core::gc::analyse` computed them (this module only picks the
+//! `nix_heft_ops::gc::analyse` computed them (this module only picks the
 //! rows and formats); and `why --roots`, the roots that keep one path.
 
 use serde::Serialize;
 
 use super::table::{Align, Cell, Paint, Table};
 use super::{Names, Report, TextOptions, style};
-use nix_heft_core::gc::{EdgeKind, Figure, Group, Root, RootKind, RootsAnalysis};
+use nix_heft_ops::gc::{EdgeKind, Figure, Group, Root, RootKind, RootsAnalysis};
 use nix_heft_types::units::iec;
 
 /// Roots named under a store path several keep (the JSON has them all).

@@ -2,13 +2,13 @@
 //! removing each frees (the roots that share a store path one rectangle,
 //! what removing them all frees; what is dead now one more), a sortable
 //! table, the groups and every command. Formatting only: the figures are
-//! `nix_heft_core::gc`'s; the page (`assets/report/roots.{html,js}`, the
+//! `nix_heft_ops::gc`'s; the page (`assets/report/roots.{html,js}`, the
 //! report's styles and the vendored d3-hierarchy) is inlined by
 //! `include_str!`, the data once as JSON.
 
 use serde::Serialize;
 
-use nix_heft_core::gc::{Figure, Root, RootKind, RootsAnalysis};
+use nix_heft_ops::gc::{Figure, Root, RootKind, RootsAnalysis};
 
 /// Most roots a page holds (those that free the most); a store with a
 /// million roots would make a page of hundreds of megabytes.

@@ -1,12 +1,12 @@
 //! The `size` report: closure, self and added size of every path in the
 //! closure of the roots, as [`Sizes`] computed them.
 
-use nix_heft_core::check::Baseline;
+use nix_heft_analysis::check::Baseline;
 use serde::{Deserialize, Serialize};
 
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use nix_heft_core::graph::{Graph, NodeId, Sizes};
+use nix_heft_graph::{Graph, NodeId, Sizes};
 use nix_heft_types::units::iec;
 
 /// Sizes of one path.
@@ -92,7 +92,7 @@ impl UnknownOutputs {
     /// `name`).
     pub fn of(
         unknown: Vec<(nix_heft_format::store_path::StorePath, Vec<String>)>,
-        g: &nix_heft_core::graph::Graph,
+        g: &nix_heft_graph::Graph,
     ) -> Vec<UnknownOutputs> {
         let index = g.index();
         unknown

@@ -6,8 +6,8 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use nix_heft_core::graph::{Graph, NodeId};
-use nix_heft_core::plan::split::{Move, SplitPlan};
+use nix_heft_analysis::plan::split::{Move, SplitPlan};
+use nix_heft_graph::{Graph, NodeId};
 use nix_heft_types::problem::Problem;
 use nix_heft_types::units::iec;
 
@@ -33,7 +33,7 @@ pub struct OutputReport {
     pub existing: Option<String>,
     /// How that existing output was found (`deriver`, or `name`: assumed).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub found_by: Option<nix_heft_core::roots::FoundBy>,
+    pub found_by: Option<nix_heft_analysis::plan::split::FoundBy>,
 }
 
 /// A root's closure before and after.

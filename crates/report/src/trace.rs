@@ -7,7 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::refs::append_problems;
 use super::table::{Align, Table};
 use super::{Report, TextOptions};
-use nix_heft_core::graph::Graph;
+use nix_heft_graph::Graph;
 use nix_heft_trace::file::{PathTrace, TraceFile};
 use nix_heft_types::problem::Problem;
 use nix_heft_types::units::iec;
@@ -65,7 +65,7 @@ impl TraceReport {
         g: Option<&Graph>,
         problems: Vec<Problem>,
     ) -> TraceReport {
-        let index: std::collections::HashMap<&str, nix_heft_core::graph::NodeId> = g
+        let index: std::collections::HashMap<&str, nix_heft_graph::NodeId> = g
             .map(|g| {
                 g.index()
                     .into_iter()

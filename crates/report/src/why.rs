@@ -7,9 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use super::refs::append_problems;
 use super::{Report, TextOptions};
-use nix_heft_core::classify::Classified;
-use nix_heft_core::explain::Explained;
-use nix_heft_core::graph::{Graph, NodeId};
+use nix_heft_analysis::explain::Explained;
+use nix_heft_graph::{Graph, NodeId};
+use nix_heft_scan::classify::Classified;
 use nix_heft_types::evidence::{Evidence, EvidenceGroup, Verdict};
 use nix_heft_types::problem::Problem;
 
@@ -63,7 +63,7 @@ pub struct WhyReport {
     /// edge is strongest (runtime first), then the shortest.
     pub best: Vec<BestChain>,
     /// The chains shown: the best one per dependency, or all with `--all`
-    /// (up to [`nix_heft_core::graph::chains::MAX_CHAINS`], strongest first).
+    /// (up to [`nix_heft_graph::chains::MAX_CHAINS`], strongest first).
     pub chains: Vec<Vec<String>>,
     /// Every edge on the chains shown, with evidence.
     pub edges: Vec<WhyEdge>,

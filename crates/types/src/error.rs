@@ -15,9 +15,10 @@ impl From<nix_heft_format::store_path::InvalidStorePath> for Error {
 /// The errors every layer shares: a file that cannot be read, a string
 /// that is no store path, a command line that asks for nothing or the
 /// impossible, and the files the binary and the trace stage read. Each
-/// crate above has its own enum for its own errors
-/// (`nix_heft_store::Error`, `nix_heft_core::Error`, eval's), with this one
-/// inside it.
+/// crate above has its own enum for its own errors (`nix_heft_store::Error`,
+/// graph's, scan's, analysis's, ops', eval's), with this one inside it.
+/// A name or pattern given on the command line that matches nothing or too
+/// much is this crate's, as every layer that matches one says it alike.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// A string that should be a store path is not one.
@@ -42,6 +43,38 @@ pub enum Error {
     /// without moves).
     #[error("{0}")]
     Usage(String),
+    /// A name or glob that matches no valid path.
+    #[error(
+        "no valid path in {store} matches '{pattern}'{}{}",
+        closest.as_deref().map(|c| format!("; did you mean {c}?")).unwrap_or_default(),
+        list_candidates("similar names", candidates)
+    )]
+    NoMatch {
+        /// The pattern as given.
+        pattern: String,
+        /// The store searched.
+        store: String,
+        /// The closest name by edit distance, when one is near.
+        closest: Option<String>,
+        /// Names that contain the pattern, to help the user.
+        candidates: Vec<String>,
+    },
+    /// A plain name that matches several valid paths.
+    #[error("'{pattern}' is ambiguous: it matches {} paths; give one of them (or a glob to take all){}", candidates.len(), list_candidates("candidates", candidates))]
+    Ambiguous {
+        /// The name as given.
+        pattern: String,
+        /// Every matching path.
+        candidates: Vec<String>,
+    },
+    /// A glob pattern that does not compile.
+    #[error("bad pattern '{pattern}': {reason}")]
+    BadPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// The glob compiler's complaint.
+        reason: String,
+    },
     /// A `--against-json` baseline that is not a saved `size --json`.
     #[error("cannot read baseline {}: {reason}", file.display())]
     BadBaseline {
@@ -74,12 +107,35 @@ pub enum Error {
 
 impl Error {
     /// Whether the error is in the command line itself (exit code 2): a
-    /// command with nothing to do or a config file that stands for the
-    /// command line. Everything else is a failure outside the command line
+    /// command with nothing to do, a config file that stands for the
+    /// command line, a name or pattern that matches nothing, too much or
+    /// does not compile. Everything else is a failure outside the command line
     /// (exit code 1).
     pub fn is_usage(&self) -> bool {
-        matches!(self, Error::Usage(_) | Error::BadConfig { .. })
+        matches!(
+            self,
+            Error::Usage(_)
+                | Error::BadConfig { .. }
+                | Error::NoMatch { .. }
+                | Error::Ambiguous { .. }
+                | Error::BadPattern { .. }
+        )
     }
+}
+
+fn list_candidates(label: &str, c: &[String]) -> String {
+    if c.is_empty() {
+        return String::new();
+    }
+    let mut s = format!("; {label}:");
+    for x in c.iter().take(20) {
+        s.push_str("\n  ");
+        s.push_str(x);
+    }
+    if c.len() > 20 {
+        s.push_str(&format!("\n  ... and {} more", c.len() - 20));
+    }
+    s
 }
 
 /// Shorthand used across the library.

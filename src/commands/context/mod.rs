@@ -7,15 +7,15 @@ use std::io::IsTerminal;
 use anyhow::Context as _;
 use indicatif::ProgressBar;
 
-use nix_heft_core::classify::Classified;
-use nix_heft_core::graph::NodeId;
-use nix_heft_core::graph::{Graph, ReadRequest};
-use nix_heft_core::pipeline::{self};
-pub use nix_heft_core::resolve::Mapped;
-use nix_heft_core::resolve::{Resolve, ResolveError, Watch};
 use nix_heft_eval::installable::Options;
 use nix_heft_format::StorePath;
+use nix_heft_graph::NodeId;
+use nix_heft_graph::{Graph, ReadRequest};
+use nix_heft_ops::pipeline::{self};
+pub use nix_heft_ops::resolve::Mapped;
+use nix_heft_ops::resolve::{Resolve, ResolveError, Watch};
 use nix_heft_report::TextOptions;
+use nix_heft_scan::classify::Classified;
 use nix_heft_store::open::{OpenError, Opener};
 use nix_heft_store::source::build_graph::DerivationSource;
 use nix_heft_store::source::{self, RunLog, StoreSource};
@@ -274,7 +274,7 @@ impl Context {
     }
 
     /// Resolving arguments against `src` with this run's flags
-    /// (`nix_heft_core::resolve`): a spinner while `nix` evaluates, a note
+    /// (`nix_heft_ops::resolve`): a spinner while `nix` evaluates, a note
     /// on stderr for each output read as its deriver.
     fn resolve<'a>(&'a self, src: &'a dyn StoreSource, watch: &'a CliWatch<'a>) -> Resolve<'a> {
         Resolve {

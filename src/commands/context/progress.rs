@@ -5,7 +5,7 @@ use std::io::IsTerminal;
 
 use indicatif::{ProgressBar, ProgressStyle};
 
-use nix_heft_core::pipeline::Progress;
+use nix_heft_ops::pipeline::Progress;
 use nix_heft_store::source::StoreSource;
 
 use super::Context;

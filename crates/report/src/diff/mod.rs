@@ -8,9 +8,9 @@
 use serde::{Deserialize, Serialize};
 
 use super::{Report, TextOptions, plural, review};
-use nix_heft_core::classify::Classified;
-use nix_heft_core::diff::{ClosureDiff, Drag, EdgeChange, PathChange};
-use nix_heft_core::graph::Graph;
+use nix_heft_analysis::diff::{ClosureDiff, Drag, EdgeChange, PathChange};
+use nix_heft_graph::Graph;
+use nix_heft_scan::classify::Classified;
 use nix_heft_types::evidence::{Evidence, EvidenceGroup};
 use nix_heft_types::problem::Problem;
 use nix_heft_types::units::{iec, iec_delta};
@@ -263,7 +263,7 @@ fn changed_path(
 }
 
 /// A package's transition in words.
-fn package(p: nix_heft_core::diff::PackageChange) -> Package {
+fn package(p: nix_heft_analysis::diff::PackageChange) -> Package {
     Package {
         transition: if p.rebuilt {
             "(rebuilt)".into()

@@ -14,7 +14,7 @@
 //!   inode of every path and of `.links`.
 //!
 //! The liveness walk itself (which paths a root keeps) is the core crate's
-//! (`nix_heft_core::gc`); this module only reads.
+//! (`nix_heft_ops::gc`); this module only reads.
 
 pub mod disk;
 pub mod roots;

@@ -15,7 +15,7 @@ use nix_heft_format::store_path::StorePath;
 ///
 /// Built with [`RawClosure::push`] and [`RawClosure::add_reference`] (or by
 /// a source's [`PathMetadata::closure`]), it keeps these invariants, which
-/// `nix_heft_core::graph::Graph::try_from_raw` relies on:
+/// `nix_heft_graph::Graph::try_from_raw` relies on:
 ///
 /// - every path has one NAR size and one list of references;
 /// - every reference is the index of a path of the closure;
