@@ -358,7 +358,7 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
     // The database on this thread; the root trees, /proc and the store
     // directory on the others.
     let (whole, (found, entries)) = rayon::join(
-        || store.whole_store(derivers),
+        || nix_heft_store::gc::whole::read(store, derivers),
         || {
             rayon::join(
                 || nix_heft_store::gc::roots::find(&state, Look::default()),

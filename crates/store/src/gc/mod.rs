@@ -4,7 +4,7 @@
 //! - [`WholeStore`]: every valid path with its NAR size and references,
 //!   and the derivation links the collector follows with `keep-outputs`
 //!   and `keep-derivations`, from one read of the database
-//!   ([`crate::source::LocalStore::whole_store`]);
+//!   ([`whole::read`]);
 //! - [`roots`]: the roots, as `findRoots` finds them (the `gcroots` and
 //!   `profiles` trees, direct and indirect links, stale links), the
 //!   run-time roots of `findRuntimeRoots` (`/proc`) and the temporary roots
@@ -18,6 +18,7 @@
 
 pub mod disk;
 pub mod roots;
+pub mod whole;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};

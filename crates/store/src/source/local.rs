@@ -339,7 +339,11 @@ impl LocalStore {
     /// after and run again on a fresh connection when the database
     /// changed. `f` may run more than once, so it must only read. `pause`
     /// marks the closure read, where tests pause (see `crate::test_hooks`).
-    fn read<T>(&self, pause: bool, mut f: impl FnMut(&Connection) -> Result<T>) -> Result<T> {
+    pub(crate) fn read<T>(
+        &self,
+        pause: bool,
+        mut f: impl FnMut(&Connection) -> Result<T>,
+    ) -> Result<T> {
         let mut db = self.db.lock().unwrap_or_else(|e| e.into_inner());
         for _ in 0..ATTEMPTS {
             match db.mode {
@@ -385,145 +389,14 @@ impl LocalStore {
         &self.root
     }
 
-    /// Every valid path with its references, in one snapshot of the
-    /// database, as the garbage collector sees them; with `derivers`, also
-    /// the derivation links `keep-outputs` and `keep-derivations` follow
-    /// (`DerivationOutputs` and the `deriver` column), which take a third
-    /// of the time.
-    pub fn whole_store(&self, derivers: bool) -> Result<crate::gc::WholeStore> {
-        self.read(false, |conn| self.whole_store_in(conn, derivers))
-    }
-
-    fn whole_store_in(&self, conn: &Connection, derivers: bool) -> Result<crate::gc::WholeStore> {
-        let e = |x| self.db_err(x);
-        let count: i64 = conn
-            .query_row("SELECT count(*) FROM ValidPaths", [], |r| r.get(0))
-            .map_err(e)?;
-        let cap = usize::try_from(count).unwrap_or(0);
-        let mut ids: Vec<i64> = Vec::with_capacity(cap);
-        let mut whole = crate::gc::WholeStore {
-            paths: Vec::with_capacity(cap),
-            nar_sizes: Vec::with_capacity(cap),
-            ..Default::default()
-        };
-        let mut deriver_of: Vec<Option<Box<str>>> = Vec::new();
-        {
-            let sql = if derivers {
-                "SELECT id, path, narSize, deriver FROM ValidPaths"
-            } else {
-                "SELECT id, path, narSize FROM ValidPaths"
-            };
-            let mut st = conn.prepare(sql).map_err(e)?;
-            let mut rows = st.query([]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                ids.push(r.get(0).map_err(e)?);
-                let s = r.get_ref(1).map_err(e)?;
-                let s = s.as_str().map_err(|x| e(x.into()))?;
-                let p = self.parse_db_path(s)?;
-                let nar: Option<i64> = r.get(2).map_err(e)?;
-                whole.nar_sizes.push(self.nar_size(&p, nar)?);
-                whole.paths.push(p);
-                if derivers {
-                    let d = r.get_ref(3).map_err(e)?;
-                    deriver_of.push(match d {
-                        rusqlite::types::ValueRef::Text(t) if !t.is_empty() => {
-                            std::str::from_utf8(t).ok().map(Box::from)
-                        }
-                        _ => None,
-                    });
-                }
-            }
-        }
-        let dense = DenseIds::new(ids);
-        let n = whole.paths.len();
-        // References: read in row order, then laid out by referrer with a
-        // counting pass (rows come grouped by registration, not sorted).
-        let mut edges: Vec<(u32, u32)> = Vec::new();
-        {
-            let mut st = conn
-                .prepare("SELECT referrer, reference FROM Refs")
-                .map_err(e)?;
-            let mut rows = st.query([]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                let a: i64 = r.get(0).map_err(e)?;
-                let b: i64 = r.get(1).map_err(e)?;
-                // A reference to an id not in ValidPaths (a database without
-                // foreign keys enforced) is dropped, as the closure reads do.
-                if let (Some(a), Some(b)) = (dense.get(a), dense.get(b))
-                    && a != b
-                {
-                    edges.push((a, b));
-                }
-            }
-        }
-        let mut offsets = vec![0u32; n + 1];
-        for &(a, _) in &edges {
-            offsets[a as usize + 1] += 1;
-        }
-        for i in 0..n {
-            offsets[i + 1] += offsets[i];
-        }
-        let mut fill = offsets[..n].to_vec();
-        let mut refs = vec![0u32; edges.len()];
-        for &(a, b) in &edges {
-            refs[fill[a as usize] as usize] = b;
-            fill[a as usize] += 1;
-        }
-        drop(edges);
-        // Sorted and deduplicated per referrer, compacted in place.
-        let mut w = 0usize;
-        let mut start = 0usize;
-        for i in 0..n {
-            let end = offsets[i + 1] as usize;
-            refs[start..end].sort_unstable();
-            let from = w;
-            for k in start..end {
-                if w == from || refs[w - 1] != refs[k] {
-                    refs[w] = refs[k];
-                    w += 1;
-                }
-            }
-            start = end;
-            offsets[i + 1] = w as u32;
-        }
-        refs.truncate(w);
-        whole.ref_offsets = offsets;
-        whole.refs = refs;
-        whole.index = crate::gc::PathIndex::new(&whole.paths);
-        if derivers {
-            let deriver: Vec<u32> = deriver_of
-                .iter()
-                .map(|d| d.as_deref().and_then(|d| whole.find(d)).unwrap_or(u32::MAX))
-                .collect();
-            drop(deriver_of);
-            let mut st = conn
-                .prepare("SELECT drv, path FROM DerivationOutputs")
-                .map_err(e)?;
-            let mut rows = st.query([]).map_err(e)?;
-            while let Some(r) = rows.next().map_err(e)? {
-                let drv: i64 = r.get(0).map_err(e)?;
-                let out = r.get_ref(1).map_err(e)?;
-                let out = out.as_str().map_err(|x| e(x.into()))?;
-                let (Some(drv), Some(out)) = (dense.get(drv), whole.find(out)) else {
-                    continue;
-                };
-                whole.drv_outputs.push((drv, out));
-                if deriver[out as usize] == drv {
-                    whole.output_derivers.push((out, drv));
-                }
-            }
-        }
-        Ok(whole)
-    }
-
-    fn db_err(&self, source: rusqlite::Error) -> Error {
+    pub(crate) fn db_err(&self, source: rusqlite::Error) -> Error {
         Error::Database {
             path: self.db_path.clone(),
             source,
         }
     }
 
-    fn parse_db_path(&self, s: &str) -> Result<StorePath> {
+    pub(crate) fn parse_db_path(&self, s: &str) -> Result<StorePath> {
         Ok(StorePath::parse(DEFAULT_STORE_DIR, s)?)
     }
 
@@ -531,7 +404,7 @@ impl LocalStore {
     /// integer, so a corrupt row can hold a negative one, which must not
     /// turn into a size near 2^64. NULL (databases from before Nix
     /// recorded sizes) counts as 0, as Nix itself reads it.
-    fn nar_size(&self, path: &dyn std::fmt::Display, nar: Option<i64>) -> Result<u64> {
+    pub(crate) fn nar_size(&self, path: &dyn std::fmt::Display, nar: Option<i64>) -> Result<u64> {
         let n = nar.unwrap_or(0);
         u64::try_from(n).map_err(|_| Error::NegativeNarSize {
             path: path.to_string(),
@@ -691,7 +564,7 @@ impl LocalStore {
 /// read). Ids are row ids and need not be dense (see
 /// `closure_by_table_scan`): a table indexed by id when they nearly are, a
 /// binary search otherwise.
-struct DenseIds {
+pub(crate) struct DenseIds {
     /// `(id, position)`, ascending by id.
     sorted: Vec<(i64, u32)>,
     /// `table[id - min]`, `u32::MAX` for no path; empty when ids are sparse.
@@ -701,7 +574,7 @@ struct DenseIds {
 impl DenseIds {
     /// `ids` in the order their paths were read (by id for a table scan,
     /// but no order is assumed).
-    fn new(ids: Vec<i64>) -> DenseIds {
+    pub(crate) fn new(ids: Vec<i64>) -> DenseIds {
         let mut sorted: Vec<(i64, u32)> = ids
             .into_iter()
             .enumerate()
@@ -729,7 +602,7 @@ impl DenseIds {
         DenseIds { sorted, table }
     }
 
-    fn get(&self, id: i64) -> Option<u32> {
+    pub(crate) fn get(&self, id: i64) -> Option<u32> {
         if self.table.is_empty() {
             let k = self.sorted.binary_search_by_key(&id, |&(i, _)| i).ok()?;
             return Some(self.sorted[k].1);

@@ -16,7 +16,7 @@ mod binary_cache;
 pub mod build_graph;
 mod closure;
 mod layered;
-mod local;
+pub(crate) mod local;
 mod run_log;
 mod transport;
 
