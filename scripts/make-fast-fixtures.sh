@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Make the fast test tier's fixtures (tests/fast/, `cargo test --test fast`)
+# Make the fast test tier's fixtures (tests/testsuite/fast/, `cargo test --test testsuite fast::`)
 # with real Nix, and record Nix's own answers beside them, so that the fast
 # tests compare nix-heft with Nix without running Nix.
 #
@@ -7,7 +7,7 @@
 #                                             needs nix-build, nix, nix-store,
 #                                             gcc and cargo)
 #
-# Then `cargo test --test fast` and commit tests/fixtures/fast/. Store paths
+# Then `cargo test --test testsuite fast::` and commit tests/fixtures/fast/. Store paths
 # are input-addressed, but the ELF files come from the host's gcc, so a
 # rebuild on another machine may change hashes: the tests read every path
 # from roots.json and every expected answer from nix/, never hard-code one.

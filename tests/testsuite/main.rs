@@ -26,6 +26,8 @@ mod common;
 
 // The fast tier.
 mod browse;
+// The committed-fixture tests (tests/fixtures/fast/), no Nix at run time.
+mod fast;
 mod fuzz_corpus;
 mod http2;
 mod http_faults;

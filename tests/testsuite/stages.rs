@@ -432,7 +432,7 @@ fn no_library_crate_aliases_another() {
 /// `src/commands/NAME.rs` with `NAMEArgs` (clap, its doc comment the
 /// command's help) and the function `main.rs` dispatches to, its report in
 /// `crates/report/src/NAME.rs` (or `NAME/`), its tests in a module of its
-/// name in `tests/testsuite/` or `tests/fast/`. The exceptions are named
+/// name in `tests/testsuite/` or `tests/testsuite/fast/`. The exceptions are named
 /// with where their part lives instead.
 #[test]
 fn each_command_has_its_files_in_their_places() {
@@ -449,8 +449,8 @@ fn each_command_has_its_files_in_their_places() {
     ]
     .into();
     let tests_elsewhere: BTreeMap<&str, &str> = [
-        ("split", "tests/fast/plan.rs"),
-        ("advise", "tests/fast/plan.rs"),
+        ("split", "tests/testsuite/fast/plan.rs"),
+        ("advise", "tests/testsuite/fast/plan.rs"),
         ("completions", "tests/testsuite/packaging.rs"),
         ("man", "tests/testsuite/packaging.rs"),
     ]
@@ -501,7 +501,7 @@ fn each_command_has_its_files_in_their_places() {
                 if t.exists() {
                     t
                 } else {
-                    root.join(format!("tests/fast/{module}.rs"))
+                    root.join(format!("tests/testsuite/fast/{module}.rs"))
                 }
             },
             |p| root.join(p),

@@ -15,6 +15,7 @@
 pub mod cache_server;
 pub mod commands;
 pub mod execs;
+pub mod fast_fixtures;
 pub use commands::*;
 pub mod fault_server;
 pub mod history_fixture;
@@ -438,6 +439,14 @@ pub struct Outcome {
     pub code: i32,
     pub stdout: String,
     pub stderr: String,
+}
+
+impl Outcome {
+    /// stdout as JSON, or a panic showing both streams.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("{e}: {}{}", self.stdout, self.stderr))
+    }
 }
 
 /// Runs nix-heft with `--store` (if any) and args.

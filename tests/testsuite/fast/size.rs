@@ -1,7 +1,7 @@
 //! `size` on every kind of committed store, compared with Nix's recorded
 //! `nix path-info -rsS --json`.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 use serde_json::Value;
 
 /// `size --json` of `root` agrees with Nix: the same paths, each with

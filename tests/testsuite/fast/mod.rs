@@ -1,6 +1,6 @@
-//! nix-heft's fast tests: no Nix at run time, so a change is checked in
-//! seconds (`cargo test --test fast`). The Nix-backed tier,
-//! tests/testsuite/, stays the truth; this one reads what
+//! The committed-fixture part of the fast tier: no Nix at run time, so a
+//! change is checked in seconds (`cargo test --test testsuite fast::`). The Nix-backed tier,
+//! the rest of the testsuite, stays the truth; this one reads what
 //! scripts/make-fast-fixtures.sh made with real Nix and committed under
 //! tests/fixtures/fast/ (a chroot store with `.drv` files, a signed
 //! `file://` binary cache with xz NARs and one with plain NARs, and Nix's
@@ -15,11 +15,8 @@
 //! reaches it. Tests that damage a fixture damage a copy in a temporary
 //! directory; the committed files are only read.
 //!
-//! A module per command or concern, as tests/testsuite/ has; helpers in
-//! `common` (small copies of tests/testsuite/common's, which this binary
-//! does not include).
-
-mod common;
+//! A module per command or concern, as the rest of the testsuite has; the
+//! fixtures' helpers in `common::fast_fixtures`.
 
 mod check;
 mod cli;

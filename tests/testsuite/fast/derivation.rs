@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 
 /// A node's size as Nix's record gives it: a derivation's outputs' NAR
 /// sizes (every path whose `deriver` it is), a source's own NAR size.

@@ -1,6 +1,6 @@
 //! `report`: one self-contained HTML page of the closure.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 
 #[test]
 fn report_writes_a_page_naming_every_path() {

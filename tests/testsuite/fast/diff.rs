@@ -3,7 +3,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 use serde_json::Value;
 
 fn paths(v: &Value) -> BTreeSet<String> {

@@ -3,7 +3,7 @@
 //! hello-1.0 really run (traces/hello-run.json, made by
 //! scripts/make-fast-fixtures.sh) folded into `refs` and `advise`.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 use serde_json::json;
 
 fn recorded_trace() -> String {

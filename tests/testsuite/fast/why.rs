@@ -1,7 +1,7 @@
 //! `why`: the chain to a dependency and the file that holds each edge, on
 //! the chroot store.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 
 /// The manual is named only by hello's README: one chain, `docs`, held
 /// by a text line of share/doc/hello/README that names the manual's file.

@@ -2,7 +2,8 @@
 //! a narinfo changed after signing. Exit codes as tests/testsuite/
 //! signatures.rs expects of the same refusals with Nix at hand.
 
-use crate::common::*;
+use crate::common::Outcome;
+use crate::common::fast_fixtures::*;
 
 fn size_of_hello(args: &[&str]) -> Outcome {
     outcome(

@@ -1,7 +1,7 @@
 //! `split`, `advise` and `partition` on hello-1.0, whose only reference to
 //! the manual is its README under share/doc.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 use serde_json::{Value, json};
 
 /// nixpkgs' multiple-outputs preset moves share/doc into `doc`: the doc

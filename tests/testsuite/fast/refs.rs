@@ -2,7 +2,7 @@
 
 use std::collections::BTreeSet;
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 
 /// The edges are Nix's references (`nix-store -q --references`, recorded)
 /// of every path in hello's closure, self references apart; every edge

@@ -1,5 +1,6 @@
-//! The fast tier's helpers: the committed fixtures, Nix's recorded answers,
-//! and nix-heft run in an environment with no Nix in it.
+//! The helpers of `fast`, the committed-fixture tests: the fixtures
+//! scripts/make-fast-fixtures.sh made, Nix's recorded answers, and
+//! nix-heft run in an environment with no Nix in it.
 
 #![allow(dead_code)]
 
@@ -8,6 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use serde_json::Value;
+
+use super::Outcome;
 
 /// tests/fixtures/fast/, as scripts/make-fast-fixtures.sh left it.
 pub fn fixtures() -> PathBuf {
@@ -166,20 +169,6 @@ pub fn heft() -> assert_cmd::Command {
         .env("XDG_CACHE_HOME", d.join("cache"))
         .current_dir(d.join("home"));
     c
-}
-
-pub struct Outcome {
-    pub code: i32,
-    pub stdout: String,
-    pub stderr: String,
-}
-
-impl Outcome {
-    /// stdout as JSON, or a panic showing both streams.
-    pub fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("{e}: {}{}", self.stdout, self.stderr))
-    }
 }
 
 /// Runs `c` (made by [`heft`]): never a panic, whatever the exit code.

@@ -1,7 +1,7 @@
 //! `check`, the CI gate: exit code 4 when a rule is broken, 0 otherwise,
 //! on budgets taken from Nix's recorded closure sizes.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 
 fn check(args: &[&str]) -> (i32, serde_json::Value) {
     let mut a = vec!["--json", "check"];

@@ -3,7 +3,7 @@
 //! database. Each gives a clear error or a named problem (exit 3, the
 //! result partial), never a panic and never a silent answer.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 
 fn truncate(file: &std::path::Path, len: usize) {
     let bytes = std::fs::read(file).unwrap();

@@ -1,7 +1,7 @@
 //! The commands that draw or print rather than compute: `browse` needs a
 //! terminal, `completions` and `man` print what packagers install.
 
-use crate::common::*;
+use crate::common::fast_fixtures::*;
 
 #[test]
 fn browse_without_a_terminal_is_a_usage_error() {
