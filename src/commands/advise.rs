@@ -9,7 +9,7 @@ use nix_heft_ops::pipeline::AdviseRequest;
 use nix_heft_report::TextOptions;
 use nix_heft_report::advise::AdviceReport;
 
-use super::{Context, Shown, TraceOpt};
+use super::{Context, Emit, TraceOpt};
 
 /// Ranked actions that shrink the closure of the roots, each with the
 /// saving computed by applying it to the graph, its evidence, its safety
@@ -61,5 +61,5 @@ pub fn run(ctx: &Context, args: &AdviseArgs) -> anyhow::Result<ExitCode> {
         every_line: args.all,
         ..ctx.text_options()
     };
-    ctx.emit(Some(src), &report, Shown::Report(opts))
+    ctx.emit(Some(src), &report, Emit::Report(opts))
 }

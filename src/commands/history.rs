@@ -11,7 +11,7 @@ use nix_heft_analysis::check::Growth;
 use nix_heft_eval::attrs::Evaluator;
 use nix_heft_eval::history::Range;
 use nix_heft_ops::history::{Request, history};
-use nix_heft_report::history::{Context as HistoryContext, HistoryReport};
+use nix_heft_report::history::{HistoryMeta, HistoryReport};
 use nix_heft_types::Error;
 
 use super::Context;
@@ -151,7 +151,7 @@ pub fn run(ctx: &Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
         .or_else(|| nix_heft_eval::history::commit_url(&repo));
     let mut report = HistoryReport::new(
         &found,
-        &HistoryContext {
+        &HistoryMeta {
             stores: ctx.store_names(&[], src),
             min_jump: args.min_jump.clone(),
             evaluator: ev.name().to_string(),

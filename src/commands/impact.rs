@@ -15,7 +15,7 @@ use nix_heft_report::impact::{AttrList, ImpactReport, SideMeta};
 use nix_heft_types::Error;
 
 use super::Context;
-use super::context::Shown;
+use super::context::Emit;
 use super::review::{self, ReviewArgs};
 
 /// The closure impact of a change to a package set (a nixpkgs pull
@@ -191,7 +191,7 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
         let list = AttrList {
             attrs: prepared.attrs.clone(),
         };
-        return ctx.emit(None, &list, Shown::Report(ctx.text_options()));
+        return ctx.emit(None, &list, Emit::Report(ctx.text_options()));
     }
 
     let (bsrc, asrc) = (
@@ -245,9 +245,9 @@ fn context<'a>(
     found: &nix_heft_ops::impact::Impact,
     srcs: [&dyn nix_heft_store::source::StoreSource; 2],
     build: &'a dyn Fn(&str, Side) -> String,
-) -> nix_heft_report::impact::Context<'a> {
+) -> nix_heft_report::impact::ImpactMeta<'a> {
     let before_stores = ctx.store_names(&args.before_store, srcs[0]);
-    nix_heft_report::impact::Context {
+    nix_heft_report::impact::ImpactMeta {
         notes: nix_heft_report::impact::notes(
             found,
             !args.before_store.is_empty(),

@@ -30,7 +30,7 @@ pub mod trace;
 pub mod tree;
 pub mod why;
 
-pub use context::{Color, Context, Shown};
+pub use context::{Color, Context, Emit};
 
 use clap::Args;
 

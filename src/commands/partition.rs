@@ -9,7 +9,7 @@ use clap::Args;
 use nix_heft_graph::{ReadRequest, request};
 use nix_heft_report::partition::PartitionReport;
 
-use super::{Context, Shown, TraceOpt};
+use super::{Context, Emit, TraceOpt};
 
 /// What-if: group PATH's files by a regex capture (e.g. a GPU target)
 /// and show what each group costs, or the closure with only some kept.
@@ -80,5 +80,5 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
         c.problems,
     );
     report.traced_groups = traced_groups;
-    ctx.emit(Some(src), &report, Shown::Report(ctx.text_options()))
+    ctx.emit(Some(src), &report, Emit::Report(ctx.text_options()))
 }

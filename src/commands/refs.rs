@@ -9,7 +9,7 @@ use nix_heft_graph::request;
 use nix_heft_report::refs::RefsReport;
 
 use super::tree::{self, TreeArgs};
-use super::{Context, Shown, TraceOpt};
+use super::{Context, Emit, TraceOpt};
 
 /// For every reference edge in the closure of the roots, the kinds of
 /// hold and the files holding it, from one scan of the whole closure.
@@ -48,7 +48,7 @@ pub fn run(ctx: &Context, args: &RefsArgs) -> anyhow::Result<ExitCode> {
             let g = ctx.load(src, &roots)?;
             let c = ctx.classified(src, &g, &request::all_edges(&g), traces.as_ref());
             let report = RefsReport::new(&g, c, args.evidence);
-            ctx.emit(Some(src), &report, Shown::Report(ctx.text_options()))
+            ctx.emit(Some(src), &report, Emit::Report(ctx.text_options()))
         })
         .unwrap_or_else(|| Err(tree::no_source()))
 }

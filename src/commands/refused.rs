@@ -18,7 +18,7 @@ use nix_heft_ops::pipeline::refused::{RefusedOf, refused, refused_log};
 use nix_heft_report::Report;
 use nix_heft_report::refused::{RefusedLogReport, RefusedReport};
 
-use super::{Context, Shown};
+use super::{Context, Emit};
 
 /// Why Nix refuses a build's output: each path a check
 /// (disallowedReferences, disallowedRequisites, allowedReferences,
@@ -110,7 +110,7 @@ fn emit<R: Report>(
     report: &R,
     refused: bool,
 ) -> anyhow::Result<ExitCode> {
-    let code = ctx.emit(None, report, Shown::Report(ctx.text_options()))?;
+    let code = ctx.emit(None, report, Emit::Report(ctx.text_options()))?;
     Ok(if args.fail && refused {
         ExitCode::from(nix_heft_types::exit::VIOLATION)
     } else {

@@ -15,7 +15,7 @@ use nix_heft_store::source::StoreSource;
 use nix_heft_store::source::build_graph::DerivationSource;
 use nix_heft_trace::file::TraceSet;
 
-use super::{Context, Shown, TraceOpt};
+use super::{Context, Emit, TraceOpt};
 
 /// One self-contained HTML file: a treemap of the closure by added
 /// size (following the dominator tree), each path's sizes, referrers,
@@ -175,11 +175,11 @@ fn page(
     let html = model.render_html();
     if args.output.as_os_str() == "-" {
         let written = ReportWritten::new(&model, "-".into(), html.len());
-        return ctx.emit(None, &written, Shown::Rendered(html));
+        return ctx.emit(None, &written, Emit::Rendered(html));
     }
     write_beside(&args.output, html.as_bytes())?;
     let written = ReportWritten::new(&model, args.output.display().to_string(), html.len());
-    ctx.emit(None, &written, Shown::Report(ctx.text_options()))
+    ctx.emit(None, &written, Emit::Report(ctx.text_options()))
 }
 
 /// Writes `bytes` to `output` through a temporary file beside it, renamed

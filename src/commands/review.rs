@@ -10,7 +10,7 @@ use clap::Args;
 use nix_heft_report::TextOptions;
 use nix_heft_report::review::{COMMENT_LIMIT, Format, NixFile, Reviewed};
 
-use super::{Context, Shown};
+use super::{Context, Emit};
 
 /// The smallest `--markdown-limit`: the summary and the note on what was
 /// cut must fit.
@@ -108,9 +108,9 @@ pub fn emit<R: Reviewed>(
         ..ctx.clone()
     };
     let shown = match format {
-        Format::Json | Format::Text => Shown::Report(*opts),
-        Format::Github => Shown::Rendered(report.render_github(at)),
-        Format::Markdown => Shown::Rendered(report.render_markdown(args.markdown_limit)),
+        Format::Json | Format::Text => Emit::Report(*opts),
+        Format::Github => Emit::Rendered(report.render_github(at)),
+        Format::Markdown => Emit::Rendered(report.render_markdown(args.markdown_limit)),
     };
     let code = ctx.emit(Some(src), report, shown)?;
     if let Some(file) = std::env::var_os("GITHUB_STEP_SUMMARY").filter(|f| !f.is_empty()) {

@@ -7,13 +7,13 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_ops::gc::{self, Detail, RootsRequest};
+use nix_heft_ops::gc::{self, Listing, RootsRequest};
 use nix_heft_report::TextOptions;
 use nix_heft_report::roots::{MarkedReport, RootsReport, WhyRootsReport};
 use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
 
 use super::Context;
-use super::context::Shown;
+use super::context::Emit;
 
 /// Rows of the text table when `--top` is not given.
 const DEFAULT_TOP: usize = 25;
@@ -107,9 +107,9 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     let req = RootsRequest {
         list_paths: args.list_paths,
         detail: match (ctx.json, top) {
-            (false, Some(n)) if args.html.is_some() => Detail::Top(n.max(PAGE_ROOTS)),
-            (false, Some(n)) => Detail::Top(n),
-            _ => Detail::All,
+            (false, Some(n)) if args.html.is_some() => Listing::Top(n.max(PAGE_ROOTS)),
+            (false, Some(n)) => Listing::Top(n),
+            _ => Listing::All,
         },
         ..args.request(ctx, &store)?
     };
@@ -130,7 +130,7 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     let shown = ctx.emit(
         None,
         &report,
-        Shown::Report(TextOptions {
+        Emit::Report(TextOptions {
             exact_bytes: args.bytes,
             ..ctx.text_options()
         }),
@@ -151,7 +151,7 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     }
     let store = ctx.open_local()?;
     let req = RootsRequest {
-        detail: Detail::Top(BROWSE_DETAIL),
+        detail: Listing::Top(BROWSE_DETAIL),
         ..args.request(ctx, &store)?
     };
     let (analysis, collector) = reading(ctx, &store, || gc::analyse_with(&store, &req))?;
@@ -167,7 +167,7 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
             freed: app.joint,
             commands,
         },
-        Shown::Report(ctx.text_options()),
+        Emit::Report(ctx.text_options()),
     )
 }
 
@@ -192,14 +192,14 @@ pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
     let path = ctx.one_root(&store, arg)?;
     let req = RootsRequest {
         why: Some(path.to_string()),
-        detail: Detail::Top(0),
+        detail: Listing::Top(0),
         ..request(ctx, &store)?
     };
     let analysis = reading(ctx, &store, || gc::analyse(&store, &req))?;
     ctx.emit(
         None,
         &WhyRootsReport::new(&analysis),
-        Shown::Report(ctx.text_options()),
+        Emit::Report(ctx.text_options()),
     )
 }
 

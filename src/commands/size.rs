@@ -8,7 +8,7 @@ use nix_heft_report::TextOptions;
 use nix_heft_report::size::{SizeOptions, SizeReport, SortKey, UnknownOutputs};
 
 use super::Context;
-use super::context::Shown;
+use super::context::Emit;
 
 /// Closure size, self size and added size of every path in a closure.
 ///
@@ -119,7 +119,7 @@ fn emit(
     ctx.emit(
         Some(src),
         report,
-        Shown::Report(TextOptions {
+        Emit::Report(TextOptions {
             exact_bytes: args.bytes,
             ..ctx.text_options()
         }),

@@ -11,7 +11,7 @@ use nix_heft_ops::roots::SiblingOutput;
 use nix_heft_report::split::SplitReport;
 use nix_heft_store::source::StoreSource;
 
-use super::{Context, Shown, TraceOpt};
+use super::{Context, Emit, TraceOpt};
 
 /// What-if: split PATH into outputs (like moveToOutput) without
 /// rebuilding, and show each output's files, size, closure and
@@ -119,7 +119,7 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
         .collect();
     let mut report = SplitReport::new(&g, p, moves, plan, problems);
     report.warnings.extend(unmatched);
-    ctx.emit(Some(src), &report, Shown::Report(ctx.text_options()))
+    ctx.emit(Some(src), &report, Emit::Report(ctx.text_options()))
 }
 
 /// The graph again with the sibling outputs it lacks (an existing `dev`

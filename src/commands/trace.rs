@@ -8,7 +8,7 @@ use clap::Args;
 
 use nix_heft_report::TextOptions;
 
-use super::{Context, Shown};
+use super::{Context, Emit};
 
 /// Run CMD under a tracer (ptrace with a seccomp filter, following
 /// every thread, fork and exec) and record which store files it uses
@@ -111,9 +111,9 @@ pub fn run(ctx: &Context, args: &TraceArgs) -> anyhow::Result<ExitCode> {
         None,
         &report,
         if ctx.json {
-            Shown::Report(TextOptions::default())
+            Emit::Report(TextOptions::default())
         } else {
-            Shown::Stderr(TextOptions::default())
+            Emit::Stderr(TextOptions::default())
         },
     )?;
     Ok(ExitCode::from(traced.exit_code()))

@@ -9,7 +9,7 @@ use nix_heft_report::TextOptions;
 use nix_heft_report::why::WhyReport;
 
 use super::tree::{self, TreeArgs};
-use super::{Context, Shown, TraceOpt};
+use super::{Context, Emit, TraceOpt};
 
 /// The chains from ROOT to DEP, and for every edge on them the files
 /// that hold the reference: where, and what kind of hold (symlink, ELF
@@ -136,5 +136,5 @@ fn explain(
         every_line: args.evidence,
         ..ctx.text_options()
     };
-    ctx.emit(Some(src), &report, Shown::Report(opts))
+    ctx.emit(Some(src), &report, Emit::Report(opts))
 }

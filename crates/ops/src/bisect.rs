@@ -82,7 +82,7 @@ pub struct Request<'a> {
 
 /// What a probe found.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Verdict {
+pub enum Mark {
     /// Good by the rule.
     Good,
     /// Bad by it.
@@ -97,7 +97,7 @@ pub struct Probe {
     /// Index into [`Bisect::commits`].
     pub commit: usize,
     /// What it was.
-    pub verdict: Verdict,
+    pub verdict: Mark,
     /// Its closure size, when read.
     pub closure_size: Option<u64>,
 }
@@ -123,7 +123,7 @@ pub struct Built {
     pub commit: usize,
     /// The rule's verdict on the built closure and its size, or why there
     /// is none (the build failed).
-    pub outcome: Result<(Verdict, u64), String>,
+    pub outcome: Result<(Mark, u64), String>,
 }
 
 /// `--build`: the first bad commit and its parent built, each judged by
@@ -175,7 +175,7 @@ pub struct Bisect {
     pub explanation: Option<crate::impact::Impact>,
 }
 
-fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
+fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Mark {
     let size = g.total_size();
     let bad = match rule {
         Rule::MaxClosure(limit) => size > *limit,
@@ -190,7 +190,7 @@ fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Verdict {
                 || paths.iter().any(|p| g.paths().contains(p))
         }
     };
-    if bad { Verdict::Bad } else { Verdict::Good }
+    if bad { Mark::Bad } else { Mark::Good }
 }
 
 /// A commit read: the attribute's closure and its outputs.
@@ -309,11 +309,11 @@ pub fn bisect(
     let mut probe = |i: usize,
                      good_size: Option<u64>,
                      step_msg: String|
-     -> crate::Result<(Verdict, Option<u64>)> {
+     -> crate::Result<(Mark, Option<u64>)> {
         step(Some(step_msg));
         evaluations += 1;
         let (verdict, size) = match read_at(src, req, &at, &commits[i])? {
-            Err(why) => (Verdict::Skip(why), None),
+            Err(why) => (Mark::Skip(why), None),
             Ok((r, outputs)) => {
                 let v = verdict_of(&r, &req.rule, good_size);
                 let size = r.total_size();
@@ -331,9 +331,9 @@ pub fn bisect(
     let short = |i: usize| commits[i].id[..10.min(commits[i].id.len())].to_string();
     let (first, good_size) = probe(0, None, format!("reading the good commit {}", short(0)))?;
     match first {
-        Verdict::Good => {}
-        Verdict::Bad => return Err(not_as_said("good", &req.good, "bad by the rule")),
-        Verdict::Skip(why) => return Err(not_as_said("good", &req.good, &why)),
+        Mark::Good => {}
+        Mark::Bad => return Err(not_as_said("good", &req.good, "bad by the rule")),
+        Mark::Skip(why) => return Err(not_as_said("good", &req.good, &why)),
     }
     match probe(
         last,
@@ -342,9 +342,9 @@ pub fn bisect(
     )?
     .0
     {
-        Verdict::Bad => {}
-        Verdict::Good => return Err(not_as_said("bad", &req.bad, "good by the rule")),
-        Verdict::Skip(why) => return Err(not_as_said("bad", &req.bad, &why)),
+        Mark::Bad => {}
+        Mark::Good => return Err(not_as_said("bad", &req.bad, "good by the rule")),
+        Mark::Skip(why) => return Err(not_as_said("bad", &req.bad, &why)),
     }
 
     // Positions in `probeable`: lo good, hi bad, `skipped` undecided.
@@ -367,9 +367,9 @@ pub fn bisect(
             short(i)
         );
         match probe(i, good_size, msg)?.0 {
-            Verdict::Good => lo = p,
-            Verdict::Bad => hi = p,
-            Verdict::Skip(_) => {
+            Mark::Good => lo = p,
+            Mark::Bad => hi = p,
+            Mark::Skip(_) => {
                 skipped.insert(p);
             }
         }
@@ -583,8 +583,8 @@ fn confirm(
     };
     let parent = build(culprit - 1)?;
     let culprit = build(culprit)?;
-    let agrees = matches!(parent.outcome, Ok((Verdict::Good, _)))
-        && matches!(culprit.outcome, Ok((Verdict::Bad, _)));
+    let agrees = matches!(parent.outcome, Ok((Mark::Good, _)))
+        && matches!(culprit.outcome, Ok((Mark::Bad, _)));
     Ok(Confirmation {
         parent,
         culprit,

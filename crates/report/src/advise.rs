@@ -7,7 +7,7 @@ use super::{Report, TextOptions};
 use nix_heft_analysis::plan::advise::Action;
 use nix_heft_format::StorePath;
 use nix_heft_graph::{Graph, NodeId};
-use nix_heft_ops::pipeline::{Advised, ReadFor as Why};
+use nix_heft_ops::pipeline::{Advised, ReadFor};
 
 use nix_heft_types::problem::Problem;
 
@@ -36,7 +36,7 @@ pub struct AdviceReport {
     pub not_simulated: Vec<NotSimulated>,
     /// Every path read, with the question that needed it.
     #[serde(default)]
-    pub reads: Vec<ReadFor>,
+    pub reads: Vec<PathRead>,
     /// Files or paths that could not be read.
     pub problems: Vec<Problem>,
 }
@@ -62,9 +62,9 @@ pub struct NotSimulated {
     pub max_saving: u64,
 }
 
-/// One path `advise` read and why (see `nix_heft_ops::pipeline::ReadFor`).
+/// One path `advise` read and why (see `nix_heft_ops::pipeline::PathRead`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ReadFor {
+pub struct PathRead {
     /// The store path.
     pub path: String,
     /// `references` (a referrer examined: the evidence for its own
@@ -117,12 +117,12 @@ impl AdviceReport {
                 .into_iter()
                 .map(|(v, why)| {
                     let (question, of) = match why {
-                        Why::References => ("references", Vec::new()),
-                        Why::BoundTree => ("bound-tree", Vec::new()),
-                        Why::HoldsInto(of) => ("holds-into", of),
-                        Why::RunpathTree(of) => ("runpath-tree", of),
+                        ReadFor::References => ("references", Vec::new()),
+                        ReadFor::BoundTree => ("bound-tree", Vec::new()),
+                        ReadFor::HoldsInto(of) => ("holds-into", of),
+                        ReadFor::RunpathTree(of) => ("runpath-tree", of),
                     };
-                    ReadFor {
+                    PathRead {
                         path: name(v),
                         question: question.to_string(),
                         of: of.into_iter().map(name).collect(),

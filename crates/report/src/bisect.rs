@@ -6,10 +6,10 @@ use serde::Serialize;
 
 use crate::drv_diff::DrvDiffReport;
 use crate::history::short;
-use crate::impact::{Context as ImpactContext, ImpactReport, SideMeta};
+use crate::impact::{ImpactMeta, ImpactReport, SideMeta};
 use crate::review::{self, Reviewed};
 use crate::{Report, TextOptions, plural};
-use nix_heft_ops::bisect::{Bisect, Verdict};
+use nix_heft_ops::bisect::{Bisect, Mark};
 use nix_heft_types::problem::{Problem, ProblemKind};
 use nix_heft_types::units::iec;
 
@@ -172,10 +172,10 @@ impl BisectReport {
                 "no one commit between the cached pair explains the change: the candidates are listed",
             ));
         }
-        let verdict_name = |v: &Verdict| match v {
-            Verdict::Good => "good",
-            Verdict::Bad => "bad",
-            Verdict::Skip(_) => "skipped",
+        let verdict_name = |v: &Mark| match v {
+            Mark::Good => "good",
+            Mark::Bad => "bad",
+            Mark::Skip(_) => "skipped",
         };
         let built = |x: &nix_heft_ops::bisect::Built| match &x.outcome {
             Ok((v, size)) => BuiltRow {
@@ -208,7 +208,7 @@ impl BisectReport {
         let uncached = b
             .probes
             .iter()
-            .filter(|p| matches!(&p.verdict, Verdict::Skip(r) if r.starts_with("not in the cache")))
+            .filter(|p| matches!(&p.verdict, Mark::Skip(r) if r.starts_with("not in the cache")))
             .count();
         let mut notes = Vec::new();
         // Each uncached probe is an evaluation spent: with the list of the
@@ -229,7 +229,7 @@ impl BisectReport {
             };
             let r = ImpactReport::new(
                 imp,
-                &ImpactContext {
+                &ImpactMeta {
                     before: side(b.cached_good),
                     after: side(b.cached_bad),
                     evaluator: evaluator.to_string(),
@@ -268,7 +268,7 @@ impl BisectReport {
                 .iter()
                 .map(|p| {
                     let reason = match &p.verdict {
-                        Verdict::Skip(r) => Some(r.clone()),
+                        Mark::Skip(r) => Some(r.clone()),
                         _ => None,
                     };
                     let verdict = verdict_name(&p.verdict);

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::drv_diff::DrvDiffReport;
-use crate::impact::{Context as ImpactContext, ImpactReport, SideMeta};
+use crate::impact::{ImpactMeta, ImpactReport, SideMeta};
 use crate::review::{self, Reviewed};
 use crate::table::{Align, Table};
 use crate::{Report, TextOptions, plural};
@@ -106,7 +106,7 @@ pub struct HistoryReport {
 }
 
 /// What the caller knows beside the [`History`].
-pub struct Context {
+pub struct HistoryMeta {
     /// The stores the outputs were looked up in.
     pub stores: Vec<String>,
     /// The jump threshold, as given.
@@ -123,7 +123,7 @@ pub(crate) fn short(id: &str) -> &str {
 
 impl HistoryReport {
     /// The report of `h`.
-    pub fn new(h: &History, ctx: &Context) -> HistoryReport {
+    pub fn new(h: &History, ctx: &HistoryMeta) -> HistoryReport {
         let commits: Vec<CommitRow> = h
             .rows
             .iter()
@@ -151,7 +151,7 @@ impl HistoryReport {
                 };
                 let impact = ImpactReport::new(
                     &j.impact,
-                    &ImpactContext {
+                    &ImpactMeta {
                         before: side(j.from),
                         after: side(j.to),
                         evaluator: ctx.evaluator.clone(),

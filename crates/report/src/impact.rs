@@ -205,7 +205,7 @@ pub struct ImpactReport {
 }
 
 /// What the caller knows beside the [`Impact`].
-pub struct Context<'a> {
+pub struct ImpactMeta<'a> {
     /// The base as given.
     pub before: SideMeta,
     /// The head as given.
@@ -379,7 +379,7 @@ fn status_words(status: &str) -> &str {
 
 impl ImpactReport {
     /// The report of `impact`, with `ctx` and the problems of the run.
-    pub fn new(impact: &Impact, ctx: &Context, mut problems: Vec<Problem>) -> ImpactReport {
+    pub fn new(impact: &Impact, ctx: &ImpactMeta, mut problems: Vec<Problem>) -> ImpactReport {
         let ag = &impact.after;
         let mut totals = Totals::default();
         let attributes: Vec<AttrRow> = impact
@@ -682,7 +682,7 @@ fn is_path_like(s: &str) -> bool {
         || s.starts_with("nixpkgs-review ")
 }
 
-fn attr_row(r: &AttrImpact, ag: &Graph, impact: &Impact, ctx: &Context) -> AttrRow {
+fn attr_row(r: &AttrImpact, ag: &Graph, impact: &Impact, ctx: &ImpactMeta) -> AttrRow {
     let unbuilt: Vec<Side> = match &r.status {
         Status::NotBuilt(sides) => sides.clone(),
         // Fixed by this change but not built at the head: how to build it.

@@ -24,7 +24,7 @@ use nix_heft_trace::file::TraceSet;
 mod output;
 mod progress;
 
-pub use output::Shown;
+pub use output::Emit;
 
 /// `--color` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]

@@ -12,7 +12,7 @@ use nix_heft_types::problem::Problem;
 use super::{Context, Mapped};
 
 /// What [`Context::emit`] prints on stdout.
-pub enum Shown {
+pub enum Emit {
     /// The report: JSON with `--json`, else its text laid out so.
     Report(TextOptions),
     /// A rendering the command chose (markdown, workflow commands).
@@ -36,18 +36,18 @@ impl Context {
         &self,
         src: Option<&dyn StoreSource>,
         report: &R,
-        shown: Shown,
+        shown: Emit,
     ) -> anyhow::Result<ExitCode> {
         // Stdout is line-buffered with a 1 KiB buffer: a large JSON report
         // would be tens of thousands of writes (72,000 for `size` of a
         // 500,000-path store) without a buffer of our own.
         let mut out = std::io::BufWriter::with_capacity(1 << 16, std::io::stdout().lock());
         match shown {
-            Shown::Rendered(text) => out.write_all(text.as_bytes())?,
-            Shown::Stderr(opts) => {
+            Emit::Rendered(text) => out.write_all(text.as_bytes())?,
+            Emit::Stderr(opts) => {
                 std::io::stderr().write_all(report.render_text(&opts).as_bytes())?
             }
-            Shown::Report(opts) => {
+            Emit::Report(opts) => {
                 // A store that names no origins (a local store) costs nothing.
                 let origins = match src {
                     Some(src) if (self.json || self.show_store) && src.has_provenance() => {

@@ -86,8 +86,8 @@ impl Collector {
             profiles,
             store_arg: req.store_arg.clone(),
             max_links: match req.detail {
-                super::Detail::All => None,
-                super::Detail::Top(_) => Some(super::TEXT_LINKS),
+                super::Listing::All => None,
+                super::Listing::Top(_) => Some(super::TEXT_LINKS),
             },
         }
     }

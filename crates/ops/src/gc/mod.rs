@@ -63,7 +63,7 @@ pub struct RootsRequest {
     /// Count bytes on disk: walks every inode of the store.
     pub disk: bool,
     /// Which roots get their closure and command.
-    pub detail: Detail,
+    pub detail: Listing,
     /// List the paths each root and group frees, and the dead ones.
     pub list_paths: bool,
     /// The path `why --roots` asks about.
@@ -75,7 +75,7 @@ pub struct RootsRequest {
 /// Which roots get their closure (a walk of it each) and their command:
 /// all for a report that lists all, the first rows for a table.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub enum Detail {
+pub enum Listing {
     /// Every root.
     #[default]
     All,
@@ -463,8 +463,8 @@ pub fn analyse_with(store: &LocalStore, req: &RootsRequest) -> Result<(RootsAnal
         c.list_freed(&mut roots);
     }
     let upto = match req.detail {
-        Detail::All => roots.len(),
-        Detail::Top(k) => k.min(roots.len()),
+        Listing::All => roots.len(),
+        Listing::Top(k) => k.min(roots.len()),
     };
     let ctx = c.context();
     let mut defs = groups::define(&ctx, &roots, req);

@@ -61,7 +61,7 @@ struct Indirect {
 }
 
 /// A root found, or one entry of a root tree that is no root.
-enum Found1 {
+enum Seen {
     /// A root, with what its link says (copied into its directory's
     /// [`Chunk`] at once, the string freed: no hole left behind).
     Root(LinkRoot, Option<OsString>),
@@ -241,10 +241,10 @@ impl Walker<'_> {
         // directory, twice the system time of one thread and a longer
         // wall time); directories are spread over the threads below.
         let mut chunk = Chunk::default();
-        let mut others: Vec<Found1> = Vec::new();
+        let mut others: Vec<Seen> = Vec::new();
         for (_, name, ty) in rest {
             match self.entry(&d, name, ty, tree) {
-                Some(Found1::Root(r, t)) => chunk.add(r, t),
+                Some(Seen::Root(r, t)) => chunk.add(r, t),
                 Some(other) => others.push(other),
                 None => {}
             }
@@ -256,10 +256,10 @@ impl Walker<'_> {
         let mut pending = Vec::new();
         for f in others {
             match f {
-                Found1::Other(e) => out.other.push(e),
-                Found1::Dir(mut w) => out.append(&mut w),
-                Found1::Indirect(i) => pending.push(i),
-                Found1::Root(..) => {}
+                Seen::Other(e) => out.other.push(e),
+                Seen::Dir(mut w) => out.append(&mut w),
+                Seen::Indirect(i) => pending.push(i),
+                Seen::Root(..) => {}
             }
         }
         // This directory's second links read while its subdirectories are
@@ -298,13 +298,13 @@ impl Walker<'_> {
         name: OsString,
         ty: Option<std::fs::FileType>,
         tree: Tree,
-    ) -> Option<Found1> {
+    ) -> Option<Seen> {
         let ty = match ty {
             Some(t) => t,
             None => match std::fs::symlink_metadata(d.path.join(&name)) {
                 Ok(m) => m.file_type(),
                 Err(e) => {
-                    return Some(Found1::Other(
+                    return Some(Seen::Other(
                         self.unreadable_or_warn(&d.path.join(&name), &e),
                     ));
                 }
@@ -312,12 +312,12 @@ impl Walker<'_> {
         };
         if ty.is_dir() {
             // Only when the directory listing did not give the type.
-            return Some(Found1::Dir(self.walk(&d.path.join(&name), tree)));
+            return Some(Seen::Dir(self.walk(&d.path.join(&name), tree)));
         }
         if ty.is_symlink() {
             return match self.link(d, name, tree) {
                 Ok(e) => e,
-                Err((path, e)) => Some(Found1::Other(self.unreadable_or_warn(&path, &e))),
+                Err((path, e)) => Some(Seen::Other(self.unreadable_or_warn(&path, &e))),
             };
         }
         if ty.is_file() {
@@ -325,7 +325,7 @@ impl Walker<'_> {
             // not read).
             name.to_str()
                 .filter(|n| nix_heft_format::store_path::check_base_name(n).is_ok())?;
-            return Some(Found1::Root(
+            return Some(Seen::Root(
                 LinkRoot {
                     mtime: d.mtime(&name),
                     location: join(d.path, &name),
@@ -348,13 +348,13 @@ impl Walker<'_> {
         d: &Dir,
         name: OsString,
         tree: Tree,
-    ) -> Result<Option<Found1>, (PathBuf, std::io::Error)> {
+    ) -> Result<Option<Seen>, (PathBuf, std::io::Error)> {
         let target = d.read_link(&name).map_err(|e| (d.path.join(&name), e))?;
         if in_store(target.as_bytes()) {
             let mtime = d.mtime(&name);
             let location = join(d.path, &name);
             return Ok(Some(if names_store_path(target.as_bytes()) {
-                Found1::Root(
+                Seen::Root(
                     LinkRoot {
                         location,
                         via: None,
@@ -367,7 +367,7 @@ impl Walker<'_> {
                     Some(target),
                 )
             } else {
-                Found1::Other(Entry::Stale(StaleLink {
+                Seen::Other(Entry::Stale(StaleLink {
                     location,
                     via: None,
                     reason: StaleReason::NotAStorePath(target),
@@ -386,7 +386,7 @@ impl Walker<'_> {
             .as_bytes()
             .strip_prefix(self.auto.as_os_str().as_bytes())
             .is_some_and(|r| r.first() == Some(&b'/'));
-        Ok(Some(Found1::Indirect(Indirect {
+        Ok(Some(Seen::Indirect(Indirect {
             path,
             at,
             tree,
@@ -470,8 +470,8 @@ impl Walker<'_> {
                 _ => Err(std::io::Error::from_raw_os_error(libc::EINVAL)),
             };
             match self.indirect(i, looked) {
-                Ok(Some(Found1::Root(r, t))) => roots.add(r, t),
-                Ok(Some(Found1::Other(e))) => other.push(e),
+                Ok(Some(Seen::Root(r, t))) => roots.add(r, t),
+                Ok(Some(Seen::Other(e))) => other.push(e),
                 Ok(_) => {}
                 Err((path, e)) => other.push(self.unreadable_or_warn(&path, &e)),
             }
@@ -486,7 +486,7 @@ impl Walker<'_> {
         &self,
         i: Indirect,
         looked: std::io::Result<Option<(i64, OsString)>>,
-    ) -> Result<Option<Found1>, (PathBuf, std::io::Error)> {
+    ) -> Result<Option<Seen>, (PathBuf, std::io::Error)> {
         let Indirect {
             path,
             at,
@@ -494,7 +494,7 @@ impl Walker<'_> {
             in_auto,
         } = i;
         let stale = |reason, at: PathBuf, path: PathBuf| {
-            Ok(in_auto.then_some(Found1::Other(Entry::Stale(StaleLink {
+            Ok(in_auto.then_some(Seen::Other(Entry::Stale(StaleLink {
                 location: at,
                 via: Some(path),
                 reason,
@@ -516,7 +516,7 @@ impl Walker<'_> {
             return stale(StaleReason::TargetOutsideStore(target2), at, path);
         }
         Ok(Some(if names_store_path(target2.as_bytes()) {
-            Found1::Root(
+            Seen::Root(
                 LinkRoot {
                     location: at,
                     via: Some(path),
@@ -529,7 +529,7 @@ impl Walker<'_> {
                 Some(target2),
             )
         } else {
-            Found1::Other(Entry::Stale(StaleLink {
+            Seen::Other(Entry::Stale(StaleLink {
                 location: at,
                 via: Some(path),
                 reason: StaleReason::NotAStorePath(target2),
