@@ -8,11 +8,9 @@ use std::sync::atomic::Ordering;
 
 use clap::Args;
 
-use nix_heft_analysis::check::Growth;
 use nix_heft_eval::attrs::Evaluator;
 use nix_heft_ops::bisect::{Request, Rule, bisect};
 use nix_heft_report::bisect::BisectReport;
-use nix_heft_types::Error;
 
 use super::Context;
 use super::review::{self, ReviewArgs};
@@ -34,6 +32,8 @@ use super::review::{self, ReviewArgs};
 /// (as diff --derivation). Exit 3 when several commits could be it (they
 /// are listed).
 #[derive(Args, Debug)]
+// One rule: a commit is bad by one measure (clap names the two given).
+#[command(group(clap::ArgGroup::new("rule").args(["max_closure", "max_growth", "forbid"]).multiple(false)))]
 pub struct BisectArgs {
     /// The attribute (dotted path of the checkout's default.nix, or of
     /// --file inside it); written .#ATTR, of the repository as a flake at
@@ -50,18 +50,9 @@ pub struct BisectArgs {
     /// closure the stores hold.
     #[arg(long, value_name = "REV", value_hint = clap::ValueHint::Other)]
     bad: String,
-    /// Bad: the closure is larger than SIZE.
-    #[arg(long, value_name = "SIZE", value_hint = clap::ValueHint::Other,
-          conflicts_with_all = ["max_growth", "forbid"])]
-    max_closure: Option<String>,
-    /// Bad: the closure grew more than SIZE or PCT over the good commit's.
-    #[arg(long, value_name = "SIZE|PCT", value_hint = clap::ValueHint::Other,
-          conflicts_with = "forbid")]
-    max_growth: Option<String>,
-    /// Bad: a path whose name matches GLOB is in the closure, or, given a
-    /// whole store path (one `diff` named, say), that very path; repeatable.
-    #[arg(long, value_name = "GLOB", value_hint = clap::ValueHint::Other)]
-    forbid: Vec<String>,
+    // Bad by one rule: a closure larger, grown more, or holding a path.
+    #[command(flatten)]
+    rules: super::rules::RuleFlags,
     /// The commits a cache holds, one revision a line (`#` comments): the
     /// binary search probes only these.
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
@@ -84,45 +75,7 @@ pub struct BisectArgs {
 pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
     let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
     let at = args.review.checked()?;
-    let (rule, said) = match (&args.max_closure, &args.max_growth, args.forbid.as_slice()) {
-        (Some(s), None, []) => (
-            Rule::MaxClosure(nix_heft_types::units::parse_size(s)?),
-            format!("closure larger than {s}"),
-        ),
-        (None, Some(g), []) => (
-            Rule::MaxGrowth(Growth::parse(g)?),
-            format!("closure grown more than {g} over the good commit's"),
-        ),
-        (None, None, given) if !given.is_empty() => {
-            // A whole store path is that path, exactly; anything else a
-            // glob on names.
-            let dir = format!("{}/", ctx.installables.store_dir.trim_end_matches('/'));
-            let (paths, globs): (Vec<&String>, Vec<&String>) =
-                given.iter().partition(|g| g.starts_with(&dir));
-            let paths = paths
-                .into_iter()
-                .map(|p| {
-                    nix_heft_format::store_path::StorePath::parse(&ctx.installables.store_dir, p)
-                        .map_err(|e| Error::Usage(format!("--forbid {p}: {e}")))
-                })
-                .collect::<Result<_, _>>()?;
-            let globs = globs
-                .into_iter()
-                .map(|g| Ok((g.clone(), nix_heft_ops::roots::glob(g)?)))
-                .collect::<nix_heft_ops::Result<_>>()?;
-            (
-                Rule::Forbid { globs, paths },
-                format!("closure holds {}", given.join(" or ")),
-            )
-        }
-        _ => {
-            return Err(Error::Usage(
-                "bisect needs a rule: --max-closure SIZE, --max-growth SIZE|PCT or --forbid GLOB"
-                    .into(),
-            )
-            .into());
-        }
-    };
+    let (rule, said) = Rule::of(args.rules.text(), &ctx.installables.store_dir)?;
     let ev = Evaluator::chosen(&args.evaluator.evaluator, None, None, None);
     let src = ctx.open()?;
     let src = src.as_ref();

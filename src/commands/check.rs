@@ -27,13 +27,8 @@ pub struct CheckArgs {
     /// Roots, in any form `size` accepts (or `roots` in the config file).
     #[arg(value_name = "ROOT")]
     roots: Vec<String>,
-    /// Fail when the closure is larger than SIZE (IEC or SI: 1GiB, 900MB).
-    #[arg(long, value_name = "SIZE", value_hint = clap::ValueHint::Other)]
-    max_closure: Option<String>,
-    /// Fail when the closure grew by more than SIZE or PCT (10%) over the
-    /// baseline given by --against or --against-json.
-    #[arg(long, value_name = "SIZE|PCT", value_hint = clap::ValueHint::Other)]
-    max_growth: Option<String>,
+    #[command(flatten)]
+    rules: super::rules::RuleFlags,
     /// Baseline: the closure of this root (same --store; any ROOT form,
     /// installables included).
     #[arg(long, value_name = "ROOT", conflicts_with = "against_json")]
@@ -41,10 +36,6 @@ pub struct CheckArgs {
     /// Baseline: a saved `nix-heft size --json`.
     #[arg(long, value_name = "FILE", value_hint = clap::ValueHint::FilePath)]
     against_json: Option<std::path::PathBuf>,
-    /// Fail when a path whose name matches GLOB is in the closure, like
-    /// disallowedRequisites (`rocm-llvm*`, `*-dev`); repeatable.
-    #[arg(long, value_name = "GLOB", value_hint = clap::ValueHint::Other)]
-    forbid: Vec<String>,
     /// Fail when a reference is held only by documentation (docs), only by
     /// build-time files (build) or only by dead holds (dead).
     #[arg(
@@ -70,11 +61,11 @@ impl CheckArgs {
         Config {
             roots: self.roots.clone(),
             store: store.map(str::to_string),
-            max_closure: self.max_closure.clone(),
-            max_growth: self.max_growth.clone(),
+            max_closure: self.rules.max_closure.clone(),
+            max_growth: self.rules.max_growth.clone(),
             against: self.against.clone(),
             against_json: self.against_json.clone(),
-            forbid: self.forbid.clone(),
+            forbid: self.rules.forbid.clone(),
             forbid_verdict: self.forbid_verdict.clone(),
             format: self.review.format.clone(),
         }
@@ -88,7 +79,7 @@ pub fn run(ctx: &Context, args: &CheckArgs) -> anyhow::Result<ExitCode> {
     let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
     let at = args.review.checked()?;
     let flags = args.as_config(ctx.store.as_deref());
-    let settings = Settings::new(flags, nix_heft_ops::roots::glob)?;
+    let settings = Settings::new(flags, &ctx.installables.store_dir)?;
     // The file is read before the store is opened: a bad baseline fails at
     // once.
     let saved = match &settings.baseline {

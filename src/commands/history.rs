@@ -7,7 +7,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_analysis::check::Growth;
+use nix_heft_analysis::rules::Growth;
 use nix_heft_eval::attrs::Evaluator;
 use nix_heft_eval::history::Range;
 use nix_heft_ops::history::{Request, history};

@@ -90,17 +90,10 @@ pub struct ImpactArgs {
     /// Attributes per nix-env run (nixpkgs' ci/eval uses 5000).
     #[arg(long, value_name = "N", value_hint = clap::ValueHint::Other)]
     chunk_size: Option<usize>,
-    /// Fail (exit 4) when an attribute's closure grew by more than SIZE or
-    /// PCT (10%) over its own base closure.
-    #[arg(long, value_name = "SIZE|PCT", value_hint = clap::ValueHint::Other)]
-    max_growth: Option<String>,
-    /// Fail when an attribute's head closure is larger than SIZE.
-    #[arg(long, value_name = "SIZE", value_hint = clap::ValueHint::Other)]
-    max_closure: Option<String>,
-    /// Fail when an attribute's head closure holds a path whose name
-    /// matches GLOB; repeatable.
-    #[arg(long, value_name = "GLOB", value_hint = clap::ValueHint::Other)]
-    forbid: Vec<String>,
+    // The rules, over each attribute's head closure (exit 4 when one is
+    // broken).
+    #[command(flatten)]
+    rules: super::rules::RuleFlags,
     /// Fail when an attribute's outputs together are larger than SIZE, as
     /// Hydra's max_output_size measures a build (a build over it fails on
     /// Hydra and is never cached).
@@ -137,10 +130,9 @@ pub fn run(ctx: &Context, args: &ImpactArgs) -> anyhow::Result<ExitCode> {
     let format = review::format(args.review.format.as_deref(), ctx.json, None)?;
     let at = args.review.checked()?;
     let rules = Rules::parse(
-        args.max_closure.as_deref(),
-        args.max_growth.as_deref(),
-        &args.forbid,
+        args.rules.text(),
         args.max_output.as_deref(),
+        &ctx.installables.store_dir,
     )?;
     let Some(before) = &args.before else {
         return Err(Error::Usage(

@@ -24,6 +24,7 @@ pub mod refused;
 pub mod report;
 pub mod review;
 pub mod roots;
+pub mod rules;
 pub mod size;
 pub mod split;
 pub mod trace;

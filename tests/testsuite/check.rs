@@ -93,6 +93,36 @@ fn forbidden_path_fails_with_chain_and_holding_file() {
     );
 }
 
+/// `--forbid` given a whole store path forbids that path, exactly (as
+/// bisect's does): the same violation as its name's glob, none for a path
+/// the closure does not hold, and a usage error for a string under the
+/// store directory that is no store path.
+#[test]
+fn forbidden_store_path_is_that_path_exactly() {
+    let (before, after) = diff_fixture();
+    let (_, by_name) = check_json(&[after, "--forbid", "docdep*"]);
+    let docdep = by_name["violations"][0]["chain"][1]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(name_of(&docdep), "docdep-3.0");
+    let (code, j) = check_json(&[after, "--forbid", &docdep]);
+    assert_eq!(code, 4, "{j}");
+    let v = j["violations"].as_array().unwrap();
+    assert_eq!(v.len(), 1, "{j}");
+    assert_eq!(v[0]["rule"], "forbid");
+    assert_eq!(v[0]["chain"], by_name["violations"][0]["chain"]);
+    assert_eq!(v[0]["evidence"], by_name["violations"][0]["evidence"]);
+    // A store path the closure does not hold breaks nothing (the other
+    // root is not in this one's closure).
+    assert!(!nix_closure_paths(None, &[after]).iter().any(|p| p == before));
+    let (code, j) = check_json(&[after, "--forbid", before]);
+    assert_eq!(code, 0, "{j}");
+    assert_eq!(j["violations"].as_array().map(Vec::len), Some(0), "{j}");
+    let o = heft_run(None, &["check", after, "--forbid", "/nix/store/not-a-store-path"]);
+    assert_usage_error(&o, "--forbid /nix/store/not-a-store-path: ");
+}
+
 #[test]
 fn doc_only_reference_fails_forbid_verdict_docs() {
     let (before, after) = diff_fixture();

@@ -766,6 +766,37 @@ fn impact_rules_apply_to_each_attribute() {
     }
     let ok = impact(&["--json", "--max-growth", "1GiB"]);
     assert_eq!(ok.code, 0, "{}", ok.stderr);
+    // A whole store path forbids that path, as check's and bisect's do:
+    // the large package's path, taken from what the glob flagged, flags
+    // the same attributes.
+    let flagged_by = |v: &serde_json::Value| -> BTreeSet<String> {
+        rows(v)
+            .into_iter()
+            .filter(|(_, r)| {
+                r["violations"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|x| x["rule"] == "forbid")
+            })
+            .map(|(a, _)| a)
+            .collect()
+    };
+    let by_glob = flagged_by(&v);
+    assert!(!by_glob.is_empty(), "{v}");
+    let message = rows(&v)
+        .into_values()
+        .flat_map(|r| r["violations"].as_array().unwrap().clone())
+        .find(|x| x["rule"] == "forbid")
+        .unwrap()["message"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let large = message.split(' ').next().unwrap().to_string();
+    assert!(large.starts_with("/nix/store/") && large.contains(LARGE), "{message}");
+    let o = impact(&["--json", "--forbid", &large]);
+    assert_eq!(o.code, 4, "{}{}", o.stdout, o.stderr);
+    assert_eq!(flagged_by(&json_of(&o)), by_glob);
 
     // --max-output 150KiB: the attributes whose head outputs (built)
     // weigh more than that together, as `nix path-info -s` gives them.

@@ -465,9 +465,19 @@ fn each_command_has_its_files_in_their_places() {
         let at = code
             .find(&decl)
             .unwrap_or_else(|| panic!("{name}: no `{decl}` in {}", file.display()));
-        let before: Vec<&str> = code[..at].lines().rev().take(2).collect();
+        // Above the struct: its derive (a clap attribute such as a group,
+        // and a comment on it, may follow the derive), and above that its
+        // doc comment, the command's help.
+        let before: Vec<&str> = code[..at]
+            .lines()
+            .rev()
+            .skip_while(|l| l.starts_with("#[command(") || l.starts_with("// "))
+            .take(2)
+            .collect();
         assert!(
-            before[0].starts_with("#[derive(Args") && before[1].starts_with("///"),
+            before.len() == 2
+                && before[0].starts_with("#[derive(Args")
+                && before[1].starts_with("///"),
             "{name}: {args} is not a documented clap Args struct: {before:?}"
         );
         let dispatch = regex::Regex::new(&format!(

@@ -19,53 +19,15 @@
 use std::collections::{BTreeSet, HashSet};
 use std::path::PathBuf;
 
-use globset::GlobMatcher;
 use serde::{Deserialize, Serialize};
 
 use crate::error::{Error, Result};
 use crate::plan::advise::Action;
+use crate::rules::{ClosureRules, Growth, RuleText};
 use nix_heft_graph::{Graph, NodeId, ReadRequest, added_sizes, request};
 use nix_heft_scan::classify::Classified;
 use nix_heft_types::evidence::{Evidence, EvidenceGroup, Verdict};
 use nix_heft_types::problem::{Problem, ProblemKind};
-
-/// A growth limit: bytes, or a percentage of the baseline's closure.
-#[derive(Debug, Clone, Copy, PartialEq)]
-pub enum Growth {
-    /// At most this many bytes more.
-    Bytes(u64),
-    /// At most this percentage more.
-    Percent(f64),
-}
-
-impl Growth {
-    /// Parses `10%`, `50MiB` or `1.5GB`.
-    pub fn parse(s: &str) -> Result<Growth> {
-        if let Some(p) = s.trim().strip_suffix('%') {
-            let v: f64 = p.trim().parse().map_err(|_| {
-                Error::Usage(format!(
-                    "bad growth '{s}': expected a size (50MiB) or a percentage (10%)"
-                ))
-            })?;
-            if !v.is_finite() || v < 0.0 {
-                return Err(Error::Usage(format!(
-                    "bad growth '{s}': the percentage must be a finite number ≥ 0"
-                )));
-            }
-            return Ok(Growth::Percent(v));
-        }
-        Ok(nix_heft_types::units::parse_size(s).map(Growth::Bytes)?)
-    }
-
-    /// The limit in bytes over a baseline of `base` bytes.
-    pub fn limit(self, base: u64) -> u64 {
-        match self {
-            Growth::Bytes(b) => b,
-            // f64 is exact enough for a budget; the cast saturates.
-            Growth::Percent(p) => (base as f64 * p / 100.0) as u64,
-        }
-    }
-}
 
 /// Parses `docs,build,dead` (any of the three).
 pub fn parse_verdicts(items: &[String]) -> Result<Vec<Verdict>> {
@@ -88,17 +50,13 @@ pub fn parse_verdicts(items: &[String]) -> Result<Vec<Verdict>> {
     Ok(out)
 }
 
-/// The rules to check, already parsed.
+/// The rules to check, already parsed: the closure rules every gate
+/// shares (their forbidden paths matched in the closure by the caller,
+/// `nix_heft_ops::pipeline::check`, for [`prepare`]) and `check`'s own.
 #[derive(Debug, Clone, Default)]
 pub struct Rules {
-    /// Largest closure allowed.
-    pub max_closure: Option<u64>,
-    /// Largest growth over the baseline.
-    pub max_growth: Option<Growth>,
-    /// Forbidden names or globs, as given and compiled by the caller
-    /// (`nix_heft_ops::pipeline::check` finds their matches in the closure for
-    /// [`prepare`]), so the gate knows nothing of argument syntax.
-    pub forbid: Vec<(String, GlobMatcher)>,
+    /// Size, growth over the baseline, forbidden paths.
+    pub closure: ClosureRules,
     /// Verdicts no edge may have as its strongest.
     pub forbid_verdict: Vec<Verdict>,
 }
@@ -106,10 +64,7 @@ pub struct Rules {
 impl Rules {
     /// True when no rule is given.
     pub fn is_empty(&self) -> bool {
-        self.max_closure.is_none()
-            && self.max_growth.is_none()
-            && self.forbid.is_empty()
-            && self.forbid_verdict.is_empty()
+        self.closure.is_empty() && self.forbid_verdict.is_empty()
     }
 }
 
@@ -242,8 +197,8 @@ pub fn prepare(
     let closure_size = g.size_of(&all);
     let roots: HashSet<NodeId> = g.roots().iter().copied().collect();
     let mut budgets = Vec::new();
-    let need_added = rules.max_closure.is_some_and(|m| closure_size > m)
-        || (rules.max_growth.is_some() && baseline.is_some());
+    let need_added = rules.closure.max_closure.is_some_and(|m| closure_size > m)
+        || (rules.closure.max_growth.is_some() && baseline.is_some());
     let added = if need_added {
         added_sizes(g)
     } else {
@@ -264,7 +219,7 @@ pub fn prepare(
         v
     };
     use nix_heft_types::units::iec;
-    if let Some(max) = rules.max_closure
+    if let Some(max) = rules.closure.max_closure
         && closure_size > max
     {
         budgets.push(Budget {
@@ -281,7 +236,7 @@ pub fn prepare(
                 .collect(),
         });
     }
-    if let (Some(growth), Some(base)) = (rules.max_growth, baseline) {
+    if let (Some(growth), Some(base)) = (rules.closure.max_growth, baseline) {
         let limit = growth.limit(base.closure_size);
         let grew = closure_size as i128 - base.closure_size as i128;
         if grew > limit as i128 {
@@ -575,8 +530,8 @@ pub fn check(
     } in &p.budgets
     {
         let budget = match rule {
-            Rule::MaxClosure => rules.max_closure.unwrap_or(0),
-            _ => match (rules.max_growth, baseline) {
+            Rule::MaxClosure => rules.closure.max_closure.unwrap_or(0),
+            _ => match (rules.closure.max_growth, baseline) {
                 (Some(gr), Some(b)) => b.closure_size.saturating_add(gr.limit(b.closure_size)),
                 _ => 0,
             },
@@ -767,13 +722,10 @@ impl Settings {
     /// Validates the flags: `format` is left to the caller, which alone
     /// knows `--json`.
     ///
-    /// `glob` compiles a forbidden pattern (the caller's glob syntax).
+    /// A forbidden store path is one under `store_dir`.
     /// Usage errors, in this order: no root, two baselines, a bad size,
     /// growth, glob or verdict, `--max-growth` without a baseline, no rule.
-    pub fn new(
-        flags: Config,
-        glob: impl Fn(&str) -> nix_heft_types::Result<GlobMatcher>,
-    ) -> Result<Settings> {
+    pub fn new(flags: Config, store_dir: &str) -> Result<Settings> {
         let roots = flags.roots;
         if roots.is_empty() {
             return Err(Error::Usage(
@@ -794,19 +746,19 @@ impl Settings {
             (None, Some(f)) => Some(BaselineFrom::SizeJson(f)),
             (None, None) => None,
         };
+        let closure = ClosureRules::parse(
+            RuleText {
+                max_closure: max_closure.as_deref(),
+                max_growth: max_growth.as_deref(),
+                forbid: &forbid,
+            },
+            store_dir,
+        )?;
         let rules = Rules {
-            max_closure: max_closure
-                .as_deref()
-                .map(nix_heft_types::units::parse_size)
-                .transpose()?,
-            max_growth: max_growth.as_deref().map(Growth::parse).transpose()?,
-            forbid: forbid
-                .iter()
-                .map(|p| Ok((p.clone(), glob(p)?)))
-                .collect::<Result<_>>()?,
+            closure,
             forbid_verdict: parse_verdicts(&verdicts)?,
         };
-        if rules.max_growth.is_some() && baseline.is_none() {
+        if rules.closure.max_growth.is_some() && baseline.is_none() {
             return Err(Error::Usage(
                 "--max-growth needs a baseline: --against ROOT or --against-json FILE".into(),
             ));
@@ -856,15 +808,6 @@ mod tests {
         assert!(parse_verdicts(&["runtime".into()]).unwrap_err().is_usage());
     }
 
-    fn glob(p: &str) -> nix_heft_types::Result<GlobMatcher> {
-        globset::Glob::new(p)
-            .map(|g| g.compile_matcher())
-            .map_err(|e| nix_heft_types::Error::BadPattern {
-                pattern: p.to_string(),
-                reason: e.to_string(),
-            })
-    }
-
     fn strings(v: &[&str]) -> Vec<String> {
         v.iter().map(|s| s.to_string()).collect()
     }
@@ -881,13 +824,13 @@ mod tests {
             forbid_verdict: strings(&["dead,docs"]),
             ..Config::default()
         };
-        let s = Settings::new(flags, glob).unwrap();
+        let s = Settings::new(flags, "/nix/store").unwrap();
         assert_eq!(s.roots, ["./result"]);
         assert_eq!(s.store.as_deref(), Some("file:///cache"));
-        assert_eq!(s.rules.max_closure, Some(900_000_000));
-        assert_eq!(s.rules.max_growth, Some(Growth::Percent(5.0)));
+        assert_eq!(s.rules.closure.max_closure, Some(900_000_000));
+        assert_eq!(s.rules.closure.max_growth, Some(Growth::Percent(5.0)));
         assert_eq!(s.baseline, Some(BaselineFrom::Root("/nix/store/x".into())));
-        assert_eq!(s.rules.forbid.len(), 2);
+        assert_eq!(s.rules.closure.forbid.len(), 2);
         assert_eq!(s.rules.forbid_verdict, [Verdict::Dead, Verdict::Docs]);
         assert_eq!(
             s.shown,
@@ -904,7 +847,7 @@ mod tests {
     #[test]
     fn settings_refuse_what_cannot_be_checked() {
         let err = |flags: Config| {
-            let e = Settings::new(flags, glob).unwrap_err();
+            let e = Settings::new(flags, "/nix/store").unwrap_err();
             assert!(e.is_usage(), "{e}");
             e.to_string()
         };

@@ -22,10 +22,8 @@
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
-use globset::GlobMatcher;
-
-use nix_heft_analysis::check::Growth;
 use nix_heft_analysis::diff::derivation::DrvComparison;
+use nix_heft_analysis::rules::{ClosureRules, Forbidden, Growth, RuleText};
 use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
 use nix_heft_eval::eval_store::EvalStore;
@@ -47,13 +45,37 @@ pub enum Rule {
     MaxClosure(u64),
     /// It grew more than this over the good commit's closure.
     MaxGrowth(Growth),
-    /// A path whose name matches one of these globs is in it.
-    Forbid {
-        /// Globs matched against each path's name, as `check --forbid`.
-        globs: Vec<(String, GlobMatcher)>,
-        /// Exact store paths (one taken from `diff`, say).
-        paths: Vec<StorePath>,
-    },
+    /// A forbidden path is in it: a name a glob matches, or a store path
+    /// given whole (one taken from `diff`, say).
+    Forbid(Vec<Forbidden>),
+}
+
+impl Rule {
+    /// The one rule `text` writes (a store path under `store_dir` forbids
+    /// that path), and it in words for the report.
+    pub fn of(text: RuleText, store_dir: &str) -> crate::Result<(Rule, String)> {
+        let rules = ClosureRules::parse(text, store_dir)?;
+        let given = (text.max_closure, text.max_growth, rules.forbid.is_empty());
+        Ok(match (rules.max_closure, rules.max_growth, given) {
+            (Some(limit), None, (Some(s), _, true)) => {
+                (Rule::MaxClosure(limit), format!("closure larger than {s}"))
+            }
+            (None, Some(growth), (_, Some(g), true)) => (
+                Rule::MaxGrowth(growth),
+                format!("closure grown more than {g} over the good commit's"),
+            ),
+            (None, None, (_, _, false)) => (
+                Rule::Forbid(rules.forbid),
+                format!("closure holds {}", text.forbid.join(" or ")),
+            ),
+            _ => {
+                return Err(crate::Error::Usage(
+                    "bisect needs a rule: --max-closure SIZE, --max-growth SIZE|PCT or --forbid GLOB"
+                        .into(),
+                ));
+            }
+        })
+    }
 }
 
 /// What to search.
@@ -183,12 +205,10 @@ fn verdict_of(g: &Graph, rule: &Rule, good_size: Option<u64>) -> Mark {
             let base = good_size.unwrap_or(size);
             size > base && size - base > growth.limit(base)
         }
-        Rule::Forbid { globs, paths } => {
-            globs
-                .iter()
-                .any(|(_, m)| !crate::roots::matching_in_closure(g, m).is_empty())
-                || paths.iter().any(|p| g.paths().contains(p))
-        }
+        Rule::Forbid(forbid) => g
+            .paths()
+            .iter()
+            .any(|p| forbid.iter().any(|f| f.matches(p))),
     };
     if bad { Mark::Bad } else { Mark::Good }
 }
@@ -605,16 +625,9 @@ fn target_path(good: &Graph, bad: &Graph, rule: &Rule) -> Option<StorePath> {
         v.sort_by_key(|&n| (std::cmp::Reverse(g.nar_size(n)), g.path(n).clone()));
         v.first().map(|&n| g.path(n).clone())
     };
-    if let Rule::Forbid { globs, paths } = rule {
-        let hits: Vec<u32> = globs
-            .iter()
-            .flat_map(|(_, m)| crate::roots::matching_in_closure(g, m))
-            .chain(
-                paths
-                    .iter()
-                    .filter_map(|p| g.paths().iter().position(|q| q == p))
-                    .map(|n| n as u32),
-            )
+    if let Rule::Forbid(forbid) = rule {
+        let hits: Vec<u32> = (0..g.len() as u32)
+            .filter(|&n| forbid.iter().any(|f| f.matches(g.path(n))))
             .collect();
         return by_size(hits);
     }

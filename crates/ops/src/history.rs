@@ -28,7 +28,7 @@ use std::path::PathBuf;
 use rayon::prelude::*;
 
 use crate::impact::{self, Impact};
-use nix_heft_analysis::check::Growth;
+use nix_heft_analysis::rules::Growth;
 use nix_heft_eval::attrs::side::evaluate_side;
 use nix_heft_eval::attrs::{Evaluator, Outcome};
 use nix_heft_eval::eval_store::EvalStore;

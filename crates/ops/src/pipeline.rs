@@ -500,7 +500,6 @@ pub struct Checked {
 /// `check`: the gate's rules over the closure of `g`'s roots. Only the
 /// edges the rules need are read ([`nix_heft_analysis::check::prepare`]), and advise
 /// runs only when a budget is broken, to say what would bring it back.
-/// `forbidden` are the paths each forbidden pattern matches in `g`.
 pub fn check(
     src: &dyn StoreSource,
     g: &Graph,
@@ -508,15 +507,7 @@ pub fn check(
     baseline: Option<&Baseline>,
     progress: &dyn Progress,
 ) -> Checked {
-    let forbidden: Vec<(String, NodeId)> = rules
-        .forbid
-        .iter()
-        .flat_map(|(pat, m)| {
-            crate::roots::matching_in_closure(g, m)
-                .into_iter()
-                .map(move |v| (pat.clone(), v))
-        })
-        .collect();
+    let forbidden = rules.closure.forbidden_in(g);
     let prepared = nix_heft_analysis::check::prepare(g, rules, baseline, &forbidden);
     let c = if prepared.wants.is_empty() {
         Classified::default()

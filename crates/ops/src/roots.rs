@@ -13,10 +13,9 @@
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
 
-use globset::{GlobBuilder, GlobMatcher};
-
 use crate::error::{Error, Result};
 use nix_heft_analysis::plan::split::FoundBy;
+use nix_heft_analysis::rules::{glob, name_matches};
 use nix_heft_format::store_path::{StorePath, output_suffix, package_name, split_output};
 use nix_heft_store::source::PathMetadata;
 use nix_heft_types::error::io_err;
@@ -269,12 +268,6 @@ fn closest_name<'a>(names: impl Iterator<Item = &'a str>, pattern: &str) -> Opti
         .map(|(_, n)| n.to_string())
 }
 
-/// A pattern matches a name whole (`rocblas-5.7.1`) or its package name
-/// without version (`rocblas`).
-fn name_matches(matcher: &GlobMatcher, name: &str) -> bool {
-    matcher.is_match(name) || matcher.is_match(package_name(name))
-}
-
 /// Paths whose names contain the pattern (wildcards trimmed), sorted: the
 /// suggestions of a "no match" error.
 fn similar_names(paths: &[StorePath], pattern: &str) -> Vec<String> {
@@ -286,29 +279,6 @@ fn similar_names(paths: &[StorePath], pattern: &str) -> Vec<String> {
         .collect();
     c.sort();
     c
-}
-
-/// Compiles a name glob (no path separators involved, so `*` matches all).
-pub fn glob(pattern: &str) -> nix_heft_types::Result<GlobMatcher> {
-    Ok(GlobBuilder::new(pattern)
-        .literal_separator(false)
-        .build()
-        .map_err(|e| nix_heft_types::Error::BadPattern {
-            pattern: pattern.to_string(),
-            reason: e.to_string(),
-        })?
-        .compile_matcher())
-}
-
-/// The paths of a loaded closure whose names a compiled glob matches, whole
-/// or by package name as ROOT names match, in id order (`check --forbid`).
-pub fn matching_in_closure(
-    g: &nix_heft_graph::Graph,
-    matcher: &GlobMatcher,
-) -> Vec<nix_heft_graph::NodeId> {
-    (0..g.len() as nix_heft_graph::NodeId)
-        .filter(|&v| name_matches(matcher, g.path(v).name()))
-        .collect()
 }
 
 /// Resolves a dependency argument within a loaded closure: a store path (or

@@ -34,10 +34,8 @@
 
 use std::collections::{BTreeMap, HashMap};
 
-use globset::GlobMatcher;
-
 use crate::pipeline::{Progress, classified};
-use nix_heft_analysis::check::Growth;
+use nix_heft_analysis::rules::{ClosureRules, RuleText};
 use nix_heft_eval::attrs::Outcome;
 use nix_heft_format::store_path::StorePath;
 use nix_heft_graph::{Detail, Graph, NodeId, Picked, ReadRequest, diff_groups_with, request};
@@ -94,47 +92,37 @@ impl Side {
     }
 }
 
-/// `check`'s rules as they apply to each attribute, and Hydra's limit.
+/// The closure rules as they apply to each attribute (the head closure's
+/// size, its growth over the attribute's own base closure, the paths it
+/// must not hold), and Hydra's limit.
 #[derive(Debug, Clone, Default)]
 pub struct Rules {
-    /// `--max-closure`: the head closure's size.
-    pub max_closure: Option<u64>,
-    /// `--max-growth`: growth over the attribute's own base closure.
-    pub max_growth: Option<Growth>,
-    /// `--forbid`: globs a head closure's path names must not match.
-    pub forbid: Vec<(String, GlobMatcher)>,
+    /// `--max-closure`, `--max-growth`, `--forbid`.
+    pub closure: ClosureRules,
     /// `--max-output`: the NAR sizes of the attribute's own outputs
     /// together, as Hydra's `max_output_size` measures one build.
     pub max_output: Option<u64>,
 }
 
 impl Rules {
-    /// The rules as written: sizes (IEC or SI), a growth (SIZE or PCT),
-    /// globs.
+    /// The rules as written (see [`ClosureRules::parse`]), and
+    /// `--max-output`, a size.
     pub fn parse(
-        max_closure: Option<&str>,
-        max_growth: Option<&str>,
-        forbid: &[String],
+        text: RuleText,
         max_output: Option<&str>,
+        store_dir: &str,
     ) -> crate::Result<Rules> {
-        let size = |s: Option<&str>| s.map(nix_heft_types::units::parse_size).transpose();
         Ok(Rules {
-            max_closure: size(max_closure)?,
-            max_growth: max_growth.map(Growth::parse).transpose()?,
-            forbid: forbid
-                .iter()
-                .map(|p| Ok((p.clone(), crate::roots::glob(p)?)))
-                .collect::<crate::Result<_>>()?,
-            max_output: size(max_output)?,
+            closure: ClosureRules::parse(text, store_dir)?,
+            max_output: max_output
+                .map(nix_heft_types::units::parse_size)
+                .transpose()?,
         })
     }
 
     /// Whether any rule is given: the run is a gate.
     pub fn any(&self) -> bool {
-        self.max_closure.is_some()
-            || self.max_growth.is_some()
-            || !self.forbid.is_empty()
-            || self.max_output.is_some()
+        !self.closure.is_empty() || self.max_output.is_some()
     }
 }
 
@@ -343,7 +331,8 @@ pub enum Broken {
         /// The limit, in bytes, over this attribute's base.
         limit: u64,
     },
-    /// Its head closure holds a path whose name matches a forbidden glob.
+    /// Its head closure holds a forbidden path (a name glob matched, or the
+    /// store path given).
     Forbid {
         /// The glob.
         pattern: String,
@@ -586,16 +575,7 @@ pub fn impact(
         || Graph::load(after.src, &la.roots),
     );
     let (bg, ag) = (bg?, ag?);
-    let head_targets: Vec<(String, NodeId)> = req
-        .rules
-        .forbid
-        .iter()
-        .flat_map(|(pat, m)| {
-            crate::roots::matching_in_closure(&ag, m)
-                .into_iter()
-                .map(move |v| (pat.clone(), v))
-        })
-        .collect();
+    let head_targets = req.rules.closure.forbidden_in(&ag);
     let detail = Detail {
         top: req.top,
         head_targets: head_targets.iter().map(|(_, v)| *v).collect(),
@@ -631,7 +611,7 @@ pub fn impact(
         let after = side(a);
         let mut broken = Vec::new();
         if compared && let Some(after_size) = after.as_ref().and_then(|s| s.closure_size) {
-            if let Some(limit) = req.rules.max_closure
+            if let Some(limit) = req.rules.closure.max_closure
                 && after_size > limit
             {
                 broken.push(Broken::MaxClosure {
@@ -640,7 +620,7 @@ pub fn impact(
                 });
             }
             if let (Some(g), Some(before_size)) = (
-                req.rules.max_growth,
+                req.rules.closure.max_growth,
                 before.as_ref().and_then(|s| s.closure_size),
             ) {
                 let limit = g.limit(before_size);
