@@ -133,6 +133,36 @@ mod tests {
         );
         let f = failure(StoreError::Usage("no store to read".into()).into());
         assert_eq!(f.code, 2);
+        // Eval's, as they are (never turned into strings): no `nix` is the
+        // command line's (exit 2), through the resolver's error or alone,
+        // and so is an `impact` side that is no checkout, inside the
+        // preparing error that names its flag.
+        let nix = || nix_heft_eval::installable::InstallableError::NixNotFound {
+            arg: "nixpkgs#hello".into(),
+            program: "nix".into(),
+        };
+        let resolved: nix_heft_ops::resolve::ResolveError = nix().into();
+        let f = nix_heft_types::error::failure(
+            anyhow::Error::new(resolved).context("resolving").as_ref(),
+            &judge,
+        );
+        assert_eq!((f.code, f.lines.len()), (2, 2), "{:?}", f.lines);
+        let f = nix_heft_types::error::failure(anyhow::Error::new(nix()).as_ref(), &judge);
+        assert_eq!(f.code, 2, "{:?}", f.lines);
+        let side = nix_heft_ops::impact::prepare::PrepareError::Before {
+            given: "/nowhere".into(),
+            source: nix_heft_eval::attrs::side::SideError::NotACheckout {
+                repo: "/nowhere".into(),
+                rev: "main".into(),
+            },
+        };
+        let f = nix_heft_types::error::failure(anyhow::Error::new(side).as_ref(), &judge);
+        assert_eq!((f.code, f.lines.len()), (2, 1), "{:?}", f.lines);
+        assert!(
+            f.lines[0].starts_with("--before /nowhere: "),
+            "{:?}",
+            f.lines
+        );
         // A failed download is the store's: a failure, exit 1, no advice.
         let f = failure(
             StoreError::Http {

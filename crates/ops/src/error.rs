@@ -186,6 +186,13 @@ pub struct Layers<'a> {
     pub store: Option<&'a nix_heft_store::Error>,
     /// The kinds every layer shares, inside any of the above or on its own.
     pub shared: Option<&'a nix_heft_types::Error>,
+    /// An installable that could not be evaluated (or no `nix` to do it),
+    /// on its own or inside a [`crate::resolve::ResolveError`].
+    pub installable: Option<&'a nix_heft_eval::installable::InstallableError>,
+    /// An `impact` side named wrong or failing to evaluate.
+    pub side: Option<&'a nix_heft_eval::attrs::side::SideError>,
+    /// `impact`'s sides as prepared.
+    pub prepare: Option<&'a crate::impact::prepare::PrepareError>,
 }
 
 impl<'a> Layers<'a> {
@@ -198,7 +205,15 @@ impl<'a> Layers<'a> {
             analysis: e.downcast_ref(),
             store: e.downcast_ref(),
             shared: e.downcast_ref(),
+            installable: e.downcast_ref(),
+            side: e.downcast_ref(),
+            prepare: e.downcast_ref(),
         };
+        match e.downcast_ref::<crate::resolve::ResolveError>() {
+            Some(crate::resolve::ResolveError::Store(o)) => l.ops = Some(o),
+            Some(crate::resolve::ResolveError::Installable(i)) => l.installable = Some(i),
+            None => {}
+        }
         // Top down, so that each wrapper found fills the layers below it.
         match l.ops {
             Some(Error::Graph(g)) => l.graph = Some(g),
@@ -236,6 +251,15 @@ impl<'a> Layers<'a> {
                 .is_some_and(nix_heft_analysis::Error::is_usage)
             || self.store.is_some_and(nix_heft_store::Error::is_usage)
             || self.shared.is_some_and(nix_heft_types::Error::is_usage)
+            || self
+                .installable
+                .is_some_and(nix_heft_eval::installable::InstallableError::is_usage)
+            || self
+                .side
+                .is_some_and(nix_heft_eval::attrs::side::SideError::is_usage)
+            || self
+                .prepare
+                .is_some_and(crate::impact::prepare::PrepareError::is_usage)
     }
 }
 

@@ -13,7 +13,7 @@ use nix_heft_graph::NodeId;
 use nix_heft_graph::{Graph, ReadRequest};
 use nix_heft_ops::pipeline::{self};
 pub use nix_heft_ops::resolve::Mapped;
-use nix_heft_ops::resolve::{Resolve, ResolveError, Watch};
+use nix_heft_ops::resolve::{Resolve, Watch};
 use nix_heft_report::TextOptions;
 use nix_heft_scan::classify::Classified;
 use nix_heft_store::open::{OpenError, Opener};
@@ -288,7 +288,7 @@ impl Context {
     /// ROOT arguments → store paths ([`Resolve::roots`]).
     pub fn roots(&self, src: &dyn StoreSource, args: &[String]) -> anyhow::Result<Vec<StorePath>> {
         let watch = CliWatch::new(self);
-        self.resolve(src, &watch).roots(args).map_err(resolve_error)
+        Ok(self.resolve(src, &watch).roots(args)?)
     }
 
     /// Whether `arg` is an installable (evaluated by `nix`) rather than a
@@ -301,9 +301,7 @@ impl Context {
     /// One ROOT argument that must name one path ([`Resolve::one_root`]).
     pub fn one_root(&self, src: &dyn StoreSource, arg: &str) -> anyhow::Result<StorePath> {
         let watch = CliWatch::new(self);
-        self.resolve(src, &watch)
-            .one_root(arg)
-            .map_err(resolve_error)
+        Ok(self.resolve(src, &watch).one_root(arg)?)
     }
 
     /// A DEP argument within a loaded closure ([`Resolve::in_closure`]).
@@ -314,9 +312,7 @@ impl Context {
         arg: &str,
     ) -> anyhow::Result<Vec<NodeId>> {
         let watch = CliWatch::new(self);
-        self.resolve(src, &watch)
-            .in_closure(g, arg)
-            .map_err(resolve_error)
+        Ok(self.resolve(src, &watch).in_closure(g, arg)?)
     }
 
     /// Resolve and load: the roots' closure as a graph, a spinner meanwhile.
@@ -355,19 +351,6 @@ impl Context {
         traces: Option<&TraceSet>,
     ) -> Classified {
         pipeline::classified(src, g, wants, traces, &self.read_bar(src))
-    }
-}
-
-/// A resolving error for the binary: a missing `nix` or conflicting
-/// flags are usage errors (exit 2), a failed evaluation a failure (exit 1,
-/// with Nix's own message).
-fn resolve_error(e: ResolveError) -> anyhow::Error {
-    match e {
-        ResolveError::Installable(e) if e.is_usage() => {
-            nix_heft_types::Error::Usage(e.to_string()).into()
-        }
-        ResolveError::Installable(e) => e.into(),
-        ResolveError::Store(e) => e.into(),
     }
 }
 
