@@ -5,11 +5,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_analysis::plan::split::Existing;
-use nix_heft_graph::{Graph, NodeId};
-use nix_heft_ops::roots::SiblingOutput;
 use nix_heft_report::split::SplitReport;
-use nix_heft_store::source::StoreSource;
 
 use super::{Context, Emit, TraceOpt};
 
@@ -79,75 +75,26 @@ pub fn run(ctx: &Context, args: &SplitArgs) -> anyhow::Result<ExitCode> {
             .into()),
         }
     })?;
-    // The outputs the package already has: moved files join them, so
-    // their files and holds are read too, and they must be in the graph.
-    let siblings = nix_heft_ops::roots::sibling_outputs(src, g.path(p))?;
-    let (g, p, root_ids) = with_siblings(ctx, src, g, p, root_ids, &siblings)?;
-    let index = g.index();
-    let existing: Vec<Existing> = siblings
-        .iter()
-        .map(|s| Existing {
-            output: s.output.clone(),
-            path: s.path.to_string(),
-            node: index.get(&s.path).copied(),
-            found_by: s.found_by,
-        })
-        .collect();
-    let (plan, problems) = nix_heft_ops::pipeline::split(
+    let split = nix_heft_ops::pipeline::split(
         src,
-        &g,
-        p,
-        &moves,
-        !args.no_propagate_dev,
-        &root_ids,
-        &existing,
-        traces.as_ref(),
+        nix_heft_ops::pipeline::SplitRequest {
+            graph: g,
+            path: p,
+            roots: root_ids,
+            moves,
+            named: &args.moves,
+            propagate: !args.no_propagate_dev,
+            traces: traces.as_ref(),
+        },
         &ctx.read_bar(src),
     )?;
-    let unmatched: Vec<String> = args
-        .moves
-        .iter()
-        .filter(|m| plan.sim.unmatched.contains(&m.pattern))
-        .map(|m| {
-            format!(
-                "--move '{}={}' matched no file of {}",
-                m.pattern,
-                m.output,
-                g.path(p)
-            )
-        })
-        .collect();
-    let mut report = SplitReport::new(&g, p, moves, plan, problems);
-    report.warnings.extend(unmatched);
+    let mut report = SplitReport::new(
+        &split.graph,
+        split.path,
+        split.moves,
+        split.plan,
+        split.problems,
+    );
+    report.warnings.extend(split.warnings);
     ctx.emit(Some(src), &report, Emit::Report(ctx.text_options()))
-}
-
-/// The graph again with the sibling outputs it lacks (an existing `dev`
-/// that no root reaches) as extra roots, and the ids of PATH and the roots
-/// in it; the graph as it is when it has them all.
-fn with_siblings(
-    ctx: &Context,
-    src: &dyn StoreSource,
-    g: Graph,
-    p: NodeId,
-    root_ids: Vec<NodeId>,
-    siblings: &[SiblingOutput],
-) -> anyhow::Result<(Graph, NodeId, Vec<NodeId>)> {
-    let index = g.index();
-    if siblings.iter().all(|s| index.contains_key(&s.path)) {
-        return Ok((g, p, root_ids));
-    }
-    let path = g.path(p).clone();
-    let roots: Vec<_> = root_ids.iter().map(|&r| g.path(r).clone()).collect();
-    let mut all: Vec<_> = g.roots().iter().map(|&r| g.path(r).clone()).collect();
-    for x in std::iter::once(&path).chain(siblings.iter().map(|s| &s.path)) {
-        if !all.contains(x) {
-            all.push(x.clone());
-        }
-    }
-    let g = ctx.load(src, &all)?;
-    let index = g.index();
-    let p = index[&path];
-    let root_ids = roots.iter().map(|r| index[r]).collect();
-    Ok((g, p, root_ids))
 }

@@ -599,34 +599,120 @@ pub fn why(
     }
 }
 
-/// What splitting `path` (moving files to outputs) would change: the
-/// path's own holds, each consumer's holds into it and the existing
-/// outputs' own holds read, then the split simulated; the problems of
-/// both.
-#[allow(clippy::too_many_arguments)]
+/// What `split` is asked.
+pub struct SplitRequest<'a> {
+    /// The closure, with PATH and the roots in it.
+    pub graph: Graph,
+    /// The path to split.
+    pub path: NodeId,
+    /// The roots whose closures are compared.
+    pub roots: Vec<NodeId>,
+    /// Every move, in order (a preset's, then the command line's).
+    pub moves: Vec<nix_heft_analysis::plan::split::Move>,
+    /// Of them, those named one by one (`--move`): each that matches no
+    /// file is a warning.
+    pub named: &'a [nix_heft_analysis::plan::split::Move],
+    /// Whether `dev` propagates `out`, as nixpkgs' multiple outputs do.
+    pub propagate: bool,
+    /// Run-time traces, for the verdicts.
+    pub traces: Option<&'a TraceSet>,
+}
+
+/// A split simulated.
+pub struct Split {
+    /// The closure the plan's ids are in: the request's, or, when the
+    /// package has an output no root reaches (an existing `dev`), that
+    /// graph with it added as a root.
+    pub graph: Graph,
+    /// The path split, in `graph`.
+    pub path: NodeId,
+    /// The moves, as requested.
+    pub moves: Vec<nix_heft_analysis::plan::split::Move>,
+    /// The plan.
+    pub plan: nix_heft_analysis::plan::split::SplitPlan,
+    /// What could not be read or simulated.
+    pub problems: Vec<Problem>,
+    /// A warning for each named move that matched no file.
+    pub warnings: Vec<String>,
+}
+
+/// `split`: the outputs the package already has are found (moved files
+/// join them, so their files and holds are read too, and the graph gains
+/// those no root reaches); PATH's own holds, its consumers' holds into it
+/// and the existing outputs' holds are read; the split is simulated.
 pub fn split(
     src: &dyn StoreSource,
-    g: &Graph,
-    path: NodeId,
-    moves: &[nix_heft_analysis::plan::split::Move],
-    propagate: bool,
-    roots: &[NodeId],
-    existing: &[nix_heft_analysis::plan::split::Existing],
-    traces: Option<&TraceSet>,
+    req: SplitRequest,
     progress: &dyn Progress,
-) -> crate::Result<(nix_heft_analysis::plan::split::SplitPlan, Vec<Problem>)> {
+) -> crate::Result<Split> {
+    use nix_heft_analysis::plan::split::Existing;
     use nix_heft_graph::request::{references_of, want};
-    let mut wants: ReadRequest = [(path, references_of(g, path))].into_iter().collect();
+    let SplitRequest {
+        graph: mut g,
+        mut path,
+        mut roots,
+        moves,
+        named,
+        propagate,
+        traces,
+    } = req;
+    let siblings = crate::roots::sibling_outputs(src, g.path(path))?;
+    if !siblings.iter().all(|s| g.index().contains_key(&s.path)) {
+        let p = g.path(path).clone();
+        let rs: Vec<nix_heft_format::StorePath> =
+            roots.iter().map(|&r| g.path(r).clone()).collect();
+        let mut all: Vec<nix_heft_format::StorePath> =
+            g.roots().iter().map(|&r| g.path(r).clone()).collect();
+        for x in std::iter::once(&p).chain(siblings.iter().map(|s| &s.path)) {
+            if !all.contains(x) {
+                all.push(x.clone());
+            }
+        }
+        g = Graph::load(src, &all)?;
+        let index = g.index();
+        path = index[&p];
+        roots = rs.iter().map(|r| index[r]).collect();
+    }
+    let index = g.index();
+    let existing: Vec<Existing> = siblings
+        .iter()
+        .map(|s| Existing {
+            output: s.output.clone(),
+            path: s.path.to_string(),
+            node: index.get(&s.path).copied(),
+            found_by: s.found_by,
+        })
+        .collect();
+    let mut wants: ReadRequest = [(path, references_of(&g, path))].into_iter().collect();
     want(&mut wants, g.referrers(path).iter().map(|&c| (c, path)));
     for n in existing.iter().filter_map(|e| e.node) {
-        want(&mut wants, references_of(g, n).into_iter().map(|t| (n, t)));
+        want(&mut wants, references_of(&g, n).into_iter().map(|t| (n, t)));
     }
-    let c = classified(src, g, &wants, traces, progress);
+    let c = classified(src, &g, &wants, traces, progress);
     let plan =
-        nix_heft_analysis::plan::split::split(g, &c, path, moves, propagate, roots, existing)?;
+        nix_heft_analysis::plan::split::split(&g, &c, path, &moves, propagate, &roots, &existing)?;
     let mut problems = c.problems.clone();
     problems.extend(plan.sim.problems.iter().cloned());
-    Ok((plan, problems))
+    let warnings = named
+        .iter()
+        .filter(|m| plan.sim.unmatched.contains(&m.pattern))
+        .map(|m| {
+            format!(
+                "--move '{}={}' matched no file of {}",
+                m.pattern,
+                m.output,
+                g.path(path)
+            )
+        })
+        .collect();
+    Ok(Split {
+        graph: g,
+        path,
+        moves,
+        plan,
+        problems,
+        warnings,
+    })
 }
 
 /// The closure of the store paths a trace touched, in `src`, for the
