@@ -160,7 +160,7 @@ pub fn run(ctx: &Context, args: &HistoryArgs) -> anyhow::Result<ExitCode> {
     report.commit_url = commit_url.clone();
     if let Some(file) = &args.html {
         let html = report.render_html(commit_url.as_deref());
-        super::report::write_beside(file, html.as_bytes())?;
+        super::context::write_beside(file, html.as_bytes())?;
         report.page = Some(file.display().to_string());
     }
     review::emit(

@@ -2,10 +2,8 @@
 //! evidence, advice), or of AFTER's closure marked against BEFORE with
 //! `--diff`.
 
-use std::io::Write;
 use std::process::ExitCode;
 
-use anyhow::Context as _;
 use clap::Args;
 
 use nix_heft_ops::pipeline::{CompareOptions, PageReading};
@@ -177,30 +175,7 @@ fn page(
         let written = ReportWritten::new(&model, "-".into(), html.len());
         return ctx.emit(None, &written, Emit::Rendered(html));
     }
-    write_beside(&args.output, html.as_bytes())?;
+    super::context::write_beside(&args.output, html.as_bytes())?;
     let written = ReportWritten::new(&model, args.output.display().to_string(), html.len());
     ctx.emit(None, &written, Emit::Report(ctx.text_options()))
-}
-
-/// Writes `bytes` to `output` through a temporary file beside it, renamed
-/// over it: a failed run never leaves half a report where the last one was.
-pub(super) fn write_beside(output: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
-    let dir = match output.parent() {
-        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
-        .with_context(|| format!("creating a file in {}", dir.display()))?;
-    tmp.write_all(bytes)
-        .with_context(|| format!("writing {}", output.display()))?;
-    // A report is for sharing: readable by all, as files written without a
-    // temporary would be (tempfile creates them 0600).
-    {
-        use std::os::unix::fs::PermissionsExt;
-        tmp.as_file()
-            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
-    }
-    tmp.persist(output)
-        .with_context(|| format!("writing {}", output.display()))?;
-    Ok(())
 }

@@ -9,7 +9,7 @@ use clap::Args;
 
 use nix_heft_ops::gc::{self, Listing, RootsRequest};
 use nix_heft_report::TextOptions;
-use nix_heft_report::roots::{MarkedReport, RootsReport, WhyRootsReport};
+use nix_heft_report::roots::{MarkedReport, RootsReport};
 use nix_heft_report::roots_page::{PAGE_ROOTS, RootsPage};
 
 use super::Context;
@@ -83,7 +83,7 @@ impl RootsArgs {
             older_than_days: self.older_than,
             under: self.paths.iter().flat_map(|p| gc::locations(p)).collect(),
             disk: self.disk,
-            ..request(ctx, store)?
+            ..ctx.collector_request(store)?
         })
     }
 }
@@ -113,11 +113,11 @@ pub fn run(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         },
         ..args.request(ctx, &store)?
     };
-    let analysis = reading(ctx, &store, || gc::analyse(&store, &req))?;
+    let analysis = ctx.reading_roots(&store, || gc::analyse(&store, &req))?;
     let page = match &args.html {
         Some(file) => {
             let html = RootsPage::new(&analysis).render_html();
-            super::report::write_beside(file, html.as_bytes())?;
+            super::context::write_beside(file, html.as_bytes())?;
             Some(file.display().to_string())
         }
         None => None,
@@ -154,7 +154,7 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
         detail: Listing::Top(BROWSE_DETAIL),
         ..args.request(ctx, &store)?
     };
-    let (analysis, collector) = reading(ctx, &store, || gc::analyse_with(&store, &req))?;
+    let (analysis, collector) = ctx.reading_roots(&store, || gc::analyse_with(&store, &req))?;
     let mut app = nix_heft_browse::roots::RootsApp::new(&analysis, &collector, !ctx.colour(true));
     let commands = crate::browse_terminal::run_roots(&mut app)?;
     if commands.is_empty() {
@@ -171,42 +171,6 @@ fn browse(ctx: &Context, args: &RootsArgs) -> anyhow::Result<ExitCode> {
     )
 }
 
-/// `read` under a spinner naming the store whose roots are read (the
-/// collector's view of a large store takes seconds).
-fn reading<T>(
-    ctx: &Context,
-    store: &nix_heft_store::source::LocalStore,
-    read: impl FnOnce() -> T,
-) -> T {
-    use nix_heft_store::source::PathMetadata;
-    ctx.spinning(&format!("reading the roots of {}", store.describe()), read)
-}
-
 /// Roots the browser gets closures and commands for (those further down
 /// show without).
 const BROWSE_DETAIL: usize = 2_000;
-
-/// `why --roots PATH`: the roots that keep PATH, with chains.
-pub fn why(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
-    let store = ctx.open_local()?;
-    let path = ctx.one_root(&store, arg)?;
-    let req = RootsRequest {
-        why: Some(path.to_string()),
-        detail: Listing::Top(0),
-        ..request(ctx, &store)?
-    };
-    let analysis = reading(ctx, &store, || gc::analyse(&store, &req))?;
-    ctx.emit(
-        None,
-        &WhyRootsReport::new(&analysis),
-        Emit::Report(ctx.text_options()),
-    )
-}
-
-/// The collector's settings for `store`, with the `--option`s given.
-pub fn request(
-    ctx: &Context,
-    store: &nix_heft_store::source::LocalStore,
-) -> nix_heft_ops::Result<RootsRequest> {
-    RootsRequest::for_collector(&ctx.installables.options, store.root())
-}

@@ -57,7 +57,7 @@ pub struct WhyArgs {
 /// ranked by verdict, and prints the strongest (or all).
 pub fn run(ctx: &Context, args: &WhyArgs) -> anyhow::Result<ExitCode> {
     if args.roots {
-        return super::roots::why(ctx, &args.root);
+        return why_roots(ctx, &args.root);
     }
     if args.derivation {
         let ctx = &ctx.for_derivations();
@@ -137,4 +137,21 @@ fn explain(
         ..ctx.text_options()
     };
     ctx.emit(Some(src), &report, Emit::Report(opts))
+}
+
+/// `why --roots PATH`: the roots that keep PATH, with chains.
+fn why_roots(ctx: &Context, arg: &str) -> anyhow::Result<ExitCode> {
+    let store = ctx.open_local()?;
+    let path = ctx.one_root(&store, arg)?;
+    let req = nix_heft_ops::gc::RootsRequest {
+        why: Some(path.to_string()),
+        detail: nix_heft_ops::gc::Listing::Top(0),
+        ..ctx.collector_request(&store)?
+    };
+    let analysis = ctx.reading_roots(&store, || nix_heft_ops::gc::analyse(&store, &req))?;
+    ctx.emit(
+        None,
+        &nix_heft_report::roots::WhyRootsReport::new(&analysis),
+        Emit::Report(ctx.text_options()),
+    )
 }

@@ -24,7 +24,7 @@ use nix_heft_trace::file::TraceSet;
 mod output;
 mod progress;
 
-pub use output::Emit;
+pub use output::{Emit, write_beside};
 
 /// `--color` values.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
@@ -168,6 +168,22 @@ impl Context {
     /// reads the store's database and state directory: `roots`).
     pub fn open_local(&self) -> nix_heft_store::Result<source::LocalStore> {
         self.opener.open_local().map_err(open_error)
+    }
+
+    /// The collector's settings for `store`, with the `--option`s given
+    /// (`roots`, `why --roots`).
+    pub fn collector_request(
+        &self,
+        store: &source::LocalStore,
+    ) -> nix_heft_ops::Result<nix_heft_ops::gc::RootsRequest> {
+        nix_heft_ops::gc::RootsRequest::for_collector(&self.installables.options, store.root())
+    }
+
+    /// `read` under a spinner naming the store whose roots are read (the
+    /// collector's view of a large store takes seconds).
+    pub fn reading_roots<T>(&self, store: &source::LocalStore, read: impl FnOnce() -> T) -> T {
+        use nix_heft_store::source::PathMetadata;
+        self.spinning(&format!("reading the roots of {}", store.describe()), read)
     }
 
     /// The stores `stores` names (`--before-store` repeated), read as one

@@ -3,6 +3,8 @@
 //! JSON gains (derivers, origins).
 
 use std::io::Write;
+
+use anyhow::Context as _;
 use std::process::ExitCode;
 
 use nix_heft_report::{Report, TextOptions};
@@ -194,4 +196,27 @@ fn origins_of(
         }
     });
     out
+}
+
+/// Writes `bytes` to `output` through a temporary file beside it, renamed
+/// over it: a failed run never leaves half a report where the last one was.
+pub fn write_beside(output: &std::path::Path, bytes: &[u8]) -> anyhow::Result<()> {
+    let dir = match output.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let mut tmp = tempfile::NamedTempFile::new_in(&dir)
+        .with_context(|| format!("creating a file in {}", dir.display()))?;
+    tmp.write_all(bytes)
+        .with_context(|| format!("writing {}", output.display()))?;
+    // A report is for sharing: readable by all, as files written without a
+    // temporary would be (tempfile creates them 0600).
+    {
+        use std::os::unix::fs::PermissionsExt;
+        tmp.as_file()
+            .set_permissions(std::fs::Permissions::from_mode(0o644))?;
+    }
+    tmp.persist(output)
+        .with_context(|| format!("writing {}", output.display()))?;
+    Ok(())
 }
