@@ -90,18 +90,7 @@ fn compare(
     );
     let mut report = nix_heft_report::diff::DiffReport::new(&bg, &ag, c.diff, c.before, c.after);
     if let Some(drvs) = drvs {
-        // nix-diff's question: what differs inside each changed
-        // derivation, down to the root causes.
-        let bytes = drvs
-            .outputs()
-            .into_iter()
-            .filter_map(|(d, outs)| {
-                let known: Vec<u64> = outs.iter().filter_map(|o| o.nar_size).collect();
-                (!known.is_empty()).then(|| (d, known.iter().sum()))
-            })
-            .collect();
-        let c =
-            nix_heft_analysis::diff::derivation::compare(&broots, &aroots, &drvs.parsed(), &bytes);
+        let c = nix_heft_ops::pipeline::derivation_diff(&broots, &aroots, drvs);
         report.derivations = Some(nix_heft_report::drv_diff::DrvDiffReport::new(&c));
     }
     // Origins as AFTER's store says (BEFORE's own store, when separate,

@@ -6,7 +6,6 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use nix_heft_graph::{ReadRequest, request};
 use nix_heft_report::partition::PartitionReport;
 
 use super::{Context, Emit, TraceOpt};
@@ -46,39 +45,27 @@ pub fn run(ctx: &Context, args: &PartitionArgs) -> anyhow::Result<ExitCode> {
     let (g, p, root_ids) = super::target_and_roots(ctx, src, &args.path, &args.roots, |path| {
         Ok(vec![path.clone()])
     })?;
-    let wants: ReadRequest = [(p, request::references_of(&g, p))].into_iter().collect();
-    let c = ctx.classified(src, &g, &wants, traces.as_ref());
-    let part = nix_heft_analysis::plan::partition::partition(
-        &g,
-        &c,
-        p,
-        &args.by,
-        args.keep.as_deref(),
-        &root_ids,
+    let done = nix_heft_ops::pipeline::partition(
+        src,
+        nix_heft_ops::pipeline::PartitionRequest {
+            graph: &g,
+            path: p,
+            by: &args.by,
+            keep: args.keep.as_deref(),
+            roots: &root_ids,
+            traces: traces.as_ref(),
+        },
+        &ctx.read_bar(src),
     )?;
-    // The groups with a file the traces used (the link in a farm counts:
-    // the trace records the use on it too).
-    let traced_groups = traces.as_ref().map(|t| {
-        part.groups
-            .iter()
-            .filter(|gr| {
-                gr.files.iter().any(|f| {
-                    t.file(g.path(p).as_str(), &String::from_utf8_lossy(f))
-                        .is_some_and(|ft| ft.used())
-                })
-            })
-            .map(|gr| gr.key.clone())
-            .collect::<Vec<_>>()
-    });
     let mut report = PartitionReport::new(
         &g,
         p,
         &args.by,
         args.keep.clone(),
         &root_ids,
-        part,
-        c.problems,
+        done.partition,
+        done.problems,
     );
-    report.traced_groups = traced_groups;
+    report.traced_groups = done.traced_groups;
     ctx.emit(Some(src), &report, Emit::Report(ctx.text_options()))
 }

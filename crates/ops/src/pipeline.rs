@@ -599,6 +599,84 @@ pub fn why(
     }
 }
 
+/// What `partition` is asked.
+pub struct PartitionRequest<'a> {
+    /// The closure, with PATH and the roots in it.
+    pub graph: &'a Graph,
+    /// The path to partition.
+    pub path: NodeId,
+    /// The regex whose first group names each file's group.
+    pub by: &'a str,
+    /// The groups to keep (`--keep`), if any.
+    pub keep: Option<&'a [String]>,
+    /// The roots whose closures are compared.
+    pub roots: &'a [NodeId],
+    /// Run-time traces: the groups the workload used.
+    pub traces: Option<&'a TraceSet>,
+}
+
+/// A partition simulated.
+pub struct Partitioned {
+    /// The groups, and the closures with only the kept ones.
+    pub partition: nix_heft_analysis::plan::partition::Partition,
+    /// The groups with a file the traces used, with traces.
+    pub traced_groups: Option<Vec<String>>,
+    /// What could not be read.
+    pub problems: Vec<Problem>,
+}
+
+/// `partition`: PATH's own holds read, its files grouped, and with traces
+/// the groups a workload used (a link in a farm counts: the trace records
+/// the use on it too).
+pub fn partition(
+    src: &dyn StoreSource,
+    req: PartitionRequest,
+    progress: &dyn Progress,
+) -> crate::Result<Partitioned> {
+    let (g, p) = (req.graph, req.path);
+    let wants: ReadRequest = [(p, request::references_of(g, p))].into_iter().collect();
+    let c = classified(src, g, &wants, req.traces, progress);
+    let partition =
+        nix_heft_analysis::plan::partition::partition(g, &c, p, req.by, req.keep, req.roots)?;
+    let traced_groups = req.traces.map(|t| {
+        partition
+            .groups
+            .iter()
+            .filter(|gr| {
+                gr.files.iter().any(|f| {
+                    t.file(g.path(p).as_str(), &String::from_utf8_lossy(f))
+                        .is_some_and(|ft| ft.used())
+                })
+            })
+            .map(|gr| gr.key.clone())
+            .collect()
+    });
+    Ok(Partitioned {
+        partition,
+        traced_groups,
+        problems: c.problems,
+    })
+}
+
+/// nix-diff's question over two build graphs read from `drvs`: what
+/// differs inside each changed derivation, down to the root causes, each
+/// weighed by the NAR sizes its outputs are known to have.
+pub fn derivation_diff(
+    before: &[nix_heft_format::StorePath],
+    after: &[nix_heft_format::StorePath],
+    drvs: &nix_heft_store::source::build_graph::DerivationSource,
+) -> nix_heft_analysis::diff::derivation::DrvComparison {
+    let bytes = drvs
+        .outputs()
+        .into_iter()
+        .filter_map(|(d, outs)| {
+            let known: Vec<u64> = outs.iter().filter_map(|o| o.nar_size).collect();
+            (!known.is_empty()).then(|| (d, known.iter().sum()))
+        })
+        .collect();
+    nix_heft_analysis::diff::derivation::compare(before, after, &drvs.parsed(), &bytes)
+}
+
 /// What `split` is asked.
 pub struct SplitRequest<'a> {
     /// The closure, with PATH and the roots in it.
