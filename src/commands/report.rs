@@ -129,14 +129,18 @@ fn page(
         ev.problems,
     );
     model.traces = traces.as_ref().map(|t| t.names());
-    for (p, node) in g.paths().iter().zip(&mut model.paths) {
-        node.origin = src.provenance(p).map(|o| o.label());
+    for (origin, node) in nix_heft_ops::pipeline::origins(src, &g)
+        .into_iter()
+        .zip(&mut model.paths)
+    {
+        node.origin = origin;
     }
     model.build_graph = drvs.map(|d| BuildGraph {
         unknown_outputs: UnknownOutputs::of(d.unknown(), &g),
     });
     // The command the page offers to copy reads what it shows: the same
-    // stores (AFTER's, for a --diff page), keys and graph.
+    // stores (AFTER's, for a --diff page), keys and graph. The command
+    // line's words, so the binary's.
     let after = args.after_store.as_ref().map(std::slice::from_ref);
     let mut why = vec!["nix-heft".to_string()];
     why.extend(ctx.store_args(after.filter(|_| args.diff.is_some())));
@@ -154,7 +158,7 @@ fn page(
         // left; the page's own evidence (every edge of AFTER) explains the
         // new ones, and groups the paths added for one reason as `diff`
         // does.
-        let mut cmp = nix_heft_ops::pipeline::compare(
+        let cmp = nix_heft_ops::pipeline::compare(
             (bsrc, &bg),
             (src, &g),
             CompareOptions {
@@ -165,8 +169,6 @@ fn page(
             },
             (&ctx.read_bar(bsrc), &ctx.read_bar(src)),
         );
-        // Its problems are the page's already.
-        cmp.after.problems.clear();
         let dr = nix_heft_report::diff::DiffReport::new(&bg, &g, cmp.diff, cmp.before, cmp.after);
         model.set_diff(&g, dr);
     }

@@ -836,8 +836,18 @@ pub struct CompareOptions {
     /// Read no evidence at all (the page without evidence): the diff alone.
     pub no_evidence: bool,
     /// AFTER's evidence when the caller has read it already (every edge,
-    /// for a page): AFTER is then not read again.
+    /// for a page): AFTER is then not read again, and the read's problems
+    /// stay the caller's (the comparison does not repeat them).
     pub after_read: Option<Classified>,
+}
+
+/// Where each path of `g` came from, as `src` says (the cache or store of
+/// a layered source), in `g`'s order.
+pub fn origins(src: &dyn StoreSource, g: &Graph) -> Vec<Option<String>> {
+    g.paths()
+        .iter()
+        .map(|p| src.provenance(p).map(|o| o.label()))
+        .collect()
 }
 
 /// The two sides' closures, loaded at once (they are independent).
@@ -873,7 +883,10 @@ pub fn compare(
         classified(bsrc, bg, &wb, None, progress.0)
     };
     let after = match opts.after_read {
-        Some(c) => c,
+        Some(c) => Classified {
+            problems: Vec::new(),
+            ..c
+        },
         None if opts.no_evidence => Classified::default(),
         None => classified(asrc, ag, &wa, None, progress.1),
     };
