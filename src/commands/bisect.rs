@@ -4,7 +4,6 @@
 
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::Ordering;
 
 use clap::Args;
 
@@ -79,15 +78,6 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
     let ev = Evaluator::chosen(&args.evaluator.evaluator, None, None, None);
     let src = ctx.open()?;
     let src = src.as_ref();
-    // What was built is read from the store Nix built it in, read-only.
-    let local = if args.build {
-        Some(nix_heft_store::source::LocalStore::open(
-            std::path::Path::new("/"),
-            Default::default(),
-        )?)
-    } else {
-        None
-    };
     let found = bisect(
         src,
         &Request {
@@ -99,25 +89,11 @@ pub fn run(ctx: &Context, args: &BisectArgs) -> anyhow::Result<ExitCode> {
             revs_file: args.revs_file.clone(),
             evaluator: &ev,
             options: &ctx.installables,
-            build: local
-                .as_ref()
-                .map(|l| l as &dyn nix_heft_store::source::StoreSource),
+            build: args.build,
         },
         &ctx.step_spinner(),
     )?;
-    let downloads = src.log().downloads().iter().fold((0, 0), |(n, a), d| {
-        (
-            n + d.narinfos.load(Ordering::Relaxed),
-            a + d.nars.load(Ordering::Relaxed),
-        )
-    });
-    let report = BisectReport::new(
-        &found,
-        &said,
-        downloads,
-        &ctx.store_names(&[], src),
-        ev.name(),
-    );
+    let report = BisectReport::new(&found, &said, &ctx.store_names(&[], src), ev.name());
     review::emit(
         ctx,
         src,

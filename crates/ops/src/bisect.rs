@@ -98,8 +98,8 @@ pub struct Request<'a> {
     /// `--file`, `--arg`, `--argstr`.
     pub options: &'a Options,
     /// `--build`: build the first candidate and its parent in the user's
-    /// store, and read their closures from this store (the user's).
-    pub build: Option<&'a dyn StoreSource>,
+    /// store (`/`), and read their closures from it, opened read-only.
+    pub build: bool,
 }
 
 /// What a probe found.
@@ -192,6 +192,8 @@ pub struct Bisect {
     pub listed: bool,
     /// The builds that confirm it, when asked for.
     pub confirmation: Option<Confirmation>,
+    /// The narinfos and NARs the stores downloaded for the search.
+    pub downloads: (u64, u64),
     /// The change between the cached pair, explained as `impact` explains
     /// one (one row).
     pub explanation: Option<crate::impact::Impact>,
@@ -534,7 +536,16 @@ pub fn bisect(
             found = false;
         }
     }
-    let confirmation = match (req.build, candidates.first()) {
+    // What was built is read from the store Nix built it in, read-only.
+    let local = if req.build {
+        Some(nix_heft_store::source::LocalStore::open(
+            Path::new("/"),
+            Default::default(),
+        )?)
+    } else {
+        None
+    };
+    let confirmation = match (&local, candidates.first()) {
         (Some(local), Some(first)) if first.commit > 0 => Some(confirm(
             local,
             req,
@@ -562,6 +573,10 @@ pub fn bisect(
         instantiations,
         elapsed: started.elapsed(),
         listed: req.revs_file.is_some(),
+        downloads: src.log().downloads().iter().fold((0, 0), |(n, a), d| {
+            use std::sync::atomic::Ordering::Relaxed;
+            (n + d.narinfos.load(Relaxed), a + d.nars.load(Relaxed))
+        }),
     })
 }
 

@@ -145,13 +145,7 @@ impl BisectReport {
     /// The report of `b`; `rule` as given, the download counters of the
     /// run (narinfos, NARs).
     /// `stores` and `evaluator` name what was read, as `history`'s.
-    pub fn new(
-        b: &Bisect,
-        rule: &str,
-        downloads: (u64, u64),
-        stores: &[String],
-        evaluator: &str,
-    ) -> BisectReport {
+    pub fn new(b: &Bisect, rule: &str, stores: &[String], evaluator: &str) -> BisectReport {
         let c = |i: usize| CommitRef {
             commit: b.commits[i].id.clone(),
             date: b.commits[i].date.clone(),
@@ -284,8 +278,8 @@ impl BisectReport {
                 commits: b.commits.len(),
                 evaluations: b.evaluations,
                 instantiations: b.instantiations,
-                narinfos: downloads.0,
-                nars: downloads.1,
+                narinfos: b.downloads.0,
+                nars: b.downloads.1,
                 seconds: b.elapsed.as_secs_f64(),
             },
             problems,
