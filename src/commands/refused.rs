@@ -78,18 +78,23 @@ pub fn run(ctx: &Context, args: &RefusedArgs) -> anyhow::Result<ExitCode> {
     if let Some(log) = &args.log {
         let text = read_log(log)?;
         let r =
-            refused_log(store.as_ref(), &text, &ctx.read_bar(store.as_ref())).map_err(
-                |e| match e {
-                    Error::Usage(m) => Error::Usage(format!("{}: {m}", log.display())),
-                    e => e,
-                },
-            )?;
+            // The command line's mistakes in the log are named with it.
+            refused_log(store.as_ref(), &text, &ctx.read_bar(store.as_ref())).map_err(|e| {
+                if e.is_usage() {
+                    Error::InLog {
+                        log: log.clone(),
+                        source: Box::new(e),
+                    }
+                } else {
+                    e
+                }
+            })?;
         let report = RefusedLogReport::new(&r);
         return emit(ctx, args, &report, report.any());
     }
     let arg = args.drv.as_deref().unwrap_or_default();
     let path = StorePath::parse(store.store_dir(), arg)
-        .map_err(|e| Error::Usage(format!("{arg}: {e}")))?;
+        .map_err(|e| nix_heft_types::Error::Usage(format!("{arg}: {e}")))?;
     let r = refused(
         RefusedOf::Derivation {
             store: store.as_ref(),

@@ -9,7 +9,6 @@ use std::path::PathBuf;
 use clap::Args;
 
 use nix_heft_format::StorePath;
-use nix_heft_ops::Error;
 use nix_heft_scan::unregistered::{Opened, TreeRequest, open_tree};
 
 use super::Context;
@@ -43,7 +42,8 @@ impl TreeArgs {
     /// that a bad one is said in the flag's words).
     fn request(&self, store_dir: &str) -> anyhow::Result<TreeRequest> {
         let parse = |flag: &str, p: &str| {
-            StorePath::parse(store_dir, p).map_err(|e| Error::Usage(format!("{flag} {p}: {e}")))
+            StorePath::parse(store_dir, p)
+                .map_err(|e| nix_heft_types::Error::Usage(format!("{flag} {p}: {e}")))
         };
         Ok(TreeRequest {
             dir: self.dir.clone(),
@@ -80,7 +80,7 @@ pub fn open(ctx: &Context, args: &TreeArgs, root: Option<&str>) -> anyhow::Resul
         Err(e) => return Err(e.into()),
     };
     if base.is_none() && req.dir.is_none() {
-        return Err(Error::Usage(
+        return Err(nix_heft_types::Error::Usage(
             "no store could be opened: give --dir PATH to read a tree with the candidates".into(),
         )
         .into());
@@ -91,5 +91,5 @@ pub fn open(ctx: &Context, args: &TreeArgs, root: Option<&str>) -> anyhow::Resul
 /// The error of a tree command left with nothing to read (`open` fails
 /// before that happens).
 pub fn no_source() -> anyhow::Error {
-    Error::Usage("no store could be opened, and no tree given".into()).into()
+    nix_heft_types::Error::Usage("no store could be opened, and no tree given".into()).into()
 }

@@ -38,9 +38,7 @@ pub fn parse_verdicts(items: &[String]) -> Result<Vec<Verdict>> {
             "build" => Verdict::Build,
             "dead" => Verdict::Dead,
             other => {
-                return Err(Error::Usage(format!(
-                    "unknown verdict '{other}' for --forbid-verdict: use docs, build or dead"
-                )));
+                return Err(Error::UnknownVerdict(other.to_string()));
             }
         };
         if !out.contains(&v) {
@@ -728,9 +726,7 @@ impl Settings {
     pub fn new(flags: Config, store_dir: &str) -> Result<Settings> {
         let roots = flags.roots;
         if roots.is_empty() {
-            return Err(Error::Usage(
-                "no ROOT to check: give one, or `roots` in the config file".into(),
-            ));
+            return Err(Error::NoRoots);
         }
         let forbid = flags.forbid;
         let verdicts = flags.forbid_verdict;
@@ -738,9 +734,7 @@ impl Settings {
         let max_growth = flags.max_growth;
         let baseline = match (flags.against, flags.against_json) {
             (Some(_), Some(_)) => {
-                return Err(Error::Usage(
-                    "give one baseline: --against or --against-json".into(),
-                ));
+                return Err(Error::TwoBaselines);
             }
             (Some(r), None) => Some(BaselineFrom::Root(r)),
             (None, Some(f)) => Some(BaselineFrom::SizeJson(f)),
@@ -759,14 +753,10 @@ impl Settings {
             forbid_verdict: parse_verdicts(&verdicts)?,
         };
         if rules.closure.max_growth.is_some() && baseline.is_none() {
-            return Err(Error::Usage(
-                "--max-growth needs a baseline: --against ROOT or --against-json FILE".into(),
-            ));
+            return Err(Error::GrowthWithoutBaseline);
         }
         if rules.is_empty() {
-            return Err(Error::Usage(
-                "nothing to check: give --max-closure, --max-growth, --forbid or --forbid-verdict (or a config file)".into(),
-            ));
+            return Err(Error::NothingToCheck);
         }
         let mut shown = Vec::new();
         if let Some(s) = &max_closure {

@@ -23,15 +23,15 @@ impl Growth {
     /// Parses `10%`, `50MiB` or `1.5GB`.
     pub fn parse(s: &str) -> Result<Growth> {
         if let Some(p) = s.trim().strip_suffix('%') {
-            let v: f64 = p.trim().parse().map_err(|_| {
-                Error::Usage(format!(
-                    "bad growth '{s}': expected a size (50MiB) or a percentage (10%)"
-                ))
+            let v: f64 = p.trim().parse().map_err(|_| Error::BadGrowth {
+                given: s.to_string(),
+                why: "expected a size (50MiB) or a percentage (10%)",
             })?;
             if !v.is_finite() || v < 0.0 {
-                return Err(Error::Usage(format!(
-                    "bad growth '{s}': the percentage must be a finite number ≥ 0"
-                )));
+                return Err(Error::BadGrowth {
+                    given: s.to_string(),
+                    why: "the percentage must be a finite number ≥ 0",
+                });
             }
             return Ok(Growth::Percent(v));
         }
@@ -71,7 +71,10 @@ impl Forbidden {
         if given.starts_with(&dir) {
             return StorePath::parse(store_dir, given)
                 .map(Forbidden::Path)
-                .map_err(|e| Error::Usage(format!("--forbid {given}: {e}")));
+                .map_err(|e| Error::BadForbid {
+                    given: given.to_string(),
+                    reason: e.to_string(),
+                });
         }
         Ok(Forbidden::Name {
             pattern: given.to_string(),

@@ -69,10 +69,7 @@ impl Rule {
                 format!("closure holds {}", text.forbid.join(" or ")),
             ),
             _ => {
-                return Err(crate::Error::Usage(
-                    "bisect needs a rule: --max-closure SIZE, --max-growth SIZE|PCT or --forbid GLOB"
-                        .into(),
-                ));
+                return Err(crate::Error::NoRule);
             }
         })
     }
@@ -271,9 +268,11 @@ struct At {
 /// The good (or bad) commit is not what the command line says: a usage
 /// error, as `git bisect` refuses a good commit that is bad.
 fn not_as_said(side: &str, commit: &str, what: &str) -> crate::Error {
-    crate::Error::Usage(format!(
-        "the {side} commit {commit} is {what}: give a {side} commit the stores hold"
-    ))
+    crate::Error::NotAsSaid {
+        side: side.to_string(),
+        commit: commit.to_string(),
+        what: what.to_string(),
+    }
 }
 
 /// Finds the first bad commit of `req` from `src`; `step` says what it is
@@ -315,10 +314,7 @@ pub fn bisect(
                 .filter(|&i| listed.contains(&commits[i].id))
                 .collect();
             if v.is_empty() {
-                return Err(crate::Error::Usage(format!(
-                    "{} names no commit between the good and the bad commit",
-                    f.display()
-                )));
+                return Err(crate::Error::NoCommitListed { file: f.clone() });
             }
             v.insert(0, 0);
             v.push(last);

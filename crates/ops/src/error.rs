@@ -102,11 +102,74 @@ pub enum Error {
         /// Description of the source.
         store: String,
     },
-    /// A command line that asks for something impossible or nothing at all
-    /// (a name that matches several paths where one is needed, a split
-    /// without moves).
+    /// An argument that must name one path and names several.
+    #[error("'{arg}' matches {count} paths; give one{hint}")]
+    NotOne {
+        /// As given.
+        arg: String,
+        /// How many it names.
+        count: usize,
+        /// How to name one (an installable's `^NAME`), or nothing.
+        hint: &'static str,
+    },
+    /// An installable given as a dependency whose paths are not in the
+    /// closure asked about.
+    #[error("'{arg}' evaluates to {paths}, not in the closure of {root}")]
+    NotInClosure {
+        /// As given.
+        arg: String,
+        /// What it evaluates to, comma-separated.
+        paths: String,
+        /// The closure's first root.
+        root: String,
+    },
+    /// An output named that the derivation does not have.
+    #[error("no output '{output}': the derivation's outputs are {have}")]
+    NoSuchOutput {
+        /// As given.
+        output: String,
+        /// The outputs it has, comma-separated.
+        have: String,
+    },
+    /// A build's log or environment that shows no refusal of Nix's.
+    #[error("no refusal of Nix's found (an output check or a cycle){named}")]
+    NoRefusal {
+        /// `; it names …`: the derivations the log names, or nothing.
+        named: String,
+    },
+    /// A builder's environment that does not say what it builds.
     #[error("{0}")]
-    Usage(String),
+    BadBuildEnv(String),
+    /// `bisect` without a rule.
+    #[error("bisect needs a rule: --max-closure SIZE, --max-growth SIZE|PCT or --forbid GLOB")]
+    NoRule,
+    /// The good (or bad) commit is not what the command line says.
+    #[error("the {side} commit {commit} is {what}: give a {side} commit the stores hold")]
+    NotAsSaid {
+        /// `good` or `bad`.
+        side: String,
+        /// The commit.
+        commit: String,
+        /// What it is instead.
+        what: String,
+    },
+    /// A `--revs-file` that lists no commit between good and bad.
+    #[error("{} names no commit between the good and the bad commit", .file.display())]
+    NoCommitListed {
+        /// The file.
+        file: PathBuf,
+    },
+    /// An `--attr-file` with no attribute in it.
+    #[error("--attr-file names no attribute")]
+    EmptyAttrFile,
+    /// A usage error in what a build log says, named with the log.
+    #[error("{}: {source}", .log.display())]
+    InLog {
+        /// The log file.
+        log: PathBuf,
+        /// The error.
+        source: Box<Error>,
+    },
     /// The commits of a history could not be listed (a range that names
     /// none is the command line's fault).
     #[error(transparent)]
@@ -154,7 +217,17 @@ impl Error {
     /// such an error of the store or the shared kinds.
     pub fn is_usage(&self) -> bool {
         match self {
-            Error::NotInStore { .. } | Error::Usage(_) => true,
+            Error::NotInStore { .. }
+            | Error::NotOne { .. }
+            | Error::NotInClosure { .. }
+            | Error::NoSuchOutput { .. }
+            | Error::NoRefusal { .. }
+            | Error::BadBuildEnv(_)
+            | Error::NoRule
+            | Error::NotAsSaid { .. }
+            | Error::NoCommitListed { .. }
+            | Error::EmptyAttrFile => true,
+            Error::InLog { source, .. } => source.is_usage(),
             Error::Graph(e) => e.is_usage(),
             Error::Scan(e) => e.is_usage(),
             Error::Analysis(e) => e.is_usage(),

@@ -244,9 +244,12 @@ impl Resolve<'_> {
             } else {
                 ""
             };
-            return Err(
-                Error::Usage(format!("'{arg}' matches {} paths; give one{hint}", p.len())).into(),
-            );
+            return Err(Error::NotOne {
+                arg: arg.to_string(),
+                count: p.len(),
+                hint,
+            }
+            .into());
         }
         Ok(p.remove(0))
     }
@@ -284,11 +287,11 @@ impl Resolve<'_> {
             } else {
                 e.outputs.iter().map(|(_, p)| p.to_string()).collect()
             };
-            return Err(Error::Usage(format!(
-                "'{arg}' evaluates to {}, not in the closure of {}",
-                paths.join(", "),
-                g.path(g.roots()[0])
-            ))
+            return Err(Error::NotInClosure {
+                arg: arg.to_string(),
+                paths: paths.join(", "),
+                root: g.path(g.roots()[0]).to_string(),
+            }
             .into());
         }
         Ok(ids)

@@ -20,10 +20,16 @@ pub enum Error {
     /// and none were named.
     #[error("no store to take the candidates from")]
     NoCandidates,
-    /// A command line that asks for something impossible (a candidate
-    /// that is no store path).
-    #[error("{0}")]
-    Usage(String),
+    /// A line of a `--candidates` file that is no store path.
+    #[error("{}:{line}: {reason}", .file.display())]
+    BadCandidate {
+        /// The file.
+        file: std::path::PathBuf,
+        /// The line, from 1.
+        line: usize,
+        /// Why it is no store path.
+        reason: String,
+    },
     /// An error of the store read, as it says itself.
     #[error(transparent)]
     Store(#[from] nix_heft_store::Error),
@@ -36,7 +42,7 @@ impl Error {
     /// Whether the error is in the command line itself (exit code 2).
     pub fn is_usage(&self) -> bool {
         match self {
-            Error::Usage(_) | Error::NoCandidates => true,
+            Error::BadCandidate { .. } | Error::NoCandidates => true,
             Error::Store(e) => e.is_usage(),
             Error::Shared(e) => e.is_usage(),
             Error::NoDeriver { .. } => false,

@@ -469,8 +469,11 @@ fn given_candidates(store_dir: &str, req: &TreeRequest) -> Result<Vec<StorePath>
                 continue;
             }
             out.push(
-                StorePath::parse(store_dir, line)
-                    .map_err(|e| Error::Usage(format!("{}:{}: {e}", f.display(), n + 1)))?,
+                StorePath::parse(store_dir, line).map_err(|e| Error::BadCandidate {
+                    file: f.clone(),
+                    line: n + 1,
+                    reason: e.to_string(),
+                })?,
             );
         }
     }

@@ -235,14 +235,10 @@ pub fn targets_note(
                 .iter()
                 .any(|a| a.targets_found.iter().any(|k| k.eq_ignore_ascii_case(want)));
             if !has {
-                return Err(crate::Error::Usage(format!(
-                    "--targets {want}: no per-target package in the closure has that target{}",
-                    if partitions.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" (targets found: {})", found())
-                    }
-                )));
+                return Err(crate::Error::NoSuchTarget {
+                    target: want.to_string(),
+                    found: (!partitions.is_empty()).then(found),
+                });
             }
         }
     }

@@ -155,9 +155,7 @@ pub fn named_attrs(
                 .map(String::from),
         );
         if all.is_empty() {
-            return Err(
-                nix_heft_types::Error::Usage("--attr-file names no attribute".into()).into(),
-            );
+            return Err(crate::Error::EmptyAttrFile);
         }
     }
     if all.is_empty() {

@@ -93,8 +93,8 @@ pub fn refused(of: RefusedOf<'_>, outputs: &[String], progress: &dyn Progress) -
                 .cloned()
                 .unwrap_or_else(|| nix_heft_store::source::DEFAULT_STORE_DIR.to_string());
             let json = unregistered::structured_attrs(vars)?;
-            let spec =
-                BuildSpec::from_env(&store_dir, vars, json.as_deref()).map_err(Error::Usage)?;
+            let spec = BuildSpec::from_env(&store_dir, vars, json.as_deref())
+                .map_err(Error::BadBuildEnv)?;
             (spec, None, store_dir, None, Vec::new())
         }
         RefusedOf::Derivation { store, path } => {
@@ -125,10 +125,10 @@ pub fn refused(of: RefusedOf<'_>, outputs: &[String], progress: &dyn Progress) -
     for o in &chosen {
         if !spec.outputs.contains_key(o) {
             let have: Vec<&str> = spec.outputs.keys().map(String::as_str).collect();
-            return Err(Error::Usage(format!(
-                "no output '{o}': the derivation's outputs are {}",
-                have.join(", ")
-            )));
+            return Err(Error::NoSuchOutput {
+                output: o.to_string(),
+                have: have.join(", "),
+            });
         }
     }
     if chosen.is_empty() {
@@ -279,14 +279,13 @@ pub fn refused_log(
             .take(3)
             .map(|p| p.to_string())
             .collect();
-        return Err(Error::Usage(format!(
-            "no refusal of Nix's found (an output check or a cycle){}",
-            match parsed.derivations.len() {
+        return Err(Error::NoRefusal {
+            named: match parsed.derivations.len() {
                 0 => String::new(),
                 n if n > 3 => format!("; it names {} and {} more", names.join(", "), n - 3),
                 _ => format!("; it names {}", names.join(", ")),
-            }
-        )));
+            },
+        });
     }
     let on_disk = |p: &StorePath| -> Result<bool> {
         Ok(store.is_valid(p)?
