@@ -10,7 +10,8 @@ use std::sync::OnceLock;
 
 use serde_json::Value;
 
-use super::Outcome;
+// The testsuite's own, for the fast modules' one glob import.
+pub use super::{Outcome, outcome};
 
 /// tests/fixtures/fast/, as scripts/make-fast-fixtures.sh left it.
 pub fn fixtures() -> PathBuf {
@@ -169,22 +170,6 @@ pub fn heft() -> assert_cmd::Command {
         .env("XDG_CACHE_HOME", d.join("cache"))
         .current_dir(d.join("home"));
     c
-}
-
-/// Runs `c` (made by [`heft`]): never a panic, whatever the exit code.
-pub fn outcome(c: &mut assert_cmd::Command) -> Outcome {
-    let out = c.output().unwrap();
-    let o = Outcome {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
-    assert!(
-        o.code != 101 && !o.stderr.contains("panicked"),
-        "nix-heft panicked: {}",
-        o.stderr
-    );
-    o
 }
 
 /// nix-heft `args` on the chroot store.
