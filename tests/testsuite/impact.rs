@@ -769,7 +769,7 @@ fn impact_rules_apply_to_each_attribute() {
     // A whole store path forbids that path, as check's and bisect's do:
     // the large package's path, taken from what the glob flagged, flags
     // the same attributes.
-    let flagged_by = |v: &serde_json::Value| -> BTreeSet<String> {
+    let flagged_by = |v: &serde_json::Value, rule: &str| -> BTreeSet<String> {
         rows(v)
             .into_iter()
             .filter(|(_, r)| {
@@ -777,12 +777,12 @@ fn impact_rules_apply_to_each_attribute() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .any(|x| x["rule"] == "forbid")
+                    .any(|x| x["rule"] == rule)
             })
             .map(|(a, _)| a)
             .collect()
     };
-    let by_glob = flagged_by(&v);
+    let by_glob = flagged_by(&v, "forbid");
     assert!(!by_glob.is_empty(), "{v}");
     let message = rows(&v)
         .into_values()
@@ -796,7 +796,7 @@ fn impact_rules_apply_to_each_attribute() {
     assert!(large.starts_with("/nix/store/") && large.contains(LARGE), "{message}");
     let o = impact(&["--json", "--forbid", &large]);
     assert_eq!(o.code, 4, "{}{}", o.stdout, o.stderr);
-    assert_eq!(flagged_by(&json_of(&o)), by_glob);
+    assert_eq!(flagged_by(&json_of(&o), "forbid"), by_glob);
 
     // --max-output 150KiB: the attributes whose head outputs (built)
     // weigh more than that together, as `nix path-info -s` gives them.
@@ -814,18 +814,7 @@ fn impact_rules_apply_to_each_attribute() {
     assert!(over.contains("libcore") && over.contains(SPLIT), "{over:?}");
     let o = impact(&["--json", "--max-output", "150KiB"]);
     assert_eq!(o.code, 4, "{}", o.stderr);
-    let flagged: BTreeSet<String> = rows(&json_of(&o))
-        .into_iter()
-        .filter(|(_, r)| {
-            r["violations"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .any(|x| x["rule"] == "max-output")
-        })
-        .map(|(a, _)| a)
-        .collect();
-    assert_eq!(flagged, over);
+    assert_eq!(flagged_by(&json_of(&o), "max-output"), over);
     for (format, needle) in [
         ("text", "✗ max-output: its outputs are"),
         ("markdown", "❌ `max-output`: its outputs are"),
