@@ -538,6 +538,42 @@ fn each_command_has_its_files_in_their_places() {
     assert!(seen >= 16, "{seen}");
 }
 
+/// docs/ARCHITECTURE.md's "a command is one file": no command's module
+/// names another command's (`super::roots::why`, `super::report::…`):
+/// what two commands share is the context's (`commands/context/`) or a
+/// module of shared flags (review, tree, installables, rules), else the
+/// library's.
+#[test]
+fn no_command_names_another() {
+    let dir = repo().join("src/commands");
+    let shared = ["context", "review", "tree", "installables", "rules", "mod"];
+    let commands: Vec<String> = rs_files(&dir)
+        .iter()
+        .filter(|f| f.parent() == Some(dir.as_path()))
+        .filter_map(|f| Some(f.file_stem()?.to_str()?.to_string()))
+        .filter(|m| !shared.contains(&m.as_str()))
+        .collect();
+    assert!(commands.len() >= 16, "{commands:?}");
+    let mut found = Vec::new();
+    for m in &commands {
+        let f = dir.join(format!("{m}.rs"));
+        let n = names_in(&f, &std::fs::read_to_string(&f).unwrap());
+        for p in &n.paths {
+            let other = p
+                .strip_prefix("super::")
+                .or_else(|| p.strip_prefix("crate::commands::"))
+                .and_then(|rest| rest.split("::").next());
+            if let Some(o) = other
+                && o != m
+                && commands.iter().any(|c| c == o)
+            {
+                found.push(format!("{m}.rs: {p}"));
+            }
+        }
+    }
+    assert!(found.is_empty(), "commands naming another's: {found:#?}");
+}
+
 /// docs/ARCHITECTURE.md names only what exists where it says: each module
 /// of its table (`CRATE::a::b` is `crates/CRATE/src/a/b.rs` or
 /// `a/b/mod.rs`, `CRATE` alone its `lib.rs`), each file it names in
