@@ -146,16 +146,71 @@ pub fn history(
         req.attrs.join(", "),
         picked.len()
     )));
-    let (_scratch, options) = targets
+    let (scratch, options) = targets
         .scratch_store(req.evaluator, req.options)
         .map_err(nix_heft_eval::history::HistoryError::from)?;
-    // Each evaluation is a Nix process of its own: as many at once as
-    // there are cores.
-    let evaluated: Vec<BTreeMap<String, Outcome>> = picked
+    let evaluated = evaluate_each(&picked, &targets, req, &options);
+    step(Some("reading the closures".into()));
+
+    let g = load_closures(src, &evaluated)?;
+    let (rows, jumps_at) = rows_and_jumps(req, picked, &evaluated, g.as_ref());
+
+    let mut jumps = Vec::with_capacity(jumps_at.len());
+    if !jumps_at.is_empty() {
+        step(Some(format!("explaining {} jump(s)", jumps_at.len())));
+    }
+    for (attr, from, to, delta) in jumps_at {
+        let impact = impact::jump::explain(
+            src,
+            &evaluated[from],
+            &evaluated[to],
+            &attr,
+            req.top,
+            req.evidence,
+        )?;
+        jumps.push(Jump {
+            attr,
+            from,
+            to,
+            delta,
+            impact,
+            derivation: None,
+        });
+    }
+    let instantiations = compare_derivations(
+        req,
+        &targets,
+        &options,
+        scratch.as_ref(),
+        &rows,
+        &mut jumps,
+        step,
+    )?;
+    step(None);
+    Ok(History {
+        attrs: req.attrs.to_vec(),
+        rows,
+        jumps,
+        commits_in_range,
+        evaluations: evaluated.len(),
+        instantiations,
+    })
+}
+
+/// Each commit's attributes evaluated, keyed by the attributes as given
+/// (`.#app`). Each evaluation is a Nix process of its own: as many at
+/// once as there are cores.
+fn evaluate_each(
+    picked: &[CommitInfo],
+    targets: &Targets,
+    req: &Request,
+    options: &Options,
+) -> Vec<BTreeMap<String, Outcome>> {
+    picked
         .par_iter()
         .map(|c| {
             let spec = targets.side_at(&req.repo, &c.id);
-            match evaluate_side(&spec, req.evaluator, Some(&targets.names), &options) {
+            match evaluate_side(&spec, req.evaluator, Some(&targets.names), options) {
                 // Keyed by the attributes as given (`.#app`).
                 Ok(side) => req
                     .attrs
@@ -177,11 +232,18 @@ pub fn history(
                     .collect(),
             }
         })
-        .collect();
-    step(Some("reading the closures".into()));
+        .collect()
+}
 
+/// The one graph of every output evaluated that `src` holds (asked at
+/// once: a binary cache fetches them in parallel and keeps each for the
+/// graph's load); none when it holds none.
+fn load_closures(
+    src: &dyn StoreSource,
+    evaluated: &[BTreeMap<String, Outcome>],
+) -> crate::Result<Option<Graph>> {
     let mut wanted: BTreeSet<StorePath> = BTreeSet::new();
-    for ev in &evaluated {
+    for ev in evaluated {
         for o in ev.values() {
             if let Outcome::Evaluated { outputs, .. } = o {
                 wanted.extend(outputs.values().cloned());
@@ -198,17 +260,29 @@ pub fn history(
         .filter(|(_, i)| i.is_some())
         .map(|(p, _)| p.clone())
         .collect();
-    let g = if present.is_empty() {
+    Ok(if present.is_empty() {
         None
     } else {
         Some(Graph::load(src, &present)?)
-    };
+    })
+}
+
+/// A row a commit, each attribute's cell read from `g`, and the jumps
+/// between consecutive reads at least `req.min_jump` apart, as
+/// (attribute, from row, to row, bytes).
+#[allow(clippy::type_complexity)]
+fn rows_and_jumps(
+    req: &Request,
+    picked: Vec<CommitInfo>,
+    evaluated: &[BTreeMap<String, Outcome>],
+    g: Option<&Graph>,
+) -> (Vec<Row>, Vec<(String, usize, usize, i128)>) {
     let index: HashMap<&StorePath, NodeId> = g.as_ref().map(|g| g.index()).unwrap_or_default();
 
     let mut rows: Vec<Row> = Vec::with_capacity(picked.len());
     let mut last_read: HashMap<&str, (usize, u64)> = HashMap::new();
     let mut jumps_at: Vec<(String, usize, usize, i128)> = Vec::new();
-    for (i, (commit, ev)) in picked.into_iter().zip(&evaluated).enumerate() {
+    for (i, (commit, ev)) in picked.into_iter().zip(evaluated).enumerate() {
         let mut cells = BTreeMap::new();
         for attr in req.attrs {
             let cell = match ev.get(attr) {
@@ -255,40 +329,31 @@ pub fn history(
         }
         rows.push(Row { commit, cells });
     }
+    (rows, jumps_at)
+}
 
-    let mut jumps = Vec::with_capacity(jumps_at.len());
-    if !jumps_at.is_empty() {
-        step(Some(format!("explaining {} jump(s)", jumps_at.len())));
-    }
-    for (attr, from, to, delta) in jumps_at {
-        let impact = impact::jump::explain(
-            src,
-            &evaluated[from],
-            &evaluated[to],
-            &attr,
-            req.top,
-            req.evidence,
-        )?;
-        jumps.push(Jump {
-            attr,
-            from,
-            to,
-            delta,
-            impact,
-            derivation: None,
-        });
-    }
-    // Each jump's two commits instantiated into a scratch store (the
-    // `.drv` files never touch the user's) and their derivations compared
-    // as `diff --derivation` compares them: which input changed, down to
-    // the variable. A commit shared by two jumps is instantiated once.
+/// Each jump's two commits instantiated into a scratch store (the
+/// `.drv` files never touch the user's) and their derivations compared;
+/// how many instantiations that took.
+fn compare_derivations(
+    req: &Request,
+    targets: &Targets,
+    options: &Options,
+    scratch: Option<&EvalStore>,
+    rows: &[Row],
+    jumps: &mut [Jump],
+    step: &dyn Fn(Option<String>),
+) -> crate::Result<usize> {
+    // Compared as `diff --derivation` compares them: which input changed,
+    // down to the variable. A commit shared by two jumps is instantiated
+    // once.
     let mut wanted: BTreeSet<(usize, String)> = BTreeSet::new();
-    for j in &jumps {
+    for j in jumps.iter() {
         wanted.insert((j.from, j.attr.clone()));
         wanted.insert((j.to, j.attr.clone()));
     }
     let own;
-    let drv_root: Option<&std::path::Path> = match &_scratch {
+    let drv_root: Option<&std::path::Path> = match scratch {
         _ if wanted.is_empty() => None,
         Some(s) => Some(s.root()),
         None => {
@@ -317,14 +382,14 @@ pub fn history(
             &at,
             targets.flake,
             req.evaluator,
-            &options,
+            options,
             root,
         )?;
         instantiations = drvs.len();
         let drvs: HashMap<(usize, String), Result<StorePath, String>> =
             wanted.into_iter().zip(drvs).collect();
         let mut parsed = HashMap::new();
-        for j in &mut jumps {
+        for j in jumps.iter_mut() {
             let (Some(Ok(b)), Some(Ok(a))) = (
                 drvs.get(&(j.from, j.attr.clone())),
                 drvs.get(&(j.to, j.attr.clone())),
@@ -340,13 +405,5 @@ pub fn history(
             ));
         }
     }
-    step(None);
-    Ok(History {
-        attrs: req.attrs.to_vec(),
-        rows,
-        jumps,
-        commits_in_range,
-        evaluations: evaluated.len(),
-        instantiations,
-    })
+    Ok(instantiations)
 }
