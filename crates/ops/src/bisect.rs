@@ -346,7 +346,7 @@ pub fn bisect(
         });
         Ok((verdict, size))
     };
-    let short = |i: usize| commits[i].id[..10.min(commits[i].id.len())].to_string();
+    let short = |i: usize| short_id(&commits[i].id);
     let (first, good_size) = probe(0, None, format!("reading the good commit {}", short(0)))?;
     match first {
         Mark::Good => {}
@@ -422,116 +422,8 @@ pub fn bisect(
         }
         _ => None,
     };
-    let mut candidates = Vec::new();
-    let mut instantiations = 0;
-    let mut found = false;
-    if bi == gi + 1 {
-        candidates.push(Candidate {
-            commit: bi,
-            why: "the first commit after the last good one".into(),
-            derivation: None,
-        });
-        found = true;
-    } else {
-        step(Some(format!(
-            "instantiating {} commits between {} and {}",
-            bi - gi + 1,
-            short(gi),
-            short(bi)
-        )));
-        let store = &at.store;
-        // The store was made before (`EvalStore::new`): all at once.
-        let each: Vec<(&str, &str)> = (gi..=bi)
-            .map(|i| (commits[i].id.as_str(), at.targets.names[0].as_str()))
-            .collect();
-        let drv_of = crate::impact::jump::instantiate_each(
-            &req.repo,
-            &each,
-            at.targets.flake,
-            req.evaluator,
-            &at.options,
-            store.root(),
-        )?;
-        instantiations = drv_of.len();
-        let mut parsed: HashMap<StorePath, Derivation> = HashMap::new();
-        let has: Vec<Option<bool>> = drv_of
-            .iter()
-            .map(|d| {
-                let d = d.as_ref().ok()?;
-                let outs =
-                    build_graph_outputs(store.root(), d, &mut parsed, &req.options.store_dir);
-                Some(match &target {
-                    Some(t) => outs.iter().any(|o| o.name() == t.name()),
-                    None => false,
-                })
-            })
-            .collect();
-        // The culprit: right after the last commit known not to have the
-        // new package, the first that has it; the commits between them
-        // that do not instantiate could be it too.
-        let at = |k: usize| gi + k;
-        let last_without = has.iter().rposition(|h| *h == Some(false));
-        if target.is_some()
-            && let Some(lw) = last_without
-            && let Some(first_with) = (lw + 1..has.len()).find(|&k| has[k] == Some(true))
-        {
-            let unknown: Vec<usize> = (lw + 1..first_with).collect();
-            for &k in &unknown {
-                candidates.push(Candidate {
-                    commit: at(k),
-                    why: format!(
-                        "does not instantiate ({}), so it cannot be ruled out",
-                        nix_heft_format::nix_error::headline(
-                            drv_of[k].as_ref().err().map_or("", |s| s.as_str())
-                        )
-                    ),
-                    derivation: None,
-                });
-            }
-            let name = target
-                .as_ref()
-                .map(|t| t.name().to_string())
-                .unwrap_or_default();
-            let derivation = match (&drv_of[first_with - 1], &drv_of[first_with]) {
-                (Ok(b), Ok(a)) => Some(crate::impact::jump::derivation_change(
-                    store.root(),
-                    b,
-                    a,
-                    &mut parsed,
-                    &req.options.store_dir,
-                )),
-                _ => None,
-            };
-            candidates.insert(
-                0,
-                Candidate {
-                    commit: at(first_with),
-                    why: format!("brings {name} into {}'s build graph", req.attr),
-                    derivation,
-                },
-            );
-            found = unknown.is_empty();
-        }
-        // Every other change of the attribute's derivation in the gap, in
-        // order: what else could have made the closure grow.
-        for k in 1..drv_of.len() {
-            if candidates.iter().any(|c| c.commit == at(k)) {
-                continue;
-            }
-            if let (Ok(b), Ok(a)) = (&drv_of[k - 1], &drv_of[k])
-                && b != a
-            {
-                candidates.push(Candidate {
-                    commit: at(k),
-                    why: format!("changes {}'s derivation", req.attr),
-                    derivation: None,
-                });
-            }
-        }
-        if target.is_none() {
-            found = false;
-        }
-    }
+    let (candidates, found, instantiations) =
+        candidates_between(req, &at, &commits, (gi, bi), target.as_ref(), step)?;
     // What was built is read from the store Nix built it in, read-only.
     let local = if req.build {
         Some(nix_heft_store::source::LocalStore::open(
@@ -574,6 +466,136 @@ pub fn bisect(
             (n + d.narinfos.load(Relaxed), a + d.nars.load(Relaxed))
         }),
     })
+}
+
+/// The commits between the cached good `gi` and bad `bi` that could have
+/// made the closure bad, the culprit first: each instantiated into the
+/// scratch store, the first whose build graph has `target` (what the bad
+/// closure gained) named, with its derivation's change; then the others
+/// that change the attribute's derivation. Whether the first is sure, and
+/// how many instantiations that took.
+fn candidates_between(
+    req: &Request,
+    at: &At,
+    commits: &[CommitInfo],
+    (gi, bi): (usize, usize),
+    target: Option<&StorePath>,
+    step: &dyn Fn(Option<String>),
+) -> crate::Result<(Vec<Candidate>, bool, usize)> {
+    let short = |i: usize| short_id(&commits[i].id);
+    let mut candidates = Vec::new();
+    let mut instantiations = 0;
+    let mut found = false;
+    if bi == gi + 1 {
+        candidates.push(Candidate {
+            commit: bi,
+            why: "the first commit after the last good one".into(),
+            derivation: None,
+        });
+        found = true;
+    } else {
+        step(Some(format!(
+            "instantiating {} commits between {} and {}",
+            bi - gi + 1,
+            short(gi),
+            short(bi)
+        )));
+        let store = &at.store;
+        // The store was made before (`EvalStore::new`): all at once.
+        let each: Vec<(&str, &str)> = (gi..=bi)
+            .map(|i| (commits[i].id.as_str(), at.targets.names[0].as_str()))
+            .collect();
+        let drv_of = crate::impact::jump::instantiate_each(
+            &req.repo,
+            &each,
+            at.targets.flake,
+            req.evaluator,
+            &at.options,
+            store.root(),
+        )?;
+        instantiations = drv_of.len();
+        let mut parsed: HashMap<StorePath, Derivation> = HashMap::new();
+        let has: Vec<Option<bool>> = drv_of
+            .iter()
+            .map(|d| {
+                let d = d.as_ref().ok()?;
+                let outs =
+                    build_graph_outputs(store.root(), d, &mut parsed, &req.options.store_dir);
+                Some(match target {
+                    Some(t) => outs.iter().any(|o| o.name() == t.name()),
+                    None => false,
+                })
+            })
+            .collect();
+        // The culprit: right after the last commit known not to have the
+        // new package, the first that has it; the commits between them
+        // that do not instantiate could be it too.
+        let at_gap = |k: usize| gi + k;
+        let last_without = has.iter().rposition(|h| *h == Some(false));
+        if target.is_some()
+            && let Some(lw) = last_without
+            && let Some(first_with) = (lw + 1..has.len()).find(|&k| has[k] == Some(true))
+        {
+            let unknown: Vec<usize> = (lw + 1..first_with).collect();
+            for &k in &unknown {
+                candidates.push(Candidate {
+                    commit: at_gap(k),
+                    why: format!(
+                        "does not instantiate ({}), so it cannot be ruled out",
+                        nix_heft_format::nix_error::headline(
+                            drv_of[k].as_ref().err().map_or("", |s| s.as_str())
+                        )
+                    ),
+                    derivation: None,
+                });
+            }
+            let name = target.map(|t| t.name().to_string()).unwrap_or_default();
+            let derivation = match (&drv_of[first_with - 1], &drv_of[first_with]) {
+                (Ok(b), Ok(a)) => Some(crate::impact::jump::derivation_change(
+                    store.root(),
+                    b,
+                    a,
+                    &mut parsed,
+                    &req.options.store_dir,
+                )),
+                _ => None,
+            };
+            candidates.insert(
+                0,
+                Candidate {
+                    commit: at_gap(first_with),
+                    why: format!("brings {name} into {}'s build graph", req.attr),
+                    derivation,
+                },
+            );
+            found = unknown.is_empty();
+        }
+        // Every other change of the attribute's derivation in the gap, in
+        // order: what else could have made the closure grow.
+        for k in 1..drv_of.len() {
+            if candidates.iter().any(|c| c.commit == at_gap(k)) {
+                continue;
+            }
+            if let (Ok(b), Ok(a)) = (&drv_of[k - 1], &drv_of[k])
+                && b != a
+            {
+                candidates.push(Candidate {
+                    commit: at_gap(k),
+                    why: format!("changes {}'s derivation", req.attr),
+                    derivation: None,
+                });
+            }
+        }
+        if target.is_none() {
+            found = false;
+        }
+    }
+    Ok((candidates, found, instantiations))
+}
+
+/// A commit's hash as the steps name it: its first 10 characters.
+fn short_id(id: &str) -> &str {
+    &id[..10.min(id.len())]
 }
 
 /// Builds the first candidate and its first parent in the user's store
