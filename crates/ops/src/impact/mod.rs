@@ -553,6 +553,145 @@ struct RowChanges {
     removed_picked: Vec<Picked>,
 }
 
+/// A unit of change and the rows it is in.
+type SharedUnit = (units::Unit, Vec<usize>);
+
+/// Shared causes: the same paths added and removed in two or more rows
+/// with both sides built (a new attribute's whole closure is "added" and
+/// would drown the causes), largest first, and where each unit's cause
+/// is in that list.
+#[allow(clippy::type_complexity)]
+fn shared_units(
+    rows: &[AttrImpact],
+    found: &[RowChanges],
+) -> (Vec<SharedUnit>, HashMap<(Vec<NodeId>, Vec<NodeId>), usize>) {
+    let mut shared_in: BTreeMap<(Vec<NodeId>, Vec<NodeId>), Vec<usize>> = BTreeMap::new();
+    for (i, f) in found.iter().enumerate() {
+        if both_built(&rows[i]) {
+            for u in &f.units {
+                shared_in.entry(unit_key(u)).or_default().push(i);
+            }
+        }
+    }
+    let mut shared: Vec<(units::Unit, Vec<usize>)> = Vec::new();
+    for (i, f) in found.iter().enumerate() {
+        for u in &f.units {
+            if let Some(rs) = shared_in.get(&unit_key(u))
+                && rs.len() >= 2
+                && rs[0] == i
+            {
+                shared.push((u.clone(), rs.clone()));
+            }
+        }
+    }
+    shared.sort_by(|x, y| {
+        y.0.net
+            .unsigned_abs()
+            .cmp(&x.0.net.unsigned_abs())
+            .then_with(|| y.1.len().cmp(&x.1.len()))
+            .then_with(|| x.0.package.cmp(&y.0.package))
+    });
+    let shared_at: HashMap<(Vec<NodeId>, Vec<NodeId>), usize> = shared
+        .iter()
+        .enumerate()
+        .map(|(k, (u, _))| (unit_key(u), k))
+        .collect();
+    (shared, shared_at)
+}
+
+/// A shared cause's holders, for the first [`SHARED_EXPLAINED`]: the
+/// referrers of its explained path anywhere in its graph, nearest the
+/// roots first (the strongest is chosen from the evidence).
+fn shared_holders(shared: &[SharedUnit], bg: &Graph, ag: &Graph) -> Vec<Vec<NodeId>> {
+    let (bdepth, adepth) = (
+        nix_heft_graph::chains::depths_from_roots(bg),
+        nix_heft_graph::chains::depths_from_roots(ag),
+    );
+    shared
+        .iter()
+        .take(SHARED_EXPLAINED)
+        .map(|(u, _)| {
+            let (v, in_head) = u.explained_by();
+            let (g, depth) = if in_head {
+                (ag, &adepth)
+            } else {
+                (bg, &bdepth)
+            };
+            let mut r: Vec<NodeId> = g.referrers(v).iter().copied().filter(|&r| r != v).collect();
+            r.sort_by(|x, y| {
+                depth[*x as usize]
+                    .cmp(&depth[*y as usize])
+                    .then_with(|| g.path(*x).cmp(g.path(*y)))
+            });
+            r.dedup();
+            r
+        })
+        .collect()
+}
+
+/// The rules one row breaks: the head closure's size and growth and the
+/// forbidden paths it reaches, when both sides were compared; Hydra's
+/// limit on the head's outputs whenever it was built.
+fn broken_rules(
+    rules: &Rules,
+    compared: bool,
+    before: Option<&AttrSide>,
+    after: Option<&AttrSide>,
+    head_targets: &[(String, NodeId)],
+    reached: &[NodeId],
+) -> Vec<Broken> {
+    let mut broken = Vec::new();
+    if compared && let Some(after_size) = after.and_then(|s| s.closure_size) {
+        if let Some(limit) = rules.closure.max_closure
+            && after_size > limit
+        {
+            broken.push(Broken::MaxClosure {
+                size: after_size,
+                limit,
+            });
+        }
+        if let (Some(g), Some(before_size)) = (
+            rules.closure.max_growth,
+            before.and_then(|s| s.closure_size),
+        ) {
+            let limit = g.limit(before_size);
+            let growth = after_size.saturating_sub(before_size);
+            if growth > limit {
+                broken.push(Broken::MaxGrowth { growth, limit });
+            }
+        }
+        for (pat, v) in head_targets {
+            if reached.contains(v) {
+                broken.push(Broken::Forbid {
+                    pattern: pat.clone(),
+                    node: *v,
+                });
+            }
+        }
+    }
+    // Hydra's limit is on the build's outputs, whatever the rest of
+    // the row: an attribute built at the head is measured.
+    if let (Some(limit), Some(a)) = (rules.max_output, after)
+        && a.built
+    {
+        let size: u64 = a.output_sizes.values().sum();
+        if size > limit {
+            let mut outputs: Vec<(String, u64)> = a
+                .output_sizes
+                .iter()
+                .map(|(o, s)| (o.clone(), *s))
+                .collect();
+            outputs.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
+            broken.push(Broken::MaxOutput {
+                size,
+                limit,
+                outputs,
+            });
+        }
+    }
+    broken
+}
+
 /// The impact of the change from `before` to `after` on `req.attrs`.
 /// Errors are those of reading a side's metadata (a store that cannot be
 /// read, a corrupt narinfo); a path that cannot be read for evidence is a
@@ -607,55 +746,14 @@ pub fn impact(
         };
         let before = side(b);
         let after = side(a);
-        let mut broken = Vec::new();
-        if compared && let Some(after_size) = after.as_ref().and_then(|s| s.closure_size) {
-            if let Some(limit) = req.rules.closure.max_closure
-                && after_size > limit
-            {
-                broken.push(Broken::MaxClosure {
-                    size: after_size,
-                    limit,
-                });
-            }
-            if let (Some(g), Some(before_size)) = (
-                req.rules.closure.max_growth,
-                before.as_ref().and_then(|s| s.closure_size),
-            ) {
-                let limit = g.limit(before_size);
-                let growth = after_size.saturating_sub(before_size);
-                if growth > limit {
-                    broken.push(Broken::MaxGrowth { growth, limit });
-                }
-            }
-            for (pat, v) in &head_targets {
-                if d.reached.contains(v) {
-                    broken.push(Broken::Forbid {
-                        pattern: pat.clone(),
-                        node: *v,
-                    });
-                }
-            }
-        }
-        // Hydra's limit is on the build's outputs, whatever the rest of
-        // the row: an attribute built at the head is measured.
-        if let (Some(limit), Some(a)) = (req.rules.max_output, after.as_ref())
-            && a.built
-        {
-            let size: u64 = a.output_sizes.values().sum();
-            if size > limit {
-                let mut outputs: Vec<(String, u64)> = a
-                    .output_sizes
-                    .iter()
-                    .map(|(o, s)| (o.clone(), *s))
-                    .collect();
-                outputs.sort_by(|x, y| y.1.cmp(&x.1).then_with(|| x.0.cmp(&y.0)));
-                broken.push(Broken::MaxOutput {
-                    size,
-                    limit,
-                    outputs,
-                });
-            }
-        }
+        let broken = broken_rules(
+            req.rules,
+            compared,
+            before.as_ref(),
+            after.as_ref(),
+            &head_targets,
+            &d.reached,
+        );
         let (us, added_picked, removed_picked) = if compared {
             (
                 units::units(&bg, &d.removed, &ag, &d.added),
@@ -686,68 +784,8 @@ pub fn impact(
         });
     }
 
-    // Shared causes: the same paths added and removed in two or more rows
-    // with both sides built (a new attribute's whole closure is "added"
-    // and would drown the causes).
-    let mut shared_in: BTreeMap<(Vec<NodeId>, Vec<NodeId>), Vec<usize>> = BTreeMap::new();
-    for (i, f) in found.iter().enumerate() {
-        if both_built(&rows[i]) {
-            for u in &f.units {
-                shared_in.entry(unit_key(u)).or_default().push(i);
-            }
-        }
-    }
-    let mut shared: Vec<(units::Unit, Vec<usize>)> = Vec::new();
-    for (i, f) in found.iter().enumerate() {
-        for u in &f.units {
-            if let Some(rs) = shared_in.get(&unit_key(u))
-                && rs.len() >= 2
-                && rs[0] == i
-            {
-                shared.push((u.clone(), rs.clone()));
-            }
-        }
-    }
-    shared.sort_by(|x, y| {
-        y.0.net
-            .unsigned_abs()
-            .cmp(&x.0.net.unsigned_abs())
-            .then_with(|| y.1.len().cmp(&x.1.len()))
-            .then_with(|| x.0.package.cmp(&y.0.package))
-    });
-    let shared_at: HashMap<(Vec<NodeId>, Vec<NodeId>), usize> = shared
-        .iter()
-        .enumerate()
-        .map(|(k, (u, _))| (unit_key(u), k))
-        .collect();
-
-    // A shared cause's holders: the referrers of its explained path
-    // anywhere in its graph, nearest the roots first (the strongest is
-    // chosen from the evidence).
-    let (bdepth, adepth) = (
-        nix_heft_graph::chains::depths_from_roots(&bg),
-        nix_heft_graph::chains::depths_from_roots(&ag),
-    );
-    let shared_candidates: Vec<Vec<NodeId>> = shared
-        .iter()
-        .take(SHARED_EXPLAINED)
-        .map(|(u, _)| {
-            let (v, in_head) = u.explained_by();
-            let (g, depth) = if in_head {
-                (&ag, &adepth)
-            } else {
-                (&bg, &bdepth)
-            };
-            let mut r: Vec<NodeId> = g.referrers(v).iter().copied().filter(|&r| r != v).collect();
-            r.sort_by(|x, y| {
-                depth[*x as usize]
-                    .cmp(&depth[*y as usize])
-                    .then_with(|| g.path(*x).cmp(g.path(*y)))
-            });
-            r.dedup();
-            r
-        })
-        .collect();
+    let (shared, shared_at) = shared_units(&rows, &found);
+    let shared_candidates = shared_holders(&shared, &bg, &ag);
 
     let (before_evidence, after_evidence) = if req.evidence {
         let mut wb = ReadRequest::new();
