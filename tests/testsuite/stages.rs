@@ -328,13 +328,19 @@ fn library_crates() -> Vec<PathBuf> {
 }
 
 /// Dependencies Cargo would allow (the crate is below) that the layers
-/// forbid: only the operations run Nix (eval), and the analysis computes
-/// from what it is given, reading no store.
+/// forbid: only the operations run Nix (eval); the analysis computes from
+/// what it is given, reading no store; the reports and the browser only
+/// format and draw what arrives computed, so they name no store either
+/// (ARCHITECTURE.md: "report only formats").
 const FORBIDDEN_BELOW: &[(&str, &str)] = &[
     ("nix-heft-graph", "nix-heft-eval"),
     ("nix-heft-scan", "nix-heft-eval"),
     ("nix-heft-analysis", "nix-heft-eval"),
     ("nix-heft-analysis", "nix-heft-store"),
+    ("nix-heft-report", "nix-heft-store"),
+    ("nix-heft-report", "nix-heft-eval"),
+    ("nix-heft-browse", "nix-heft-store"),
+    ("nix-heft-browse", "nix-heft-eval"),
 ];
 
 #[test]
