@@ -544,6 +544,89 @@ fn each_command_has_its_files_in_their_places() {
     assert!(seen >= 16, "{seen}");
 }
 
+/// The survey is a workspace of its own with its own Cargo.lock, which
+/// lists each library crate it uses with that crate's dependencies: a
+/// change to a library manifest (a dependency added or dropped) must be
+/// taken into survey/Cargo.lock too, or the survey's `cargo test --locked`
+/// fails at the end of a CI run (as it did once, after ops dropped
+/// globset). Checked here, offline, against the manifests as Cargo reads
+/// them: each library crate's normal dependencies are what the survey's
+/// lock lists for it.
+#[test]
+fn the_survey_lock_follows_the_library_manifests() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "metadata",
+            "--format-version",
+            "1",
+            "--no-deps",
+            "--offline",
+        ])
+        .current_dir(repo())
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    for pkg in meta["packages"].as_array().unwrap() {
+        let name = pkg["name"].as_str().unwrap();
+        if name == "nix-heft" {
+            continue;
+        }
+        let mut deps: Vec<String> = pkg["dependencies"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|d| d["kind"].is_null())
+            .map(|d| d["name"].as_str().unwrap().to_string())
+            .collect();
+        deps.sort();
+        deps.dedup();
+        wanted.insert(name.to_string(), deps);
+    }
+    let lock: toml::Value =
+        toml::from_str(&std::fs::read_to_string(repo().join("survey/Cargo.lock")).unwrap())
+            .unwrap();
+    let mut compared = 0;
+    let mut stale = Vec::new();
+    for pkg in lock["package"].as_array().unwrap() {
+        let name = pkg["name"].as_str().unwrap();
+        let Some(want) = wanted.get(name) else {
+            continue;
+        };
+        compared += 1;
+        // `object 0.40.0`: a name the lock disambiguates by version.
+        let mut listed: Vec<String> = pkg
+            .get("dependencies")
+            .and_then(|d| d.as_array())
+            .map(|d| {
+                d.iter()
+                    .map(|x| x.as_str().unwrap().split(' ').next().unwrap().to_string())
+                    .collect()
+            })
+            .unwrap_or_default();
+        listed.sort();
+        listed.dedup();
+        if &listed != want {
+            stale.push(format!(
+                "{name}: the lock lists {listed:?}, the manifest {want:?}"
+            ));
+        }
+    }
+    assert!(
+        compared >= 8,
+        "only {compared} library crates found in survey/Cargo.lock"
+    );
+    assert!(
+        stale.is_empty(),
+        "survey/Cargo.lock is stale (run `cargo metadata` in survey/): {stale:#?}"
+    );
+}
+
 /// docs/ARCHITECTURE.md's "a command is one file": no command's module
 /// names another command's (`super::roots::why`, `super::report::…`):
 /// what two commands share is the context's (`commands/context/`) or a
