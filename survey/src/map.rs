@@ -87,7 +87,7 @@ pub fn survey_partition(
             raw.add_reference(id, to);
         }
     }
-    let g = Graph::try_from_raw(raw, own).map_err(ext)?;
+    let g = Graph::try_from_raw(raw, own).map_err(|e| ext(e.into()))?;
     // Every path of the partition is read: scanned for its references, or
     // for its tree alone when it has none (its file count).
     let wants: ReadRequest = (0..own as NodeId)
