@@ -343,8 +343,9 @@ const FORBIDDEN_BELOW: &[(&str, &str)] = &[
     ("nix-heft-browse", "nix-heft-eval"),
 ];
 
-#[test]
-fn no_library_crate_depends_on_the_command_lines_crates() {
+/// The workspace's packages as Cargo reads their manifests (`cargo
+/// metadata --no-deps`, offline).
+fn manifests() -> serde_json::Value {
     let out = std::process::Command::new(env!("CARGO"))
         .args([
             "metadata",
@@ -361,7 +362,12 @@ fn no_library_crate_depends_on_the_command_lines_crates() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+#[test]
+fn no_library_crate_depends_on_the_command_lines_crates() {
+    let meta = manifests();
     let mut libs = 0;
     let mut broken = Vec::new();
     for pkg in meta["packages"].as_array().unwrap() {
@@ -554,23 +560,7 @@ fn each_command_has_its_files_in_their_places() {
 /// lock lists for it.
 #[test]
 fn the_survey_lock_follows_the_library_manifests() {
-    let out = std::process::Command::new(env!("CARGO"))
-        .args([
-            "metadata",
-            "--format-version",
-            "1",
-            "--no-deps",
-            "--offline",
-        ])
-        .current_dir(repo())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let meta: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let meta = manifests();
     let mut wanted: BTreeMap<String, Vec<String>> = BTreeMap::new();
     for pkg in meta["packages"].as_array().unwrap() {
         let name = pkg["name"].as_str().unwrap();
