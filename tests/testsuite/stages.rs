@@ -205,16 +205,29 @@ fn names_in(file: &Path, text: &str) -> Names {
     n
 }
 
-/// What each file of a crate's `src` names.
-fn names_of_crate(krate: &Path) -> Vec<(PathBuf, Names)> {
-    rs_files(&krate.join("src"))
-        .into_iter()
-        .map(|f| {
-            let text = std::fs::read_to_string(&f).unwrap();
-            let n = names_in(&f, &text);
-            (f, n)
-        })
-        .collect()
+/// What each file of every library crate's `src` names, parsed once for
+/// the checks that read them.
+fn library_names() -> &'static [(PathBuf, Names)] {
+    static N: std::sync::OnceLock<Vec<(PathBuf, Names)>> = std::sync::OnceLock::new();
+    N.get_or_init(|| {
+        library_crates()
+            .iter()
+            .flat_map(|k| rs_files(&k.join("src")))
+            .map(|f| {
+                let text = std::fs::read_to_string(&f).unwrap();
+                let n = names_in(&f, &text);
+                (f, n)
+            })
+            .collect()
+    })
+}
+
+/// What each file of the library crate `krate` (crates/KRATE) names.
+fn names_of_crate(krate: &str) -> impl Iterator<Item = &'static (PathBuf, Names)> {
+    let src = repo().join("crates").join(krate).join("src");
+    library_names()
+        .iter()
+        .filter(move |(f, _)| f.starts_with(&src))
 }
 
 /// The I/O of std a pure crate must not name: a path that starts so.
@@ -304,9 +317,9 @@ fn the_reader_reads_code_as_the_compiler_does() {
 #[test]
 fn the_analysis_touches_no_file_process_or_socket() {
     let mut found = Vec::new();
-    let files = names_of_crate(&repo().join("crates/analysis"));
+    let files: Vec<_> = names_of_crate("analysis").collect();
     assert!(files.len() >= 10, "only {} files read", files.len());
-    for (f, n) in &files {
+    for (f, n) in files {
         for p in io_of(n) {
             found.push(format!("{}: {p}", f.display()));
         }
@@ -412,12 +425,10 @@ fn no_library_crate_prints() {
     // binary draws; even the test hooks signal by a file.
     let mut found = Vec::new();
     let mut files = 0;
-    for krate in library_crates() {
-        for (f, n) in names_of_crate(&krate) {
-            files += 1;
-            for p in prints_of(&n) {
-                found.push(format!("{}: {p}", f.display()));
-            }
+    for (f, n) in library_names() {
+        files += 1;
+        for p in prints_of(n) {
+            found.push(format!("{}: {p}", f.display()));
         }
     }
     assert!(files >= 100, "only {files} files read");
@@ -429,11 +440,9 @@ fn no_library_crate_aliases_another() {
     // A path says where its code lives: `nix_heft_store::source::RunLog`
     // in ops, never `crate::source` through a re-export.
     let mut found = Vec::new();
-    for krate in library_crates() {
-        for (f, n) in names_of_crate(&krate) {
-            for a in n.aliases {
-                found.push(format!("{}: {a}", f.display()));
-            }
+    for (f, n) in library_names() {
+        for a in &n.aliases {
+            found.push(format!("{}: {a}", f.display()));
         }
     }
     assert!(found.is_empty(), "crate aliases: {found:#?}");

@@ -170,9 +170,10 @@ impl ClosureRules {
         let mut out = Vec::new();
         for f in &self.forbid {
             match f {
+                // One path: a scan for it, not a closure-sized index.
                 Forbidden::Path(p) => {
-                    if let Some(&v) = g.index().get(p) {
-                        out.push((f.given().to_string(), v));
+                    if let Some(v) = g.paths().iter().position(|q| q == p) {
+                        out.push((f.given().to_string(), v as NodeId));
                     }
                 }
                 Forbidden::Name { .. } => out.extend(

@@ -55,23 +55,29 @@ impl Rule {
     /// that path), and it in words for the report.
     pub fn of(text: RuleText, store_dir: &str) -> crate::Result<(Rule, String)> {
         let rules = ClosureRules::parse(text, store_dir)?;
-        let given = (text.max_closure, text.max_growth, rules.forbid.is_empty());
-        Ok(match (rules.max_closure, rules.max_growth, given) {
-            (Some(limit), None, (Some(s), _, true)) => {
-                (Rule::MaxClosure(limit), format!("closure larger than {s}"))
-            }
-            (None, Some(growth), (_, Some(g), true)) => (
-                Rule::MaxGrowth(growth),
-                format!("closure grown more than {g} over the good commit's"),
-            ),
-            (None, None, (_, _, false)) => (
-                Rule::Forbid(rules.forbid),
-                format!("closure holds {}", text.forbid.join(" or ")),
-            ),
-            _ => {
-                return Err(crate::Error::NoRule);
-            }
-        })
+        let given = |s: Option<&str>| s.unwrap_or_default().to_string();
+        Ok(
+            match (rules.max_closure, rules.max_growth, rules.forbid.is_empty()) {
+                (Some(limit), None, true) => (
+                    Rule::MaxClosure(limit),
+                    format!("closure larger than {}", given(text.max_closure)),
+                ),
+                (None, Some(growth), true) => (
+                    Rule::MaxGrowth(growth),
+                    format!(
+                        "closure grown more than {} over the good commit's",
+                        given(text.max_growth)
+                    ),
+                ),
+                (None, None, false) => (
+                    Rule::Forbid(rules.forbid),
+                    format!("closure holds {}", text.forbid.join(" or ")),
+                ),
+                _ => {
+                    return Err(crate::Error::NoRule);
+                }
+            },
+        )
     }
 }
 

@@ -267,21 +267,23 @@ fn load_closures(
     })
 }
 
+/// A jump found between two rows: (attribute, from row, to row, bytes).
+type JumpAt = (String, usize, usize, i128);
+
 /// A row a commit, each attribute's cell read from `g`, and the jumps
 /// between consecutive reads at least `req.min_jump` apart, as
 /// (attribute, from row, to row, bytes).
-#[allow(clippy::type_complexity)]
 fn rows_and_jumps(
     req: &Request,
     picked: Vec<CommitInfo>,
     evaluated: &[BTreeMap<String, Outcome>],
     g: Option<&Graph>,
-) -> (Vec<Row>, Vec<(String, usize, usize, i128)>) {
+) -> (Vec<Row>, Vec<JumpAt>) {
     let index: HashMap<&StorePath, NodeId> = g.as_ref().map(|g| g.index()).unwrap_or_default();
 
     let mut rows: Vec<Row> = Vec::with_capacity(picked.len());
     let mut last_read: HashMap<&str, (usize, u64)> = HashMap::new();
-    let mut jumps_at: Vec<(String, usize, usize, i128)> = Vec::new();
+    let mut jumps_at: Vec<JumpAt> = Vec::new();
     for (i, (commit, ev)) in picked.into_iter().zip(evaluated).enumerate() {
         let mut cells = BTreeMap::new();
         for attr in req.attrs {

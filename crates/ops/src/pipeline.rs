@@ -735,7 +735,15 @@ pub fn split(
         traces,
     } = req;
     let siblings = crate::roots::sibling_outputs(src, g.path(path))?;
-    if !siblings.iter().all(|s| g.index().contains_key(&s.path)) {
+    // Each sibling's node, from one index of the graph (a closure-sized
+    // map: built once, and once again only if the graph is reloaded).
+    let index = g.index();
+    let mut nodes: Vec<Option<NodeId>> = siblings
+        .iter()
+        .map(|s| index.get(&s.path).copied())
+        .collect();
+    drop(index);
+    if nodes.iter().any(Option::is_none) {
         let p = g.path(path).clone();
         let rs: Vec<nix_heft_format::StorePath> =
             roots.iter().map(|&r| g.path(r).clone()).collect();
@@ -750,14 +758,18 @@ pub fn split(
         let index = g.index();
         path = index[&p];
         roots = rs.iter().map(|r| index[r]).collect();
+        nodes = siblings
+            .iter()
+            .map(|s| index.get(&s.path).copied())
+            .collect();
     }
-    let index = g.index();
     let existing: Vec<Existing> = siblings
         .iter()
-        .map(|s| Existing {
+        .zip(nodes)
+        .map(|(s, node)| Existing {
             output: s.output.clone(),
             path: s.path.to_string(),
-            node: index.get(&s.path).copied(),
+            node,
             found_by: s.found_by,
         })
         .collect();

@@ -556,16 +556,18 @@ struct RowChanges {
 /// A unit of change and the rows it is in.
 type SharedUnit = (units::Unit, Vec<usize>);
 
+/// What a unit of change is known by: its added and removed paths, sorted.
+type UnitKey = (Vec<NodeId>, Vec<NodeId>);
+
 /// Shared causes: the same paths added and removed in two or more rows
 /// with both sides built (a new attribute's whole closure is "added" and
 /// would drown the causes), largest first, and where each unit's cause
 /// is in that list.
-#[allow(clippy::type_complexity)]
 fn shared_units(
     rows: &[AttrImpact],
     found: &[RowChanges],
-) -> (Vec<SharedUnit>, HashMap<(Vec<NodeId>, Vec<NodeId>), usize>) {
-    let mut shared_in: BTreeMap<(Vec<NodeId>, Vec<NodeId>), Vec<usize>> = BTreeMap::new();
+) -> (Vec<SharedUnit>, HashMap<UnitKey, usize>) {
+    let mut shared_in: BTreeMap<UnitKey, Vec<usize>> = BTreeMap::new();
     for (i, f) in found.iter().enumerate() {
         if both_built(&rows[i]) {
             for u in &f.units {
@@ -591,7 +593,7 @@ fn shared_units(
             .then_with(|| y.1.len().cmp(&x.1.len()))
             .then_with(|| x.0.package.cmp(&y.0.package))
     });
-    let shared_at: HashMap<(Vec<NodeId>, Vec<NodeId>), usize> = shared
+    let shared_at: HashMap<UnitKey, usize> = shared
         .iter()
         .enumerate()
         .map(|(k, (u, _))| (unit_key(u), k))
@@ -904,7 +906,7 @@ pub fn impact(
 
 /// What makes two rows' changes the same change: the same paths added
 /// and removed.
-fn unit_key(u: &units::Unit) -> (Vec<NodeId>, Vec<NodeId>) {
+fn unit_key(u: &units::Unit) -> UnitKey {
     let mut a = u.added.clone();
     let mut r = u.removed.clone();
     a.sort_unstable();
